@@ -1,0 +1,4 @@
+//! rtvmm-core: the scheduling core (placeholder while the API lands).
+pub mod rng;
+pub mod time;
+pub use time::Nanos;
