@@ -1,1 +1,14 @@
-//! placeholder
+//! # rtvmm-sim: the discrete-event simulator
+//!
+//! Drives the scheduling core (`rtvmm-core`) with simulated guests, in virtual time, as fast
+//! as the machine allows. Same system, same seed: same bytes out.
+//!
+//! - [`system`]: what to simulate ([`system::SystemSpec`]), in the core's types.
+//! - [`driver`]: the event loop ([`driver::Simulation`]).
+//! - [`timeline`]: who ran when, rebuilt from a trace, for tests.
+pub mod driver;
+pub mod system;
+pub mod timeline;
+
+pub use driver::{SimError, Simulation, TraceEvent};
+pub use system::{Change, DomainSpec, SystemSpec, TimedChange};

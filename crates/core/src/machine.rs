@@ -1,0 +1,684 @@
+//! The machine: pcpus, VCPUs, the scheduler tick, the overhead model and one policy — the
+//! part of a hypervisor's scheduler that is the same for every policy (Xen's
+//! `xen/common/sched/core.c`).
+//!
+//! # Driving it
+//! A driver (the simulator, or the real-time executor on Linux) owns time. It reports
+//! what guests do with [`Machine::wake`] and [`Machine::block`], asks
+//! [`Machine::poll_timeout`] when to call back, and calls [`Machine::handle_timeout`] then.
+//! Between two calls the machine's state is constant: what runs on each pcpu is
+//! [`Machine::activity`] until the next call. After reporting events at an instant, a driver
+//! calls `handle_timeout(now)` while `poll_timeout() <= now` (a wake that should preempt
+//! raises a reschedule "softirq" that is due at once; several events at one instant then
+//! cost one `do_schedule`).
+//!
+//! ```
+//! use rtvmm_core::machine::{Machine, MachineConfig};
+//! use rtvmm_core::model::{DomainId, PcpuId, VcpuParams};
+//! use rtvmm_core::policy::PolicyConfig;
+//! use rtvmm_core::Nanos;
+//!
+//! let mut m = Machine::new(MachineConfig::default(), PolicyConfig::Deferrable).unwrap();
+//! let ms = Nanos::from_ms;
+//! let v = m.add_vcpu(Nanos::ZERO, DomainId(0), VcpuParams::server(ms(2), ms(10), 1)).unwrap();
+//! m.wake(Nanos::ZERO, v);
+//! while m.poll_timeout() <= Nanos::ZERO {
+//!     m.handle_timeout(Nanos::ZERO);
+//! }
+//! assert_eq!(m.running(PcpuId(0)), Some(v));
+//! // Its 2 ms budget runs out at 2 ms; the machine asks to be called then.
+//! assert_eq!(m.poll_timeout(), ms(1)); // first the 1 ms tick
+//! ```
+//!
+//! # Time accounting
+//! Each pcpu is, at every instant, running a VCPU, running IDLE, or in scheduler overhead.
+//! `busy + idle + overhead` equals the time accounted so far, exactly. During overhead no
+//! VCPU makes progress and no budget is consumed.
+
+use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
+use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::{Decision, Policy, PolicyConfig, PolicyKind};
+use crate::time::Nanos;
+
+/// When due replenishments take effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ReplenishMode {
+    /// At their due time.
+    #[default]
+    Exact,
+    /// At the first tick at or after their due time (the 2011 implementation scanned its
+    /// replenishment queue once per quantum).
+    Tick,
+}
+
+/// Costs charged as pcpu overhead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Overheads {
+    /// Charged for every `do_schedule` call.
+    pub do_schedule: Nanos,
+    /// Charged in addition when the chosen VCPU differs from the previous one.
+    pub context_switch: Nanos,
+}
+
+/// Machine-wide settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MachineConfig {
+    pub pcpus: u32,
+    /// The scheduler tick interval.
+    pub quantum: Nanos,
+    pub replenishment: ReplenishMode,
+    pub overheads: Overheads,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        MachineConfig {
+            pcpus: 1,
+            quantum: Nanos::from_ms(1),
+            replenishment: ReplenishMode::Exact,
+            overheads: Overheads::default(),
+        }
+    }
+}
+
+/// What a pcpu is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    Idle,
+    Running(VcpuId),
+    /// Scheduler overhead until `until`; then `decision` takes effect.
+    Overhead {
+        until: Nanos,
+        decision: Decision,
+        reason: ScheduleReason,
+    },
+}
+
+/// Per-pcpu counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PcpuStats {
+    pub busy: Nanos,
+    pub idle: Nanos,
+    pub overhead: Nanos,
+    pub do_schedule_calls: u64,
+    pub context_switches: u64,
+}
+
+/// Per-VCPU counters kept by the machine (budget counters are the policy's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VcpuStats {
+    pub run: Nanos,
+    /// Times switched in.
+    pub scheduled: u64,
+    /// Times switched out while it still had work.
+    pub preemptions: u64,
+}
+
+/// Errors of machine operations.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MachineError {
+    #[error("vcpu {vcpu}: {error}")]
+    Param { vcpu: u32, error: ParamError },
+    #[error(
+        "{0} pcpus: this version schedules one pcpu (several pcpus come with the multicore work)"
+    )]
+    TooManyPcpus(u32),
+    #[error("pcpus: must be at least 1")]
+    NoPcpu,
+    #[error("quantum: must be greater than 0")]
+    QuantumZero,
+    #[error("vcpu {0}: no such VCPU")]
+    UnknownVcpu(u32),
+}
+
+#[derive(Clone, Debug)]
+struct VcpuEntry {
+    domain: DomainId,
+    params: VcpuParams,
+    has_work: bool,
+    present: bool,
+    stats: VcpuStats,
+}
+
+#[derive(Clone, Debug)]
+struct Pcpu {
+    activity: Activity,
+    accounted_to: Nanos,
+    /// When the current decision's slice runs out.
+    slice_end: Option<Nanos>,
+    /// A reschedule is due at once ("softirq raised"), for this reason.
+    resched: Option<ScheduleReason>,
+    next_tick: Nanos,
+    /// The decision in effect before the current overhead (None = IDLE).
+    last_run: Option<VcpuId>,
+    stats: PcpuStats,
+}
+
+impl Pcpu {
+    /// The VCPU that runs (or is about to run after overhead); None for IDLE.
+    fn current(&self) -> Option<VcpuId> {
+        match self.activity {
+            Activity::Idle => None,
+            Activity::Running(v) => Some(v),
+            Activity::Overhead { decision, .. } => decision.run,
+        }
+    }
+
+    fn request(&mut self, reason: ScheduleReason) {
+        self.resched = Some(self.resched.map_or(reason, |r| r.min(reason)));
+    }
+}
+
+/// One machine: its pcpus, its VCPUs and the policy that schedules them.
+pub struct Machine {
+    config: MachineConfig,
+    policy_config: PolicyConfig,
+    policy: Box<dyn Policy>,
+    vcpus: Vec<VcpuEntry>,
+    pcpus: Vec<Pcpu>,
+    now: Nanos,
+    log: EventLog,
+}
+
+impl Machine {
+    pub fn new(config: MachineConfig, policy: PolicyConfig) -> Result<Machine, MachineError> {
+        if config.pcpus == 0 {
+            return Err(MachineError::NoPcpu);
+        }
+        if config.pcpus > 1 {
+            return Err(MachineError::TooManyPcpus(config.pcpus));
+        }
+        if config.quantum.is_zero() {
+            return Err(MachineError::QuantumZero);
+        }
+        let pcpus = (0..config.pcpus)
+            .map(|_| Pcpu {
+                activity: Activity::Idle,
+                accounted_to: Nanos::ZERO,
+                slice_end: None,
+                resched: Some(ScheduleReason::Reconfigure),
+                next_tick: config.quantum,
+                last_run: None,
+                stats: PcpuStats::default(),
+            })
+            .collect();
+        Ok(Machine {
+            config,
+            policy: policy.build(config.pcpus),
+            policy_config: policy,
+            vcpus: Vec::new(),
+            pcpus,
+            now: Nanos::ZERO,
+            log: EventLog::new(false),
+        })
+    }
+
+    pub fn config(&self) -> &MachineConfig {
+        &self.config
+    }
+
+    pub fn policy_kind(&self) -> PolicyKind {
+        self.policy.kind()
+    }
+
+    pub fn policy_config(&self) -> &PolicyConfig {
+        &self.policy_config
+    }
+
+    /// The policy, for its views and counters.
+    pub fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    /// Turns event recording on or off (off by default).
+    pub fn set_recording(&mut self, enabled: bool) {
+        self.log = EventLog::new(enabled);
+    }
+
+    /// Takes the events recorded so far.
+    pub fn drain_events(&mut self) -> Vec<(Nanos, CoreEvent)> {
+        self.log.drain().collect()
+    }
+
+    /// The last instant the machine was told about.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Adds a VCPU of `domain` at `now`, without work. Fails on parameters the policy
+    /// cannot accept.
+    pub fn add_vcpu(
+        &mut self,
+        now: Nanos,
+        domain: DomainId,
+        params: VcpuParams,
+    ) -> Result<VcpuId, MachineError> {
+        let id = VcpuId(self.vcpus.len() as u32);
+        self.policy
+            .validate(&params)
+            .map_err(|error| MachineError::Param { vcpu: id.0, error })?;
+        self.account(now);
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        self.policy.insert_vcpu(&mut cx, id, &params);
+        self.vcpus.push(VcpuEntry {
+            domain,
+            params,
+            has_work: false,
+            present: true,
+            stats: VcpuStats::default(),
+        });
+        self.pcpus[0].request(ScheduleReason::Reconfigure);
+        Ok(id)
+    }
+
+    /// Removes a VCPU at `now`; if it was running, its pcpu reschedules at once.
+    pub fn remove_vcpu(&mut self, now: Nanos, vcpu: VcpuId) -> Result<(), MachineError> {
+        self.entry(vcpu)?;
+        self.account(now);
+        for p in &mut self.pcpus {
+            if p.current() == Some(vcpu) {
+                p.activity = Activity::Idle;
+                p.last_run = None;
+                p.slice_end = None;
+                p.request(ScheduleReason::Reconfigure);
+            }
+        }
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        self.policy.remove_vcpu(&mut cx, vcpu);
+        let e = &mut self.vcpus[vcpu.index()];
+        e.present = false;
+        e.has_work = false;
+        Ok(())
+    }
+
+    /// New parameters for a VCPU (Xen's `sched-set`/`adjust`); see [`Policy::adjust`] for
+    /// when they take effect.
+    pub fn adjust(
+        &mut self,
+        now: Nanos,
+        vcpu: VcpuId,
+        params: VcpuParams,
+    ) -> Result<(), MachineError> {
+        self.entry(vcpu)?;
+        self.policy
+            .validate(&params)
+            .map_err(|error| MachineError::Param {
+                vcpu: vcpu.0,
+                error,
+            })?;
+        self.account(now);
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        if self.policy.adjust(&mut cx, vcpu, &params) {
+            self.pcpus[0].request(ScheduleReason::Reconfigure);
+        }
+        self.vcpus[vcpu.index()].params = params;
+        Ok(())
+    }
+
+    /// Replaces the policy at `now` ("hot swap"), keeping every VCPU and whether it has
+    /// work. The new policy starts its VCPUs as if inserted now. Fails, changing nothing,
+    /// when a VCPU's parameters do not suit the new policy.
+    pub fn swap_policy(&mut self, now: Nanos, config: PolicyConfig) -> Result<(), MachineError> {
+        let mut policy = config.build(self.config.pcpus);
+        for (i, e) in self.vcpus.iter().enumerate().filter(|(_, e)| e.present) {
+            policy
+                .validate(&e.params)
+                .map_err(|error| MachineError::Param {
+                    vcpu: i as u32,
+                    error,
+                })?;
+        }
+        self.account(now);
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        for (i, e) in self.vcpus.iter().enumerate().filter(|(_, e)| e.present) {
+            policy.insert_vcpu(&mut cx, VcpuId(i as u32), &e.params);
+        }
+        for (i, _) in self
+            .vcpus
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.present && e.has_work)
+        {
+            policy.wake(&mut cx, VcpuId(i as u32));
+        }
+        self.policy = policy;
+        self.policy_config = config;
+        for p in &mut self.pcpus {
+            // The old decision is meaningless to the new policy: decide again at once.
+            p.slice_end = None;
+            p.request(ScheduleReason::Reconfigure);
+        }
+        Ok(())
+    }
+
+    /// The guest of `vcpu` has work.
+    pub fn wake(&mut self, now: Nanos, vcpu: VcpuId) {
+        self.account(now);
+        let e = &mut self.vcpus[vcpu.index()];
+        if !e.present || e.has_work {
+            return;
+        }
+        e.has_work = true;
+        self.log.emit(now, || CoreEvent::Wake { vcpu });
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        if self.policy.wake(&mut cx, vcpu) {
+            self.pcpus[0].request(ScheduleReason::Preempt);
+        }
+    }
+
+    /// The guest of `vcpu` has no work.
+    pub fn block(&mut self, now: Nanos, vcpu: VcpuId) {
+        self.account(now);
+        let e = &mut self.vcpus[vcpu.index()];
+        if !e.present || !e.has_work {
+            return;
+        }
+        e.has_work = false;
+        self.log.emit(now, || CoreEvent::Block { vcpu });
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        let asked = self.policy.sleep(&mut cx, vcpu);
+        let p = &mut self.pcpus[0];
+        if p.current() == Some(vcpu) {
+            p.request(ScheduleReason::Block);
+        } else if asked {
+            p.request(ScheduleReason::Preempt);
+        }
+    }
+
+    fn entry(&self, vcpu: VcpuId) -> Result<&VcpuEntry, MachineError> {
+        self.vcpus
+            .get(vcpu.index())
+            .filter(|e| e.present)
+            .ok_or(MachineError::UnknownVcpu(vcpu.0))
+    }
+
+    /// The domain a VCPU belongs to.
+    pub fn domain_of(&self, vcpu: VcpuId) -> DomainId {
+        self.vcpus[vcpu.index()].domain
+    }
+
+    /// The VCPU's parameters as last set.
+    pub fn params(&self, vcpu: VcpuId) -> &VcpuParams {
+        &self.vcpus[vcpu.index()].params
+    }
+
+    /// Number of VCPU ids handed out (removed ones included).
+    pub fn vcpu_count(&self) -> usize {
+        self.vcpus.len()
+    }
+
+    pub fn vcpu_stats(&self, vcpu: VcpuId) -> VcpuStats {
+        self.vcpus[vcpu.index()].stats
+    }
+
+    pub fn pcpu_stats(&self, pcpu: PcpuId) -> PcpuStats {
+        self.pcpus[pcpu.index()].stats
+    }
+
+    /// Time accounted so far on `pcpu` (busy + idle + overhead add up to it).
+    pub fn accounted(&self, pcpu: PcpuId) -> Nanos {
+        self.pcpus[pcpu.index()].accounted_to
+    }
+
+    pub fn activity(&self, pcpu: PcpuId) -> Activity {
+        self.pcpus[pcpu.index()].activity
+    }
+
+    /// The VCPU making progress on `pcpu` now: None while IDLE or in overhead.
+    pub fn running(&self, pcpu: PcpuId) -> Option<VcpuId> {
+        match self.pcpus[pcpu.index()].activity {
+            Activity::Running(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Accounts time up to `now` without handling anything due (for the end of a run).
+    pub fn advance(&mut self, now: Nanos) {
+        self.account(now);
+    }
+
+    /// The machine's and the policy's invariants: time adds up on every pcpu, what runs is
+    /// a present VCPU with work, and the policy's own checks.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for (i, p) in self.pcpus.iter().enumerate() {
+            let sum = p.stats.busy + p.stats.idle + p.stats.overhead;
+            if sum != p.accounted_to {
+                return Err(format!(
+                    "pcpu {i}: busy {} + idle {} + overhead {} != accounted {}",
+                    p.stats.busy, p.stats.idle, p.stats.overhead, p.accounted_to
+                ));
+            }
+            if let Activity::Running(v) = p.activity {
+                if !self.vcpus[v.index()].present {
+                    return Err(format!("pcpu {i} runs removed vcpu {}", v.0));
+                }
+            }
+        }
+        self.policy.check_invariants()
+    }
+
+    /// Whether the guest of `vcpu` has work, as last reported.
+    pub fn has_work(&self, vcpu: VcpuId) -> bool {
+        self.vcpus[vcpu.index()].has_work
+    }
+
+    /// When the machine next needs `handle_timeout`: the tick, the end of a slice or of
+    /// overhead, a due policy timer, or now if a reschedule is pending.
+    pub fn poll_timeout(&self) -> Nanos {
+        let mut t = Nanos::MAX;
+        for p in &self.pcpus {
+            t = t.min(p.next_tick);
+            match p.activity {
+                Activity::Overhead { until, .. } => t = t.min(until),
+                _ => {
+                    if p.resched.is_some() {
+                        t = t.min(p.accounted_to);
+                    }
+                    if let Some(end) = p.slice_end {
+                        t = t.min(end);
+                    }
+                }
+            }
+        }
+        if self.config.replenishment == ReplenishMode::Exact {
+            if let Some(due) = self.policy.next_timer() {
+                t = t.min(due.max(self.now));
+            }
+        }
+        t
+    }
+
+    /// Processes everything due at or before `now`, in a fixed order: the end of overhead,
+    /// policy timers, the tick, the end of a slice; then `do_schedule` if any asked for it.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        self.account(now);
+        if self.config.replenishment == ReplenishMode::Exact
+            && self.policy.next_timer().is_some_and(|due| due <= now)
+        {
+            let mut cx = Cx {
+                now,
+                log: &mut self.log,
+            };
+            if self.policy.handle_timer(&mut cx) {
+                self.pcpus[0].request(ScheduleReason::Preempt);
+            }
+        }
+        for i in 0..self.pcpus.len() {
+            if self.pcpus[i].next_tick <= now {
+                let mut cx = Cx {
+                    now,
+                    log: &mut self.log,
+                };
+                self.policy.tick(&mut cx, PcpuId(i as u32));
+                if self.config.replenishment == ReplenishMode::Tick {
+                    self.policy.handle_timer(&mut cx);
+                }
+                let p = &mut self.pcpus[i];
+                let q = self.config.quantum;
+                p.next_tick = (now + q).floor_to(q).max(p.next_tick + q);
+                p.request(ScheduleReason::Tick);
+            }
+            let p = &mut self.pcpus[i];
+            if p.slice_end.is_some_and(|end| end <= now) {
+                p.slice_end = None;
+                p.request(ScheduleReason::BudgetExhausted);
+            }
+            if !matches!(p.activity, Activity::Overhead { .. }) {
+                if let Some(reason) = p.resched.take() {
+                    self.schedule(PcpuId(i as u32), reason);
+                }
+            }
+        }
+    }
+
+    /// Runs `do_schedule` on `pcpu` at `self.now` and starts the decision, after overhead.
+    fn schedule(&mut self, pcpu: PcpuId, reason: ScheduleReason) {
+        let now = self.now;
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        let decision = self.policy.do_schedule(&mut cx, pcpu);
+        debug_assert!(
+            decision.slice != Some(Nanos::ZERO),
+            "a zero slice would loop"
+        );
+        let p = &mut self.pcpus[pcpu.index()];
+        p.stats.do_schedule_calls += 1;
+        let previous = p.current();
+        let switching = decision.run != previous;
+        let mut cost = self.config.overheads.do_schedule;
+        if switching {
+            cost += self.config.overheads.context_switch;
+            p.stats.context_switches += 1;
+            if let Some(prev) = previous {
+                let e = &mut self.vcpus[prev.index()];
+                if e.has_work && e.present {
+                    e.stats.preemptions += 1;
+                }
+            }
+        }
+        if cost.is_zero() {
+            self.start(pcpu, decision, reason, previous, false);
+        } else {
+            self.log.emit(now, || CoreEvent::Overhead { pcpu, cost });
+            let p = &mut self.pcpus[pcpu.index()];
+            p.slice_end = None;
+            p.activity = Activity::Overhead {
+                until: now + cost,
+                decision,
+                reason,
+            };
+        }
+    }
+
+    /// Puts `decision` into effect on `pcpu` at `self.now`.
+    fn start(
+        &mut self,
+        pcpu: PcpuId,
+        decision: Decision,
+        reason: ScheduleReason,
+        previous: Option<VcpuId>,
+        after_overhead: bool,
+    ) {
+        let now = self.now;
+        let p = &mut self.pcpus[pcpu.index()];
+        p.last_run = decision.run;
+        p.activity = match decision.run {
+            Some(v) => Activity::Running(v),
+            None => Activity::Idle,
+        };
+        p.slice_end = decision.slice.map(|s| now + s);
+        if decision.run != previous {
+            if let Some(v) = decision.run {
+                self.vcpus[v.index()].stats.scheduled += 1;
+            }
+            self.log.emit(now, || CoreEvent::Switch {
+                pcpu,
+                from: previous,
+                to: decision.run,
+                reason,
+            });
+        } else if after_overhead {
+            self.log.emit(now, || CoreEvent::Resume {
+                pcpu,
+                vcpu: decision.run,
+            });
+        }
+    }
+
+    /// Accounts every pcpu's time up to `now` and charges the policy for it.
+    fn account(&mut self, now: Nanos) {
+        assert!(
+            now >= self.now,
+            "time went backwards: {} after {}",
+            now,
+            self.now
+        );
+        self.now = now;
+        for i in 0..self.pcpus.len() {
+            let pcpu = PcpuId(i as u32);
+            loop {
+                let p = &mut self.pcpus[i];
+                let from = p.accounted_to;
+                match p.activity {
+                    Activity::Overhead {
+                        until,
+                        decision,
+                        reason,
+                    } => {
+                        let end = until.min(now);
+                        p.stats.overhead += end - from;
+                        p.accounted_to = end;
+                        if until > now {
+                            break;
+                        }
+                        // Overhead over: the decision starts at `until`.
+                        let previous = p.last_run;
+                        self.now = until;
+                        self.start(pcpu, decision, reason, previous, true);
+                        self.now = now;
+                    }
+                    activity => {
+                        if from == now {
+                            break;
+                        }
+                        let ran = now - from;
+                        match activity {
+                            Activity::Running(v) => {
+                                p.stats.busy += ran;
+                                self.vcpus[v.index()].stats.run += ran;
+                            }
+                            _ => p.stats.idle += ran,
+                        }
+                        p.accounted_to = now;
+                        let mut cx = Cx {
+                            now,
+                            log: &mut self.log,
+                        };
+                        self.policy.burn(&mut cx, pcpu, ran);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}

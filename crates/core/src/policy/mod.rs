@@ -1,0 +1,327 @@
+//! VMM-level scheduling policies: one trait, one file per policy.
+//!
+//! # How the machine drives a policy
+//! The [`Machine`](crate::machine::Machine) owns time, the pcpus and the overhead model;
+//! a policy owns its queues and budgets. Before any hook that can change state, the machine
+//! calls [`Policy::burn`] with the time the current decision has been in effect (overhead
+//! excluded), so a policy always sees its budgets up to date. Then, in a fixed order:
+//! due timers ([`Policy::handle_timer`]), the tick ([`Policy::tick`]), and — when anything
+//! asked for it — [`Policy::do_schedule`].
+//!
+//! Hooks are named like Xen's (`xen/common/sched/*.c`): `insert_vcpu`, `remove_vcpu`,
+//! `wake`, `sleep`, `do_schedule`, `tick`, `adjust`. A policy never reads a clock: `cx.now`
+//! is the instant of the call.
+
+use crate::event::Cx;
+use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::time::Nanos;
+
+pub mod arinc653;
+pub mod credit;
+pub mod crps;
+pub mod deferrable;
+pub mod fp;
+pub mod periodic;
+pub mod polling;
+pub mod rtds;
+pub mod sedf;
+pub mod sporadic;
+pub mod wcps;
+
+/// What `do_schedule` decided for one pcpu.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The VCPU to run; `None` runs the IDLE VCPU.
+    pub run: Option<VcpuId>,
+    /// Call `do_schedule` again at the latest after this much run time (for example when a
+    /// budget runs out). `None`: only when another event asks for it.
+    pub slice: Option<Nanos>,
+}
+
+impl Decision {
+    pub const IDLE: Decision = Decision {
+        run: None,
+        slice: None,
+    };
+}
+
+/// How a VCPU's budget was spent, for the per-VCPU metrics. Policies that have no budget
+/// leave the fields they do not use at zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BudgetCounters {
+    /// Budget consumed while this VCPU ran (or, for WCPS, while a VCPU ran on its behalf).
+    pub consumed: Nanos,
+    /// Budget consumed while the pcpu idled on this VCPU's behalf (PTPS, WCPS, CRPS).
+    pub idled: Nanos,
+    /// Budget thrown away (Polling Server).
+    pub discarded: Nanos,
+    /// Budget of this VCPU spent by another VCPU (CRPS).
+    pub lent: Nanos,
+    /// Run time this VCPU got on another VCPU's budget (CRPS).
+    pub borrowed: Nanos,
+}
+
+/// A VCPU's live scheduling state as a policy sees it, for tests, traces and invariants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VcpuView {
+    /// Remaining budget (servers, SEDF slice, RTDS). `None` for policies without budgets.
+    pub remaining_budget: Option<Nanos>,
+    /// Current absolute deadline (SEDF, RTDS).
+    pub deadline: Option<Nanos>,
+    /// Credit balance in nanoseconds of run time (Credit).
+    pub credit: Option<i64>,
+}
+
+/// One VMM scheduling policy, for the pcpus of one pool.
+pub trait Policy: Send {
+    /// The policy's canonical name (see [`PolicyKind::name`]).
+    fn kind(&self) -> PolicyKind;
+
+    /// Checks parameters before a VCPU is inserted or adjusted. The default accepts
+    /// anything; each policy checks the fields it reads.
+    fn validate(&self, params: &VcpuParams) -> Result<(), ParamError>;
+
+    /// A new VCPU, with no work, joins at `cx.now`. Servers start their first period at
+    /// `cx.now + params.offset`.
+    fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams);
+
+    /// The VCPU leaves. It is not running (the machine deschedules it first).
+    fn remove_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId);
+
+    /// The VCPU now has work. Returns whether the pcpu must reschedule now (the VCPU
+    /// should preempt what runs).
+    fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool;
+
+    /// The VCPU has no work any more. Returns whether the pcpu must reschedule now (the
+    /// machine reschedules anyway when the VCPU is the one running).
+    fn sleep(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool;
+
+    /// Charges `ran` nanoseconds of the decision last returned for `pcpu` (the time it was
+    /// in effect, overhead excluded). Called before every other state-changing hook.
+    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos);
+
+    /// Chooses what `pcpu` runs from `cx.now`.
+    fn do_schedule(&mut self, cx: &mut Cx, pcpu: PcpuId) -> Decision;
+
+    /// The periodic scheduler tick on `pcpu`. The machine calls `do_schedule` after it.
+    fn tick(&mut self, _cx: &mut Cx, _pcpu: PcpuId) {}
+
+    /// The earliest instant at which the policy's own timers (replenishments, accounting)
+    /// are due, if any.
+    fn next_timer(&self) -> Option<Nanos>;
+
+    /// Processes every timer due at or before `cx.now`. Returns whether the pcpu must
+    /// reschedule.
+    fn handle_timer(&mut self, cx: &mut Cx) -> bool;
+
+    /// New parameters for a VCPU. They take effect at the VCPU's next replenishment; a
+    /// remaining budget above the new budget is cut down to it at once, and a larger new
+    /// budget is not granted early. Returns whether the pcpu must reschedule.
+    fn adjust(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool;
+
+    /// The VCPU's live state.
+    fn view(&self, vcpu: VcpuId) -> VcpuView;
+
+    /// How the VCPU's budget was spent so far.
+    fn counters(&self, vcpu: VcpuId) -> BudgetCounters;
+
+    /// Checks the policy's internal invariants (budgets in range, queues ordered, ...).
+    fn check_invariants(&self) -> Result<(), String>;
+}
+
+/// Every policy rtvmm knows, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PolicyKind {
+    Deferrable,
+    Periodic,
+    Polling,
+    Sporadic,
+    Wcps,
+    Crps,
+    Credit,
+    Sedf,
+    Rtds,
+    Arinc653,
+}
+
+impl PolicyKind {
+    pub const ALL: [PolicyKind; 10] = [
+        PolicyKind::Deferrable,
+        PolicyKind::Periodic,
+        PolicyKind::Polling,
+        PolicyKind::Sporadic,
+        PolicyKind::Wcps,
+        PolicyKind::Crps,
+        PolicyKind::Credit,
+        PolicyKind::Sedf,
+        PolicyKind::Rtds,
+        PolicyKind::Arinc653,
+    ];
+
+    /// The canonical name, as written in scenario files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Deferrable => "deferrable",
+            PolicyKind::Periodic => "periodic",
+            PolicyKind::Polling => "polling",
+            PolicyKind::Sporadic => "sporadic",
+            PolicyKind::Wcps => "wcps",
+            PolicyKind::Crps => "crps",
+            PolicyKind::Credit => "credit",
+            PolicyKind::Sedf => "sedf",
+            PolicyKind::Rtds => "rtds",
+            PolicyKind::Arinc653 => "arinc653",
+        }
+    }
+
+    /// Other accepted names.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            PolicyKind::Periodic => &["ptps"],
+            PolicyKind::Crps => &["ssps"],
+            PolicyKind::Deferrable => &["ds"],
+            PolicyKind::Sporadic => &["ss"],
+            PolicyKind::Arinc653 => &["arinc"],
+            _ => &[],
+        }
+    }
+
+    /// One line for `rtvmm policies`.
+    pub fn description(self) -> &'static str {
+        match self {
+            PolicyKind::Deferrable => {
+                "Deferrable Server: budget kept while idle, set to B at each period (RT-Xen 2011)"
+            }
+            PolicyKind::Periodic => {
+                "Periodic Server (PTPS): an idle highest-priority server idles its budget away"
+            }
+            PolicyKind::Polling => {
+                "Polling Server: an idle server's budget is discarded until its next period"
+            }
+            PolicyKind::Sporadic => {
+                "Sporadic Server (Stanovich 2010): each run chunk is paid back one period later"
+            }
+            PolicyKind::Wcps => {
+                "Work-conserving periodic server: lower-priority work runs on both budgets (CSA 2012)"
+            }
+            PolicyKind::Crps => {
+                "Capacity-reclaiming periodic server: idle budget is lent to others (CSA 2012)"
+            }
+            PolicyKind::Credit => {
+                "Xen Credit: proportional share by weight, BOOST on wake, optional cap"
+            }
+            PolicyKind::Sedf => "Xen SEDF: EDF over slice/period, slice kept while idle",
+            PolicyKind::Rtds => "Xen RTDS: EDF servers with budget/period and extratime",
+            PolicyKind::Arinc653 => "ARINC 653: static cyclic table of minor frames",
+        }
+    }
+
+    /// Whether the policy is one of the fixed-priority servers.
+    pub fn is_server(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::Deferrable
+                | PolicyKind::Periodic
+                | PolicyKind::Polling
+                | PolicyKind::Sporadic
+                | PolicyKind::Wcps
+                | PolicyKind::Crps
+        )
+    }
+
+    /// Looks a policy up by its name or an alias (case-insensitive).
+    pub fn from_name(name: &str) -> Option<PolicyKind> {
+        let lower = name.trim().to_ascii_lowercase();
+        PolicyKind::ALL
+            .into_iter()
+            .find(|k| k.name() == lower || k.aliases().contains(&lower.as_str()))
+    }
+}
+
+impl std::fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One entry of an ARINC 653 schedule: `vcpu` may run for `runtime`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MinorFrame {
+    pub vcpu: VcpuId,
+    pub runtime: Nanos,
+}
+
+/// An ARINC 653 schedule table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arinc653Table {
+    pub major_frame: Nanos,
+    pub minor_frames: Vec<MinorFrame>,
+}
+
+/// Credit's tunables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CreditConfig {
+    /// Xen's `tslice_ms` (default 30 ms; the papers used 1 ms).
+    pub timeslice: Nanos,
+    /// The accounting period (Xen: 30 ms).
+    pub accounting_period: Nanos,
+}
+
+impl Default for CreditConfig {
+    fn default() -> Self {
+        CreditConfig {
+            timeslice: Nanos::from_ms(30),
+            accounting_period: Nanos::from_ms(30),
+        }
+    }
+}
+
+/// A policy and its policy-wide parameters: everything needed to build one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyConfig {
+    Deferrable,
+    Periodic,
+    Polling,
+    Sporadic,
+    Wcps,
+    Crps,
+    Credit(CreditConfig),
+    Sedf,
+    Rtds,
+    Arinc653(Arinc653Table),
+}
+
+impl PolicyConfig {
+    pub fn kind(&self) -> PolicyKind {
+        match self {
+            PolicyConfig::Deferrable => PolicyKind::Deferrable,
+            PolicyConfig::Periodic => PolicyKind::Periodic,
+            PolicyConfig::Polling => PolicyKind::Polling,
+            PolicyConfig::Sporadic => PolicyKind::Sporadic,
+            PolicyConfig::Wcps => PolicyKind::Wcps,
+            PolicyConfig::Crps => PolicyKind::Crps,
+            PolicyConfig::Credit(_) => PolicyKind::Credit,
+            PolicyConfig::Sedf => PolicyKind::Sedf,
+            PolicyConfig::Rtds => PolicyKind::Rtds,
+            PolicyConfig::Arinc653(_) => PolicyKind::Arinc653,
+        }
+    }
+
+    /// Builds the policy for a pool of `pcpus` pcpus.
+    pub fn build(&self, pcpus: u32) -> Box<dyn Policy> {
+        match self {
+            PolicyConfig::Deferrable => Box::new(deferrable::Deferrable::new(pcpus)),
+            PolicyConfig::Periodic => Box::new(periodic::Periodic::new(pcpus)),
+            PolicyConfig::Polling => Box::new(polling::Polling::new(pcpus)),
+            PolicyConfig::Sporadic => Box::new(sporadic::Sporadic::new(pcpus)),
+            PolicyConfig::Wcps => Box::new(wcps::Wcps::new(pcpus)),
+            PolicyConfig::Crps => Box::new(crps::Crps::new(pcpus)),
+            PolicyConfig::Credit(config) => Box::new(credit::Credit::new(pcpus, *config)),
+            PolicyConfig::Sedf => Box::new(sedf::Sedf::new(pcpus)),
+            PolicyConfig::Rtds => Box::new(rtds::Rtds::new(pcpus)),
+            PolicyConfig::Arinc653(table) => {
+                Box::new(arinc653::Arinc653::new(pcpus, table.clone()))
+            }
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! The discrete-event driver: owns simulated time, the guests and the random stream, and
+//! drives the core's [`Machine`] through its public API only — the same API the real-time
+//! executor uses. It holds no scheduling logic.
+//!
+//! # One step
+//! 1. The next instant `t` is the earliest of: the machine's `poll_timeout`, the next job
+//!    release, the next scheduled change, the moment the running job would finish, and the
+//!    end of the run.
+//! 2. The VCPU that ran during `[now, t)` gets that time: its guest's current job progresses
+//!    (and may finish exactly at `t`; a guest left without work blocks its VCPU).
+//! 3. At `t`, in this order: job releases (in order of task declaration; a guest that gets
+//!    work wakes its VCPU), scheduled changes, then the machine's timeouts.
+//!
+//! Ties are broken by a fixed order (domain, then task index), never by a hash.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rtvmm_core::event::CoreEvent;
+use rtvmm_core::guest::{Guest, Job};
+use rtvmm_core::machine::{Machine, MachineError};
+use rtvmm_core::model::{DomainId, PcpuId, VcpuId};
+use rtvmm_core::rng::SimRng;
+use rtvmm_core::Nanos;
+
+use crate::system::{Change, DomainSpec, SystemSpec, TimedChange};
+
+/// What happened to one job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobRecord {
+    pub seq: u64,
+    pub release: Nanos,
+    pub deadline: Nanos,
+    pub first_start: Option<Nanos>,
+    pub finish: Option<Nanos>,
+}
+
+impl JobRecord {
+    fn from_job(job: &Job, finish: Option<Nanos>) -> JobRecord {
+        JobRecord {
+            seq: job.seq,
+            release: job.release,
+            deadline: job.deadline,
+            first_start: job.first_start,
+            finish,
+        }
+    }
+}
+
+/// A guest-level event, for traces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GuestEvent {
+    Release {
+        domain: u32,
+        task: u32,
+        seq: u64,
+    },
+    /// The job received execution during `[at, end)`.
+    Run {
+        domain: u32,
+        task: u32,
+        seq: u64,
+        end: Nanos,
+    },
+    Finish {
+        domain: u32,
+        task: u32,
+        seq: u64,
+        missed: bool,
+    },
+}
+
+/// Anything recorded during a run, in time order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    Core(CoreEvent),
+    Guest(GuestEvent),
+}
+
+/// Per-domain state of a run.
+pub struct DomainRun {
+    pub spec: DomainSpec,
+    pub vcpu: VcpuId,
+    pub guest: Guest,
+    /// Finished jobs per task, in finishing order.
+    pub finished: Vec<Vec<JobRecord>>,
+    /// Set when the domain was removed: its pending jobs are not counted.
+    pub removed_at: Option<Nanos>,
+}
+
+/// Errors while setting up or changing a simulated system.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error("domain '{domain}': {source}")]
+    Machine {
+        domain: String,
+        source: MachineError,
+    },
+    #[error("{0}")]
+    Machine0(#[from] MachineError),
+    #[error("change at {at}: no domain named '{domain}'")]
+    UnknownDomain { at: Nanos, domain: String },
+    #[error("change at {at}: a domain named '{domain}' exists already")]
+    DuplicateDomain { at: Nanos, domain: String },
+}
+
+/// A run in progress.
+pub struct Simulation {
+    machine: Machine,
+    domains: Vec<DomainRun>,
+    /// Domain index of each VCPU id.
+    domain_of_vcpu: Vec<usize>,
+    /// (release time, domain, task): the next release of every task.
+    releases: BinaryHeap<Reverse<(Nanos, usize, usize)>>,
+    changes: Vec<TimedChange>,
+    next_change: usize,
+    rng: SimRng,
+    now: Nanos,
+    trace: Option<Vec<(Nanos, TraceEvent)>>,
+    check_invariants: bool,
+}
+
+impl Simulation {
+    /// Builds the system at time 0. `record` turns on trace recording.
+    pub fn new(spec: &SystemSpec, seed: u64, record: bool) -> Result<Simulation, SimError> {
+        let mut machine = Machine::new(spec.machine, spec.policy.clone())?;
+        machine.set_recording(record);
+        let mut sim = Simulation {
+            machine,
+            domains: Vec::new(),
+            domain_of_vcpu: Vec::new(),
+            releases: BinaryHeap::new(),
+            changes: spec.changes.clone(),
+            next_change: 0,
+            rng: SimRng::new(seed),
+            now: Nanos::ZERO,
+            trace: record.then(Vec::new),
+            check_invariants: cfg!(debug_assertions),
+        };
+        for d in &spec.domains {
+            sim.add_domain(d.clone())?;
+        }
+        sim.settle();
+        Ok(sim)
+    }
+
+    /// Turns the after-every-step invariant check on or off (on in debug builds).
+    pub fn set_check_invariants(&mut self, on: bool) {
+        self.check_invariants = on;
+    }
+
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    pub fn domains(&self) -> &[DomainRun] {
+        &self.domains
+    }
+
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The recorded trace so far (empty when recording is off).
+    pub fn take_trace(&mut self) -> Vec<(Nanos, TraceEvent)> {
+        self.collect_core_events();
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn add_domain(&mut self, spec: DomainSpec) -> Result<(), SimError> {
+        let index = self.domains.len();
+        let vcpu = self
+            .machine
+            .add_vcpu(self.now, DomainId(index as u32), spec.vcpu.clone())
+            .map_err(|source| SimError::Machine {
+                domain: spec.name.clone(),
+                source,
+            })?;
+        let guest = Guest::new(spec.guest, spec.tasks.clone());
+        for t in 0..spec.tasks.len() {
+            if let Some(at) = guest.next_release(t) {
+                self.releases.push(Reverse((at.max(self.now), index, t)));
+            }
+        }
+        if self.domain_of_vcpu.len() <= vcpu.index() {
+            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
+        }
+        self.domain_of_vcpu[vcpu.index()] = index;
+        self.domains.push(DomainRun {
+            finished: vec![Vec::new(); spec.tasks.len()],
+            spec,
+            vcpu,
+            guest,
+            removed_at: None,
+        });
+        Ok(())
+    }
+
+    fn domain_index(&self, at: Nanos, name: &str) -> Result<usize, SimError> {
+        self.domains
+            .iter()
+            .position(|d| d.spec.name == name && d.removed_at.is_none())
+            .ok_or_else(|| SimError::UnknownDomain {
+                at,
+                domain: name.to_string(),
+            })
+    }
+
+    fn apply(&mut self, change: Change) -> Result<(), SimError> {
+        let now = self.now;
+        match change {
+            Change::SetParams { domain, params } => {
+                let i = self.domain_index(now, &domain)?;
+                let vcpu = self.domains[i].vcpu;
+                self.machine
+                    .adjust(now, vcpu, params.clone())
+                    .map_err(|source| SimError::Machine { domain, source })?;
+                self.domains[i].spec.vcpu = params;
+            }
+            Change::SwapPolicy(policy) => self.machine.swap_policy(now, policy)?,
+            Change::AddDomain(spec) => {
+                if self.domain_index(now, &spec.name).is_ok() {
+                    return Err(SimError::DuplicateDomain {
+                        at: now,
+                        domain: spec.name,
+                    });
+                }
+                self.add_domain(spec)?;
+            }
+            Change::RemoveDomain { domain } => {
+                let i = self.domain_index(now, &domain)?;
+                self.machine.remove_vcpu(now, self.domains[i].vcpu)?;
+                self.domains[i].removed_at = Some(now);
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets the machine handle everything due at `self.now`.
+    fn settle(&mut self) {
+        while self.machine.poll_timeout() <= self.now {
+            self.machine.handle_timeout(self.now);
+        }
+    }
+
+    fn record(&mut self, at: Nanos, event: GuestEvent) {
+        if let Some(trace) = &mut self.trace {
+            trace.push((at, TraceEvent::Guest(event)));
+        }
+    }
+
+    fn collect_core_events(&mut self) {
+        if let Some(trace) = &mut self.trace {
+            trace.extend(
+                self.machine
+                    .drain_events()
+                    .into_iter()
+                    .map(|(t, e)| (t, TraceEvent::Core(e))),
+            );
+        }
+    }
+
+    /// The instant of the next event, capped at `end`.
+    fn next_instant(&self, end: Nanos) -> Nanos {
+        let mut t = self.machine.poll_timeout().min(end);
+        if let Some(Reverse((at, _, _))) = self.releases.peek() {
+            t = t.min(*at);
+        }
+        if let Some(c) = self.changes.get(self.next_change) {
+            t = t.min(c.at.max(self.now));
+        }
+        if let Some(v) = self.machine.running(PcpuId(0)) {
+            if let Some(left) = self.domains[self.domain_of_vcpu[v.index()]]
+                .guest
+                .time_to_completion()
+            {
+                t = t.min(self.now + left);
+            }
+        }
+        t
+    }
+
+    /// Advances to the next event (at most `end`). Returns the new time.
+    pub fn step(&mut self, end: Nanos) -> Result<Nanos, SimError> {
+        let t = self.next_instant(end);
+        // 2. The running VCPU's guest gets [now, t).
+        if t > self.now {
+            if let Some(v) = self.machine.running(PcpuId(0)) {
+                let d = self.domain_of_vcpu[v.index()];
+                let start = self.now;
+                let guest = &mut self.domains[d].guest;
+                let running = guest.current_job().map(|j| (j.task, j.seq));
+                let finished = guest.run(start, t - start);
+                let has_work = guest.has_work();
+                if let Some((task, seq)) = running {
+                    self.record(
+                        start,
+                        GuestEvent::Run {
+                            domain: d as u32,
+                            task,
+                            seq,
+                            end: t,
+                        },
+                    );
+                }
+                if let Some(job) = finished {
+                    let missed = t > job.deadline;
+                    self.record(
+                        t,
+                        GuestEvent::Finish {
+                            domain: d as u32,
+                            task: job.task,
+                            seq: job.seq,
+                            missed,
+                        },
+                    );
+                    self.domains[d].finished[job.task as usize]
+                        .push(JobRecord::from_job(&job, Some(t)));
+                }
+                if !has_work {
+                    self.machine.block(t, v);
+                }
+            }
+        }
+        self.now = t;
+        // 3a. Releases due now.
+        while let Some(&Reverse((at, d, task))) = self.releases.peek() {
+            if at > t {
+                break;
+            }
+            self.releases.pop();
+            let dom = &mut self.domains[d];
+            if dom.removed_at.is_some() {
+                continue;
+            }
+            let had_work = dom.guest.has_work();
+            let seq = dom.guest.release(t, task, &mut self.rng).seq;
+            if let Some(next) = dom.guest.next_release(task) {
+                self.releases.push(Reverse((next, d, task)));
+            }
+            let vcpu = dom.vcpu;
+            self.record(
+                t,
+                GuestEvent::Release {
+                    domain: d as u32,
+                    task: task as u32,
+                    seq,
+                },
+            );
+            if !had_work {
+                self.machine.wake(t, vcpu);
+            }
+        }
+        // 3b. Scheduled changes due now.
+        while let Some(c) = self.changes.get(self.next_change) {
+            if c.at > t {
+                break;
+            }
+            let change = c.change.clone();
+            self.next_change += 1;
+            self.apply(change)?;
+        }
+        // 3c. The machine.
+        self.settle();
+        self.collect_core_events();
+        if self.check_invariants {
+            if let Err(e) = self.machine.check_invariants() {
+                panic!("invariant broken at {t}: {e}");
+            }
+        }
+        Ok(t)
+    }
+
+    /// Runs until `end` (inclusive of everything due at `end`), then accounts time to it.
+    pub fn run_until(&mut self, end: Nanos) -> Result<(), SimError> {
+        while self.now < end {
+            self.step(end)?;
+        }
+        self.machine.advance(end);
+        self.collect_core_events();
+        Ok(())
+    }
+
+    /// Every job still pending (released, unfinished) per domain and task.
+    pub fn pending_jobs(&self, domain: usize) -> impl Iterator<Item = (usize, JobRecord)> + '_ {
+        self.domains[domain]
+            .guest
+            .pending()
+            .map(|j| (j.task as usize, JobRecord::from_job(j, None)))
+    }
+}
