@@ -140,7 +140,8 @@ impl Simulation {
         for d in &spec.domains {
             sim.add_domain(d.clone())?;
         }
-        sim.settle();
+        // The first step, at time 0, releases the first jobs and then lets the machine
+        // schedule: one do_schedule with everything known.
         Ok(sim)
     }
 

@@ -5,8 +5,10 @@
 //!
 //! - [`system`]: what to simulate ([`system::SystemSpec`]), in the core's types.
 //! - [`driver`]: the event loop ([`driver::Simulation`]).
+//! - [`results`]: what a run measured, and its JSON form.
 //! - [`timeline`]: who ran when, rebuilt from a trace, for tests.
 pub mod driver;
+pub mod results;
 pub mod system;
 pub mod timeline;
 

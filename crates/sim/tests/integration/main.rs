@@ -5,3 +5,5 @@
 mod util;
 
 mod deferrable;
+mod overheads;
+mod results;

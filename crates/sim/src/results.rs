@@ -1,0 +1,406 @@
+//! What a run measured, per job, task, domain, VCPU and pcpu — and its JSON form.
+//!
+//! # Counting rule
+//! A job that finished counts, and is missed iff it finished after its deadline. A job that
+//! has not finished by the end counts as missed if its deadline is at or before the end;
+//! otherwise it is **in flight** and left out of every ratio. Jobs of a removed domain that
+//! were pending at its removal are left out too. Response-time, responsiveness and latency
+//! distributions are over finished jobs; release-to-start latency also includes unfinished
+//! jobs that started.
+//!
+//! The JSON field names are a stable interface (`policy`, `seed`, `duration_ns`, `pcpus[]`,
+//! `domains[]`, `domains[].tasks[]`, `domains[].vcpus[]`, ...): scripts rely on them.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use rtvmm_core::model::PcpuId;
+use rtvmm_core::Nanos;
+
+use crate::driver::{JobRecord, Simulation};
+
+/// A distribution of nanosecond values (nearest-rank percentiles).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dist {
+    pub count: u64,
+    pub min: u64,
+    pub mean: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+impl Dist {
+    /// Summarises `values` (sorted in place).
+    pub fn of(values: &mut [u64]) -> Dist {
+        if values.is_empty() {
+            return Dist::default();
+        }
+        values.sort_unstable();
+        let sum: u128 = values.iter().map(|&v| v as u128).sum();
+        Dist {
+            count: values.len() as u64,
+            min: values[0],
+            mean: sum as f64 / values.len() as f64,
+            p50: nearest_rank(values, 50),
+            p90: nearest_rank(values, 90),
+            p99: nearest_rank(values, 99),
+            max: values[values.len() - 1],
+        }
+    }
+}
+
+/// A distribution of ratios (responsiveness = response time ÷ relative deadline).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RatioDist {
+    pub count: u64,
+    pub min: f64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl RatioDist {
+    /// Summarises `values` (sorted in place; no NaN).
+    pub fn of(values: &mut [f64]) -> RatioDist {
+        if values.is_empty() {
+            return RatioDist::default();
+        }
+        values.sort_by(|a, b| a.total_cmp(b));
+        let n = values.len();
+        let rank = |p: usize| values[(p * n).div_ceil(100).clamp(1, n) - 1];
+        RatioDist {
+            count: n as u64,
+            min: values[0],
+            mean: values.iter().sum::<f64>() / n as f64,
+            p50: rank(50),
+            p90: rank(90),
+            p99: rank(99),
+            max: values[n - 1],
+        }
+    }
+}
+
+fn nearest_rank(sorted: &[u64], p: usize) -> u64 {
+    let n = sorted.len();
+    sorted[(p * n).div_ceil(100).clamp(1, n) - 1]
+}
+
+/// Per-task results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskResult {
+    pub name: String,
+    /// Jobs counted (finished + missed unfinished); in-flight jobs excluded.
+    pub jobs: u64,
+    pub released: u64,
+    pub finished: u64,
+    pub missed: u64,
+    pub in_flight: u64,
+    pub deadline_miss_ratio: f64,
+    pub max_response_ns: u64,
+    pub response_ns: Dist,
+    pub responsiveness: RatioDist,
+    /// Release-to-start latency (the cyclictest figure).
+    pub latency_ns: Dist,
+}
+
+/// Per-VCPU results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VcpuResult {
+    pub run_ns: u64,
+    pub budget_consumed_ns: u64,
+    pub budget_idled_ns: u64,
+    pub budget_discarded_ns: u64,
+    pub budget_lent_ns: u64,
+    pub budget_borrowed_ns: u64,
+    pub scheduled: u64,
+    pub preemptions: u64,
+}
+
+/// Per-domain results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DomainResult {
+    pub name: String,
+    pub jobs: u64,
+    pub released: u64,
+    pub finished: u64,
+    pub missed: u64,
+    pub in_flight: u64,
+    pub deadline_miss_ratio: f64,
+    pub response_ns: Dist,
+    pub responsiveness: RatioDist,
+    pub latency_ns: Dist,
+    pub tasks: Vec<TaskResult>,
+    pub vcpus: Vec<VcpuResult>,
+}
+
+/// Per-pcpu results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PcpuResult {
+    pub busy_ns: u64,
+    pub idle_ns: u64,
+    pub overhead_ns: u64,
+    pub do_schedule_calls: u64,
+    pub context_switches: u64,
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    pub scenario: String,
+    pub policy: String,
+    pub seed: u64,
+    pub duration_ns: u64,
+    /// Whether the numbers come from simulation or from a real-time run.
+    pub source: String,
+    pub jobs: u64,
+    pub missed: u64,
+    pub in_flight: u64,
+    pub deadline_miss_ratio: f64,
+    pub pcpus: Vec<PcpuResult>,
+    pub domains: Vec<DomainResult>,
+}
+
+fn ratio(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// Accumulates one set of jobs (a task, or a whole domain).
+#[derive(Default)]
+struct Tally {
+    released: u64,
+    finished: u64,
+    missed: u64,
+    in_flight: u64,
+    response: Vec<u64>,
+    responsiveness: Vec<f64>,
+    latency: Vec<u64>,
+}
+
+impl Tally {
+    fn finished_job(&mut self, job: &JobRecord, finish: Nanos, relative_deadline: Nanos) {
+        self.released += 1;
+        self.finished += 1;
+        if finish > job.deadline {
+            self.missed += 1;
+        }
+        let response = (finish - job.release).as_ns();
+        self.response.push(response);
+        self.responsiveness
+            .push(response as f64 / relative_deadline.as_ns() as f64);
+        if let Some(start) = job.first_start {
+            self.latency.push((start - job.release).as_ns());
+        }
+    }
+
+    fn pending_job(&mut self, job: &JobRecord, end: Nanos) {
+        self.released += 1;
+        if job.deadline <= end {
+            self.missed += 1;
+        } else {
+            self.in_flight += 1;
+        }
+        if let Some(start) = job.first_start {
+            self.latency.push((start - job.release).as_ns());
+        }
+    }
+
+    fn absorb(&mut self, other: &Tally) {
+        self.released += other.released;
+        self.finished += other.finished;
+        self.missed += other.missed;
+        self.in_flight += other.in_flight;
+        self.response.extend_from_slice(&other.response);
+        self.responsiveness.extend_from_slice(&other.responsiveness);
+        self.latency.extend_from_slice(&other.latency);
+    }
+
+    fn jobs(&self) -> u64 {
+        self.released - self.in_flight
+    }
+}
+
+impl RunResults {
+    /// Collects the results of a simulation that ran until `end`.
+    pub fn collect(sim: &Simulation, scenario: &str, seed: u64, end: Nanos) -> RunResults {
+        let machine = sim.machine();
+        let policy = machine.policy();
+        let mut total = Tally::default();
+        let mut domains = Vec::new();
+        for (d, run) in sim.domains().iter().enumerate() {
+            let mut tallies: Vec<Tally> = run.spec.tasks.iter().map(|_| Tally::default()).collect();
+            for (t, jobs) in run.finished.iter().enumerate() {
+                let relative = run.spec.tasks[t].deadline;
+                for job in jobs {
+                    tallies[t].finished_job(job, job.finish.expect("finished job"), relative);
+                }
+            }
+            if run.removed_at.is_none() {
+                for (t, job) in sim.pending_jobs(d) {
+                    tallies[t].pending_job(&job, end);
+                }
+            }
+            let mut domain_tally = Tally::default();
+            let mut tasks = Vec::new();
+            for (t, tally) in tallies.iter_mut().enumerate() {
+                domain_tally.absorb(tally);
+                tasks.push(TaskResult {
+                    name: run.spec.tasks[t].name.clone(),
+                    jobs: tally.jobs(),
+                    released: tally.released,
+                    finished: tally.finished,
+                    missed: tally.missed,
+                    in_flight: tally.in_flight,
+                    deadline_miss_ratio: ratio(tally.missed, tally.jobs()),
+                    max_response_ns: tally.response.iter().copied().max().unwrap_or(0),
+                    response_ns: Dist::of(&mut tally.response),
+                    responsiveness: RatioDist::of(&mut tally.responsiveness),
+                    latency_ns: Dist::of(&mut tally.latency),
+                });
+            }
+            total.absorb(&domain_tally);
+            let stats = machine.vcpu_stats(run.vcpu);
+            let counters = policy.counters(run.vcpu);
+            let vcpu = VcpuResult {
+                run_ns: stats.run.as_ns(),
+                budget_consumed_ns: counters.consumed.as_ns(),
+                budget_idled_ns: counters.idled.as_ns(),
+                budget_discarded_ns: counters.discarded.as_ns(),
+                budget_lent_ns: counters.lent.as_ns(),
+                budget_borrowed_ns: counters.borrowed.as_ns(),
+                scheduled: stats.scheduled,
+                preemptions: stats.preemptions,
+            };
+            domains.push(DomainResult {
+                name: run.spec.name.clone(),
+                jobs: domain_tally.jobs(),
+                released: domain_tally.released,
+                finished: domain_tally.finished,
+                missed: domain_tally.missed,
+                in_flight: domain_tally.in_flight,
+                deadline_miss_ratio: ratio(domain_tally.missed, domain_tally.jobs()),
+                response_ns: Dist::of(&mut domain_tally.response),
+                responsiveness: RatioDist::of(&mut domain_tally.responsiveness),
+                latency_ns: Dist::of(&mut domain_tally.latency),
+                tasks,
+                vcpus: vec![vcpu],
+            });
+        }
+        let pcpus = (0..machine.config().pcpus)
+            .map(|p| {
+                let s = machine.pcpu_stats(PcpuId(p));
+                PcpuResult {
+                    busy_ns: s.busy.as_ns(),
+                    idle_ns: s.idle.as_ns(),
+                    overhead_ns: s.overhead.as_ns(),
+                    do_schedule_calls: s.do_schedule_calls,
+                    context_switches: s.context_switches,
+                }
+            })
+            .collect();
+        RunResults {
+            scenario: scenario.to_string(),
+            policy: machine.policy_kind().name().to_string(),
+            seed,
+            duration_ns: end.as_ns(),
+            source: "simulation".to_string(),
+            jobs: total.jobs(),
+            missed: total.missed,
+            in_flight: total.in_flight,
+            deadline_miss_ratio: ratio(total.missed, total.jobs()),
+            pcpus,
+            domains,
+        }
+    }
+
+    /// Pretty JSON; byte-identical for identical results.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results serialise")
+    }
+
+    /// A readable summary: one row per domain, then one per pcpu.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} · policy {} · seed {} · {} simulated",
+            self.scenario,
+            self.policy,
+            self.seed,
+            Nanos(self.duration_ns)
+        );
+        let _ = writeln!(
+            out,
+            "{:<12} {:>7} {:>7} {:>9} {:>8} {:>10} {:>10} {:>10}",
+            "domain", "jobs", "missed", "in-flight", "DMR", "resp mean", "resp p99", "resp max"
+        );
+        let row =
+            |out: &mut String, name: &str, jobs, missed, in_flight, dmr: f64, r: &RatioDist| {
+                let _ = writeln!(
+                    out,
+                    "{:<12} {:>7} {:>7} {:>9} {:>7.2}% {:>10.3} {:>10.3} {:>10.3}",
+                    name,
+                    jobs,
+                    missed,
+                    in_flight,
+                    dmr * 100.0,
+                    r.mean,
+                    r.p99,
+                    r.max
+                );
+            };
+        let mut all = Vec::new();
+        for d in &self.domains {
+            row(
+                &mut out,
+                &d.name,
+                d.jobs,
+                d.missed,
+                d.in_flight,
+                d.deadline_miss_ratio,
+                &d.responsiveness,
+            );
+            all.push(d.responsiveness.clone());
+        }
+        let _ = writeln!(
+            out,
+            "{:<12} {:>7} {:>7} {:>9} {:>7.2}%",
+            "total",
+            self.jobs,
+            self.missed,
+            self.in_flight,
+            self.deadline_miss_ratio * 100.0
+        );
+        let _ = writeln!(
+            out,
+            "(responsiveness = response time ÷ relative deadline, finished jobs)"
+        );
+        let _ = writeln!(
+            out,
+            "{:<12} {:>8} {:>8} {:>9} {:>12} {:>10}",
+            "pcpu", "busy", "idle", "overhead", "do_schedule", "switches"
+        );
+        for (i, p) in self.pcpus.iter().enumerate() {
+            let share = |x: u64| 100.0 * ratio(x, self.duration_ns);
+            let _ = writeln!(
+                out,
+                "{:<12} {:>7.2}% {:>7.2}% {:>8.3}% {:>12} {:>10}",
+                i,
+                share(p.busy_ns),
+                share(p.idle_ns),
+                share(p.overhead_ns),
+                p.do_schedule_calls,
+                p.context_switches
+            );
+        }
+        out
+    }
+}

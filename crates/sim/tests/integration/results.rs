@@ -1,0 +1,112 @@
+//! The counting rule and the JSON field names of `RunResults`.
+use crate::util::*;
+use rtvmm_core::policy::PolicyConfig;
+use rtvmm_sim::results::RunResults;
+
+/// d1: Deferrable (B 2, P 10), one task (period 10, wcet 3), run 25 ms.
+/// ```text
+/// t(ms)   0  2      10 11 12      20  22     25
+/// d1      ███       ██ ██         ████
+/// job0    ███       ██                         released 0, finishes 11 > 10: missed
+/// job1                 ██         ████         released 10, starts 11, finishes 22 > 20: missed
+/// job2                                 (waits) released 20, deadline 30 > 25: in flight
+/// ```
+#[test]
+fn overloaded_task_counts_missed_and_in_flight() {
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 2, 10, 1, vec![periodic("t", 10, 3)])],
+    );
+    let (schedule, sim) = run(&spec, ms(25));
+    assert_schedule(
+        &schedule,
+        "0-2 d1, 2-10 idle, 10-12 d1, 12-20 idle, 20-22 d1, 22-25 idle",
+    );
+    let r = RunResults::collect(&sim, "t", 1, ms(25));
+    let d = &r.domains[0];
+    let t = &d.tasks[0];
+    assert_eq!(
+        (t.released, t.finished, t.jobs, t.missed, t.in_flight),
+        (3, 2, 2, 2, 1)
+    );
+    assert_eq!(t.deadline_miss_ratio, 1.0);
+    assert_eq!(
+        t.max_response_ns,
+        ms(12).as_ns(),
+        "job1: released 10, finished 22"
+    );
+    assert_eq!(
+        t.latency_ns.max,
+        ms(1).as_ns(),
+        "job1 waited behind job0 from 10 to 11"
+    );
+    assert_eq!((d.jobs, d.missed, d.in_flight), (2, 2, 1));
+    assert_eq!(r.pcpus[0].busy_ns, ms(6).as_ns());
+    assert_eq!(r.pcpus[0].idle_ns, ms(19).as_ns());
+    assert_eq!(d.vcpus[0].run_ns, ms(6).as_ns());
+    assert_eq!(d.vcpus[0].budget_consumed_ns, ms(6).as_ns());
+}
+
+/// A job still running at the end whose deadline has passed counts as missed.
+#[test]
+fn unfinished_job_past_deadline_is_missed() {
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 1, 10, 1, vec![periodic("t", 20, 5)])],
+    );
+    let (_, sim) = run(&spec, ms(20));
+    // Job0 (deadline 20) has received 2 ms by 20 (budget 1 per 10 ms): missed, not in flight.
+    let r = RunResults::collect(&sim, "t", 1, ms(20));
+    let t = &r.domains[0].tasks[0];
+    // Job1, released exactly at the end (deadline 40), is in flight and left out.
+    assert_eq!((t.released, t.jobs, t.missed, t.in_flight), (2, 1, 1, 1));
+}
+
+#[test]
+fn json_has_the_documented_field_names() {
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 5, 10, 1, vec![periodic("t", 10, 2)])],
+    );
+    let (_, sim) = run(&spec, ms(30));
+    let json: serde_json::Value =
+        serde_json::from_str(&RunResults::collect(&sim, "t", 7, ms(30)).to_json()).unwrap();
+    for key in ["policy", "seed", "duration_ns", "pcpus", "domains"] {
+        assert!(json.get(key).is_some(), "missing {key}");
+    }
+    for key in [
+        "busy_ns",
+        "idle_ns",
+        "overhead_ns",
+        "do_schedule_calls",
+        "context_switches",
+    ] {
+        assert!(json["pcpus"][0].get(key).is_some(), "missing pcpus[].{key}");
+    }
+    let d = &json["domains"][0];
+    for key in [
+        "name",
+        "jobs",
+        "missed",
+        "in_flight",
+        "deadline_miss_ratio",
+        "tasks",
+        "vcpus",
+    ] {
+        assert!(d.get(key).is_some(), "missing domains[].{key}");
+    }
+    for key in [
+        "name",
+        "jobs",
+        "missed",
+        "deadline_miss_ratio",
+        "max_response_ns",
+    ] {
+        assert!(d["tasks"][0].get(key).is_some(), "missing tasks[].{key}");
+    }
+    for key in ["run_ns", "budget_consumed_ns", "scheduled", "preemptions"] {
+        assert!(d["vcpus"][0].get(key).is_some(), "missing vcpus[].{key}");
+    }
+    assert_eq!(json["seed"], 7);
+    assert_eq!(json["policy"], "deferrable");
+}
