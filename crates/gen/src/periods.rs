@@ -295,10 +295,7 @@ mod tests {
                 },
                 "max_exponent",
             ),
-            (
-                PeriodDistribution::HarmonicSet(vec![ms(20), ms(30)]),
-                "set",
-            ),
+            (PeriodDistribution::HarmonicSet(vec![ms(20), ms(30)]), "set"),
             (PeriodDistribution::HarmonicSet(vec![]), "set"),
         ];
         for (dist, expected) in cases {

@@ -111,18 +111,19 @@ pub fn uunifast_discard(
 /// distributed over `{x : lower ≤ x_i ≤ upper, Σ x_i = total}`, without rejection.
 ///
 /// Algorithm (Stafford's): rescale to the unit cube, `s = (total − n·lower) / (upper −
-/// lower)`, and let `k = ⌊s⌋` (clamped to `0 … n−1`). The slice `{x ∈ [0,1]^n, Σx = s}` is
-/// a union of simplices; a table `w[i][j]`, built by the recurrence
-/// `w[i][j] = (w[i−1][j]·s1_j + w[i−1][j−1]·s2_j) / i` with `s1_j = s − k + j − 1` and
-/// `s2_j = k + i − j + 1 − s` (the distances to the two cutting planes), holds the scaled
-/// volumes of the pieces in dimension `i`, and gives the probability `t[i][j]` of stepping
-/// from one piece to its neighbour as a coordinate is fixed. Sampling walks from dimension
-/// `n−1` down to 1: at step `i` draw `rt` and `rs` uniform, step to the neighbouring piece
-/// if `rt < t[i][j]`, and place the point uniformly in the chosen simplex through the
-/// simplex coordinate `rs^(1/i)` (the largest of `i` uniforms), accumulating the running
-/// sum and product that turn simplex coordinates into cube coordinates. The last
-/// coordinate takes what is left of `s`. The coordinates are then shuffled (Fisher–Yates)
-/// — the walk orders them — and rescaled to `[lower, upper]`.
+/// lower)`, and let `k = ⌊s⌋` (clamped to `0 … n−1`). The slice `{x ∈ [0,1]^n, Σx = s}`
+/// lies between the planes `Σx = k` and `Σx = k + 1` and is a union of simplices. A
+/// table `w`, built dimension by dimension (row `i` from row `i − 1`, each entry the
+/// average of its two parents weighted by the distances `s − k + j` and `k + i − j − s`
+/// to the two planes), holds the scaled volumes of the pieces; from it follows the
+/// probability `t[i][j]` of moving to the neighbouring piece when one coordinate is fixed
+/// (`w` starts at `f64::MAX` so the volumes use the whole range of a double). Sampling
+/// walks from dimension `n−1` down to 1: at step `i` draw `rt` and `rs` uniform, move to
+/// the neighbouring piece if `rt < t[i][j]`, and place the point uniformly in the chosen
+/// simplex through the coordinate `rs^(1/i)` (the largest of `i` uniforms), accumulating
+/// the running sum and product that turn simplex coordinates into cube coordinates. The
+/// last coordinate takes what is left of `s`. The walk orders the coordinates, so they
+/// are then shuffled (Fisher–Yates) and rescaled to `[lower, upper]`.
 ///
 /// Draw order: `rt`, `rs` for each of the `n − 1` steps, then `n − 1` shuffle draws.
 ///
@@ -221,7 +222,10 @@ fn stafford_unit_cube(rng: &mut SimRng, n: usize, s: f64) -> Vec<f64> {
         let rs = rng.uniform_f64();
         // Row i of t covers columns 1 … i+1; the walk stays inside (j ≥ 1 while a
         // transition is possible, j ≤ i+1 by construction), the clamp is a guard only.
-        debug_assert!((1..=i + 1).contains(&j), "RandFixedSum walked off its table");
+        debug_assert!(
+            (1..=i + 1).contains(&j),
+            "RandFixedSum walked off its table"
+        );
         let column = j.clamp(1, i + 1) - 1;
         let step = rt < t[i - 1][column];
         let sx = libm::pow(rs, 1.0 / i as f64);
@@ -314,7 +318,10 @@ mod tests {
         // Σ = n · cap exactly is feasible only on a null set: the loop must stop.
         assert!(matches!(
             uunifast_discard(&mut rng, 4, 2.8, 0.7, 1_000),
-            Err(GenError::DiscardLimitReached { attempts: 1_000, .. })
+            Err(GenError::DiscardLimitReached {
+                attempts: 1_000,
+                ..
+            })
         ));
         assert!(matches!(
             uunifast_discard(&mut rng, 4, 3.0, 0.7, 10),
@@ -332,7 +339,10 @@ mod tests {
             rand_fixed_sum(&mut rng, 3, 0.6, 0.2, 0.2).unwrap(),
             vec![0.2; 3]
         );
-        assert_eq!(rand_fixed_sum(&mut rng, 1, 0.3, 0.1, 0.5).unwrap(), vec![0.3]);
+        assert_eq!(
+            rand_fixed_sum(&mut rng, 1, 0.3, 0.1, 0.5).unwrap(),
+            vec![0.3]
+        );
         // Sums at the ends of the feasible range pin every component.
         let low = rand_fixed_sum(&mut rng, 4, 0.4, 0.1, 0.5).unwrap();
         assert!(low.iter().all(|&x| (x - 0.1).abs() < 1e-12), "{low:?}");
