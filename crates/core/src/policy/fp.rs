@@ -13,10 +13,18 @@
 //! **Fixed vs live state**: `params` are the VCPU's configured parameters; `remaining` and
 //! `next_boundary` are live. Parameters changed at run time wait in `pending` and are applied
 //! at the next replenishment.
+//!
+//! **Plans**: a decision is first a [`Plan`] — what runs and which budgets pay ([`Charge`]:
+//! its own, idled away, both H's and the runner's, or H's lent) — computed by a pure
+//! function of the set (`plan_ptps`, `plan_wcps`, `plan_crps`, `plan_own_budget`). `burn`
+//! charges the plan in effect; a hook asks for a reschedule exactly when the plan it
+//! would make now differs from the one in effect. [`PeriodicFamily`] is that machinery
+//! for the policies replenished on period boundaries; each of `periodic.rs`, `polling.rs`,
+//! `wcps.rs` and `crps.rs` supplies only its [`PeriodicRule`].
 
 use crate::event::{CoreEvent, Cx};
-use crate::model::{VcpuId, VcpuParams};
-use crate::policy::{BudgetCounters, VcpuView};
+use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
 use crate::time::Nanos;
 
 /// One server VCPU.
@@ -211,6 +219,369 @@ impl ServerSet {
                     s.vcpu, s.remaining, s.params.budget
                 ));
             }
+        }
+        Ok(())
+    }
+}
+
+/// Which budgets the decision in effect consumes, and on whose account (for `burn` and
+/// the counters). One variant per way the fixed-priority servers spend budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charge {
+    /// Nothing is charged: IDLE because no VCPU has budget.
+    Nothing,
+    /// The running VCPU pays with its own budget (`consumed`).
+    Own(VcpuId),
+    /// The pcpu idles and H's budget is idled away (`idled`; PTPS, WCPS, CRPS).
+    IdledAway(VcpuId),
+    /// WCPS: `runner`, of lower priority than the work-less `server`, runs and both budgets
+    /// are consumed (`consumed` on both).
+    Both { server: VcpuId, runner: VcpuId },
+    /// CRPS: `runner` runs on the work-less `lender`'s budget only (`lent` on the lender,
+    /// `borrowed` on the runner); the runner's own budget is untouched.
+    Lent { lender: VcpuId, runner: VcpuId },
+}
+
+impl Charge {
+    /// Whether `vcpu`'s budget (or run) is part of this charge.
+    pub fn involves(self, vcpu: VcpuId) -> bool {
+        match self {
+            Charge::Nothing => false,
+            Charge::Own(v) | Charge::IdledAway(v) => v == vcpu,
+            Charge::Both { server, runner } => server == vcpu || runner == vcpu,
+            Charge::Lent { lender, runner } => lender == vcpu || runner == vcpu,
+        }
+    }
+}
+
+/// A scheduling decision of the fixed-priority servers before it is handed to the
+/// machine: what runs and whose budget pays. Plans are pure functions of the
+/// [`ServerSet`], so a hook can tell whether an event matters by comparing the plan it
+/// would make now with the plan in effect (`plan != active`): only then is a reschedule
+/// asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The VCPU to run; `None` runs IDLE.
+    pub run: Option<VcpuId>,
+    pub charge: Charge,
+}
+
+impl Plan {
+    pub const IDLE: Plan = Plan {
+        run: None,
+        charge: Charge::Nothing,
+    };
+
+    /// `vcpu` runs on its own budget.
+    pub fn own(vcpu: VcpuId) -> Plan {
+        Plan {
+            run: Some(vcpu),
+            charge: Charge::Own(vcpu),
+        }
+    }
+
+    /// IDLE runs while `server`'s budget is idled away.
+    pub fn idled_away(server: VcpuId) -> Plan {
+        Plan {
+            run: None,
+            charge: Charge::IdledAway(server),
+        }
+    }
+
+    /// The plan after `vcpu` left: a charge naming it falls back to the runner's own
+    /// budget (or nothing); the machine reschedules at its next tick at the latest.
+    pub fn without(self, vcpu: VcpuId) -> Plan {
+        if !self.charge.involves(vcpu) {
+            return self;
+        }
+        match self.run.filter(|&r| r != vcpu) {
+            Some(r) => Plan::own(r),
+            None => Plan::IDLE,
+        }
+    }
+}
+
+impl ServerSet {
+    /// `queuePick(RunQ)` as a plan (Deferrable, Sporadic): the highest-priority VCPU with
+    /// work and budget runs on its own budget; else IDLE, charging nobody.
+    pub fn plan_own_budget(&self) -> Plan {
+        self.pick_with_work()
+            .map_or(Plan::IDLE, |s| Plan::own(s.vcpu))
+    }
+
+    /// PTPS: H with work runs; H without work idles its budget away; no H: IDLE.
+    pub fn plan_ptps(&self) -> Plan {
+        match self.highest_with_budget() {
+            None => Plan::IDLE,
+            Some(h) if h.has_work => Plan::own(h.vcpu),
+            Some(h) => Plan::idled_away(h.vcpu),
+        }
+    }
+
+    /// WCPS: H with work runs; else L — the highest-priority VCPU with work and budget,
+    /// necessarily of lower priority than H since nobody above H has budget — runs on
+    /// both budgets; no L: IDLE, H's budget idled away.
+    pub fn plan_wcps(&self) -> Plan {
+        match self.highest_with_budget() {
+            None => Plan::IDLE,
+            Some(h) if h.has_work => Plan::own(h.vcpu),
+            Some(h) => match self.pick_with_work() {
+                Some(l) => Plan {
+                    run: Some(l.vcpu),
+                    charge: Charge::Both {
+                        server: h.vcpu,
+                        runner: l.vcpu,
+                    },
+                },
+                None => Plan::idled_away(h.vcpu),
+            },
+        }
+    }
+
+    /// CRPS: H with work runs; else H lends its budget to the highest-priority VCPU with
+    /// work and budget, or failing that to the highest-priority VCPU with work (budget 0,
+    /// possibly above H); nobody with work: IDLE, H's budget idled away. No H at all: IDLE
+    /// even if some VCPU has work.
+    pub fn plan_crps(&self) -> Plan {
+        match self.highest_with_budget() {
+            None => Plan::IDLE,
+            Some(h) if h.has_work => Plan::own(h.vcpu),
+            Some(h) => {
+                let borrower = self
+                    .pick_with_work()
+                    .or_else(|| self.servers.iter().find(|s| s.has_work));
+                match borrower {
+                    Some(r) => Plan {
+                        run: Some(r.vcpu),
+                        charge: Charge::Lent {
+                            lender: h.vcpu,
+                            runner: r.vcpu,
+                        },
+                    },
+                    None => Plan::idled_away(h.vcpu),
+                }
+            }
+        }
+    }
+
+    /// The slice of a plan: run time until the first budget it consumes runs out.
+    pub fn slice(&self, charge: Charge) -> Option<Nanos> {
+        match charge {
+            Charge::Nothing => None,
+            Charge::Own(v) | Charge::IdledAway(v) => Some(self.get(v).remaining),
+            Charge::Both { server, runner } => {
+                Some(self.get(server).remaining.min(self.get(runner).remaining))
+            }
+            Charge::Lent { lender, .. } => Some(self.get(lender).remaining),
+        }
+    }
+
+    /// The machine's decision for a plan.
+    pub fn decision(&self, plan: Plan) -> Decision {
+        Decision {
+            run: plan.run,
+            slice: self.slice(plan.charge),
+        }
+    }
+
+    /// Charges `ran` nanoseconds of `charge` to the budgets and counters it names.
+    pub fn charge(&mut self, cx: &mut Cx, charge: Charge, ran: Nanos) {
+        match charge {
+            Charge::Nothing => {}
+            Charge::Own(v) => {
+                let taken = self.take_budget(cx, v, ran);
+                self.get_mut(v).counters.consumed += taken;
+            }
+            Charge::IdledAway(h) => {
+                let taken = self.take_budget(cx, h, ran);
+                self.get_mut(h).counters.idled += taken;
+            }
+            Charge::Both { server, runner } => {
+                let taken = self.take_budget(cx, server, ran);
+                self.get_mut(server).counters.consumed += taken;
+                let taken = self.take_budget(cx, runner, ran);
+                self.get_mut(runner).counters.consumed += taken;
+            }
+            Charge::Lent { lender, runner } => {
+                let taken = self.take_budget(cx, lender, ran);
+                self.get_mut(lender).counters.lent += taken;
+                self.get_mut(runner).counters.borrowed += taken;
+            }
+        }
+    }
+
+    /// Throws the VCPU's remaining budget away (Polling Server) and returns the amount.
+    /// `at` stamps the event: the instant the discard took effect.
+    pub fn discard(&mut self, cx: &mut Cx, vcpu: VcpuId, at: Nanos) -> Nanos {
+        let s = self.get_mut(vcpu);
+        let amount = s.remaining;
+        s.remaining = Nanos::ZERO;
+        s.counters.discarded += amount;
+        if !amount.is_zero() {
+            cx.log
+                .emit(at, || CoreEvent::BudgetDiscarded { vcpu, amount });
+        }
+        amount
+    }
+
+    /// Replaces a VCPU's parameters now (keeping its live budget), re-sorting when its
+    /// priority changed. For policies whose replenishment is not the periodic rule.
+    pub fn set_params(&mut self, vcpu: VcpuId, params: VcpuParams) {
+        let s = self.get_mut(vcpu);
+        let reorder = s.params.priority != params.priority;
+        s.params = params;
+        if reorder {
+            self.reorder();
+        }
+    }
+}
+
+/// What distinguishes one member of the periodic-replenishment family (PTPS, Polling,
+/// WCPS, CRPS): how a decision is planned, and what happens to budgets while time passes
+/// besides the plan's own charge.
+pub trait PeriodicRule: Send + 'static {
+    const KIND: PolicyKind;
+
+    /// The decision for the current state. Must be a pure function of `servers`.
+    fn plan(servers: &ServerSet) -> Plan;
+
+    /// Called by `burn` before the plan's charge, with the plan that was in effect during
+    /// the `ran` nanoseconds ending at `cx.now`. The default does nothing.
+    fn time_passed(_servers: &mut ServerSet, _cx: &mut Cx, _active: Plan, _ran: Nanos) {}
+}
+
+/// The machinery shared by the periodic-replenishment servers; the rule `R` decides.
+///
+/// - **Replenishment**: [`ServerSet::replenish_due`] (set to B at every boundary).
+/// - **Budget**: `burn` charges the plan in effect ([`ServerSet::charge`]).
+/// - **Reschedule requests**: every hook that can change the state (`wake`, `sleep`,
+///   `handle_timer`, `adjust`) compares the plan it would make now with the plan in effect
+///   and asks for a reschedule only when they differ — so a wake matters exactly when the
+///   rule says it does (under PTPS, the wake of an H that idles its budget away; under
+///   WCPS, the wake of H while L runs on H's budget; ...). `adjust` also asks when it cut a
+///   budget the plan in effect is spending, to shorten the slice. A replenishment that only
+///   lengthens the budget in use does not ask: the old slice ends early and the next
+///   `do_schedule` re-arms it.
+/// - **Invariant**: the plan in effect is the plan the rule makes now, unless a reschedule
+///   is owed (asked for, or a VCPU in the plan was removed, and `do_schedule` has not run
+///   yet).
+pub struct PeriodicFamily<R> {
+    servers: ServerSet,
+    /// What the last `do_schedule` decided.
+    active: Plan,
+    /// A reschedule was asked for (or is due) and `do_schedule` has not run since.
+    reschedule_owed: bool,
+    rule: std::marker::PhantomData<R>,
+}
+
+impl<R: PeriodicRule> PeriodicFamily<R> {
+    pub fn new(_pcpus: u32) -> PeriodicFamily<R> {
+        PeriodicFamily {
+            servers: ServerSet::default(),
+            active: Plan::IDLE,
+            reschedule_owed: false,
+            rule: std::marker::PhantomData,
+        }
+    }
+
+    pub fn servers(&self) -> &ServerSet {
+        &self.servers
+    }
+
+    /// The plan in effect.
+    pub fn active(&self) -> Plan {
+        self.active
+    }
+
+    /// Whether the decision must be made again now; remembers a "yes".
+    fn must_reschedule(&mut self, also: bool) -> bool {
+        let answer = also || R::plan(&self.servers) != self.active;
+        self.reschedule_owed |= answer;
+        answer
+    }
+}
+
+impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
+    fn kind(&self) -> PolicyKind {
+        R::KIND
+    }
+
+    fn validate(&self, params: &VcpuParams) -> Result<(), ParamError> {
+        params.validate_server()
+    }
+
+    fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
+        self.servers.insert(cx.now, vcpu, params);
+        // The machine reschedules after every insertion.
+        self.reschedule_owed = true;
+    }
+
+    fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
+        if self.active.charge.involves(vcpu) {
+            self.active = self.active.without(vcpu);
+            self.reschedule_owed = true;
+        }
+        self.servers.remove(vcpu);
+    }
+
+    fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
+        self.servers.get_mut(vcpu).has_work = true;
+        self.must_reschedule(false)
+    }
+
+    fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
+        self.servers.get_mut(vcpu).has_work = false;
+        // The machine reschedules anyway when `vcpu` is the one running.
+        let running = self.active.run == Some(vcpu);
+        self.must_reschedule(running)
+    }
+
+    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos) {
+        R::time_passed(&mut self.servers, cx, self.active, ran);
+        self.servers.charge(cx, self.active.charge, ran);
+    }
+
+    fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
+        self.active = R::plan(&self.servers);
+        self.reschedule_owed = false;
+        self.servers.decision(self.active)
+    }
+
+    fn next_timer(&self) -> Option<Nanos> {
+        self.servers.next_boundary()
+    }
+
+    fn handle_timer(&mut self, cx: &mut Cx) -> bool {
+        self.servers.replenish_due(cx, |_| {});
+        self.must_reschedule(false)
+    }
+
+    fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
+        let before = self.servers.get(vcpu).remaining;
+        self.servers.adjust(vcpu, params);
+        let cut = self.servers.get(vcpu).remaining < before;
+        self.must_reschedule(cut && self.active.charge.involves(vcpu))
+    }
+
+    fn view(&self, vcpu: VcpuId) -> VcpuView {
+        self.servers.view(vcpu)
+    }
+
+    fn counters(&self, vcpu: VcpuId) -> BudgetCounters {
+        self.servers.get(vcpu).counters
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        self.servers.check_invariants()?;
+        let now = R::plan(&self.servers);
+        if !self.reschedule_owed && now != self.active {
+            return Err(format!(
+                "{}: plan in effect {:?} differs from the plan for the current state {:?} \
+                 and no reschedule was asked for",
+                R::KIND,
+                self.active,
+                now
+            ));
         }
         Ok(())
     }

@@ -1,60 +1,121 @@
-//! Polling: NOT IMPLEMENTED YET (stub so the workspace builds while the policy is written).
+//! Polling Server — the "discarding periodic server" (Davis & Burns; RT-Xen, EMSOFT
+//! 2011).
+//!
+//! # Design note
+//! - **Replenishment**: like the Periodic Server, set to B at every period boundary.
+//! - **Rule**: let H be the highest-priority VCPU with budget > 0. If H has no work, its
+//!   budget is **discarded** (set to 0; counted in `discarded`, event `BudgetDiscarded`)
+//!   and the decision continues with the next H. So the VCPU that runs is the
+//!   highest-priority one with work and budget (`queuePick(RunQ)`, on its own budget), and
+//!   every VCPU above it (every VCPU, when IDLE runs) that has budget but no work loses it.
+//!   A VCPU that blocks while running is such a VCPU at the reschedule that follows, so it
+//!   loses its remaining budget at that moment; one that discarded and wakes later in the
+//!   same period has no budget and waits for its next boundary.
+//! - **When the discard happens** (a choice the algorithm leaves open at a single
+//!   instant): discards take effect when time starts to pass under the decision — in
+//!   `burn`, stamped with the instant the burned time began — not inside `do_schedule`.
+//!   Events at one instant are reported one by one (a job finishes, the next is released;
+//!   a period boundary and a release coincide; the first decision of a run precedes the
+//!   releases at time 0); with eager discards their order would decide whether work that
+//!   arrives at the very instant of the poll is served. Here it always is: a server polls
+//!   once the instant is over.
+//! - **Reschedule**: as for the Deferrable Server, only when a VCPU with work and budget
+//!   would beat what runs (a replenished VCPU without work is discarded as time passes,
+//!   which needs no new decision).
+//!
+//! Known gap: one pcpu per instance.
 
 use crate::event::Cx;
-use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
+use crate::policy::PolicyKind;
 use crate::time::Nanos;
 
-pub struct Polling;
+/// The Polling Server's decision rule.
+pub struct PollingRule;
 
-impl Polling {
-    pub fn new(pcpus: u32) -> Polling {
-        let _ = pcpus;
-        todo!("polling policy")
+impl PeriodicRule for PollingRule {
+    const KIND: PolicyKind = PolicyKind::Polling;
+
+    fn plan(servers: &ServerSet) -> Plan {
+        servers.plan_own_budget()
+    }
+
+    fn time_passed(servers: &mut ServerSet, cx: &mut Cx, active: Plan, ran: Nanos) {
+        let began = cx.now - ran;
+        let work_less_above_runner: Vec<_> = servers
+            .iter()
+            .take_while(|s| Some(s.vcpu) != active.run)
+            .filter(|s| !s.has_work && !s.remaining.is_zero())
+            .map(|s| s.vcpu)
+            .collect();
+        for vcpu in work_less_above_runner {
+            servers.discard(cx, vcpu, began);
+        }
     }
 }
 
-impl Policy for Polling {
-    fn kind(&self) -> PolicyKind {
-        todo!()
+/// The Polling Server.
+pub type Polling = PeriodicFamily<PollingRule>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{CoreEvent, EventLog};
+    use crate::model::{PcpuId, VcpuId, VcpuParams};
+    use crate::policy::Policy;
+
+    fn ms(x: u64) -> Nanos {
+        Nanos::from_ms(x)
     }
-    fn validate(&self, _params: &VcpuParams) -> Result<(), ParamError> {
-        todo!()
-    }
-    fn insert_vcpu(&mut self, _cx: &mut Cx, _vcpu: VcpuId, _params: &VcpuParams) {
-        todo!()
-    }
-    fn remove_vcpu(&mut self, _cx: &mut Cx, _vcpu: VcpuId) {
-        todo!()
-    }
-    fn wake(&mut self, _cx: &mut Cx, _vcpu: VcpuId) -> bool {
-        todo!()
-    }
-    fn sleep(&mut self, _cx: &mut Cx, _vcpu: VcpuId) -> bool {
-        todo!()
-    }
-    fn burn(&mut self, _cx: &mut Cx, _pcpu: PcpuId, _ran: Nanos) {
-        todo!()
-    }
-    fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        todo!()
-    }
-    fn next_timer(&self) -> Option<Nanos> {
-        todo!()
-    }
-    fn handle_timer(&mut self, _cx: &mut Cx) -> bool {
-        todo!()
-    }
-    fn adjust(&mut self, _cx: &mut Cx, _vcpu: VcpuId, _params: &VcpuParams) -> bool {
-        todo!()
-    }
-    fn view(&self, _vcpu: VcpuId) -> VcpuView {
-        todo!()
-    }
-    fn counters(&self, _vcpu: VcpuId) -> BudgetCounters {
-        todo!()
-    }
-    fn check_invariants(&self) -> Result<(), String> {
-        todo!()
+
+    #[test]
+    fn work_less_servers_above_the_runner_are_discarded_once_time_passes() {
+        let mut log = EventLog::new(true);
+        let mut p = Polling::new(1);
+        let (hi, mid, lo) = (VcpuId(0), VcpuId(1), VcpuId(2));
+        {
+            let mut cx = Cx {
+                now: ms(0),
+                log: &mut log,
+            };
+            p.insert_vcpu(&mut cx, hi, &VcpuParams::server(ms(2), ms(5), 1));
+            p.insert_vcpu(&mut cx, mid, &VcpuParams::server(ms(2), ms(10), 2));
+            p.insert_vcpu(&mut cx, lo, &VcpuParams::server(ms(2), ms(20), 3));
+            p.do_schedule(&mut cx, PcpuId(0));
+            // A wake at the instant of the decision still counts as work at the poll.
+            assert!(p.wake(&mut cx, mid));
+            let d = p.do_schedule(&mut cx, PcpuId(0));
+            assert_eq!((d.run, d.slice), (Some(mid), Some(ms(2))));
+            cx.now = ms(1);
+            p.burn(&mut cx, PcpuId(0), ms(1));
+            // hi (above the runner, no work) lost its budget; lo (below) kept it.
+            assert_eq!(p.view(hi).remaining_budget, Some(Nanos::ZERO));
+            assert_eq!(p.counters(hi).discarded, ms(2));
+            assert_eq!(p.view(mid).remaining_budget, Some(ms(1)));
+            assert_eq!(p.view(lo).remaining_budget, Some(ms(2)));
+            // hi wakes later in its period: no budget, it waits.
+            assert!(!p.wake(&mut cx, hi));
+            // mid blocks with 1 ms left: gone once time passes again.
+            p.sleep(&mut cx, mid);
+            // hi has work but no budget, nobody else has work: IDLE.
+            assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, None);
+            cx.now = ms(2);
+            p.burn(&mut cx, PcpuId(0), ms(1));
+            assert_eq!(p.view(mid).remaining_budget, Some(Nanos::ZERO));
+            assert_eq!(p.view(lo).remaining_budget, Some(Nanos::ZERO));
+            p.check_invariants().unwrap();
+        }
+        let discards: Vec<_> = log
+            .drain()
+            .filter_map(|(t, e)| match e {
+                CoreEvent::BudgetDiscarded { vcpu, amount } => Some((t, vcpu, amount)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            discards,
+            vec![(ms(0), hi, ms(2)), (ms(1), mid, ms(1)), (ms(1), lo, ms(2))],
+            "each discard is stamped with the instant time began to pass"
+        );
     }
 }

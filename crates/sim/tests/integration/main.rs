@@ -4,6 +4,8 @@
 //! - `deferrable`: hand-derived Deferrable Server schedules.
 mod util;
 
+mod baselines;
 mod deferrable;
+mod fp_servers;
 mod overheads;
 mod results;

@@ -1,0 +1,732 @@
+//! The fixed-priority servers other than the Deferrable Server — Periodic (PTPS), Polling,
+//! Sporadic, WCPS, CRPS — on hand-derived schedules, plus a property test of the Sporadic
+//! Server's sliding-window bound.
+//!
+//! Timelines in the comments: one column per ms unless marked; `█` = running, `░` = the
+//! pcpu idles while that VCPU's budget is consumed (idled away or lent), `x` = budget
+//! discarded.
+use crate::util::*;
+use proptest::prelude::*;
+use rtvmm_core::machine::{Overheads, ReplenishMode};
+use rtvmm_core::model::VcpuParams;
+use rtvmm_core::policy::{BudgetCounters, PolicyConfig};
+use rtvmm_core::Nanos;
+use rtvmm_sim::timeline::{timeline, Interval, Slot};
+use rtvmm_sim::{Change, DomainSpec, Simulation, SystemSpec, TimedChange};
+
+/// The scenario that separates the fixed-priority servers (as in `deferrable.rs`).
+///
+/// d1: budget 2, period 5, priority 1; jobs of 1 ms at 0 and of 3 ms at 3.
+/// d2: budget 4, period 10, priority 2; always busy.
+fn separating_case(policy: PolicyConfig) -> SystemSpec {
+    system(
+        policy,
+        vec![
+            domain(
+                "d1",
+                2,
+                5,
+                1,
+                vec![jobs_at("t1", &[0], 1), jobs_at("t2", &[3], 3)],
+            ),
+            domain("d2", 4, 10, 2, vec![busy("b")]),
+        ],
+    )
+}
+
+/// Runs `spec`, stopping at each instant of `at` (ascending) to read every domain's
+/// remaining budget, then on to `end`. Returns the schedule over `[0, end)`, the budgets
+/// read and the finished simulation.
+fn run_reading_budgets(
+    spec: &SystemSpec,
+    at: &[Nanos],
+    end: Nanos,
+) -> (Vec<Interval>, Vec<Vec<Nanos>>, Simulation) {
+    let mut sim = Simulation::new(spec, 1, true).expect("valid system");
+    sim.set_check_invariants(true);
+    let mut budgets = Vec::new();
+    for &t in at {
+        sim.run_until(t).expect("run");
+        budgets.push(
+            (0..spec.domains.len())
+                .map(|i| budget(&sim, i).expect("servers have budgets"))
+                .collect(),
+        );
+    }
+    sim.run_until(end).expect("run");
+    let names: Vec<String> = spec.domains.iter().map(|d| d.name.clone()).collect();
+    let trace = sim.take_trace();
+    (timeline(&trace, &names, end), budgets, sim)
+}
+
+fn counters(sim: &Simulation, index: usize) -> BudgetCounters {
+    let v = sim.domains()[index].vcpu;
+    sim.machine().policy().counters(v)
+}
+
+fn ms_us(us_: u64) -> Nanos {
+    us(us_)
+}
+
+// ---------------------------------------------------------------------------------------
+// The separating case under each policy.
+// ---------------------------------------------------------------------------------------
+
+/// PTPS: d1 idles its unused budget away; d2 waits meanwhile.
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16  17  18  19  20
+/// d1     ███░░░              ████████                ███░░░              ░░░░░░░░           (B2,P5)
+/// d2             ████████████        ███                     ████████████        ███        (B4,P10)
+/// ```
+/// At 1 d1's first job is done with 1 ms left: H = d1 has no work, so the pcpu idles 1 ms
+/// on d1's budget. d1's 3 ms job (at 3) finds no budget until 5, runs 5-7 and its last
+/// 1 ms at 10. At 15 d1 is H again without work and idles its whole 2 ms away.
+#[test]
+fn ptps_idles_the_idle_servers_budget_away() {
+    let (schedule, budgets, sim) = run_reading_budgets(
+        &separating_case(PolicyConfig::Periodic),
+        &[us(1500), ms(16)],
+        ms(20),
+    );
+    assert_schedule(
+        &schedule,
+        "0-1 d1, 1-2 idle, 2-5 d2, 5-7 d1, 7-8 d2, 8-10 idle, 10-11 d1, 11-12 idle, \
+         12-15 d2, 15-17 idle, 17-18 d2, 18-20 idle",
+    );
+    assert_eq!(
+        budgets[0],
+        vec![us(500), ms(4)],
+        "at 1.5: d1 idling, d2 untouched"
+    );
+    assert_eq!(budgets[1], vec![ms(1), ms(1)], "at 16: d1 idling since 15");
+    let d1 = counters(&sim, 0);
+    assert_eq!((d1.consumed, d1.idled), (ms(4), ms(4)));
+    assert_eq!(d1.discarded + d1.lent, Nanos::ZERO);
+}
+
+/// Polling: d1's unused budget is discarded when it blocks (and at 15, when it polls
+/// with no work); its 3 ms job at 3 waits for the boundary at 5.
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16  17  18  19  20
+/// d1     ███x            ████████                ███x                x                      (B2,P5)
+/// d2         ████████████                            ████████████████                       (B4,P10)
+/// ```
+#[test]
+fn polling_discards_the_idle_servers_budget() {
+    let (schedule, budgets, sim) = run_reading_budgets(
+        &separating_case(PolicyConfig::Polling),
+        &[us(1500), ms(16)],
+        ms(20),
+    );
+    assert_schedule(
+        &schedule,
+        "0-1 d1, 1-5 d2, 5-7 d1, 7-10 idle, 10-11 d1, 11-15 d2, 15-20 idle",
+    );
+    assert_eq!(
+        budgets[0],
+        vec![ms(0), us(3500)],
+        "at 1.5: d1 discarded at 1"
+    );
+    assert_eq!(budgets[1], vec![ms(0), ms(0)], "at 16: d1 discarded at 15");
+    let d1 = counters(&sim, 0);
+    assert_eq!((d1.consumed, d1.discarded), (ms(4), ms(4)));
+    assert_eq!(d1.idled + d1.lent, Nanos::ZERO);
+}
+
+/// WCPS: while d1 has no work, d2 runs on both budgets. Same pcpu schedule as Polling
+/// here; the budgets tell them apart (d1 still holds budget at 1.5 and 16).
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16  17  18  19  20
+/// d1     ███▒▒▒          ████████                ███▒▒▒              ░░░░░░░░           (B2,P5)
+/// d2         ████████████                            ████████████████                   (B4,P10)
+/// ```
+/// `▒`: d1's budget consumed together with d2's while d2 runs (1-2, 11-12). At 15 d1 has
+/// no work and nobody below it has budget: IDLE, d1's budget idled away.
+#[test]
+fn wcps_runs_lower_work_on_both_budgets() {
+    let (schedule, budgets, sim) = run_reading_budgets(
+        &separating_case(PolicyConfig::Wcps),
+        &[us(1500), ms(16)],
+        ms(20),
+    );
+    assert_schedule(
+        &schedule,
+        "0-1 d1, 1-5 d2, 5-7 d1, 7-10 idle, 10-11 d1, 11-15 d2, 15-20 idle",
+    );
+    assert_eq!(budgets[0], vec![us(500), us(3500)], "at 1.5: both consumed");
+    assert_eq!(budgets[1], vec![ms(1), ms(0)], "at 16: d1 idling since 15");
+    let d1 = counters(&sim, 0);
+    assert_eq!((d1.consumed, d1.idled), (ms(6), ms(2)));
+    assert_eq!(counters(&sim, 1).consumed, ms(8));
+    assert_eq!(d1.lent + d1.discarded, Nanos::ZERO);
+}
+
+/// CRPS: d1's idle budget is lent to d2, whose own budget is untouched meanwhile.
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16  17  18  19  20
+/// d1     ███░░░          ████████                ███░░░              ░░░░░░░░           (B2,P5)
+/// d2         ████████████        ███                 ████████████████████████████       (B4,P10)
+/// ```
+/// `░` under d1: d1's budget lent to d2 (1-2, 11-12, 15-17). d2 thus runs 11-18 straight:
+/// 1 ms on d1's budget, 3 on its own, 2 on d1's again, its last 1 ms of its own.
+#[test]
+fn crps_lends_only_the_idle_servers_budget() {
+    let (schedule, budgets, sim) = run_reading_budgets(
+        &separating_case(PolicyConfig::Crps),
+        &[us(1500), ms(16)],
+        ms(20),
+    );
+    assert_schedule(
+        &schedule,
+        "0-1 d1, 1-5 d2, 5-7 d1, 7-8 d2, 8-10 idle, 10-11 d1, 11-18 d2, 18-20 idle",
+    );
+    assert_eq!(
+        budgets[0],
+        vec![us(500), ms(4)],
+        "at 1.5: only d1's budget runs"
+    );
+    assert_eq!(
+        budgets[1],
+        vec![ms(1), ms(1)],
+        "at 16: d2 runs on d1's budget"
+    );
+    let (d1, d2) = (counters(&sim, 0), counters(&sim, 1));
+    assert_eq!((d1.consumed, d1.lent, d1.idled), (ms(4), ms(4), ms(0)));
+    assert_eq!((d2.consumed, d2.borrowed), (ms(8), ms(4)));
+}
+
+/// Sporadic: every stretch is paid back one period after it began.
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16  17  18  19  20
+/// d1     ███         ███     ███         ███                                                (B2,P5)
+/// d2         ███████     ███     ███                 ████████    ███     ███                (B4,P10)
+/// ```
+/// d1: [0,1) → +1 at 5; [3,4) → +1 at 8; [5,6) → +1 at 10; [8,9) → +1 at 13.
+/// d2: [1,3) → +2 at 11; [4,5) → +1 at 14; [6,7) → +1 at 16; [11,13) → +2 at 21.
+/// d1's 3 ms job runs 3-4 (the 1 ms kept from 0), 5-6, 8-9.
+#[test]
+fn sporadic_pays_each_stretch_back_one_period_after_it_began() {
+    let (schedule, budgets, _sim) = run_reading_budgets(
+        &separating_case(PolicyConfig::Sporadic),
+        &[ms(12), ms(20)],
+        ms(20),
+    );
+    assert_schedule(
+        &schedule,
+        "0-1 d1, 1-3 d2, 3-4 d1, 4-5 d2, 5-6 d1, 6-7 d2, 7-8 idle, 8-9 d1, 9-11 idle, \
+         11-13 d2, 13-14 idle, 14-15 d2, 15-16 idle, 16-17 d2, 17-20 idle",
+    );
+    assert_eq!(
+        budgets[0],
+        vec![ms(1), ms(1)],
+        "at 12: d1 +1 at 10; d2 mid-chunk"
+    );
+    assert_eq!(
+        budgets[1],
+        vec![ms(2), ms(0)],
+        "at 20: d2's next +2 is at 21"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Sporadic Server specifics.
+// ---------------------------------------------------------------------------------------
+
+/// lo (B4, P10, prio 2) is busy; hi (B2, P5, prio 1) has a 1 ms job at 1 that preempts lo
+/// in the middle of its first stretch.
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16
+/// hi         ███
+/// lo     ███     ███████████                     ███     ████████████
+///        └ +1 at 10   └ [2,5): +3 at 12            └ +1 at 20   └ +3 at 22
+/// ```
+#[test]
+fn sporadic_preempted_mid_chunk_queues_two_paybacks() {
+    let spec = system(
+        PolicyConfig::Sporadic,
+        vec![
+            domain("hi", 2, 5, 1, vec![jobs_at("j", &[1], 1)]),
+            domain("lo", 4, 10, 2, vec![busy("b")]),
+        ],
+    );
+    let (schedule, budgets, _sim) =
+        run_reading_budgets(&spec, &[ms(9), us(10_500), us(11_500), us(12_500)], ms(16));
+    assert_schedule(
+        &schedule,
+        "0-1 lo, 1-2 hi, 2-5 lo, 5-10 idle, 10-11 lo, 11-12 idle, 12-15 lo, 15-16 idle",
+    );
+    let lo: Vec<Nanos> = budgets.iter().map(|b| b[1]).collect();
+    assert_eq!(
+        lo,
+        vec![ms(0), us(500), ms(0), us(2500)],
+        "lo at 9, 10.5, 11.5, 12.5: 1 ms back at 10, 3 ms back at 12"
+    );
+    assert_eq!(budgets[0][0], ms(2), "hi got its 1 ms back at 6");
+}
+
+/// hi (B3, P100, prio 1) has 1 ms jobs at 1, 3, 5 and cuts lo (B4, P20, prio 2, busy) into
+/// four 1 ms stretches. With `max_replenishments` = 2 the third and fourth paybacks merge
+/// into the second, which moves to 24 and then 26; with the default 8 they stay apart.
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7 ... 20  21  22  23  24  25  26  27  28  29  30
+/// hi         ███     ███     ███
+/// lo     ███     ███     ███     ███       ███                     ████████████        max 2
+/// lo     ███     ███     ███     ███       ███     ███     ███     ███                 max 8
+/// ```
+/// max 2: pending (20,1),(22,1) → (20,1),(24,2) → (20,1),(26,3).
+#[test]
+fn sporadic_merges_the_replenishment_one_beyond_the_limit_into_the_latest() {
+    let spec = |max: u32| {
+        let mut lo = domain("lo", 4, 20, 2, vec![busy("b")]);
+        lo.vcpu.max_replenishments = max;
+        system(
+            PolicyConfig::Sporadic,
+            vec![
+                domain("hi", 3, 100, 1, vec![jobs_at("j", &[1, 3, 5], 1)]),
+                lo,
+            ],
+        )
+    };
+    let first_stretches = "0-1 lo, 1-2 hi, 2-3 lo, 3-4 hi, 4-5 lo, 5-6 hi, 6-7 lo, 7-20 idle";
+    let (merged, budgets, _) = run_reading_budgets(&spec(2), &[us(25_500)], ms(30));
+    assert_schedule(
+        &merged,
+        &format!("{first_stretches}, 20-21 lo, 21-26 idle, 26-29 lo, 29-30 idle"),
+    );
+    assert_eq!(
+        budgets[0][1],
+        ms(0),
+        "at 25.5 the merged 3 ms are not back yet"
+    );
+    let (apart, budgets, _) = run_reading_budgets(&spec(8), &[us(25_500)], ms(30));
+    assert_schedule(
+        &apart,
+        &format!(
+            "{first_stretches}, 20-21 lo, 21-22 idle, 22-23 lo, 23-24 idle, 24-25 lo, \
+             25-26 idle, 26-27 lo, 27-30 idle"
+        ),
+    );
+    assert_eq!(budgets[0][1], ms(0));
+}
+
+// ---------------------------------------------------------------------------------------
+// Behaviour every server policy shows, one scenario run under each.
+// ---------------------------------------------------------------------------------------
+
+/// hi (B2, P5, prio 1) gets a 1 ms job at 1.5 ms, between two ticks; lo (B4, P10, prio 2)
+/// is busy. Where the rule lets hi run at once, its wake preempts mid-slice (at 1.5, not at
+/// the tick at 2).
+/// ```text
+/// t(ms)        0   1   2   3   4   5   6   7   8   9  10  11  12
+/// ptps    hi   ░░░░░░██              ██░░░░                  ░░░░░░░░
+///         lo             ████████████      ███
+/// wcps    hi   ▒▒▒▒▒▒██              ██░░░░                  ▒▒▒▒▒▒▒▒
+///         lo   ██████  ██████████                            ████████
+/// crps    hi   ░░░░░░██              ██░░░░                  ░░░░░░░░
+///         lo   ██████  ████████████    ██████████            ████████
+/// polling hi   x                     ████x                   x
+///         lo   ████████████████                              ████████
+/// sporadic hi        ████
+///         lo   ██████    ██████████                  ██████
+/// ```
+/// - PTPS: hi idles its budget away until it wakes at 1.5; its last 0.5 ms runs at 5.
+/// - WCPS: lo runs on both budgets; hi's wake preempts it at 1.5.
+/// - CRPS: lo runs on hi's budget only; hi's wake preempts it at 1.5; lo, with its own
+///   budget intact, runs 2-5 and again on hi's lent budget 5.5-7.
+/// - Polling: hi discarded its budget at 0 (no work), so its wake at 1.5 waits for 5.
+/// - Sporadic: hi preempts lo at 1.5 with its full budget; lo's [0,1.5) comes back at 10.
+#[test]
+fn wake_of_a_higher_priority_vcpu_between_ticks() {
+    let spec = |policy| {
+        system(
+            policy,
+            vec![
+                domain("hi", 2, 5, 1, vec![jobs_at_us("j", &[1500], 1000)]),
+                domain("lo", 4, 10, 2, vec![busy("b")]),
+            ],
+        )
+    };
+    let cases = [
+        (
+            PolicyConfig::Periodic,
+            "0-1500us idle, 1500us-2 hi, 2-5 lo, 5-5500us hi, 5500us-7 idle, 7-8 lo, 8-12 idle",
+        ),
+        (
+            PolicyConfig::Wcps,
+            "0-1500us lo, 1500us-2 hi, 2-4500us lo, 4500us-5 idle, 5-5500us hi, \
+             5500us-10 idle, 10-12 lo",
+        ),
+        (
+            PolicyConfig::Crps,
+            "0-1500us lo, 1500us-2 hi, 2-5 lo, 5-5500us hi, 5500us-8 lo, 8-10 idle, 10-12 lo",
+        ),
+        (
+            PolicyConfig::Polling,
+            "0-4 lo, 4-5 idle, 5-6 hi, 6-10 idle, 10-12 lo",
+        ),
+        (
+            PolicyConfig::Sporadic,
+            "0-1500us lo, 1500us-2500us hi, 2500us-5 lo, 5-10 idle, 10-11500us lo, \
+             11500us-12 idle",
+        ),
+    ];
+    for (policy, expected) in cases {
+        let (schedule, _) = run(&spec(policy.clone()), ms(12));
+        assert_schedule(&schedule, expected);
+    }
+}
+
+/// hi (B2, P5, prio 1) runs a periodic task (p 5, e 1); lo (B3, P10, prio 2) runs a task
+/// that needs 9 ms every 10 ms — far beyond its budget. Under every server policy each of
+/// hi's jobs starts at its release and finishes 1 ms later, exactly as when lo's task
+/// needs only 2 ms: an overrun is contained in its own domain.
+#[test]
+fn overrun_in_a_lower_priority_domain_does_not_touch_a_higher_one() {
+    let spec = |policy: PolicyConfig, lo_wcet: u64| {
+        system(
+            policy,
+            vec![
+                domain("hi", 2, 5, 1, vec![periodic("t", 5, 1)]),
+                domain("lo", 3, 10, 2, vec![periodic("t", 10, lo_wcet)]),
+            ],
+        )
+    };
+    for policy in [
+        PolicyConfig::Periodic,
+        PolicyConfig::Polling,
+        PolicyConfig::Sporadic,
+        PolicyConfig::Wcps,
+        PolicyConfig::Crps,
+    ] {
+        let (_, overrun) = run(&spec(policy.clone(), 9), ms(50));
+        let (_, normal) = run(&spec(policy.clone(), 2), ms(50));
+        let hi_jobs = &overrun.domains()[0].finished[0];
+        assert_eq!(hi_jobs.len(), 10, "{policy:?}: hi finished all its jobs");
+        for job in hi_jobs {
+            assert_eq!(job.first_start, Some(job.release), "{policy:?}: {job:?}");
+            assert_eq!(job.finish, Some(job.release + ms(1)), "{policy:?}: {job:?}");
+        }
+        assert_eq!(hi_jobs, &normal.domains()[0].finished[0], "{policy:?}");
+        let lo_first = &overrun.domains()[1].finished[0][0];
+        assert!(
+            lo_first.finish.unwrap() > lo_first.deadline,
+            "{policy:?}: the scenario makes lo overrun"
+        );
+    }
+}
+
+/// d (B 1 ms, P 2.5 ms) is busy; the quantum is 1 ms. In `tick` mode a replenishment takes
+/// effect at the first tick at or after its due time.
+/// ```text
+/// t(ms)             0   1   2   3   4   5   6   7   8   9  10  11  12
+/// periodic, exact   ████      ████      ████      ████      ████          (2.5, 5, 7.5, 10)
+/// periodic, tick    ████        ████    ████        ████    ████          (3, 5, 8, 10)
+/// sporadic, tick    ████        ████        ████        ████              (3, 6, 9)
+/// ```
+/// The periodic servers keep their grid (2.5 is served at 3, the next boundary is still
+/// 5); the Sporadic Server's payback is one period after the stretch began, so the delay
+/// carries over (3 + 2.5 = 5.5 → 6, 6 + 2.5 = 8.5 → 9).
+#[test]
+fn tick_mode_replenishment_lands_on_the_next_tick() {
+    let spec = |policy: PolicyConfig, mode: ReplenishMode| {
+        let mut d = domain("d", 1, 5, 1, vec![busy("b")]);
+        d.vcpu.period = us(2500);
+        let mut s = system(policy, vec![d]);
+        s.machine.replenishment = mode;
+        s
+    };
+    let (exact, _) = run(&spec(PolicyConfig::Periodic, ReplenishMode::Exact), ms(12));
+    assert_schedule(
+        &exact,
+        "0-1 d, 1-2500us idle, 2500us-3500us d, 3500us-5 idle, 5-6 d, 6-7500us idle, \
+         7500us-8500us d, 8500us-10 idle, 10-11 d, 11-12 idle",
+    );
+    for policy in [
+        PolicyConfig::Periodic,
+        PolicyConfig::Polling,
+        PolicyConfig::Wcps,
+        PolicyConfig::Crps,
+    ] {
+        let (ticked, _) = run(&spec(policy, ReplenishMode::Tick), ms(12));
+        assert_schedule(
+            &ticked,
+            "0-1 d, 1-3 idle, 3-4 d, 4-5 idle, 5-6 d, 6-8 idle, 8-9 d, 9-10 idle, 10-11 d, \
+             11-12 idle",
+        );
+    }
+    let (sporadic, _) = run(&spec(PolicyConfig::Sporadic, ReplenishMode::Tick), ms(12));
+    assert_schedule(
+        &sporadic,
+        "0-1 d, 1-3 idle, 3-4 d, 4-6 idle, 6-7 d, 7-9 idle, 9-10 d, 10-12 idle",
+    );
+}
+
+/// d1 (B2, P5) is busy. At 1 its budget is raised to 3: not granted early, it gets 3 ms
+/// from the next replenishment at 5. At 11, while running with 2 ms left, its budget is cut
+/// to 1: the remaining budget drops to 1 at once (it stops at 12, not 13) and from 15 on
+/// it gets 1 ms per period.
+/// ```text
+/// t(ms)  0   1   2   3   4   5   6   7   8   9  10  11  12  13  14  15  16 ... 20  21  22
+/// d1     ████████            ████████████        ████████            ███       ███
+///            ↑ B=3                                   ↑ B=1
+/// ```
+/// The same under every server policy: for the Sporadic Server the next replenishment is
+/// the payback of [0,2) at 5, and of [10,12) at 15.
+#[test]
+fn adjust_takes_effect_at_the_next_replenishment() {
+    let spec = |policy| {
+        let mut s = system(policy, vec![domain("d1", 2, 5, 1, vec![busy("b")])]);
+        let set = |at: u64, budget: u64| TimedChange {
+            at: ms(at),
+            change: Change::SetParams {
+                domain: "d1".to_string(),
+                params: VcpuParams::server(ms(budget), ms(5), 1),
+            },
+        };
+        s.changes = vec![set(1, 3), set(11, 1)];
+        s
+    };
+    for policy in [
+        PolicyConfig::Periodic,
+        PolicyConfig::Polling,
+        PolicyConfig::Sporadic,
+        PolicyConfig::Wcps,
+        PolicyConfig::Crps,
+    ] {
+        let (schedule, budgets, _) =
+            run_reading_budgets(&spec(policy.clone()), &[us(1500), us(11_500)], ms(22));
+        assert_schedule(
+            &schedule,
+            "0-2 d1, 2-5 idle, 5-8 d1, 8-10 idle, 10-12 d1, 12-15 idle, 15-16 d1, \
+             16-20 idle, 20-21 d1, 21-22 idle",
+        );
+        assert_eq!(
+            budgets,
+            vec![vec![us(500)], vec![us(500)]],
+            "{policy:?}: at 1.5 not raised; at 11.5 cut to 1 at 11"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Properties over random small systems.
+// ---------------------------------------------------------------------------------------
+
+/// Each VCPU's run intervals, rebuilt from the trace: `(start, end)` per domain.
+fn runs_per_domain(spec: &SystemSpec, end: Nanos) -> (Vec<Vec<(Nanos, Nanos)>>, Simulation) {
+    let names: Vec<String> = (0..spec.domains.len()).map(|i| format!("v{i}")).collect();
+    let mut sim = Simulation::new(spec, 7, true).expect("valid system");
+    sim.set_check_invariants(true);
+    sim.run_until(end).expect("run");
+    let trace = sim.take_trace();
+    let mut runs = vec![Vec::new(); names.len()];
+    for i in timeline(&trace, &names, end) {
+        if let Slot::Domain(name) = &i.slot {
+            let index: usize = name[1..].parse().unwrap();
+            runs[index].push((i.start, i.end));
+        }
+    }
+    (runs, sim)
+}
+
+/// Execution within `[from, from + length)`.
+fn executed_within(runs: &[(Nanos, Nanos)], from: Nanos, length: Nanos) -> Nanos {
+    let to = from + length;
+    runs.iter()
+        .filter(|&&(a, b)| b > from && a < to)
+        .map(|&(a, b)| b.min(to) - a.max(from))
+        .fold(Nanos::ZERO, |t, x| t + x)
+}
+
+/// A random small system: 1-3 server domains (budget ≤ period, both in 0.5 ms steps),
+/// each with a few aperiodic jobs and maybe a periodic task; random overheads and
+/// replenishment mode.
+fn arb_system(policies: Vec<PolicyConfig>) -> impl Strategy<Value = SystemSpec> {
+    let arb_domain = (1u64..=6, 1u64..=8, 0u32..4, 1u32..=4, 0u64..=2)
+        .prop_flat_map(|(budget, extra, priority, max_repl, offset)| {
+            (
+                Just((budget, budget + extra, priority, max_repl, offset)),
+                prop::collection::vec((0u64..80, 1u64..=8), 0..6),
+                prop::option::of((4u64..=24, 1u64..=6)),
+            )
+        })
+        .prop_map(
+            |((budget, period, priority, max_repl, offset), jobs, task)| {
+                let half = |x: u64| us(500 * x);
+                let mut vcpu = VcpuParams::server(half(budget), half(period), priority);
+                vcpu.max_replenishments = max_repl;
+                vcpu.offset = half(offset);
+                let mut tasks = Vec::new();
+                for (k, (at, wcet)) in jobs.into_iter().enumerate() {
+                    tasks.push(jobs_at_us(&format!("a{k}"), &[500 * at], 500 * wcet));
+                }
+                if let Some((p, e)) = task {
+                    tasks.push(periodic("p", p, e.min(p)));
+                }
+                DomainSpec {
+                    name: String::new(),
+                    vcpu,
+                    guest: rtvmm_core::guest::GuestScheduler::Rm,
+                    tasks,
+                }
+            },
+        );
+    (
+        prop::collection::vec(arb_domain, 1..=3),
+        prop::sample::select(policies),
+        any::<bool>(),
+        prop::sample::select(vec![0u64, 30, 100]),
+        prop::sample::select(vec![0u64, 20]),
+    )
+        .prop_map(|(mut domains, policy, ticked, ds_cost, cs_cost)| {
+            for (i, d) in domains.iter_mut().enumerate() {
+                d.name = format!("v{i}");
+            }
+            let mut s = system(policy, domains);
+            s.machine.replenishment = if ticked {
+                ReplenishMode::Tick
+            } else {
+                ReplenishMode::Exact
+            };
+            s.machine.overheads = Overheads {
+                do_schedule: ms_us(ds_cost),
+                context_switch: ms_us(cs_cost),
+            };
+            s
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// The Sporadic Server never lets a VCPU run more than B in any window of length P.
+    /// The most a window can hold is reached with the window starting where a run
+    /// interval starts (a switch-in, or the end of overhead), so those are the starts
+    /// checked.
+    #[test]
+    fn sporadic_never_runs_more_than_budget_in_any_period_window(
+        spec in arb_system(vec![PolicyConfig::Sporadic])
+    ) {
+        let (runs, _) = runs_per_domain(&spec, ms(60));
+        for (i, d) in spec.domains.iter().enumerate() {
+            for &(start, _) in &runs[i] {
+                let within = executed_within(&runs[i], start, d.vcpu.period);
+                prop_assert!(
+                    within <= d.vcpu.budget,
+                    "{}: ran {} in [{}, {} + P) with B = {}, P = {}; runs {:?}",
+                    d.name, within, start, start, d.vcpu.budget, d.vcpu.period, runs[i]
+                );
+            }
+        }
+    }
+
+    /// Every server policy keeps its invariants (checked after every simulation step:
+    /// budgets in range, the plan in effect matches the state unless a reschedule is
+    /// owed, Sporadic books balanced) and accounts the pcpu's time exactly; budget spent
+    /// never exceeds budget granted.
+    #[test]
+    fn fp_servers_keep_their_invariants_on_random_systems(
+        spec in arb_system(vec![
+            PolicyConfig::Periodic,
+            PolicyConfig::Polling,
+            PolicyConfig::Sporadic,
+            PolicyConfig::Wcps,
+            PolicyConfig::Crps,
+        ])
+    ) {
+        let end = ms(60);
+        let (runs, sim) = runs_per_domain(&spec, end);
+        let pcpu = sim.machine().pcpu_stats(rtvmm_core::model::PcpuId(0));
+        prop_assert_eq!(pcpu.busy + pcpu.idle + pcpu.overhead, end);
+        for (i, d) in spec.domains.iter().enumerate() {
+            let c = counters(&sim, i);
+            let ran = executed_within(&runs[i], Nanos::ZERO, end);
+            // A VCPU runs on its own budget or on a borrowed one (CRPS).
+            prop_assert!(ran <= c.consumed + c.borrowed, "{}: ran {} > {:?}", d.name, ran, c);
+            // At most one budget per started period can have been spent.
+            let periods = end.as_ns() / d.vcpu.period.as_ns() + 1;
+            let spent = c.consumed + c.idled + c.discarded + c.lent;
+            prop_assert!(spent.as_ns() <= periods * d.vcpu.budget.as_ns(), "{}: {:?}", d.name, c);
+        }
+    }
+}
+
+/// Random run-time changes on top of a random system: a domain removed, the policy
+/// swapped for another server policy, new parameters (budget up or down, priority
+/// changed).
+fn arb_changes(domains: usize) -> impl Strategy<Value = Vec<TimedChange>> {
+    let servers = vec![
+        PolicyConfig::Periodic,
+        PolicyConfig::Polling,
+        PolicyConfig::Sporadic,
+        PolicyConfig::Wcps,
+        PolicyConfig::Crps,
+    ];
+    let change = (
+        1u64..110,
+        0usize..domains,
+        0u8..3,
+        prop::sample::select(servers),
+        1u64..=6,
+        0u32..4,
+    )
+        .prop_map(|(at, target, kind, policy, budget, priority)| {
+            let name = format!("v{target}");
+            let change = match kind {
+                0 => Change::RemoveDomain { domain: name },
+                1 => Change::SwapPolicy(policy),
+                _ => Change::SetParams {
+                    domain: name,
+                    // Budget 0.5-3 ms, period 3 ms: always valid.
+                    params: VcpuParams::server(us(500 * budget), ms(3), priority),
+                },
+            };
+            TimedChange {
+                at: us(500 * at),
+                change,
+            }
+        });
+    prop::collection::vec(change, 0..4).prop_map(|mut changes| {
+        changes.sort_by_key(|c| c.at);
+        // Remove each domain at most once.
+        let mut removed = Vec::new();
+        changes.retain(|c| match &c.change {
+            Change::RemoveDomain { domain } | Change::SetParams { domain, .. } => {
+                let keep = !removed.contains(domain);
+                if matches!(c.change, Change::RemoveDomain { .. }) {
+                    removed.push(domain.clone());
+                }
+                keep
+            }
+            _ => true,
+        });
+        changes
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Hot swaps, removals and parameter changes keep every server policy's invariants
+    /// (checked after every step) and the pcpu's time accounting exact.
+    #[test]
+    fn fp_servers_survive_runtime_changes(
+        (spec, changes) in arb_system(vec![
+            PolicyConfig::Periodic,
+            PolicyConfig::Polling,
+            PolicyConfig::Sporadic,
+            PolicyConfig::Wcps,
+            PolicyConfig::Crps,
+        ]).prop_flat_map(|spec| {
+            let n = spec.domains.len();
+            (Just(spec), arb_changes(n))
+        })
+    ) {
+        let mut spec = spec;
+        spec.changes = changes;
+        let end = ms(60);
+        let (_, sim) = runs_per_domain(&spec, end);
+        let pcpu = sim.machine().pcpu_stats(rtvmm_core::model::PcpuId(0));
+        prop_assert_eq!(pcpu.busy + pcpu.idle + pcpu.overhead, end);
+    }
+}
