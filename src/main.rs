@@ -1,1 +1,316 @@
-fn main() {}
+//! `rtvmm`: the command line. It parses flags, calls the libraries and maps errors to exit
+//! codes — no scheduling logic lives here.
+//!
+//! Exit codes: 0 success; 1 run-time failure (the simulation failed, an output file could
+//! not be written); 2 usage error or bad input (unknown flag or policy, a scenario file
+//! that cannot be read or is invalid).
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context};
+use clap::{Parser, Subcommand};
+use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::Nanos;
+use rtvmm_scenario::demo::{self, DemoError};
+use rtvmm_scenario::Scenario;
+use rtvmm_sim::trace::TraceFormat;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  run-time failure (the simulation failed, an output file could not be written)
+  2  usage error or bad input (unknown flag or policy, unreadable or invalid scenario)";
+
+#[derive(Parser)]
+#[command(
+    name = "rtvmm",
+    version,
+    about = "Real-time scheduling for virtual machines: the RT-Xen policies in a fast simulator",
+    after_help = EXIT_CODES
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the built-in scenario under every policy and print one comparison table
+    ///
+    /// Five domains with the RT-Xen "even" shares (budget/period 2/10, 4/20, 6/30, 8/40,
+    /// 10/50 ms, priorities 1-5), each running a rate-monotonic task set drawn for a total
+    /// load of 70%. ARINC 653 runs a 10 ms major frame with a 2 ms minor frame per domain
+    /// (the same 20% shares); Credit runs with a 1 ms time slice, as in the papers.
+    #[command(after_help = EXIT_CODES)]
+    Demo {
+        /// Simulated time per policy (with a unit: 10s, 500ms)
+        #[arg(long, value_parser = parse_time, default_value = "10s")]
+        duration: Nanos,
+        /// Seed of the task sets and of the run
+        #[arg(long, default_value_t = demo::DEMO_SEED)]
+        seed: u64,
+        /// Only these policies (repeat the flag); default: all
+        #[arg(long = "policy", value_parser = parse_policy)]
+        policies: Vec<PolicyKind>,
+        /// Print the demo scenario as a scenario file instead of running it
+        #[arg(long)]
+        print_scenario: bool,
+    },
+    /// Simulate a scenario file and print a summary
+    #[command(after_help = EXIT_CODES)]
+    Sim {
+        /// The scenario file (TOML)
+        scenario: PathBuf,
+        /// Run under this policy instead of the file's (name or alias; see `rtvmm policies`)
+        #[arg(long, value_parser = parse_policy)]
+        policy: Option<PolicyKind>,
+        /// Simulated time instead of the file's (with a unit: 10s, 500ms)
+        #[arg(long, value_parser = parse_time)]
+        duration: Option<Nanos>,
+        /// Seed instead of the file's
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write the full results as JSON to this file
+        #[arg(long, value_name = "OUT")]
+        json: Option<PathBuf>,
+        /// Write the trace to this file: *.json (Chrome/Perfetto trace events) or *.csv
+        #[arg(long, value_name = "OUT")]
+        trace: Option<PathBuf>,
+    },
+    /// Validate a scenario file and print it normalised (every default written out)
+    #[command(after_help = EXIT_CODES)]
+    Check {
+        /// The scenario file (TOML)
+        scenario: PathBuf,
+        /// Check it under this policy instead of the file's
+        #[arg(long, value_parser = parse_policy)]
+        policy: Option<PolicyKind>,
+    },
+    /// List the VMM scheduling policies, with their aliases
+    #[command(after_help = EXIT_CODES)]
+    Policies,
+}
+
+fn parse_time(text: &str) -> Result<Nanos, String> {
+    let t: Nanos = text.parse().map_err(|e| format!("{e}"))?;
+    if t.is_zero() {
+        return Err("must be greater than 0".to_string());
+    }
+    Ok(t)
+}
+
+fn parse_policy(text: &str) -> Result<PolicyKind, String> {
+    PolicyKind::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
+        format!(
+            "unknown policy '{text}': expected one of {} (or an alias; see `rtvmm policies`)",
+            names.join(", ")
+        )
+    })
+}
+
+/// An error and the exit code it maps to.
+enum Failure {
+    /// Usage or bad input: exit code 2.
+    BadInput(anyhow::Error),
+    /// Run-time failure: exit code 1.
+    Runtime(anyhow::Error),
+}
+
+fn bad_input(e: impl Into<anyhow::Error>) -> Failure {
+    Failure::BadInput(e.into())
+}
+
+fn runtime(e: impl Into<anyhow::Error>) -> Failure {
+    Failure::Runtime(e.into())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Policies => policies(),
+        Command::Check { scenario, policy } => check(&scenario, policy),
+        Command::Sim {
+            scenario,
+            policy,
+            duration,
+            seed,
+            json,
+            trace,
+        } => sim(&scenario, policy, duration, seed, json, trace),
+        Command::Demo {
+            duration,
+            seed,
+            policies,
+            print_scenario,
+        } => demo_command(duration, seed, policies, print_scenario),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadInput(e)) => {
+            eprintln!("rtvmm: error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(e)) => {
+            eprintln!("rtvmm: error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`rtvmm policies | head -1`) is not an error.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut out = io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(runtime(anyhow!(e).context("writing to standard output")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Runs `f`, turning a panic (a bug in rtvmm; the panic message is already printed) into
+/// a run-time failure, so that the exit code stays one of the documented ones.
+fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
+    panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(runtime(anyhow!(
+            "internal error while {what} (a bug in rtvmm; please report it with the scenario)"
+        )))
+    })
+}
+
+fn policies() -> Result<(), Failure> {
+    let mut text = String::new();
+    for kind in PolicyKind::ALL {
+        let mut name = kind.name().to_string();
+        if !kind.aliases().is_empty() {
+            name.push_str(&format!(" ({})", kind.aliases().join(", ")));
+        }
+        text.push_str(&format!("{name:<18} {}\n", kind.description()));
+    }
+    print(&text)
+}
+
+/// Loads a scenario, with the command line's overrides applied.
+fn load(
+    path: &Path,
+    policy: Option<PolicyKind>,
+    duration: Option<Nanos>,
+    seed: Option<u64>,
+) -> Result<Scenario, Failure> {
+    let mut scenario = Scenario::load(path).map_err(bad_input)?;
+    if let Some(kind) = policy {
+        scenario = scenario.with_policy(kind).map_err(bad_input)?;
+    }
+    if let Some(duration) = duration {
+        scenario = scenario.with_duration(duration).map_err(bad_input)?;
+    }
+    if let Some(seed) = seed {
+        scenario = scenario.with_seed(seed);
+    }
+    Ok(scenario)
+}
+
+fn check(path: &Path, policy: Option<PolicyKind>) -> Result<(), Failure> {
+    let scenario = guarded("checking the scenario", || load(path, policy, None, None))?;
+    print(&normalised(&scenario))
+}
+
+/// The normalised scenario under a comment that says what it holds (the comment is the
+/// same for the same scenario, so `check` of `check`'s output prints the same text).
+fn normalised(scenario: &Scenario) -> String {
+    let tasks: usize = scenario.system.domains.iter().map(|d| d.tasks.len()).sum();
+    format!(
+        "# valid: {} domains, {} tasks, {} events; normalised by `rtvmm check`\n{}",
+        scenario.system.domains.len(),
+        tasks,
+        scenario.system.changes.len(),
+        scenario.to_toml()
+    )
+}
+
+/// Creates an output file, reporting the path on failure.
+fn create(path: &Path, what: &str) -> Result<BufWriter<File>, Failure> {
+    File::create(path)
+        .map(BufWriter::new)
+        .with_context(|| format!("cannot create the {what} file {}", path.display()))
+        .map_err(runtime)
+}
+
+fn sim(
+    path: &Path,
+    policy: Option<PolicyKind>,
+    duration: Option<Nanos>,
+    seed: Option<u64>,
+    json: Option<PathBuf>,
+    trace: Option<PathBuf>,
+) -> Result<(), Failure> {
+    // Everything that can be refused is refused before the run.
+    let trace_format = trace
+        .as_deref()
+        .map(TraceFormat::from_path)
+        .transpose()
+        .map_err(bad_input)?;
+    let scenario = guarded("checking the scenario", || {
+        load(path, policy, duration, seed)
+    })?;
+    let run = guarded("simulating", || {
+        rtvmm_scenario::run(&scenario, trace.is_some())
+            .with_context(|| format!("simulating {}", path.display()))
+            .map_err(runtime)
+    })?;
+    let mut text = run.results.summary();
+    text.push_str(&format!(
+        "simulated {} in {:.1} ms of wall-clock time ({:.0}× real time)\n",
+        scenario.duration,
+        run.wall.as_secs_f64() * 1e3,
+        run.speed()
+    ));
+    if let Some(out) = &json {
+        let mut file = create(out, "results")?;
+        file.write_all(run.results.to_json().as_bytes())
+            .and_then(|()| file.write_all(b"\n"))
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing the results to {}", out.display()))
+            .map_err(runtime)?;
+        text.push_str(&format!("results: {}\n", out.display()));
+    }
+    if let (Some(out), Some(format), Some(recorded)) = (&trace, trace_format, &run.trace) {
+        let mut file = create(out, "trace")?;
+        recorded
+            .write(&mut file, format)
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing the trace to {}", out.display()))
+            .map_err(runtime)?;
+        text.push_str(&format!("trace: {}\n", out.display()));
+    }
+    print(&text)
+}
+
+fn demo_command(
+    duration: Nanos,
+    seed: u64,
+    policies: Vec<PolicyKind>,
+    print_scenario: bool,
+) -> Result<(), Failure> {
+    let scenario = demo::demo(seed, duration).map_err(|e| match e {
+        DemoError::Scenario(_) | DemoError::Gen(_) => bad_input(e),
+        DemoError::Sim { .. } => runtime(e),
+    })?;
+    if print_scenario {
+        return print(&normalised(&scenario));
+    }
+    let policies = if policies.is_empty() {
+        PolicyKind::ALL.to_vec()
+    } else {
+        policies
+    };
+    let rows = guarded("simulating the demo", || {
+        demo::compare(&scenario, &policies).map_err(runtime)
+    })?;
+    print(&demo::comparison_table(&scenario, &rows))
+}

@@ -35,9 +35,11 @@
 //! `busy + idle + overhead` equals the time accounted so far, exactly. During overhead no
 //! VCPU makes progress and no budget is consumed.
 
+use std::cell::Cell;
+
 use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
 use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{Decision, Policy, PolicyConfig, PolicyKind};
+use crate::policy::{BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind};
 use crate::time::Nanos;
 
 /// When due replenishments take effect.
@@ -138,6 +140,9 @@ struct VcpuEntry {
     has_work: bool,
     present: bool,
     stats: VcpuStats,
+    /// Budget counters of policies this VCPU has left (hot swap, removal): the live
+    /// policy's counters are added to these.
+    earlier_counters: BudgetCounters,
 }
 
 #[derive(Clone, Debug)]
@@ -178,6 +183,9 @@ pub struct Machine {
     pcpus: Vec<Pcpu>,
     now: Nanos,
     log: EventLog,
+    /// The policy's `next_timer()`, remembered until the policy next changes (`None` =
+    /// not known): the driver polls far more often than the policy changes.
+    policy_timer: Cell<Option<Option<Nanos>>>,
 }
 
 impl Machine {
@@ -210,7 +218,27 @@ impl Machine {
             pcpus,
             now: Nanos::ZERO,
             log: EventLog::new(false),
+            policy_timer: Cell::new(None),
         })
+    }
+
+    /// The policy's next timer, from the cache when the policy has not changed since.
+    #[inline]
+    fn policy_timer(&self) -> Option<Nanos> {
+        match self.policy_timer.get() {
+            Some(due) => due,
+            None => {
+                let due = self.policy.next_timer();
+                self.policy_timer.set(Some(due));
+                due
+            }
+        }
+    }
+
+    /// Forgets the cached timer: called after every hook that may change the policy.
+    #[inline]
+    fn policy_changed(&self) {
+        self.policy_timer.set(None);
     }
 
     pub fn config(&self) -> &MachineConfig {
@@ -263,12 +291,14 @@ impl Machine {
             log: &mut self.log,
         };
         self.policy.insert_vcpu(&mut cx, id, &params);
+        self.policy_changed();
         self.vcpus.push(VcpuEntry {
             domain,
             params,
             has_work: false,
             present: true,
             stats: VcpuStats::default(),
+            earlier_counters: BudgetCounters::default(),
         });
         self.pcpus[0].request(ScheduleReason::Reconfigure);
         Ok(id)
@@ -290,7 +320,10 @@ impl Machine {
             now,
             log: &mut self.log,
         };
+        let counters = self.policy.counters(vcpu);
+        self.vcpus[vcpu.index()].earlier_counters += counters;
         self.policy.remove_vcpu(&mut cx, vcpu);
+        self.policy_changed();
         let e = &mut self.vcpus[vcpu.index()];
         e.present = false;
         e.has_work = false;
@@ -317,7 +350,9 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        if self.policy.adjust(&mut cx, vcpu, &params) {
+        let resched = self.policy.adjust(&mut cx, vcpu, &params);
+        self.policy_changed();
+        if resched {
             self.pcpus[0].request(ScheduleReason::Reconfigure);
         }
         self.vcpus[vcpu.index()].params = params;
@@ -353,7 +388,11 @@ impl Machine {
         {
             policy.wake(&mut cx, VcpuId(i as u32));
         }
+        for (i, e) in self.vcpus.iter_mut().enumerate().filter(|(_, e)| e.present) {
+            e.earlier_counters += self.policy.counters(VcpuId(i as u32));
+        }
         self.policy = policy;
+        self.policy_changed();
         self.policy_config = config;
         for p in &mut self.pcpus {
             // The old decision is meaningless to the new policy: decide again at once.
@@ -376,7 +415,9 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        if self.policy.wake(&mut cx, vcpu) {
+        let resched = self.policy.wake(&mut cx, vcpu);
+        self.policy_changed();
+        if resched {
             self.pcpus[0].request(ScheduleReason::Preempt);
         }
     }
@@ -395,6 +436,7 @@ impl Machine {
             log: &mut self.log,
         };
         let asked = self.policy.sleep(&mut cx, vcpu);
+        self.policy_changed();
         let p = &mut self.pcpus[0];
         if p.current() == Some(vcpu) {
             p.request(ScheduleReason::Block);
@@ -423,6 +465,16 @@ impl Machine {
     /// Number of VCPU ids handed out (removed ones included).
     pub fn vcpu_count(&self) -> usize {
         self.vcpus.len()
+    }
+
+    /// How the VCPU's budget was spent over the whole run, across hot swaps and removal.
+    pub fn budget_counters(&self, vcpu: VcpuId) -> BudgetCounters {
+        let e = &self.vcpus[vcpu.index()];
+        let mut total = e.earlier_counters;
+        if e.present {
+            total += self.policy.counters(vcpu);
+        }
+        total
     }
 
     pub fn vcpu_stats(&self, vcpu: VcpuId) -> VcpuStats {
@@ -499,7 +551,7 @@ impl Machine {
             }
         }
         if self.config.replenishment == ReplenishMode::Exact {
-            if let Some(due) = self.policy.next_timer() {
+            if let Some(due) = self.policy_timer() {
                 t = t.min(due.max(self.now));
             }
         }
@@ -511,13 +563,15 @@ impl Machine {
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.account(now);
         if self.config.replenishment == ReplenishMode::Exact
-            && self.policy.next_timer().is_some_and(|due| due <= now)
+            && self.policy_timer().is_some_and(|due| due <= now)
         {
             let mut cx = Cx {
                 now,
                 log: &mut self.log,
             };
-            if self.policy.handle_timer(&mut cx) {
+            let resched = self.policy.handle_timer(&mut cx);
+            self.policy_changed();
+            if resched {
                 self.pcpus[0].request(ScheduleReason::Preempt);
             }
         }
@@ -531,9 +585,19 @@ impl Machine {
                 if self.config.replenishment == ReplenishMode::Tick {
                     self.policy.handle_timer(&mut cx);
                 }
+                self.policy_changed();
                 let p = &mut self.pcpus[i];
                 let q = self.config.quantum;
-                p.next_tick = (now + q).floor_to(q).max(p.next_tick + q);
+                // The next tick is the first multiple of q after now. Ticks stay on that
+                // grid, so in the usual case (this tick is handled before the next one is
+                // due) it is simply one quantum on — and the division is skipped.
+                debug_assert!(p.next_tick.as_ns() % q.as_ns() == 0, "tick off the grid");
+                let following = p.next_tick + q;
+                p.next_tick = if now < following {
+                    following
+                } else {
+                    (now + q).floor_to(q)
+                };
                 p.request(ScheduleReason::Tick);
             }
             let p = &mut self.pcpus[i];
@@ -557,6 +621,7 @@ impl Machine {
             log: &mut self.log,
         };
         let decision = self.policy.do_schedule(&mut cx, pcpu);
+        self.policy_changed();
         debug_assert!(
             decision.slice != Some(Nanos::ZERO),
             "a zero slice would loop"
@@ -675,6 +740,7 @@ impl Machine {
                             log: &mut self.log,
                         };
                         self.policy.burn(&mut cx, pcpu, ran);
+                        self.policy_changed();
                         break;
                     }
                 }

@@ -1,1 +1,235 @@
-//! placeholder
+//! # rtvmm-scenario: scenario files
+//!
+//! A scenario is a TOML file that says what to simulate: the machine, the VMM policy, the
+//! domains with their VCPU and guest tasks, and changes at given times. This crate turns
+//! the text into a validated [`Scenario`] (whose [`Scenario::system`] is what
+//! `rtvmm_sim::Simulation` runs), prints it back in normalised form
+//! ([`Scenario::to_toml`]), re-targets it at another policy ([`Scenario::with_policy`]),
+//! and runs it ([`run()`]). [`demo`] holds the built-in scenario of `rtvmm demo`.
+//! Bad input gives a [`ScenarioError`] that names the file, the place (section, event,
+//! domain, task), the field and what is wrong; nothing here panics on input.
+//!
+//! ```
+//! use rtvmm_core::policy::PolicyKind;
+//! use rtvmm_scenario::Scenario;
+//!
+//! let text = r#"
+//!     name = "two-domains"
+//!     duration = "1s"
+//!     [[domain]]
+//!     name = "d1"
+//!     vcpu = { budget = "2ms", period = "10ms" }
+//!     [[domain.task]]
+//!     name = "t1"
+//!     period = "50ms"
+//!     wcet = "5ms"
+//! "#;
+//! let scenario = Scenario::from_toml(text, "two.toml")?;
+//! assert_eq!(scenario.system.domains[0].vcpu.priority, 1); // rate-monotonic
+//! assert_eq!(scenario.system.domains[0].vcpu.weight, 2000); // 10000 × 2/10, for Credit
+//! // The normalised text parses back to the same scenario.
+//! assert_eq!(Scenario::from_toml(&scenario.to_toml(), "two.toml")?, scenario);
+//!
+//! let err = Scenario::from_toml(&text.replace("\"5ms\"", "5"), "two.toml").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "two.toml: domain 'd1', task 't1': wcet: 5 is a bare number: write times as a \
+//!      string with a unit (ns, us, ms, s), for example \"10ms\""
+//! );
+//! # Ok::<(), rtvmm_scenario::ScenarioError>(())
+//! ```
+//!
+//! # The format
+//! Every time is a string with a unit: `"10ms"`, `"400us"`, `"2.5ms"`, `"1s"`, `"150ns"`.
+//! A bare number is an error, never a guess. Unknown keys are errors.
+//!
+//! ```toml
+//! name = "even-share"              # default: the file's stem
+//! duration = "10s"                 # required, > 0
+//! seed = 42                        # default 0
+//!
+//! [machine]                        # every key optional
+//! pcpus = 1                        # one pcpu in this version (more is an error)
+//! quantum = "1ms"                  # the scheduler tick
+//! replenishment = "exact"          # or "tick"
+//! overhead = { do_schedule = "150ns", context_switch = "1.5us" }   # default 0ns each
+//!
+//! [scheduler]
+//! policy = "deferrable"            # any name or alias of `rtvmm policies`; default deferrable
+//! timeslice = "30ms"               # Credit only (default 30ms)
+//! accounting_period = "30ms"       # Credit only (default 30ms)
+//! major_frame = "20ms"             # ARINC 653 only: its table, required for that policy
+//! minor_frames = [{ domain = "d1", runtime = "5ms" }, { domain = "d2", runtime = "10ms" }]
+//!
+//! [[domain]]
+//! name = "d1"                      # unique in the file, added domains included
+//! guest = "rm"                     # rm | dm | fp | edf; default rm
+//! vcpu = { budget = "2ms", period = "10ms", priority = 1 }
+//!
+//! [[domain.task]]
+//! name = "t1"                      # unique within its domain
+//! period = "50ms"                  # required, > 0 (minimum inter-arrival for sporadic)
+//! wcet = "5ms"                     # required, > 0
+//!
+//! [[event]]                        # in time order
+//! at = "30s"
+//! action = "sched-set"
+//! domain = "d1"
+//! budget = "3ms"
+//! ```
+//!
+//! ## VCPU keys (`vcpu = { .. }`)
+//! - `budget`, `period`: both or neither. Servers, SEDF (budget = slice) and RTDS need
+//!   them; Credit and ARINC 653 do not read them. The policy's own check decides what is
+//!   valid (budget > 0, budget ≤ period, ...), through every policy the file switches to.
+//! - `priority`: smaller is higher. Give it for every domain or for none: without it,
+//!   priorities are rate-monotonic by period over every domain the file declares, ties by
+//!   declaration order, numbered from 1. A `sched-set` that changes a period does not
+//!   re-rank.
+//! - `weight` (Credit): default `round(10000 · budget / period)` (at least 1) when the
+//!   VCPU has a budget and period, so a file written for servers runs under Credit with
+//!   the same shares; otherwise Xen's 256. `cap`: percent of a pcpu, default 0 (none).
+//! - `extratime` (SEDF, RTDS): default `false`, the papers' setting (Xen's RTDS turns it
+//!   on by default; write `extratime = true` for that).
+//! - `offset`: first period boundary after the VCPU joins, default `"0ns"`.
+//!   `max_replenishments` (Sporadic Server): default 8.
+//!
+//! ## Task keys (`[[domain.task]]`)
+//! - `kind`: `"periodic"` (default), `"sporadic"` (inter-arrival `period` plus a seeded
+//!   uniform extra gap in `[0, max_extra_gap]`, default `max_extra_gap = period`) or
+//!   `"aperiodic"` (either `releases = ["1ms", "5ms"]` or a Poisson stream with
+//!   `mean_gap`; `period` then only sets the `rm` priority and the default deadline).
+//! - `deadline`: relative, default `period`. `offset`: first release, default `"0ns"`.
+//! - `etf`: execution time factor, `0 < etf ≤ 1`; each job draws its execution time
+//!   uniformly from `[⌈etf·wcet⌉, wcet]` (computed exactly from the decimal written).
+//!   `min_exec` gives `⌈etf·wcet⌉` directly instead; the normalised form writes
+//!   `min_exec`.
+//! - `priority`: for the `fp` guest (default: declaration order, from 1).
+//! - `wcet` may exceed `period` or `deadline`: an overrunning task is legitimate (soft
+//!   real-time: its jobs queue up behind each other) and is what some tests want.
+//!
+//! ## Events (`[[event]]`, listed in time order; `at` may lie past `duration`)
+//! - `action = "sched-set"`, `domain`, and any of `budget`, `period`, `priority`,
+//!   `weight`, `cap`, `extratime`, `max_replenishments`; the rest keep their values (a
+//!   derived weight follows a new budget/period).
+//! - `action = "swap-policy"`, `policy`: the new policy uses the `[scheduler]` section's
+//!   Credit and ARINC 653 settings.
+//! - `action = "add-domain"`, `domain = { .. }`: a table of the same shape as
+//!   `[[domain]]` (write it as `[event.domain]` and `[[event.domain.task]]`).
+//! - `action = "remove-domain"`, `domain`: a name.
+//!
+//! ## Running under another policy
+//! [`Scenario::with_policy`] keeps every VCPU parameter and re-checks them under the new
+//! policy: servers and RTDS read budget/period, SEDF reads budget as its slice (extratime
+//! as set, default off), Credit reads the weights (derived from the shares unless given)
+//! with cap 0, ARINC 653 needs the table in `[scheduler]` and says so when it is missing.
+
+pub mod demo;
+pub mod error;
+pub mod run;
+
+mod build;
+mod print;
+mod raw;
+mod validate;
+
+use std::path::Path;
+
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind};
+use rtvmm_core::Nanos;
+use rtvmm_sim::SystemSpec;
+
+pub use build::weight_from_share;
+pub use error::{ErrorKind, Location, ScenarioError};
+pub use run::{run, RecordedTrace, Run};
+pub use validate::ARINC653_MAX_MINOR_FRAMES;
+
+/// One minor frame of an ARINC 653 table, by domain name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedMinorFrame {
+    pub domain: String,
+    pub runtime: Nanos,
+}
+
+/// An ARINC 653 table as written in the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArincTableSpec {
+    pub major_frame: Nanos,
+    pub minor_frames: Vec<NamedMinorFrame>,
+}
+
+/// Policy-wide settings from `[scheduler]`, kept whatever the policy, so that a swap or
+/// an override to Credit or ARINC 653 finds them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerSettings {
+    pub credit: CreditConfig,
+    pub arinc653: Option<ArincTableSpec>,
+}
+
+/// A validated scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scenario {
+    /// The file it came from, for messages.
+    pub file: String,
+    pub name: String,
+    /// Simulated time to run.
+    pub duration: Nanos,
+    pub seed: u64,
+    /// What to simulate: machine, policy, domains, timed changes.
+    pub system: SystemSpec,
+    pub scheduler: SchedulerSettings,
+}
+
+impl Scenario {
+    /// Parses and validates scenario text; `file` names it in messages.
+    pub fn from_toml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        let scenario = build::build(text, file)?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// Reads and parses a scenario file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new(&file, Location::default(), ErrorKind::Io(e)))?;
+        Scenario::from_toml(&text, &file)
+    }
+
+    /// The policy the run starts with.
+    pub fn policy(&self) -> PolicyKind {
+        self.system.policy.kind()
+    }
+
+    /// The configuration of `kind` for this scenario (Credit's time slice, ARINC 653's
+    /// table from `[scheduler]`).
+    pub fn policy_config(&self, kind: PolicyKind) -> Result<PolicyConfig, ScenarioError> {
+        self.policy_config_at(kind, Location::default())
+    }
+
+    /// The same scenario starting under `kind`, re-validated (see the crate docs for what
+    /// each policy reads). Scheduled policy swaps stay as written.
+    pub fn with_policy(&self, kind: PolicyKind) -> Result<Scenario, ScenarioError> {
+        let mut scenario = self.clone();
+        scenario.system.policy = self.policy_config(kind)?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// The same scenario running for `duration`, re-validated (times must still fit).
+    pub fn with_duration(&self, duration: Nanos) -> Result<Scenario, ScenarioError> {
+        let mut scenario = self.clone();
+        scenario.duration = duration;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    /// The same scenario with another seed.
+    pub fn with_seed(&self, seed: u64) -> Scenario {
+        Scenario {
+            seed,
+            ..self.clone()
+        }
+    }
+}

@@ -232,7 +232,6 @@ impl RunResults {
     /// Collects the results of a simulation that ran until `end`.
     pub fn collect(sim: &Simulation, scenario: &str, seed: u64, end: Nanos) -> RunResults {
         let machine = sim.machine();
-        let policy = machine.policy();
         let mut total = Tally::default();
         let mut domains = Vec::new();
         for (d, run) in sim.domains().iter().enumerate() {
@@ -268,7 +267,7 @@ impl RunResults {
             }
             total.absorb(&domain_tally);
             let stats = machine.vcpu_stats(run.vcpu);
-            let counters = policy.counters(run.vcpu);
+            let counters = machine.budget_counters(run.vcpu);
             let vcpu = VcpuResult {
                 run_ns: stats.run.as_ns(),
                 budget_consumed_ns: counters.consumed.as_ns(),

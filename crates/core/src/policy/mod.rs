@@ -61,6 +61,16 @@ pub struct BudgetCounters {
     pub borrowed: Nanos,
 }
 
+impl std::ops::AddAssign for BudgetCounters {
+    fn add_assign(&mut self, o: BudgetCounters) {
+        self.consumed += o.consumed;
+        self.idled += o.idled;
+        self.discarded += o.discarded;
+        self.lent += o.lent;
+        self.borrowed += o.borrowed;
+    }
+}
+
 /// A VCPU's live scheduling state as a policy sees it, for tests, traces and invariants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VcpuView {

@@ -110,3 +110,19 @@ fn json_has_the_documented_field_names() {
     assert_eq!(json["seed"], 7);
     assert_eq!(json["policy"], "deferrable");
 }
+
+/// Budget counters survive a hot swap: d1 (B 5, P 10) always busy runs 5 ms per period under
+/// Deferrable and then Periodic; every run nanosecond was paid from its own budget.
+#[test]
+fn budget_counters_add_up_across_a_hot_swap() {
+    let mut spec = system(PolicyConfig::Deferrable, vec![domain("d1", 5, 10, 1, vec![busy("b")])]);
+    spec.changes.push(rtvmm_sim::TimedChange {
+        at: ms(20),
+        change: rtvmm_sim::Change::SwapPolicy(PolicyConfig::Periodic),
+    });
+    let (_, sim) = run(&spec, ms(40));
+    let r = RunResults::collect(&sim, "t", 1, ms(40));
+    let v = &r.domains[0].vcpus[0];
+    assert_eq!(v.run_ns, ms(20).as_ns());
+    assert_eq!(v.budget_consumed_ns, ms(20).as_ns(), "10 ms before the swap + 10 ms after");
+}

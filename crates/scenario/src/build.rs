@@ -1,0 +1,1013 @@
+//! From the file as written ([`crate::raw`]) to a [`Scenario`]: units, defaults, names,
+//! derived priorities and weights, and the events resolved into full parameter sets.
+//! The policies' own parameter checks run afterwards, in [`Scenario::validate`].
+
+use std::collections::BTreeMap;
+
+use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
+use rtvmm_core::machine::{MachineConfig, Overheads, ReplenishMode};
+use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
+use rtvmm_core::policy::{CreditConfig, PolicyKind};
+use rtvmm_core::time::TimeParseError;
+use rtvmm_core::Nanos;
+use rtvmm_sim::{Change, DomainSpec, SystemSpec, TimedChange};
+
+use crate::error::{ErrorKind, Location, ScenarioError};
+use crate::raw::{
+    RawDomain, RawEvent, RawMachine, RawScenario, RawScheduler, RawTask, RawTime, RawVcpu,
+};
+use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings};
+
+/// Parses and converts; does not run the policies' checks (the caller does).
+pub(crate) fn build(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+    let raw: RawScenario = toml::from_str(text).map_err(|e| syntax_error(file, text, &e))?;
+    Builder { file }.scenario(raw)
+}
+
+fn syntax_error(file: &str, text: &str, error: &toml::de::Error) -> ScenarioError {
+    let (line, column) = match error.span() {
+        Some(span) => line_and_column(text, span.start),
+        None => (1, 1),
+    };
+    ScenarioError::new(
+        file,
+        Location::default(),
+        ErrorKind::Syntax {
+            line,
+            column,
+            message: error.message().trim().to_string(),
+        },
+    )
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+/// Credit weight proportional to a server's share: round(10000 · budget / period), at
+/// least 1. 10000 keeps four digits of the share, well inside `u32`.
+pub fn weight_from_share(budget: Nanos, period: Nanos) -> u32 {
+    if period.is_zero() {
+        return DEFAULT_WEIGHT;
+    }
+    let (b, p) = (budget.as_ns() as u128, period.as_ns() as u128);
+    // Round half up: (2·10000·b + p) / (2p).
+    let w = (2 * 10_000 * b + p) / (2 * p);
+    u32::try_from(w).unwrap_or(u32::MAX).max(1)
+}
+
+/// The canonical names and aliases of every policy, for messages.
+pub(crate) fn policy_names() -> String {
+    PolicyKind::ALL
+        .iter()
+        .map(|k| {
+            let mut s = k.name().to_string();
+            for alias in k.aliases() {
+                s.push_str(&format!(" ({alias})"));
+            }
+            s
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A domain before priorities and weights are settled.
+struct DomainDraft {
+    spec: DomainSpec,
+    /// Declaration order over the whole file (initial domains, then added ones).
+    declared: usize,
+    priority_given: bool,
+    weight_given: bool,
+}
+
+enum EventDraft {
+    SetParams {
+        domain: String,
+        budget: Option<Nanos>,
+        period: Option<Nanos>,
+        priority: Option<u32>,
+        weight: Option<u32>,
+        cap: Option<u32>,
+        extratime: Option<bool>,
+        max_replenishments: Option<u32>,
+    },
+    SwapPolicy(PolicyKind),
+    /// Index into the list of drafts.
+    AddDomain(usize),
+    RemoveDomain(String),
+}
+
+struct Builder<'a> {
+    file: &'a str,
+}
+
+impl Builder<'_> {
+    fn err(&self, location: Location, kind: ErrorKind) -> ScenarioError {
+        ScenarioError::new(self.file, location, kind)
+    }
+
+    fn time(&self, raw: &RawTime, at: &Location) -> Result<Nanos, ScenarioError> {
+        match raw {
+            RawTime::Text(text) => text.parse().map_err(|e| {
+                let kind = match e {
+                    TimeParseError::MissingUnit(value) => ErrorKind::BareNumber { value },
+                    other => ErrorKind::Time(other),
+                };
+                self.err(at.clone(), kind)
+            }),
+            RawTime::Bare(value) => Err(self.err(
+                at.clone(),
+                ErrorKind::BareNumber {
+                    value: value.clone(),
+                },
+            )),
+            RawTime::Other(found) => Err(self.err(
+                at.clone(),
+                ErrorKind::NotATime {
+                    found: found.clone(),
+                },
+            )),
+        }
+    }
+
+    fn positive_time(&self, raw: &RawTime, at: &Location) -> Result<Nanos, ScenarioError> {
+        let t = self.time(raw, at)?;
+        if t.is_zero() {
+            return Err(self.err(at.clone(), ErrorKind::Zero));
+        }
+        Ok(t)
+    }
+
+    fn opt_time(
+        &self,
+        raw: Option<&RawTime>,
+        at: &Location,
+        positive: bool,
+    ) -> Result<Option<Nanos>, ScenarioError> {
+        raw.map(|r| {
+            if positive {
+                self.positive_time(r, at)
+            } else {
+                self.time(r, at)
+            }
+        })
+        .transpose()
+    }
+
+    fn required<T>(&self, value: Option<T>, at: &Location) -> Result<T, ScenarioError> {
+        value.ok_or_else(|| self.err(at.clone(), ErrorKind::Missing))
+    }
+
+    fn u32_field(&self, value: i64, at: &Location, min: u32) -> Result<u32, ScenarioError> {
+        match u32::try_from(value) {
+            Ok(v) if v >= min => Ok(v),
+            _ => Err(self.err(
+                at.clone(),
+                ErrorKind::OutOfRange {
+                    value: value.to_string(),
+                    expected: if min == 0 {
+                        "a whole number from 0 to 4294967295"
+                    } else {
+                        "a whole number from 1 to 4294967295"
+                    },
+                },
+            )),
+        }
+    }
+
+    fn opt_u32(&self, value: Option<i64>, at: &Location) -> Result<Option<u32>, ScenarioError> {
+        value.map(|v| self.u32_field(v, at, 0)).transpose()
+    }
+
+    fn name(&self, value: Option<String>, at: &Location) -> Result<String, ScenarioError> {
+        let name = self.required(value, at)?;
+        if name.trim().is_empty() {
+            return Err(self.err(
+                at.clone(),
+                ErrorKind::Invalid("must not be empty".to_string()),
+            ));
+        }
+        Ok(name)
+    }
+
+    fn scenario(&self, raw: RawScenario) -> Result<Scenario, ScenarioError> {
+        let name = match raw.name {
+            Some(name) => self.name(Some(name), &Location::top("name"))?,
+            None => default_name(self.file),
+        };
+        let duration_at = Location::top("duration");
+        let duration = self.positive_time(
+            self.required(raw.duration.as_ref(), &duration_at)?,
+            &duration_at,
+        )?;
+        let seed = match raw.seed {
+            None => 0,
+            Some(s) => u64::try_from(s).map_err(|_| {
+                self.err(
+                    Location::top("seed"),
+                    ErrorKind::OutOfRange {
+                        value: s.to_string(),
+                        expected: "a whole number from 0 to 9223372036854775807",
+                    },
+                )
+            })?,
+        };
+        let machine = self.machine(raw.machine.unwrap_or_default())?;
+        let (policy, scheduler) = self.scheduler(raw.scheduler.unwrap_or_default())?;
+
+        // Every domain the file declares, initial ones first, then those added by events.
+        let mut drafts = Vec::new();
+        for (i, d) in raw.domain.into_iter().enumerate() {
+            drafts.push(self.domain(d, i, Location::default())?);
+        }
+        let initial = drafts.len();
+        let mut events = Vec::new();
+        let mut previous_at = Nanos::ZERO;
+        for (i, e) in raw.event.into_iter().enumerate() {
+            let at = Location {
+                event: Some(i + 1),
+                ..Location::default()
+            };
+            let (time, event) = self.event(e, &at, &mut drafts)?;
+            if time < previous_at {
+                return Err(self.err(
+                    at.field("at"),
+                    ErrorKind::EventsOutOfOrder {
+                        at: time,
+                        previous: previous_at,
+                    },
+                ));
+            }
+            previous_at = time;
+            events.push((i + 1, time, event));
+        }
+        self.unique_domain_names(&drafts, initial)?;
+        self.settle_priorities(&mut drafts)?;
+        for d in &mut drafts {
+            if !d.weight_given {
+                d.spec.vcpu.weight = default_weight(&d.spec.vcpu);
+            }
+        }
+
+        let mut scenario = Scenario {
+            file: self.file.to_string(),
+            name,
+            duration,
+            seed,
+            system: SystemSpec {
+                machine,
+                policy: rtvmm_core::policy::PolicyConfig::Deferrable,
+                domains: drafts[..initial].iter().map(|d| d.spec.clone()).collect(),
+                changes: Vec::new(),
+            },
+            scheduler,
+        };
+        let (changes, swaps) = self.changes(events, &drafts, initial)?;
+        scenario.system.changes = changes;
+        // Policy configurations last: an ARINC 653 table names VCPUs by the order in which
+        // domains are declared, added ones included.
+        for (index, number, kind) in swaps {
+            let at = Location {
+                event: Some(number),
+                ..Location::top("policy")
+            };
+            scenario.system.changes[index].change =
+                Change::SwapPolicy(scenario.policy_config_at(kind, at)?);
+        }
+        scenario.system.policy =
+            scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
+        Ok(scenario)
+    }
+
+    fn machine(&self, raw: RawMachine) -> Result<MachineConfig, ScenarioError> {
+        let at = |field: &str| Location::section("[machine]", field);
+        let defaults = MachineConfig::default();
+        let pcpus = match raw.pcpus {
+            None => defaults.pcpus,
+            Some(n) => self.u32_field(n, &at("pcpus"), 0)?,
+        };
+        let quantum = self
+            .opt_time(raw.quantum.as_ref(), &at("quantum"), false)?
+            .unwrap_or(defaults.quantum);
+        let replenishment = match raw.replenishment.as_deref() {
+            None => defaults.replenishment,
+            Some(text) => match text.trim().to_ascii_lowercase().as_str() {
+                "exact" => ReplenishMode::Exact,
+                "tick" => ReplenishMode::Tick,
+                _ => {
+                    return Err(self.err(
+                        at("replenishment"),
+                        ErrorKind::UnknownName {
+                            what: "replenishment mode",
+                            name: text.to_string(),
+                            expected: "exact, tick".to_string(),
+                        },
+                    ))
+                }
+            },
+        };
+        let overhead = raw.overhead.unwrap_or_default();
+        let overheads = Overheads {
+            do_schedule: self
+                .opt_time(
+                    overhead.do_schedule.as_ref(),
+                    &at("overhead.do_schedule"),
+                    false,
+                )?
+                .unwrap_or(Nanos::ZERO),
+            context_switch: self
+                .opt_time(
+                    overhead.context_switch.as_ref(),
+                    &at("overhead.context_switch"),
+                    false,
+                )?
+                .unwrap_or(Nanos::ZERO),
+        };
+        Ok(MachineConfig {
+            pcpus,
+            quantum,
+            replenishment,
+            overheads,
+        })
+    }
+
+    fn policy_kind(&self, name: &str, at: &Location) -> Result<PolicyKind, ScenarioError> {
+        PolicyKind::from_name(name).ok_or_else(|| {
+            self.err(
+                at.clone(),
+                ErrorKind::UnknownName {
+                    what: "policy",
+                    name: name.to_string(),
+                    expected: policy_names(),
+                },
+            )
+        })
+    }
+
+    fn scheduler(
+        &self,
+        raw: RawScheduler,
+    ) -> Result<(PolicyKind, SchedulerSettings), ScenarioError> {
+        let at = |field: &str| Location::section("[scheduler]", field);
+        let policy = match raw.policy.as_deref() {
+            None => PolicyKind::Deferrable,
+            Some(name) => self.policy_kind(name, &at("policy"))?,
+        };
+        let defaults = CreditConfig::default();
+        let credit = CreditConfig {
+            timeslice: self
+                .opt_time(raw.timeslice.as_ref(), &at("timeslice"), true)?
+                .unwrap_or(defaults.timeslice),
+            accounting_period: self
+                .opt_time(
+                    raw.accounting_period.as_ref(),
+                    &at("accounting_period"),
+                    true,
+                )?
+                .unwrap_or(defaults.accounting_period),
+        };
+        let arinc653 = match (raw.major_frame, raw.minor_frames) {
+            (None, None) => None,
+            (Some(_), None) => return Err(self.err(at("minor_frames"), ErrorKind::Missing)),
+            (None, Some(_)) => return Err(self.err(at("major_frame"), ErrorKind::Missing)),
+            (Some(major), Some(frames)) => {
+                let major_frame = self.positive_time(&major, &at("major_frame"))?;
+                let mut minor_frames = Vec::new();
+                for (i, f) in frames.into_iter().enumerate() {
+                    let field = |name: &str| at(&format!("minor_frames[{}].{name}", i + 1));
+                    let domain = self.name(f.domain, &field("domain"))?;
+                    let runtime_at = field("runtime");
+                    let runtime = self.positive_time(
+                        self.required(f.runtime.as_ref(), &runtime_at)?,
+                        &runtime_at,
+                    )?;
+                    minor_frames.push(NamedMinorFrame { domain, runtime });
+                }
+                Some(ArincTableSpec {
+                    major_frame,
+                    minor_frames,
+                })
+            }
+        };
+        Ok((policy, SchedulerSettings { credit, arinc653 }))
+    }
+
+    /// `base` carries the event number for domains added by an event.
+    fn domain(
+        &self,
+        raw: RawDomain,
+        declared: usize,
+        base: Location,
+    ) -> Result<DomainDraft, ScenarioError> {
+        let name = self.name(raw.name, &base.field("name"))?;
+        let here = Location {
+            domain: Some(name.clone()),
+            ..base
+        };
+        let guest = match raw.guest.as_deref() {
+            None => GuestScheduler::Rm,
+            Some(text) => GuestScheduler::from_name(text).ok_or_else(|| {
+                self.err(
+                    here.field("guest"),
+                    ErrorKind::UnknownName {
+                        what: "guest scheduler",
+                        name: text.to_string(),
+                        expected: "rm, dm, fp, edf".to_string(),
+                    },
+                )
+            })?,
+        };
+        let vcpu = raw.vcpu.unwrap_or_default();
+        let (params, priority_given, weight_given) = self.vcpu(vcpu, &here)?;
+        let mut tasks: Vec<TaskSpec> = Vec::new();
+        for (i, t) in raw.task.into_iter().enumerate() {
+            let task = self.task(t, i, guest, &here)?;
+            if tasks.iter().any(|other| other.name == task.name) {
+                return Err(self.err(
+                    Location {
+                        task: Some(task.name.clone()),
+                        ..here.field("name")
+                    },
+                    ErrorKind::Duplicate {
+                        what: "task",
+                        name: task.name,
+                        scope: "task names are unique within a domain",
+                    },
+                ));
+            }
+            tasks.push(task);
+        }
+        Ok(DomainDraft {
+            spec: DomainSpec {
+                name,
+                vcpu: params,
+                guest,
+                tasks,
+            },
+            declared,
+            priority_given,
+            weight_given,
+        })
+    }
+
+    /// The VCPU's parameters; budget and period are zero when not given (policies that
+    /// read them refuse that in validation).
+    fn vcpu(
+        &self,
+        raw: RawVcpu,
+        here: &Location,
+    ) -> Result<(VcpuParams, bool, bool), ScenarioError> {
+        let at = |field: &str| here.field(&format!("vcpu.{field}"));
+        let budget = self.opt_time(raw.budget.as_ref(), &at("budget"), true)?;
+        let period = self.opt_time(raw.period.as_ref(), &at("period"), true)?;
+        let (budget, period) = match (budget, period) {
+            (Some(b), Some(p)) => (b, p),
+            (None, None) => (Nanos::ZERO, Nanos::ZERO),
+            (Some(_), None) => return Err(self.err(at("period"), ErrorKind::Missing)),
+            (None, Some(_)) => return Err(self.err(at("budget"), ErrorKind::Missing)),
+        };
+        let priority = self.opt_u32(raw.priority, &at("priority"))?;
+        let weight = self.opt_u32(raw.weight, &at("weight"))?;
+        let params = VcpuParams {
+            budget,
+            period,
+            priority: priority.unwrap_or(0),
+            offset: self
+                .opt_time(raw.offset.as_ref(), &at("offset"), false)?
+                .unwrap_or(Nanos::ZERO),
+            weight: weight.unwrap_or(DEFAULT_WEIGHT),
+            cap: self.opt_u32(raw.cap, &at("cap"))?.unwrap_or(0),
+            extratime: raw.extratime.unwrap_or(false),
+            max_replenishments: self
+                .opt_u32(raw.max_replenishments, &at("max_replenishments"))?
+                .unwrap_or(DEFAULT_MAX_REPLENISHMENTS),
+        };
+        Ok((params, priority.is_some(), weight.is_some()))
+    }
+
+    fn task(
+        &self,
+        raw: RawTask,
+        index: usize,
+        guest: GuestScheduler,
+        domain: &Location,
+    ) -> Result<TaskSpec, ScenarioError> {
+        let name = self.name(raw.name, &domain.field("name"))?;
+        let here = Location {
+            task: Some(name.clone()),
+            ..domain.clone()
+        };
+        let at = |field: &str| here.field(field);
+        let kind = raw
+            .kind
+            .as_deref()
+            .unwrap_or("periodic")
+            .trim()
+            .to_ascii_lowercase();
+        if !matches!(kind.as_str(), "periodic" | "sporadic" | "aperiodic") {
+            return Err(self.err(
+                at("kind"),
+                ErrorKind::UnknownName {
+                    what: "task kind",
+                    name: raw.kind.unwrap_or_default(),
+                    expected: "periodic, sporadic, aperiodic".to_string(),
+                },
+            ));
+        }
+        let period = self.positive_time(
+            self.required(raw.period.as_ref(), &at("period"))?,
+            &at("period"),
+        )?;
+        let wcet =
+            self.positive_time(self.required(raw.wcet.as_ref(), &at("wcet"))?, &at("wcet"))?;
+        let deadline = self
+            .opt_time(raw.deadline.as_ref(), &at("deadline"), true)?
+            .unwrap_or(period);
+        let offset = self
+            .opt_time(raw.offset.as_ref(), &at("offset"), false)?
+            .unwrap_or(Nanos::ZERO);
+        let min_exec = match (&raw.etf, &raw.min_exec) {
+            (Some(_), Some(_)) => {
+                return Err(self.err(at("etf"), ErrorKind::Conflict { other: "min_exec" }))
+            }
+            (None, None) => wcet,
+            (Some(etf), None) => {
+                min_exec_from_etf(etf, wcet).ok_or_else(|| self.err(at("etf"), etf_error(etf)))?
+            }
+            (None, Some(raw_min)) => {
+                let min = self.positive_time(raw_min, &at("min_exec"))?;
+                if min > wcet {
+                    return Err(self.err(
+                        at("min_exec"),
+                        ErrorKind::MinExecAboveWcet {
+                            min_exec: min,
+                            wcet,
+                        },
+                    ));
+                }
+                min
+            }
+        };
+        let priority = match raw.priority {
+            Some(p) => self.u32_field(p, &at("priority"), 0)?,
+            // fp without priorities: declaration order.
+            None if guest == GuestScheduler::Fp => index as u32 + 1,
+            None => 0,
+        };
+        let not_for = |field: &str, kind_needed: &str| {
+            self.err(
+                at(field),
+                ErrorKind::NotUsed {
+                    why: format!("only tasks of kind = \"{kind_needed}\" have it"),
+                },
+            )
+        };
+        if kind != "sporadic" && raw.max_extra_gap.is_some() {
+            return Err(not_for("max_extra_gap", "sporadic"));
+        }
+        if kind != "aperiodic" {
+            if raw.releases.is_some() {
+                return Err(not_for("releases", "aperiodic"));
+            }
+            if raw.mean_gap.is_some() {
+                return Err(not_for("mean_gap", "aperiodic"));
+            }
+        }
+        let arrival = match kind.as_str() {
+            "periodic" => Arrival::Periodic,
+            "sporadic" => Arrival::Sporadic {
+                max_extra_gap: self
+                    .opt_time(raw.max_extra_gap.as_ref(), &at("max_extra_gap"), false)?
+                    .unwrap_or(period),
+            },
+            _ => match (&raw.releases, &raw.mean_gap) {
+                (Some(_), Some(_)) => {
+                    return Err(self.err(at("releases"), ErrorKind::Conflict { other: "mean_gap" }))
+                }
+                (None, None) => {
+                    return Err(self.err(
+                        here.clone(),
+                        ErrorKind::OneOfRequired {
+                            options:
+                                "`releases` (a list of times) or `mean_gap` (a Poisson stream)",
+                        },
+                    ))
+                }
+                (Some(list), None) => {
+                    if raw.offset.is_some() {
+                        return Err(self.err(
+                            at("offset"),
+                            ErrorKind::NotUsed {
+                                why: "a task with `releases` is released at the listed times"
+                                    .to_string(),
+                            },
+                        ));
+                    }
+                    let mut times = Vec::with_capacity(list.len());
+                    for (i, t) in list.iter().enumerate() {
+                        times.push(self.time(t, &at(&format!("releases[{}]", i + 1)))?);
+                    }
+                    times.sort();
+                    Arrival::AperiodicTimes(times)
+                }
+                (None, Some(gap)) => Arrival::Poisson {
+                    mean_gap: self.positive_time(gap, &at("mean_gap"))?,
+                },
+            },
+        };
+        Ok(TaskSpec {
+            name,
+            period,
+            wcet,
+            min_exec,
+            deadline,
+            offset,
+            priority,
+            arrival,
+        })
+    }
+
+    fn event(
+        &self,
+        raw: RawEvent,
+        here: &Location,
+        drafts: &mut Vec<DomainDraft>,
+    ) -> Result<(Nanos, EventDraft), ScenarioError> {
+        let at_field = here.field("at");
+        let at = self.time(self.required(raw.at.as_ref(), &at_field)?, &at_field)?;
+        let action_at = here.field("action");
+        let action = self.required(raw.action.clone(), &action_at)?;
+        let action = action.trim().to_ascii_lowercase();
+        let allowed: &[&str] = match action.as_str() {
+            "sched-set" => &[
+                "domain",
+                "budget",
+                "period",
+                "priority",
+                "weight",
+                "cap",
+                "extratime",
+                "max_replenishments",
+            ],
+            "swap-policy" => &["policy"],
+            "add-domain" | "remove-domain" => &["domain"],
+            _ => {
+                return Err(self.err(
+                    action_at,
+                    ErrorKind::UnknownName {
+                        what: "action",
+                        name: action,
+                        expected: "sched-set, swap-policy, add-domain, remove-domain".to_string(),
+                    },
+                ))
+            }
+        };
+        let present = [
+            ("domain", raw.domain.is_some()),
+            ("policy", raw.policy.is_some()),
+            ("budget", raw.budget.is_some()),
+            ("period", raw.period.is_some()),
+            ("priority", raw.priority.is_some()),
+            ("weight", raw.weight.is_some()),
+            ("cap", raw.cap.is_some()),
+            ("extratime", raw.extratime.is_some()),
+            ("max_replenishments", raw.max_replenishments.is_some()),
+        ];
+        for (field, given) in present {
+            if given && !allowed.contains(&field) {
+                return Err(self.err(
+                    here.field(field),
+                    ErrorKind::NotUsed {
+                        why: format!("action \"{action}\" takes {}", allowed.join(", ")),
+                    },
+                ));
+            }
+        }
+        let domain_at = here.field("domain");
+        let domain_name = |value: Option<toml::Value>| -> Result<String, ScenarioError> {
+            match self.required(value, &domain_at)? {
+                toml::Value::String(s) => self.name(Some(s), &domain_at),
+                other => Err(self.err(
+                    domain_at.clone(),
+                    ErrorKind::Invalid(format!(
+                        "expected a domain name (a string), found a {}",
+                        other.type_str()
+                    )),
+                )),
+            }
+        };
+        let event = match action.as_str() {
+            "sched-set" => {
+                let domain = domain_name(raw.domain)?;
+                let here = Location {
+                    domain: Some(domain.clone()),
+                    ..here.clone()
+                };
+                EventDraft::SetParams {
+                    budget: self.opt_time(raw.budget.as_ref(), &here.field("budget"), true)?,
+                    period: self.opt_time(raw.period.as_ref(), &here.field("period"), true)?,
+                    priority: self.opt_u32(raw.priority, &here.field("priority"))?,
+                    weight: self.opt_u32(raw.weight, &here.field("weight"))?,
+                    cap: self.opt_u32(raw.cap, &here.field("cap"))?,
+                    extratime: raw.extratime,
+                    max_replenishments: self
+                        .opt_u32(raw.max_replenishments, &here.field("max_replenishments"))?,
+                    domain,
+                }
+            }
+            "swap-policy" => {
+                let policy_at = here.field("policy");
+                let name = self.required(raw.policy, &policy_at)?;
+                EventDraft::SwapPolicy(self.policy_kind(&name, &policy_at)?)
+            }
+            "add-domain" => {
+                let value = self.required(raw.domain, &domain_at)?;
+                if !value.is_table() {
+                    return Err(self.err(
+                        domain_at,
+                        ErrorKind::Invalid(format!(
+                            "expected a domain table ({{ name = \"..\", vcpu = {{ .. }}, task = [..] }}), found a {}",
+                            value.type_str()
+                        )),
+                    ));
+                }
+                let raw_domain: RawDomain = value.try_into().map_err(|e: toml::de::Error| {
+                    self.err(
+                        domain_at.clone(),
+                        ErrorKind::Invalid(e.message().trim().to_string()),
+                    )
+                })?;
+                let declared = drafts.len();
+                drafts.push(self.domain(raw_domain, declared, here.clone())?);
+                EventDraft::AddDomain(declared)
+            }
+            _ => EventDraft::RemoveDomain(domain_name(raw.domain)?),
+        };
+        Ok((at, event))
+    }
+
+    /// Domain names are unique over the whole file, added domains included: results and
+    /// traces name domains, so a name never means two domains (a removed name is not
+    /// reused).
+    fn unique_domain_names(
+        &self,
+        drafts: &[DomainDraft],
+        initial: usize,
+    ) -> Result<(), ScenarioError> {
+        let mut seen = BTreeMap::new();
+        for (i, d) in drafts.iter().enumerate() {
+            if seen.insert(d.spec.name.clone(), i).is_some() {
+                let mut at = Location::top("name");
+                at.domain = Some(d.spec.name.clone());
+                if i >= initial {
+                    at.field = Some("domain.name".to_string());
+                }
+                return Err(self.err(
+                    at,
+                    ErrorKind::Duplicate {
+                        what: "domain",
+                        name: d.spec.name.clone(),
+                        scope: "domain names are unique in a file, added domains included",
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Priorities are all given or all derived: rate-monotonic by period over every domain
+    /// the file declares, ties by declaration order, numbered from 1.
+    fn settle_priorities(&self, drafts: &mut [DomainDraft]) -> Result<(), ScenarioError> {
+        let given = drafts.iter().filter(|d| d.priority_given).count();
+        if given == drafts.len() {
+            return Ok(());
+        }
+        if given > 0 {
+            let with = drafts
+                .iter()
+                .find(|d| d.priority_given)
+                .expect("some given");
+            let without = drafts.iter().find(|d| !d.priority_given).expect("some not");
+            let mut at = Location::top("vcpu.priority");
+            at.domain = Some(with.spec.name.clone());
+            return Err(self.err(
+                at,
+                ErrorKind::PrioritiesMixed {
+                    without: without.spec.name.clone(),
+                },
+            ));
+        }
+        let mut order: Vec<usize> = (0..drafts.len()).collect();
+        order.sort_by_key(|&i| (drafts[i].spec.vcpu.period, drafts[i].declared));
+        for (rank, i) in order.into_iter().enumerate() {
+            drafts[i].spec.vcpu.priority = rank as u32 + 1;
+        }
+        Ok(())
+    }
+
+    /// The events as timed changes, each `sched-set` resolved against the domain's
+    /// parameters at that time (fields not given keep their values; a derived weight
+    /// follows a new budget or period).
+    /// Policy swaps come back as (change index, event number, kind), with a placeholder
+    /// configuration for the caller to fill in.
+    #[allow(clippy::type_complexity)]
+    fn changes(
+        &self,
+        events: Vec<(usize, Nanos, EventDraft)>,
+        drafts: &[DomainDraft],
+        initial: usize,
+    ) -> Result<(Vec<TimedChange>, Vec<(usize, usize, PolicyKind)>), ScenarioError> {
+        // Live domains: name -> (parameters, weight given explicitly).
+        let mut live: BTreeMap<String, (VcpuParams, bool)> = drafts[..initial]
+            .iter()
+            .map(|d| (d.spec.name.clone(), (d.spec.vcpu.clone(), d.weight_given)))
+            .collect();
+        let mut changes = Vec::with_capacity(events.len());
+        let mut swaps = Vec::new();
+        for (number, at, event) in events {
+            let here = Location {
+                event: Some(number),
+                ..Location::default()
+            };
+            let unknown = |name: &str, live: &BTreeMap<String, (VcpuParams, bool)>| {
+                self.err(
+                    here.field("domain"),
+                    ErrorKind::UnknownDomain {
+                        name: name.to_string(),
+                        when: format!(" at {at} (domains then: {})", names_of(live)),
+                    },
+                )
+            };
+            let change = match event {
+                EventDraft::SetParams {
+                    domain,
+                    budget,
+                    period,
+                    priority,
+                    weight,
+                    cap,
+                    extratime,
+                    max_replenishments,
+                } => {
+                    let (params, weight_given) = match live.get(&domain) {
+                        Some(entry) => entry.clone(),
+                        None => return Err(unknown(&domain, &live)),
+                    };
+                    let mut new = params.clone();
+                    new.budget = budget.unwrap_or(params.budget);
+                    new.period = period.unwrap_or(params.period);
+                    new.priority = priority.unwrap_or(params.priority);
+                    new.cap = cap.unwrap_or(params.cap);
+                    new.extratime = extratime.unwrap_or(params.extratime);
+                    new.max_replenishments =
+                        max_replenishments.unwrap_or(params.max_replenishments);
+                    let weight_given = weight_given || weight.is_some();
+                    new.weight = match weight {
+                        Some(w) => w,
+                        None if weight_given => params.weight,
+                        None => default_weight(&new),
+                    };
+                    live.insert(domain.clone(), (new.clone(), weight_given));
+                    Change::SetParams {
+                        domain,
+                        params: new,
+                    }
+                }
+                EventDraft::SwapPolicy(kind) => {
+                    swaps.push((changes.len(), number, kind));
+                    Change::SwapPolicy(rtvmm_core::policy::PolicyConfig::Deferrable)
+                }
+                EventDraft::AddDomain(i) => {
+                    let d = &drafts[i];
+                    live.insert(d.spec.name.clone(), (d.spec.vcpu.clone(), d.weight_given));
+                    Change::AddDomain(d.spec.clone())
+                }
+                EventDraft::RemoveDomain(domain) => {
+                    if live.remove(&domain).is_none() {
+                        return Err(unknown(&domain, &live));
+                    }
+                    Change::RemoveDomain { domain }
+                }
+            };
+            changes.push(TimedChange { at, change });
+        }
+        Ok((changes, swaps))
+    }
+}
+
+fn names_of(live: &BTreeMap<String, (VcpuParams, bool)>) -> String {
+    if live.is_empty() {
+        return "none".to_string();
+    }
+    live.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+/// The weight a VCPU gets when the file gives none: proportional to its share when it
+/// has a budget and period, else Xen's default.
+fn default_weight(params: &VcpuParams) -> u32 {
+    if params.period.is_zero() {
+        DEFAULT_WEIGHT
+    } else {
+        weight_from_share(params.budget, params.period)
+    }
+}
+
+/// The scenario name when the file gives none: the file's stem.
+fn default_name(file: &str) -> String {
+    std::path::Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "scenario".to_string())
+}
+
+fn etf_error(value: &toml::Value) -> ErrorKind {
+    ErrorKind::OutOfRange {
+        value: value.to_string(),
+        expected: "etf must be a number with 0 < etf <= 1",
+    }
+}
+
+/// ⌈etf · wcet⌉, computed exactly: the TOML number is read back as its shortest decimal
+/// form (what the user wrote) and multiplied in integers, so `etf = 0.1` means one tenth.
+/// `None` when etf is not a number in (0, 1].
+pub(crate) fn min_exec_from_etf(value: &toml::Value, wcet: Nanos) -> Option<Nanos> {
+    let text = match value {
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(x) if x.is_finite() => x.to_string(),
+        _ => return None,
+    };
+    let (int_part, frac_part) = text.split_once('.').unwrap_or((&text, ""));
+    let digits = format!("{int_part}{frac_part}");
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None; // zero or negative
+    }
+    let numerator: u128 = digits.parse().ok()?;
+    let scale_digits = frac_part.len() as u32;
+    if scale_digits > 38 {
+        // Far below one nanosecond per job: the least positive demand.
+        return Some(Nanos(1));
+    }
+    let scale = 10u128.pow(scale_digits);
+    if numerator > scale {
+        return None; // above 1
+    }
+    let product = (wcet.as_ns() as u128).checked_mul(numerator)?;
+    let ceil = product.div_ceil(scale);
+    Some(Nanos(u64::try_from(ceil).ok()?.max(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etf_is_exact_decimal() {
+        let wcet = Nanos::from_ms(10);
+        let f = |x: f64| min_exec_from_etf(&toml::Value::Float(x), wcet);
+        assert_eq!(f(0.1), Some(Nanos::from_ms(1)));
+        assert_eq!(f(0.5), Some(Nanos::from_ms(5)));
+        assert_eq!(f(1.0), Some(wcet));
+        assert_eq!(
+            min_exec_from_etf(&toml::Value::Integer(1), wcet),
+            Some(wcet)
+        );
+        assert_eq!(f(0.333), Some(Nanos(3_330_000)));
+        assert_eq!(
+            min_exec_from_etf(&toml::Value::Float(1.0 / 3.0), Nanos(10)),
+            Some(Nanos(4))
+        );
+        assert_eq!(f(0.0), None);
+        assert_eq!(f(-0.5), None);
+        assert_eq!(f(1.5), None);
+        assert_eq!(min_exec_from_etf(&toml::Value::Integer(2), wcet), None);
+        assert_eq!(f(1e-300), Some(Nanos(1)));
+    }
+
+    #[test]
+    fn weights_follow_shares() {
+        let ms = Nanos::from_ms;
+        assert_eq!(weight_from_share(ms(2), ms(10)), 2000);
+        assert_eq!(weight_from_share(ms(1), ms(3)), 3333);
+        assert_eq!(weight_from_share(ms(2), ms(3)), 6667);
+        assert_eq!(weight_from_share(Nanos(1), Nanos::from_secs(10)), 1);
+        assert_eq!(weight_from_share(ms(10), ms(10)), 10000);
+    }
+
+    #[test]
+    fn line_and_column_are_one_based() {
+        let text = "a = 1\nbb = 2\n";
+        assert_eq!(line_and_column(text, 0), (1, 1));
+        assert_eq!(line_and_column(text, 6), (2, 1));
+        assert_eq!(line_and_column(text, 9), (2, 4));
+    }
+}

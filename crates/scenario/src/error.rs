@@ -1,0 +1,190 @@
+//! Why a scenario was rejected: a typed error that names the file, where in the file
+//! (section, event, domain, task, field) and what is wrong.
+
+use std::fmt;
+
+use rtvmm_core::machine::MachineError;
+use rtvmm_core::model::ParamError;
+use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::time::TimeParseError;
+use rtvmm_core::Nanos;
+
+/// Where in a scenario file a problem is. Every part is optional; the display joins the
+/// ones present: `event 2, domain 'd3', task 't1': wcet: ...`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    /// `[machine]` or `[scheduler]`, for their fields.
+    pub section: Option<&'static str>,
+    /// 1-based number of the `[[event]]`, in file order (which is time order).
+    pub event: Option<usize>,
+    pub domain: Option<String>,
+    pub task: Option<String>,
+    /// The field, dotted as in the file: `vcpu.budget`, `overhead.context_switch`,
+    /// `minor_frames[2].runtime`.
+    pub field: Option<String>,
+}
+
+impl Location {
+    pub(crate) fn top(field: &str) -> Location {
+        Location {
+            field: Some(field.to_string()),
+            ..Location::default()
+        }
+    }
+
+    pub(crate) fn section(section: &'static str, field: &str) -> Location {
+        Location {
+            section: Some(section),
+            field: Some(field.to_string()),
+            ..Location::default()
+        }
+    }
+
+    /// The same place, another field.
+    pub(crate) fn field(&self, field: &str) -> Location {
+        Location {
+            field: Some(field.to_string()),
+            ..self.clone()
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(section) = self.section {
+            parts.push(section.to_string());
+        }
+        if let Some(event) = self.event {
+            parts.push(format!("event {event}"));
+        }
+        if let Some(domain) = &self.domain {
+            parts.push(format!("domain '{domain}'"));
+        }
+        if let Some(task) = &self.task {
+            parts.push(format!("task '{task}'"));
+        }
+        if !parts.is_empty() {
+            write!(f, "{}: ", parts.join(", "))?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        Ok(())
+    }
+}
+
+/// A scenario that cannot be run, and why.
+#[derive(Debug)]
+pub struct ScenarioError {
+    /// The file name as given (or `<text>` when parsed from a string without one).
+    pub file: String,
+    /// Boxed to keep `Result<_, ScenarioError>` small.
+    pub location: Box<Location>,
+    pub kind: ErrorKind,
+}
+
+impl ScenarioError {
+    pub(crate) fn new(file: &str, location: Location, kind: ErrorKind) -> ScenarioError {
+        ScenarioError {
+            file: file.to_string(),
+            location: Box::new(location),
+            kind,
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Syntax { line, column, .. } => {
+                write!(
+                    f,
+                    "{}:{line}:{column}: {}{}",
+                    self.file, self.location, self.kind
+                )
+            }
+            _ => write!(f, "{}: {}{}", self.file, self.location, self.kind),
+        }
+    }
+}
+
+/// No `source()`: the message already includes the cause, and error reporters that walk
+/// the chain would print it twice.
+impl std::error::Error for ScenarioError {}
+
+/// What is wrong. The messages are written to follow a [`Location`].
+#[derive(Debug, thiserror::Error)]
+pub enum ErrorKind {
+    #[error("cannot read the file: {0}")]
+    Io(std::io::Error),
+    /// TOML syntax, a value of the wrong type, or an unknown key; `line`/`column` are
+    /// 1-based.
+    #[error("{message}")]
+    Syntax {
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{value} is a bare number: write times as a string with a unit (ns, us, ms, s), for example \"10ms\"")]
+    BareNumber { value: String },
+    #[error("expected a time as a string with a unit (for example \"10ms\"), found {found}")]
+    NotATime { found: String },
+    #[error("{0}")]
+    Time(TimeParseError),
+    #[error("missing (required)")]
+    Missing,
+    #[error("must be greater than 0")]
+    Zero,
+    #[error("{value} is out of range: {expected}")]
+    OutOfRange {
+        value: String,
+        expected: &'static str,
+    },
+    #[error("unknown {what} '{name}': expected one of {expected}")]
+    UnknownName {
+        what: &'static str,
+        name: String,
+        expected: String,
+    },
+    #[error("{what} name '{name}' is used twice ({scope})")]
+    Duplicate {
+        what: &'static str,
+        name: String,
+        scope: &'static str,
+    },
+    #[error("no domain named '{name}'{when}")]
+    UnknownDomain { name: String, when: String },
+    /// The policy's own check (`Policy::validate`) refused a VCPU's parameters.
+    #[error("{error} (rejected by policy {policy})")]
+    Param {
+        policy: PolicyKind,
+        error: ParamError,
+    },
+    #[error("budget and period are not set, and policy {policy} needs them: add vcpu = {{ budget = \"..\", period = \"..\" }}")]
+    NeedsServerParams { policy: PolicyKind },
+    #[error("{0}")]
+    Machine(MachineError),
+    #[error("{detail} does not fit the 64-bit nanosecond clock (overflow)")]
+    Overflow { detail: String },
+    #[error("not used here: {why}")]
+    NotUsed { why: String },
+    #[error("give either this or `{other}`, not both")]
+    Conflict { other: &'static str },
+    #[error("one of {options} is required")]
+    OneOfRequired { options: &'static str },
+    #[error("min_exec {min_exec} is above the wcet {wcet}")]
+    MinExecAboveWcet { min_exec: Nanos, wcet: Nanos },
+    #[error("policy arinc653 needs its schedule table in the file: add to [scheduler] major_frame = \"20ms\" and minor_frames = [{{ domain = \"d1\", runtime = \"5ms\" }}, ...]")]
+    NeedsArincTable,
+    #[error("{count} minor frames: ARINC 653 allows at most {max}")]
+    TooManyMinorFrames { count: usize, max: usize },
+    #[error("the minor frames add up to {total}, more than the major frame {major_frame}")]
+    MinorFramesExceedMajorFrame { total: Nanos, major_frame: Nanos },
+    #[error("given for some domains but not for '{without}': give every domain a priority, or none (rate-monotonic by period)")]
+    PrioritiesMixed { without: String },
+    #[error("{at} is before the previous event's time {previous}: list events in time order")]
+    EventsOutOfOrder { at: Nanos, previous: Nanos },
+    #[error("{0}")]
+    Invalid(String),
+}

@@ -1,0 +1,180 @@
+//! The normalised form of a scenario (`rtvmm check`): the same format, with every default
+//! written out (priorities, weights, deadlines, offsets, ...) and every time in its
+//! largest exact unit. Parsing it gives back the same [`Scenario`].
+
+use std::fmt::Write;
+
+use rtvmm_core::guest::{Arrival, TaskSpec};
+use rtvmm_core::machine::ReplenishMode;
+use rtvmm_core::model::VcpuParams;
+use rtvmm_core::policy::{CreditConfig, PolicyConfig};
+use rtvmm_sim::{Change, DomainSpec};
+
+use crate::Scenario;
+
+/// A TOML string literal, escaped.
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// A time as a quoted string with its unit.
+fn time(t: rtvmm_core::Nanos) -> String {
+    quote(&t.to_string())
+}
+
+/// The VCPU's keys; `offset` only where the format has it (not in `sched-set`).
+fn vcpu_fields(params: &VcpuParams, with_offset: bool) -> Vec<String> {
+    let mut fields = Vec::new();
+    // Budget and period both zero means "not given" (policies without servers).
+    if !(params.budget.is_zero() && params.period.is_zero()) {
+        fields.push(format!("budget = {}", time(params.budget)));
+        fields.push(format!("period = {}", time(params.period)));
+    }
+    fields.push(format!("priority = {}", params.priority));
+    if with_offset {
+        fields.push(format!("offset = {}", time(params.offset)));
+    }
+    fields.push(format!("weight = {}", params.weight));
+    fields.push(format!("cap = {}", params.cap));
+    fields.push(format!("extratime = {}", params.extratime));
+    fields.push(format!(
+        "max_replenishments = {}",
+        params.max_replenishments
+    ));
+    fields
+}
+
+impl Scenario {
+    /// The normalised scenario as TOML text.
+    pub fn to_toml(&self) -> String {
+        let mut out = String::new();
+        let w = &mut out;
+        let _ = writeln!(w, "name = {}", quote(&self.name));
+        let _ = writeln!(w, "duration = {}", time(self.duration));
+        let _ = writeln!(w, "seed = {}", self.seed);
+
+        let m = &self.system.machine;
+        let _ = writeln!(w, "\n[machine]");
+        let _ = writeln!(w, "pcpus = {}", m.pcpus);
+        let _ = writeln!(w, "quantum = {}", time(m.quantum));
+        let replenishment = match m.replenishment {
+            ReplenishMode::Exact => "exact",
+            ReplenishMode::Tick => "tick",
+        };
+        let _ = writeln!(w, "replenishment = {}", quote(replenishment));
+        let _ = writeln!(
+            w,
+            "overhead = {{ do_schedule = {}, context_switch = {} }}",
+            time(m.overheads.do_schedule),
+            time(m.overheads.context_switch)
+        );
+
+        let _ = writeln!(w, "\n[scheduler]");
+        let _ = writeln!(w, "policy = {}", quote(self.system.policy.kind().name()));
+        let uses_credit = std::iter::once(&self.system.policy)
+            .chain(self.system.changes.iter().filter_map(|c| match &c.change {
+                Change::SwapPolicy(p) => Some(p),
+                _ => None,
+            }))
+            .any(|p| matches!(p, PolicyConfig::Credit(_)));
+        if uses_credit || self.scheduler.credit != CreditConfig::default() {
+            let _ = writeln!(w, "timeslice = {}", time(self.scheduler.credit.timeslice));
+            let _ = writeln!(
+                w,
+                "accounting_period = {}",
+                time(self.scheduler.credit.accounting_period)
+            );
+        }
+        if let Some(table) = &self.scheduler.arinc653 {
+            let _ = writeln!(w, "major_frame = {}", time(table.major_frame));
+            let _ = writeln!(w, "minor_frames = [");
+            for f in &table.minor_frames {
+                let _ = writeln!(
+                    w,
+                    "  {{ domain = {}, runtime = {} }},",
+                    quote(&f.domain),
+                    time(f.runtime)
+                );
+            }
+            let _ = writeln!(w, "]");
+        }
+
+        for d in &self.system.domains {
+            let _ = writeln!(w, "\n[[domain]]");
+            write_domain(w, d, "domain");
+        }
+
+        for c in &self.system.changes {
+            let _ = writeln!(w, "\n[[event]]");
+            let _ = writeln!(w, "at = {}", time(c.at));
+            match &c.change {
+                Change::SetParams { domain, params } => {
+                    let _ = writeln!(w, "action = \"sched-set\"");
+                    let _ = writeln!(w, "domain = {}", quote(domain));
+                    for field in vcpu_fields(params, false) {
+                        let _ = writeln!(w, "{field}");
+                    }
+                }
+                Change::SwapPolicy(p) => {
+                    let _ = writeln!(w, "action = \"swap-policy\"");
+                    let _ = writeln!(w, "policy = {}", quote(p.kind().name()));
+                }
+                Change::AddDomain(d) => {
+                    let _ = writeln!(w, "action = \"add-domain\"");
+                    let _ = writeln!(w, "[event.domain]");
+                    write_domain(w, d, "event.domain");
+                }
+                Change::RemoveDomain { domain } => {
+                    let _ = writeln!(w, "action = \"remove-domain\"");
+                    let _ = writeln!(w, "domain = {}", quote(domain));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A domain's keys and its tasks as `[[<table>.task]]`.
+fn write_domain(w: &mut String, d: &DomainSpec, table: &str) {
+    let _ = writeln!(w, "name = {}", quote(&d.name));
+    let _ = writeln!(w, "guest = {}", quote(d.guest.name()));
+    let vcpu = vcpu_fields(&d.vcpu, true);
+    let _ = writeln!(w, "vcpu = {{ {} }}", vcpu.join(", "));
+    for t in &d.tasks {
+        let _ = writeln!(w, "\n[[{table}.task]]");
+        write_task(w, t, d.guest == rtvmm_core::guest::GuestScheduler::Fp);
+    }
+}
+
+fn write_task(w: &mut String, t: &TaskSpec, fp_guest: bool) {
+    let _ = writeln!(w, "name = {}", quote(&t.name));
+    let kind = match t.arrival {
+        Arrival::Periodic => "periodic",
+        Arrival::Sporadic { .. } => "sporadic",
+        Arrival::AperiodicTimes(_) | Arrival::Poisson { .. } => "aperiodic",
+    };
+    let _ = writeln!(w, "kind = {}", quote(kind));
+    let _ = writeln!(w, "period = {}", time(t.period));
+    let _ = writeln!(w, "wcet = {}", time(t.wcet));
+    let _ = writeln!(w, "deadline = {}", time(t.deadline));
+    if !matches!(t.arrival, Arrival::AperiodicTimes(_)) {
+        let _ = writeln!(w, "offset = {}", time(t.offset));
+    }
+    let _ = writeln!(w, "min_exec = {}", time(t.min_exec));
+    if fp_guest || t.priority != 0 {
+        let _ = writeln!(w, "priority = {}", t.priority);
+    }
+    match &t.arrival {
+        Arrival::Periodic => {}
+        Arrival::Sporadic { max_extra_gap } => {
+            let _ = writeln!(w, "max_extra_gap = {}", time(*max_extra_gap));
+        }
+        Arrival::AperiodicTimes(times) => {
+            let list: Vec<String> = times.iter().map(|t| time(*t)).collect();
+            let _ = writeln!(w, "releases = [{}]", list.join(", "));
+        }
+        Arrival::Poisson { mean_gap } => {
+            let _ = writeln!(w, "mean_gap = {}", time(*mean_gap));
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! Running a scenario in the simulator: build the system, run it for the scenario's
+//! duration, collect the results (and the trace, when asked). The wall-clock time is
+//! measured around the simulation only, for the speed figures `rtvmm` reports; it never
+//! enters the results.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use rtvmm_core::Nanos;
+use rtvmm_sim::results::RunResults;
+use rtvmm_sim::trace::{write_trace, TraceFormat, TraceNames};
+use rtvmm_sim::{SimError, Simulation, TraceEvent};
+
+use crate::Scenario;
+
+/// A recorded trace and the names that go with its numbers.
+pub struct RecordedTrace {
+    pub events: Vec<(Nanos, TraceEvent)>,
+    pub names: TraceNames,
+}
+
+impl RecordedTrace {
+    /// Writes the trace as Chrome/Perfetto JSON or CSV.
+    pub fn write(&self, w: &mut impl io::Write, format: TraceFormat) -> io::Result<()> {
+        write_trace(w, format, &self.events, &self.names)
+    }
+}
+
+/// What one run produced.
+pub struct Run {
+    pub results: RunResults,
+    /// `Some` when the run recorded its trace.
+    pub trace: Option<RecordedTrace>,
+    /// Wall-clock time of the simulation (building the system and running it).
+    pub wall: Duration,
+}
+
+impl Run {
+    /// Simulated time ÷ wall-clock time.
+    pub fn speed(&self) -> f64 {
+        let wall = self.wall.as_secs_f64();
+        if wall > 0.0 {
+            Nanos(self.results.duration_ns).as_secs_f64() / wall
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+/// Runs `scenario` under its policy, seed and duration.
+pub fn run(scenario: &Scenario, record_trace: bool) -> Result<Run, SimError> {
+    let started = Instant::now();
+    let mut sim = Simulation::new(&scenario.system, scenario.seed, record_trace)?;
+    sim.run_until(scenario.duration)?;
+    let wall = started.elapsed();
+    let results = RunResults::collect(&sim, &scenario.name, scenario.seed, scenario.duration);
+    let trace = record_trace.then(|| RecordedTrace {
+        events: sim.take_trace(),
+        names: TraceNames::from_simulation(&sim),
+    });
+    Ok(Run {
+        results,
+        trace,
+        wall,
+    })
+}

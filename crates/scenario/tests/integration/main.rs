@@ -1,0 +1,12 @@
+//! The scenario crate's integration tests: one binary.
+//!
+//! - `errors`: one test per kind of bad input; each asserts the message names the file,
+//!   the domain/task and the field.
+//! - `format`: defaults, derived values, events, the normalised form round-trips.
+//! - `examples`: every file in the repository's `examples/` parses and runs under every
+//!   policy it can.
+
+mod errors;
+mod examples;
+mod format;
+mod util;

@@ -1,0 +1,432 @@
+//! The `rtvmm` binary, run as a user runs it: exit codes (0 ok, 1 run-time failure,
+//! 2 usage or bad input), what each command prints, and the files `sim` writes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn rtvmm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtvmm"))
+        .args(args)
+        .output()
+        .expect("run rtvmm")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts the exit code, showing the output when it is not the expected one.
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const SMALL: &str = r#"name = "small"
+duration = "200ms"
+seed = 5
+[[domain]]
+name = "d1"
+vcpu = { budget = "2ms", period = "10ms" }
+[[domain.task]]
+name = "t1"
+period = "20ms"
+wcet = "3ms"
+[[domain]]
+name = "d2"
+vcpu = { budget = "5ms", period = "20ms" }
+[[domain.task]]
+name = "t2"
+period = "40ms"
+wcet = "8ms"
+etf = 0.5
+"#;
+
+#[test]
+fn policies_lists_all_ten_with_aliases() {
+    let o = rtvmm(&["policies"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 10, "{text}");
+    let names = [
+        "deferrable",
+        "periodic",
+        "polling",
+        "sporadic",
+        "wcps",
+        "crps",
+        "credit",
+        "sedf",
+        "rtds",
+        "arinc653",
+    ];
+    for (line, name) in lines.iter().zip(names) {
+        assert!(line.starts_with(name), "{line}");
+        assert!(line.len() > name.len() + 20, "has a description: {line}");
+    }
+    assert!(lines[1].contains("(ptps)"), "{}", lines[1]);
+    assert!(lines[5].contains("(ssps)"), "{}", lines[5]);
+}
+
+#[test]
+fn check_prints_a_normalised_form_that_checks_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in examples() {
+        let path = path.display().to_string();
+        let first = rtvmm(&["check", &path]);
+        assert_exit(&first, 0);
+        let normal = stdout(&first);
+        assert!(normal.starts_with("# valid: "), "{normal}");
+        let again_path = write(dir.path(), "normal.toml", &normal);
+        let second = rtvmm(&["check", &again_path]);
+        assert_exit(&second, 0);
+        assert_eq!(stdout(&second), normal, "check of check's output differs");
+    }
+}
+
+#[test]
+fn check_under_another_policy() {
+    let o = rtvmm(&["check", &example("even-share.toml"), "--policy", "credit"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(text.contains("policy = \"credit\""), "{text}");
+    assert!(text.contains("weight = 2000"), "{text}");
+}
+
+#[test]
+fn bad_scenario_exits_2_naming_file_domain_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        &SMALL.replace(
+            r#"budget = "5ms", period = "20ms""#,
+            r#"budget = "25ms", period = "20ms""#,
+        ),
+    );
+    for command in ["check", "sim"] {
+        let o = rtvmm(&[command, &bad]);
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert!(err.contains("bad.toml"), "{err}");
+        assert!(err.contains("domain 'd2'"), "{err}");
+        assert!(
+            err.contains("vcpu: budget: 25ms is above the period 20ms"),
+            "{err}"
+        );
+        assert!(stdout(&o).is_empty());
+    }
+}
+
+#[test]
+fn bare_number_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(
+        dir.path(),
+        "bare.toml",
+        &SMALL.replace(r#"wcet = "3ms""#, "wcet = 3"),
+    );
+    let o = rtvmm(&["check", &bad]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("bare.toml: domain 'd1', task 't1': wcet: 3 is a bare number"),
+        "{err}"
+    );
+}
+
+#[test]
+fn toml_syntax_error_exits_2_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(dir.path(), "syntax.toml", "duration = \"1s\"\nname = = 3\n");
+    let o = rtvmm(&["check", &bad]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("syntax.toml:2:"), "{}", stderr(&o));
+}
+
+#[test]
+fn missing_file_exits_2() {
+    let o = rtvmm(&["sim", "/nonexistent/scenario.toml"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("/nonexistent/scenario.toml: cannot read the file"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let even = example("even-share.toml");
+    for args in [
+        vec![],
+        vec!["frobnicate"],
+        vec!["sim"],
+        vec!["sim", &even, "--policy", "lottery"],
+        vec!["sim", &even, "--duration", "10"],
+        vec!["sim", &even, "--duration", "0s"],
+        vec!["sim", &even, "--seed", "-1"],
+        vec!["sim", &even, "--trace", "trace.txt"],
+        vec!["demo", "--policy", "nope"],
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 2);
+        assert!(!stderr(&o).is_empty(), "{args:?} says why");
+    }
+}
+
+#[test]
+fn arinc653_without_a_table_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let o = rtvmm(&["sim", &small, "--policy", "arinc653"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("policy arinc653 needs its schedule table"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn unwritable_output_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let out = dir.path().join("no/such/dir/results.json");
+    let o = rtvmm(&["sim", &small, "--json", out.to_str().unwrap()]);
+    assert_exit(&o, 1);
+    assert!(stderr(&o).contains("results.json"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_documents_the_exit_codes() {
+    for args in [vec!["--help"], vec!["sim", "--help"]] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 0);
+        let text = stdout(&o);
+        assert!(text.contains("Exit codes:"), "{text}");
+        assert!(text.contains("2  usage error or bad input"), "{text}");
+    }
+}
+
+#[test]
+fn sim_prints_a_summary_and_writes_json_with_the_promised_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let json = dir.path().join("out.json");
+    let o = rtvmm(&[
+        "sim",
+        &small,
+        "--policy",
+        "ptps",
+        "--seed",
+        "11",
+        "--duration",
+        "300ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let summary = stdout(&o);
+    for needle in ["small", "periodic", "d1", "d2", "total", "do_schedule"] {
+        assert!(summary.contains(needle), "{needle} in:\n{summary}");
+    }
+
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["policy"], "periodic");
+    assert_eq!(v["seed"], 11);
+    assert_eq!(v["duration_ns"], 300_000_000u64);
+    let has = |object: &Value, fields: &[&str]| {
+        for f in fields {
+            assert!(object.get(f).is_some(), "missing field {f} in {object}");
+        }
+    };
+    let pcpus = v["pcpus"].as_array().unwrap();
+    assert_eq!(pcpus.len(), 1);
+    has(
+        &pcpus[0],
+        &[
+            "busy_ns",
+            "idle_ns",
+            "overhead_ns",
+            "do_schedule_calls",
+            "context_switches",
+        ],
+    );
+    let p = &pcpus[0];
+    let total = p["busy_ns"].as_u64().unwrap()
+        + p["idle_ns"].as_u64().unwrap()
+        + p["overhead_ns"].as_u64().unwrap();
+    assert_eq!(total, 300_000_000, "busy + idle + overhead = the run");
+    let domains = v["domains"].as_array().unwrap();
+    assert_eq!(domains.len(), 2);
+    for d in domains {
+        has(
+            d,
+            &[
+                "name",
+                "jobs",
+                "missed",
+                "in_flight",
+                "deadline_miss_ratio",
+                "tasks",
+                "vcpus",
+            ],
+        );
+        for t in d["tasks"].as_array().unwrap() {
+            has(
+                t,
+                &[
+                    "name",
+                    "jobs",
+                    "missed",
+                    "deadline_miss_ratio",
+                    "max_response_ns",
+                ],
+            );
+        }
+        for vcpu in d["vcpus"].as_array().unwrap() {
+            has(
+                vcpu,
+                &["run_ns", "budget_consumed_ns", "scheduled", "preemptions"],
+            );
+        }
+    }
+    assert_eq!(domains[0]["name"], "d1");
+    assert_eq!(domains[1]["tasks"][0]["name"], "t2");
+    // d1's task releases at 0, 20, ..., 300 ms (a run handles what is due at its end):
+    // 16 jobs, each counted or in flight.
+    let d1 = &domains[0];
+    assert_eq!(d1["released"], 16);
+    assert_eq!(
+        d1["jobs"].as_u64().unwrap() + d1["in_flight"].as_u64().unwrap(),
+        16
+    );
+}
+
+#[test]
+fn sim_writes_traces_by_extension_and_same_seed_gives_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let run = |tag: &str| {
+        let json = dir.path().join(format!("results-{tag}.json"));
+        let chrome = dir.path().join(format!("trace-{tag}.json"));
+        let csv = dir.path().join(format!("trace-{tag}.csv"));
+        for (trace, json) in [(&chrome, Some(&json)), (&csv, None)] {
+            let mut args = vec!["sim", &small, "--trace", trace.to_str().unwrap()];
+            if let Some(json) = json {
+                args.extend(["--json", json.to_str().unwrap()]);
+            }
+            let o = rtvmm(&args);
+            assert_exit(&o, 0);
+        }
+        let read = |p: &PathBuf| std::fs::read(p).unwrap();
+        (read(&json), read(&chrome), read(&csv))
+    };
+    let (json_a, chrome_a, csv_a) = run("a");
+    let (json_b, chrome_b, csv_b) = run("b");
+    assert_eq!(json_a, json_b, "results are byte-identical");
+    assert_eq!(chrome_a, chrome_b, "Chrome trace is byte-identical");
+    assert_eq!(csv_a, csv_b, "CSV trace is byte-identical");
+
+    let chrome: Value = serde_json::from_slice(&chrome_a).unwrap();
+    let events = chrome["traceEvents"].as_array().unwrap();
+    assert!(events.len() > 10);
+    let csv = String::from_utf8(csv_a).unwrap();
+    assert!(
+        csv.starts_with("time_ns,kind,pcpu,vcpu,domain,task,job,detail\n"),
+        "{}",
+        &csv[..80.min(csv.len())]
+    );
+}
+
+#[test]
+fn every_example_simulates() {
+    let dir = tempfile::tempdir().unwrap();
+    for path in examples() {
+        let json = dir.path().join("r.json");
+        let o = rtvmm(&[
+            "sim",
+            path.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert_exit(&o, 0);
+    }
+}
+
+#[test]
+fn demo_compares_every_policy() {
+    let o = rtvmm(&["demo", "--duration", "300ms"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("demo-even-70 · seed 42 · 300ms"),
+        "{text}"
+    );
+    assert!(lines[1].starts_with("policy"), "{text}");
+    for (line, kind) in lines[2..12].iter().zip([
+        "deferrable",
+        "periodic",
+        "polling",
+        "sporadic",
+        "wcps",
+        "crps",
+        "credit",
+        "sedf",
+        "rtds",
+        "arinc653",
+    ]) {
+        assert!(line.starts_with(kind), "{line}");
+    }
+}
+
+#[test]
+fn demo_scenario_prints_as_a_valid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = rtvmm(&["demo", "--print-scenario", "--seed", "3"]);
+    assert_exit(&o, 0);
+    let file = write(dir.path(), "demo.toml", &stdout(&o));
+    let checked = rtvmm(&["check", &file]);
+    assert_exit(&checked, 0);
+    assert_eq!(stdout(&checked), stdout(&o));
+    let one = rtvmm(&["sim", &file, "--policy", "arinc653", "--duration", "100ms"]);
+    assert_exit(&one, 0);
+}
