@@ -1,0 +1,107 @@
+//! Benchmarks of the interface search (run with `cargo bench -p rtvmm-analysis`).
+//!
+//! * `optimal_interface/50_tasks_u{50,75}_{General,Auto}`: Algorithm 1 for one 50-task RM
+//!   domain, periods drawn from 10–1000 quanta, utilisation ≈ 0.5 and ≈ 0.75, in both sbf
+//!   modes (target ≤ 50 ms).
+//! * `analyze_system/5_domains_50_tasks`: a whole five-domain system of 50 tasks in all (ten
+//!   per domain, utilisation ≈ 0.13 each), interfaces plus root check (target ≤ 250 ms).
+//!   (Five domains of fifty tasks each cannot fit one CPU with periods ≤ 1000 and integer
+//!   WCETs ≥ 1: Σ 1/p alone exceeds 1.)
+//!
+//! Inputs come from a tiny fixed LCG so every run measures the same workloads.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use rtvmm_analysis::{
+    analyze_system, optimal_interface, DomainSpec, GuestScheduler, InterfaceChoice, SbfMode,
+    SearchOptions, Task, Workload,
+};
+
+/// Knuth's MMIX LCG; only a bench input generator.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        self.next() as f64 / (1u64 << 31) as f64
+    }
+}
+
+/// `n` tasks, periods uniform in 10..=1000, utilisations by UUniFast (Bini & Buttazzo 2005)
+/// summing to about `utilization` (WCETs are rounded down, at least 1).
+fn workload(seed: u64, n: usize, utilization: f64) -> Workload {
+    let mut rng = Lcg(seed);
+    let mut remaining = utilization;
+    let mut shares = Vec::with_capacity(n);
+    for i in 1..n {
+        let next = remaining * rng.unit().powf(1.0 / (n - i) as f64);
+        shares.push(remaining - next);
+        remaining = next;
+    }
+    shares.push(remaining);
+    let tasks = shares.into_iter().map(|share| {
+        let period = 10 + rng.next() % 991;
+        let wcet = ((share * period as f64) as u64).clamp(1, period);
+        Task::new(period, wcet)
+    });
+    Workload::new(tasks).expect("valid bench workload")
+}
+
+fn bench_interface(c: &mut Criterion) {
+    for (label, w) in [
+        ("u50", workload(1, 50, 0.5)),
+        ("u75", workload(2, 50, 0.75)),
+    ] {
+        for mode in [SbfMode::General, SbfMode::Auto] {
+            let options = SearchOptions {
+                mode,
+                ..Default::default()
+            };
+            let found = optimal_interface(&w, &options).expect("schedulable");
+            eprintln!(
+            "50-task domain (U = {:.4}), {mode:?}: interface {:?}, {} periods evaluated up to {}",
+            w.utilization_f64(),
+            found.interface,
+            found.periods_evaluated,
+            found.search_limit
+        );
+            c.bench_function(
+                &format!("optimal_interface/50_tasks_{label}_{mode:?}"),
+                |b| b.iter(|| optimal_interface(black_box(&w), black_box(&options))),
+            );
+        }
+    }
+}
+
+fn bench_system(c: &mut Criterion) {
+    let domains: Vec<DomainSpec> = (0..5)
+        .map(|k| DomainSpec {
+            name: format!("dom{k}"),
+            workload: workload(100 + k, 10, 0.13),
+            guest: GuestScheduler::Rm,
+            interface: InterfaceChoice::default(),
+        })
+        .collect();
+    let report = analyze_system(&domains, SbfMode::Auto);
+    eprintln!(
+        "5-domain system: U_W = {:.4}, U_RM = {:.4}, schedulable = {}",
+        report.u_w, report.u_rm, report.schedulable
+    );
+    c.bench_function("analyze_system/5_domains_50_tasks", |b| {
+        b.iter(|| analyze_system(black_box(&domains), SbfMode::Auto))
+    });
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = bench_interface, bench_system
+}
+criterion_main!(benches);

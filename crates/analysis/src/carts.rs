@@ -1,0 +1,545 @@
+//! Reading CARTS input (XML, from a `&str`; no file I/O here).
+//!
+//! Format (CARTS, "CARTS: a tool for compositional analysis of real-time systems", Phan,
+//! Lee, Easwaran, Ramaswamy, Chen, Lee & Sokolsky, ACM SIGBED Review 8(1), 2011): a `<system>` root
+//! containing `<component>`s, each with `<task>`s and optionally child `<component>`s:
+//!
+//! ```xml
+//! <system os_scheduler="RM">
+//!   <component name="C1" scheduler="RM" min_period="5" max_period="50">
+//!     <task name="T1" p="25" d="25" e="3"/>
+//!     <component name="C1a" os_scheduler="EDF">
+//!       <task name="T2" p="50" e="5"/>
+//!     </component>
+//!   </component>
+//! </system>
+//! ```
+//!
+//! * `scheduler` or `os_scheduler`: `RM`, `DM` (only with implicit deadlines, where it is
+//!   RM) or `EDF`; default RM.
+//! * `min_period` / `max_period`: the allowed interface periods; `period` (optionally with
+//!   `budget`): a fixed period (and budget). Other attributes (e.g. `criticality`) are
+//!   ignored.
+//! * `<task>`: `p` (period), `e` (wcet), `d` (deadline, default p), `name` (optional). Values
+//!   must be whole numbers of the time unit (`100` or `100.0`).
+//! * One level of nesting below a top-level component. A child's interface `(Π, Θ)` becomes
+//!   a periodic task of its parent (Shin & Lee TECS 2008, compositional analysis) when converting to
+//!   domains.
+//!
+//! Every error names the line (and column) and what is wrong; the parser never panics.
+
+use std::fmt;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::compose::{DomainSpec, InterfaceChoice};
+use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange};
+use crate::prm::{Interface, SbfMode};
+use crate::workload::{Task, Workload};
+
+/// A parsed CARTS system.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CartsSystem {
+    /// The root scheduler attribute, if given (the one-pcpu root here is always RM on the
+    /// interfaces; this is kept for reporting).
+    pub scheduler: Option<String>,
+    /// Top-level components: the domains.
+    pub components: Vec<CartsComponent>,
+}
+
+/// A `<component>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CartsComponent {
+    /// `name` attribute (or `component@LINE` when missing).
+    pub name: String,
+    /// Its scheduler.
+    pub scheduler: GuestScheduler,
+    /// `min_period`, if given.
+    pub min_period: Option<u64>,
+    /// `max_period`, if given.
+    pub max_period: Option<u64>,
+    /// `period`, if given (fixed-period interface).
+    pub period: Option<u64>,
+    /// `budget`, if given together with `period` (fixed interface).
+    pub budget: Option<u64>,
+    /// Its tasks, in document order.
+    pub tasks: Vec<CartsTask>,
+    /// Child components (one level).
+    pub children: Vec<CartsComponent>,
+    /// Line of the `<component>` tag.
+    pub line: u32,
+}
+
+/// A `<task>`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CartsTask {
+    /// `name`, or `task@LINE`.
+    pub name: String,
+    /// The task.
+    pub task: Task,
+    /// Line of the `<task>` tag.
+    pub line: u32,
+}
+
+/// An error in CARTS input: where, and what.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize)]
+#[error("line {line}, column {column}: {kind}")]
+pub struct CartsError {
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+    /// What is wrong.
+    pub kind: CartsErrorKind,
+}
+
+/// What is wrong in CARTS input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum CartsErrorKind {
+    /// Not well-formed XML.
+    Xml(String),
+    /// The root element is not `<system>`.
+    NotASystem(String),
+    /// An element that does not belong here.
+    UnexpectedElement {
+        /// Found.
+        found: String,
+        /// Where.
+        inside: String,
+    },
+    /// A required attribute is missing.
+    MissingAttribute {
+        /// Element.
+        element: String,
+        /// Attribute.
+        attribute: String,
+    },
+    /// An attribute is not a whole non-negative number.
+    BadNumber {
+        /// Attribute.
+        attribute: String,
+        /// Its text.
+        value: String,
+    },
+    /// Unknown or unsupported scheduler.
+    BadScheduler(String),
+    /// The task's values are invalid.
+    BadTask(String),
+    /// A component with neither tasks nor children.
+    EmptyComponent(String),
+    /// Components nested deeper than one level below a top-level component.
+    TooDeep(String),
+    /// `budget` without `period`, or `min_period > max_period`.
+    BadPeriods(String),
+    /// A child component has no interface (its workload is unschedulable).
+    ChildUnschedulable {
+        /// Child name.
+        child: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for CartsErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CartsErrorKind::Xml(message) => write!(f, "malformed XML: {message}"),
+            CartsErrorKind::NotASystem(found) => {
+                write!(f, "the root element must be <system>, found <{found}>")
+            }
+            CartsErrorKind::UnexpectedElement { found, inside } => {
+                write!(f, "unexpected <{found}> inside <{inside}>")
+            }
+            CartsErrorKind::MissingAttribute { element, attribute } => {
+                write!(f, "<{element}> needs the attribute {attribute}")
+            }
+            CartsErrorKind::BadNumber { attribute, value } => write!(
+                f,
+                "attribute {attribute}=\"{value}\" is not a whole non-negative number of time units"
+            ),
+            CartsErrorKind::BadScheduler(value) => write!(
+                f,
+                "unsupported scheduler \"{value}\" (expected RM, DM or EDF)"
+            ),
+            CartsErrorKind::BadTask(message) => write!(f, "invalid task: {message}"),
+            CartsErrorKind::EmptyComponent(name) => {
+                write!(f, "component \"{name}\" has no tasks and no components")
+            }
+            CartsErrorKind::TooDeep(name) => write!(
+                f,
+                "component \"{name}\" is nested more than one level below a top-level component"
+            ),
+            CartsErrorKind::BadPeriods(message) => write!(f, "{message}"),
+            CartsErrorKind::ChildUnschedulable { child, reason } => {
+                write!(f, "child component \"{child}\" has no interface: {reason}")
+            }
+        }
+    }
+}
+
+/// Parses CARTS XML. See the module docs for the format.
+///
+/// ```
+/// let system = rtvmm_analysis::parse_carts(r#"<system os_scheduler="RM">
+///   <component name="C1" scheduler="RM"><task name="T1" p="25" e="3"/></component>
+/// </system>"#).unwrap();
+/// assert_eq!(system.components[0].tasks[0].task.period, 25);
+/// ```
+pub fn parse_carts(xml: &str) -> Result<CartsSystem, CartsError> {
+    let document = roxmltree::Document::parse(xml).map_err(|error| {
+        let position = error.pos();
+        CartsError {
+            line: position.row,
+            column: position.col,
+            kind: CartsErrorKind::Xml(error.to_string()),
+        }
+    })?;
+    let parser = Parser {
+        document: &document,
+    };
+    let root = document.root_element();
+    let root_name = root.tag_name().name();
+    if root_name != "system" {
+        return Err(parser.error(root, CartsErrorKind::NotASystem(root_name.to_string())));
+    }
+    let mut components = Vec::new();
+    for child in root.children().filter(|node| node.is_element()) {
+        match child.tag_name().name() {
+            "component" => components.push(parser.component(child, 0)?),
+            other => {
+                return Err(parser.error(
+                    child,
+                    CartsErrorKind::UnexpectedElement {
+                        found: other.to_string(),
+                        inside: "system".into(),
+                    },
+                ))
+            }
+        }
+    }
+    Ok(CartsSystem {
+        scheduler: root
+            .attribute("os_scheduler")
+            .or_else(|| root.attribute("scheduler"))
+            .map(str::to_string),
+        components,
+    })
+}
+
+struct Parser<'d, 'input> {
+    document: &'d roxmltree::Document<'input>,
+}
+
+impl<'d, 'input> Parser<'d, 'input> {
+    fn position(&self, node: roxmltree::Node<'_, '_>) -> (u32, u32) {
+        let position = self.document.text_pos_at(node.range().start);
+        (position.row, position.col)
+    }
+
+    fn error(&self, node: roxmltree::Node<'_, '_>, kind: CartsErrorKind) -> CartsError {
+        let (line, column) = self.position(node);
+        CartsError { line, column, kind }
+    }
+
+    /// Error positioned at an attribute's value, when the attribute exists.
+    fn attribute_error(
+        &self,
+        node: roxmltree::Node<'_, '_>,
+        attribute: &str,
+        kind: CartsErrorKind,
+    ) -> CartsError {
+        match node.attributes().find(|a| a.name() == attribute) {
+            Some(found) => {
+                let position = self.document.text_pos_at(found.range_value().start);
+                CartsError {
+                    line: position.row,
+                    column: position.col,
+                    kind,
+                }
+            }
+            None => self.error(node, kind),
+        }
+    }
+
+    fn number(
+        &self,
+        node: roxmltree::Node<'_, '_>,
+        attribute: &str,
+    ) -> Result<Option<u64>, CartsError> {
+        let Some(text) = node.attribute(attribute) else {
+            return Ok(None);
+        };
+        parse_whole(text).map(Some).ok_or_else(|| {
+            self.attribute_error(
+                node,
+                attribute,
+                CartsErrorKind::BadNumber {
+                    attribute: attribute.to_string(),
+                    value: text.to_string(),
+                },
+            )
+        })
+    }
+
+    fn required(&self, node: roxmltree::Node<'_, '_>, attribute: &str) -> Result<u64, CartsError> {
+        self.number(node, attribute)?.ok_or_else(|| {
+            self.error(
+                node,
+                CartsErrorKind::MissingAttribute {
+                    element: node.tag_name().name().to_string(),
+                    attribute: attribute.to_string(),
+                },
+            )
+        })
+    }
+
+    fn component(
+        &self,
+        node: roxmltree::Node<'_, '_>,
+        depth: usize,
+    ) -> Result<CartsComponent, CartsError> {
+        let (line, _) = self.position(node);
+        let name = node
+            .attribute("name")
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("component@{line}"));
+        if depth > 1 {
+            return Err(self.error(node, CartsErrorKind::TooDeep(name)));
+        }
+        let scheduler_attribute = if node.attribute("scheduler").is_some() {
+            "scheduler"
+        } else {
+            "os_scheduler"
+        };
+        let scheduler_text = node.attribute(scheduler_attribute).unwrap_or("RM");
+        let mut tasks = Vec::new();
+        let mut children = Vec::new();
+        for child in node.children().filter(|n| n.is_element()) {
+            match child.tag_name().name() {
+                "task" => tasks.push(self.task(child)?),
+                "component" => children.push(self.component(child, depth + 1)?),
+                // CARTS output files carry a <resource> with the computed model; ignore it.
+                "resource" | "processed_task" => {}
+                other => {
+                    return Err(self.error(
+                        child,
+                        CartsErrorKind::UnexpectedElement {
+                            found: other.to_string(),
+                            inside: "component".into(),
+                        },
+                    ))
+                }
+            }
+        }
+        let scheduler = match scheduler_text.trim().to_ascii_uppercase().as_str() {
+            "RM" => GuestScheduler::Rm,
+            "EDF" => GuestScheduler::Edf,
+            "DM" if tasks.iter().all(|t| t.task.deadline == t.task.period) => GuestScheduler::Rm,
+            _ => {
+                return Err(self.attribute_error(
+                    node,
+                    scheduler_attribute,
+                    CartsErrorKind::BadScheduler(scheduler_text.to_string()),
+                ))
+            }
+        };
+        let min_period = self.number(node, "min_period")?;
+        let max_period = self.number(node, "max_period")?;
+        let period = self.number(node, "period")?;
+        let budget = self.number(node, "budget")?;
+        if budget.is_some() && period.is_none() {
+            return Err(self.error(
+                node,
+                CartsErrorKind::BadPeriods(format!(
+                    "component \"{name}\" gives a budget without a period"
+                )),
+            ));
+        }
+        for (attribute, value) in [
+            ("min_period", min_period),
+            ("max_period", max_period),
+            ("period", period),
+        ] {
+            if value == Some(0) {
+                return Err(self.attribute_error(
+                    node,
+                    attribute,
+                    CartsErrorKind::BadPeriods(format!("{attribute} must be positive")),
+                ));
+            }
+        }
+        if let (Some(low), Some(high)) = (min_period, max_period) {
+            if low > high {
+                return Err(self.error(
+                    node,
+                    CartsErrorKind::BadPeriods(format!(
+                        "component \"{name}\": min_period {low} exceeds max_period {high}"
+                    )),
+                ));
+            }
+        }
+        if tasks.is_empty() && children.is_empty() {
+            return Err(self.error(node, CartsErrorKind::EmptyComponent(name)));
+        }
+        Ok(CartsComponent {
+            name,
+            scheduler,
+            min_period,
+            max_period,
+            period,
+            budget,
+            tasks,
+            children,
+            line,
+        })
+    }
+
+    fn task(&self, node: roxmltree::Node<'_, '_>) -> Result<CartsTask, CartsError> {
+        let (line, _) = self.position(node);
+        if let Some(child) = node.children().find(|n| n.is_element()) {
+            return Err(self.error(
+                child,
+                CartsErrorKind::UnexpectedElement {
+                    found: child.tag_name().name().to_string(),
+                    inside: "task".into(),
+                },
+            ));
+        }
+        let period = self.required(node, "p")?;
+        let wcet = self.required(node, "e")?;
+        let deadline = self.number(node, "d")?.unwrap_or(period);
+        let task = Task::with_deadline(period, wcet, deadline);
+        task.validate(0).map_err(|error| {
+            // Re-word the workload error without its index (the line says which task).
+            let message = error.to_string();
+            let message = message
+                .split_once(": ")
+                .map_or(message.clone(), |(_, rest)| rest.to_string());
+            self.error(node, CartsErrorKind::BadTask(message))
+        })?;
+        Ok(CartsTask {
+            name: node
+                .attribute("name")
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("task@{line}")),
+            task,
+            line,
+        })
+    }
+}
+
+/// A whole non-negative number: `42`, `42.0`, `42.000` (CARTS files often write decimals).
+fn parse_whole(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let (whole, fraction) = match text.split_once('.') {
+        Some((whole, fraction)) => (whole, fraction),
+        None => (text, ""),
+    };
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if !fraction.bytes().all(|b| b == b'0') {
+        return None;
+    }
+    whole.parse().ok()
+}
+
+impl CartsSystem {
+    /// The top-level components as domains for [`crate::analyze_system`].
+    ///
+    /// A component's interface choice: `period` + `budget` → given; `period` → fixed
+    /// period; otherwise optimal within `[min_period, max_period]`. Each child component's
+    /// interface (computed with `mode`, as the child's attributes say) is added to its parent
+    /// as a periodic task `(Π, Θ)` (Shin & Lee TECS 2008, compositional analysis).
+    pub fn to_domains(&self, mode: SbfMode) -> Result<Vec<DomainSpec>, CartsError> {
+        self.components
+            .iter()
+            .map(|component| {
+                let mut tasks: Vec<Task> = component.tasks.iter().map(|t| t.task).collect();
+                for child in &component.children {
+                    tasks.push(child_interface_task(child, mode)?);
+                }
+                let workload = Workload::new(tasks).map_err(|error| CartsError {
+                    line: component.line,
+                    column: 1,
+                    kind: CartsErrorKind::BadTask(error.to_string()),
+                })?;
+                Ok(DomainSpec {
+                    name: component.name.clone(),
+                    workload,
+                    guest: component.scheduler,
+                    interface: interface_choice(component),
+                })
+            })
+            .collect()
+    }
+}
+
+fn interface_choice(component: &CartsComponent) -> InterfaceChoice {
+    match (component.period, component.budget) {
+        (Some(period), Some(budget)) => InterfaceChoice::Given(Interface::new(period, budget)),
+        (Some(period), None) => InterfaceChoice::FixedPeriod(period),
+        _ => InterfaceChoice::Optimal(PeriodRange {
+            min: component.min_period.unwrap_or(1),
+            max: component.max_period,
+        }),
+    }
+}
+
+fn child_interface_task(child: &CartsComponent, mode: SbfMode) -> Result<Task, CartsError> {
+    let fail = |reason: String| CartsError {
+        line: child.line,
+        column: 1,
+        kind: CartsErrorKind::ChildUnschedulable {
+            child: child.name.clone(),
+            reason,
+        },
+    };
+    let workload =
+        Workload::new(child.tasks.iter().map(|t| t.task)).map_err(|e| fail(e.to_string()))?;
+    let analyzer = InterfaceAnalyzer::new(&workload, child.scheduler);
+    let interface = match interface_choice(child) {
+        InterfaceChoice::Given(interface) => {
+            let form = analyzer.form(mode, interface.period);
+            if interface.budget == 0 || interface.budget > interface.period {
+                return Err(fail(format!(
+                    "invalid interface ({}, {})",
+                    interface.period, interface.budget
+                )));
+            }
+            if let Some(i) = analyzer.first_failure(interface, form) {
+                return Err(fail(format!(
+                    "task {} fails on the given interface",
+                    workload.declaration_index(i)
+                )));
+            }
+            interface
+        }
+        InterfaceChoice::FixedPeriod(period) => analyzer
+            .min_exec(period, mode)
+            .map(|budget| Interface::new(period, budget))
+            .map_err(|e| fail(e.to_string()))?,
+        InterfaceChoice::Optimal(range) => analyzer
+            .optimal(mode, range)
+            .map(|found| found.interface)
+            .map_err(|e| fail(e.to_string()))?,
+    };
+    Ok(Task::new(interface.period, interface.budget))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_numbers() {
+        assert_eq!(parse_whole("42"), Some(42));
+        assert_eq!(parse_whole(" 42.00 "), Some(42));
+        assert_eq!(parse_whole("42.5"), None);
+        assert_eq!(parse_whole("-1"), None);
+        assert_eq!(parse_whole(""), None);
+        assert_eq!(parse_whole("1e3"), None);
+        assert_eq!(parse_whole("99999999999999999999999"), None);
+    }
+}

@@ -1,0 +1,94 @@
+//! Typed errors. Each names the task (by the caller's declaration index) or the field that
+//! is wrong; turning them into messages and exit codes is the CLI's job.
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::workload::Task;
+
+/// An invalid task or workload. `task` is the caller's (declaration) index.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize)]
+pub enum WorkloadError {
+    /// A workload needs at least one task.
+    #[error("the workload has no tasks")]
+    Empty,
+    /// `p = 0`.
+    #[error("task {task}: period must be positive")]
+    ZeroPeriod {
+        /// Declaration index.
+        task: usize,
+    },
+    /// `e = 0`.
+    #[error("task {task}: wcet must be positive")]
+    ZeroWcet {
+        /// Declaration index.
+        task: usize,
+    },
+    /// `e > p`.
+    #[error("task {task}: wcet {wcet} exceeds period {period}")]
+    WcetExceedsPeriod {
+        /// Declaration index.
+        task: usize,
+        /// The offending wcet.
+        wcet: u64,
+        /// The period.
+        period: u64,
+    },
+    /// `d = 0` or `d > p`.
+    #[error("task {task}: deadline {deadline} must be in 1..={period} (its period)")]
+    BadDeadline {
+        /// Declaration index.
+        task: usize,
+        /// The offending deadline.
+        deadline: u64,
+        /// The period.
+        period: u64,
+    },
+    /// A time value above [`crate::MAX_TIME`].
+    #[error("task {task}: value {value} exceeds the supported maximum 2^40")]
+    TooLarge {
+        /// Declaration index.
+        task: usize,
+        /// The offending value.
+        value: u64,
+    },
+}
+
+/// Why no interface (or no interface in the requested form) exists for a workload.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize)]
+pub enum InterfaceError {
+    /// Even `Θ = Π` (a dedicated processor) fails for this task: the workload is not
+    /// schedulable by its guest scheduler at all, whatever the interface. For EDF `task` is
+    /// the task with the earliest deadline at the first instant where demand exceeds supply.
+    #[error("task {task_index} (p={}, e={}, d={}) cannot meet its deadline even on a dedicated processor", task.period, task.wcet, task.deadline)]
+    Unschedulable {
+        /// Declaration index of the failing task.
+        task_index: usize,
+        /// The failing task.
+        task: Task,
+    },
+    /// The period range is empty or contains 0.
+    #[error("invalid period range {min}..={max}")]
+    InvalidPeriodRange {
+        /// Lower end.
+        min: u64,
+        /// Upper end (`u64::MAX` when unbounded).
+        max: u64,
+    },
+    /// An exact test would exceed a documented work limit (see [`crate::EDF_MAX_EVENTS`]).
+    #[error("analysis limit reached: {what} needs more than {limit} steps")]
+    AnalysisLimit {
+        /// Which test.
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
+    /// A period or budget outside `1..=MAX_TIME`, or `budget > period`.
+    #[error("invalid interface (period {period}, budget {budget})")]
+    InvalidInterface {
+        /// The period.
+        period: u64,
+        /// The budget.
+        budget: u64,
+    },
+}

@@ -1,0 +1,973 @@
+//! Schedulability of a workload on a periodic resource, the minimum budget for a period,
+//! and the bandwidth-optimal integer interface (Algorithm 1 of Lee et al., RTAS 2012).
+//!
+//! Sources:
+//! * Lemma 1 (RM, exact for the model; "Lemma 1" in Lee et al. RTAS 2012, restating Shin &
+//!   Lee's RM schedulability condition for the periodic resource model, RTSS 2003 / TECS
+//!   2008): `(W, Γ, RM)` is schedulable iff `∀i ∃t ∈ (0, p_i]: sbf_Γ(t) ≥ rbf_i(t)`. Here
+//!   with `d_i` in place of `p_i` when a deadline is constrained (the same argument).
+//! * EDF — Shin & Lee's EDF condition (RTSS 2003 / TECS 2008): schedulable iff
+//!   `∀t > 0: dbf(t) ≤ sbf_Γ(t)`; the finite horizon used here is derived in
+//!   `InterfaceAnalyzer::edf_check` (private; see its comment).
+//! * MinExec, critical time points `CrT_i`, `MaxResPeriod` (Theorem 1) and Algorithm 1 —
+//!   J. Lee, S. Xi, S. Chen, L. T. X. Phan, C. Gill, I. Lee, C. Lu, O. Sokolsky, "Realizing
+//!   Compositional Scheduling through Virtualization", RTAS 2012, Section IV (computing
+//!   optimal integer interfaces). The formulas below are the spec's transcription of them.
+//!
+//! # Why Theorem 1's bound holds (and why `CrT_i` uses integer `s`)
+//! Let `Γ' = (Π, Θ')` be feasible with `κ' = Θ'/Π < 1` and general sbf. As
+//! `sbf ≤ usbf(t) = κ'(t − s')` with the integer `s' = Π − Θ' = Π(1 − κ')`, Lemma 1 gives
+//! for every i a `t` with `κ'(t − s') ≥ rbf_i(t)`; the best such t is an argmin of
+//! `rbf_i(t)/(t − s')`, i.e. a member of `CrT_i` (that is why s ranges over integers). So
+//! `Π ≤ (κ't − rbf_i(t))/(κ'(1 − κ'))`, and the right side grows with κ' wherever it is
+//! positive, so for any `κ ≥ κ'`: `Π ≤ max_{t∈CrT_i} (κt − rbf_i(t))/(κ(1−κ))` for every i.
+//! Hence no interface at least as good as the current best has a larger period than
+//! `MaxResPeriod(κ, W)`.
+//!
+//! # κ = 1
+//! `MaxResPeriod` divides by `κ(1 − κ)`. When `MinExec(Π₀) = Π₀` at some `Π₀ ≥ max_i d_i`
+//! (Algorithm 1 starts at `Π₀ = p_n`), **no** interface with `Θ < Π` passes Lemma 1 with the
+//! general sbf: any such sbf satisfies `sbf(t) ≤ max(0, t − 2(Π − Θ)) ≤ max(0, t − 2)`, and
+//! `max(0, t − 2)` is exactly `sbf` of `(Π₀, Π₀ − 1)` on `[0, Π₀]`, which already fails.
+//! Every feasible general interface therefore has bandwidth 1, and the tie rule (smaller
+//! period wins) makes `(Π_min, Π_min)` optimal (`(1, 1)` without a range). In `Auto` mode the
+//! harmonic periods (divisors of the period gcd) are still searched, since the harmonic form
+//! can do better (e.g. W = {(2,1)} → (2,1)). [`max_res_period`] itself returns `None` for
+//! κ = 1.
+//!
+//! # Ties
+//! Between interfaces of equal bandwidth the **smaller period** wins (it also has the
+//! smaller budget, and a shorter blackout).
+
+use std::cell::{Cell, OnceCell};
+use std::cmp::Ordering;
+
+use num_bigint::BigInt;
+use num_rational::BigRational;
+use num_traits::{ToPrimitive, Zero};
+use serde::Serialize;
+
+use crate::demand::{dbf, rm_test_points};
+use crate::error::InterfaceError;
+use crate::prm::{sbf, Interface, SbfMode, SupplyForm};
+use crate::ratio::{lcm, Ratio};
+use crate::workload::{Workload, MAX_TIME};
+
+/// The scheduler inside the component (the guest OS scheduler).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum GuestScheduler {
+    /// Rate monotonic (fixed priority by period, ties by declaration order); Lemma 1.
+    #[default]
+    Rm,
+    /// Earliest deadline first; dbf ≤ sbf.
+    Edf,
+}
+
+/// Allowed interface periods `[min, max]` (like CARTS's `min_period`/`max_period`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PeriodRange {
+    /// Smallest allowed period (≥ 1).
+    pub min: u64,
+    /// Largest allowed period; `None` = unbounded (the search bound then comes from the
+    /// theory, see [`optimal_interface`]).
+    pub max: Option<u64>,
+}
+
+impl Default for PeriodRange {
+    fn default() -> Self {
+        PeriodRange { min: 1, max: None }
+    }
+}
+
+impl PeriodRange {
+    /// `[min, max]`.
+    pub fn new(min: u64, max: u64) -> PeriodRange {
+        PeriodRange {
+            min,
+            max: Some(max),
+        }
+    }
+}
+
+/// Options of the interface search.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SearchOptions {
+    /// Which sbf may be used.
+    pub mode: SbfMode,
+    /// The component's scheduler.
+    pub guest: GuestScheduler,
+    /// Allowed periods.
+    pub periods: PeriodRange,
+}
+
+/// Result of [`optimal_interface`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct OptimalInterface {
+    /// The bandwidth-optimal integer interface (ties → smaller period).
+    pub interface: Interface,
+    /// True when the search provably covered every period that could beat the answer.
+    /// False only (a) for EDF when no interface of bandwidth < 1 exists among the periods
+    /// searched without an explicit `max` (see [`EDF_FALLBACK_FACTOR`]), or (b) for EDF when
+    /// some candidate budget's exact test exceeded [`EDF_MAX_EVENTS`] and was conservatively
+    /// rejected. RM searches are always proven.
+    pub proven_optimal: bool,
+    /// The largest period the search examined.
+    pub search_limit: u64,
+    /// How many periods had `MinExec` evaluated (for benchmarking and curiosity).
+    pub periods_evaluated: u64,
+}
+
+/// EDF with κ = 1 at `Π₀ = p_n` and no explicit `max` period: periods up to
+/// `EDF_FALLBACK_FACTOR · p_n` are searched for an interface of bandwidth < 1 (our
+/// EDF analogue of Theorem 1, [`max_res_period_edf`], needs κ < 1 to bound the search).
+pub const EDF_FALLBACK_FACTOR: u64 = 4;
+
+/// The exact EDF test enumerates dbf steps up to a horizon; if that would take more than
+/// this many steps the candidate budget is rejected (conservatively) and the result is
+/// marked not proven optimal.
+pub const EDF_MAX_EVENTS: u64 = 4_000_000;
+
+/// Why a capped MinExec found nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MinExecFailure {
+    /// Every Θ ≤ cap fails (Θ = Π may still pass).
+    AboveCap,
+    /// Even Θ = Π fails for this task (RM index).
+    Unschedulable(usize),
+    /// EDF only: the dedicated-processor test (Θ = Π) exceeded the horizon limit.
+    TooLong,
+}
+
+/// Verdict of the exact EDF test for one `(Π, Θ)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EdfVerdict {
+    Pass,
+    /// Fails; RM index of a task with a deadline at the first violation (or the last task
+    /// when the long-run rate alone fails).
+    Fail(usize),
+    /// Exact test would exceed [`EDF_MAX_EVENTS`].
+    Undecided,
+}
+
+/// Precomputed per-workload data for repeated interface queries (test points, critical
+/// time points, EDF constants). The free functions of this module construct one per call;
+/// construct it yourself to amortise.
+#[derive(Debug)]
+pub struct InterfaceAnalyzer<'w> {
+    workload: &'w Workload,
+    guest: GuestScheduler,
+    period_gcd: u64,
+    /// RM: Lemma 1 test points `(t, rbf_i(t))` per task, ascending.
+    rm_points: Vec<Vec<(u64, u64)>>,
+    /// RM: `CrT_i` with `rbf_i` at each point.
+    critical: OnceCell<Vec<Vec<(u64, u64)>>>,
+    edf: Option<EdfData>,
+    /// Task to check first (the last one that failed): most candidate budgets fail on the
+    /// same task, and checking it first turns the others' scans into early exits.
+    hint: Cell<usize>,
+    /// Set when an EDF test was undecided (see [`EDF_MAX_EVENTS`]).
+    inexact: Cell<bool>,
+}
+
+#[derive(Debug)]
+struct EdfData {
+    utilization: BigRational,
+    /// `Σ (p_i − d_i)·e_i/p_i`: `dbf(t) ≤ U·t + carry` for all t ≥ 0.
+    carry: BigRational,
+    hyperperiod: Option<u64>,
+    /// `(t, dbf(t))` at dbf steps up to `p_n + d_max`, for the EDF period bound.
+    probe_points: Vec<(u64, u64)>,
+}
+
+impl<'w> InterfaceAnalyzer<'w> {
+    /// Precomputes test points for `w` under `guest`.
+    pub fn new(workload: &'w Workload, guest: GuestScheduler) -> InterfaceAnalyzer<'w> {
+        let rm_points = match guest {
+            GuestScheduler::Rm => (0..workload.len())
+                .map(|i| rm_test_points(workload, i))
+                .collect(),
+            GuestScheduler::Edf => Vec::new(),
+        };
+        let edf = match guest {
+            GuestScheduler::Rm => None,
+            GuestScheduler::Edf => Some(EdfData::new(workload)),
+        };
+        InterfaceAnalyzer {
+            workload,
+            guest,
+            period_gcd: workload.period_gcd(),
+            rm_points,
+            critical: OnceCell::new(),
+            edf,
+            hint: Cell::new(0),
+            inexact: Cell::new(false),
+        }
+    }
+
+    /// The workload analysed.
+    pub fn workload(&self) -> &'w Workload {
+        self.workload
+    }
+
+    /// The sbf form `mode` uses at `period` (harmonic only where Π divides every period).
+    pub fn form(&self, mode: SbfMode, period: u64) -> SupplyForm {
+        match mode {
+            SbfMode::Auto if self.period_gcd.checked_rem(period) == Some(0) => SupplyForm::Harmonic,
+            _ => SupplyForm::General,
+        }
+    }
+
+    /// Is the workload schedulable on `(Π, Θ)` with the sbf `form`? (Lemma 1 for RM, the
+    /// dbf test for EDF; an undecided EDF test counts as "no".)
+    pub fn is_schedulable(&self, interface: Interface, form: SupplyForm) -> bool {
+        self.first_failure(interface, form).is_none()
+    }
+
+    /// `None` if schedulable on `interface`, else the RM index of a failing task.
+    pub fn first_failure(&self, interface: Interface, form: SupplyForm) -> Option<usize> {
+        let Interface { period, budget } = interface;
+        match self.guest {
+            GuestScheduler::Rm => {
+                (0..self.workload.len()).find(|&i| !self.rm_task_passes(i, period, budget, form))
+            }
+            GuestScheduler::Edf => match self.edf_check(period, budget, form) {
+                EdfVerdict::Pass => None,
+                EdfVerdict::Fail(i) => Some(i),
+                EdfVerdict::Undecided => Some(self.workload.len() - 1),
+            },
+        }
+    }
+
+    /// Lemma 1 for one task: `∃ t ∈ (0, d_i]: sbf(t) ≥ rbf_i(t)`, over the test points.
+    /// Scanned from the largest t down: supply accumulates, so late points pass most often.
+    fn rm_task_passes(&self, i: usize, period: u64, budget: u64, form: SupplyForm) -> bool {
+        self.rm_points[i]
+            .iter()
+            .rev()
+            .any(|&(t, demand)| sbf(form, period, budget, t) >= demand)
+    }
+
+    /// MinExec(Π) restricted to `Θ ≤ cap`: the smallest Θ in `[1, cap]` that passes.
+    fn min_exec_capped(
+        &self,
+        period: u64,
+        form: SupplyForm,
+        cap: u64,
+    ) -> Result<u64, MinExecFailure> {
+        debug_assert!(cap >= 1 && cap <= period);
+        match self.guest {
+            GuestScheduler::Rm => self.rm_min_exec_capped(period, form, cap),
+            GuestScheduler::Edf => self.edf_min_exec_capped(period, form, cap),
+        }
+    }
+
+    /// RM MinExec. Lemma 1 is a conjunction over tasks of conditions each monotone in Θ, so
+    /// MinExec = max_i (smallest Θ passing task i). Visit tasks once, raising Θ by bisection
+    /// only when the current Θ fails a task.
+    fn rm_min_exec_capped(
+        &self,
+        period: u64,
+        form: SupplyForm,
+        cap: u64,
+    ) -> Result<u64, MinExecFailure> {
+        let n = self.workload.len();
+        let first = self.hint.get().min(n - 1);
+        let order = std::iter::once(first).chain((0..n).filter(|&i| i != first));
+        let mut theta = 1;
+        for i in order {
+            if self.rm_task_passes(i, period, theta, form) {
+                continue;
+            }
+            if !self.rm_task_passes(i, period, cap, form) {
+                self.hint.set(i);
+                return Err(if cap == period {
+                    MinExecFailure::Unschedulable(i)
+                } else {
+                    MinExecFailure::AboveCap
+                });
+            }
+            let (mut low, mut high) = (theta + 1, cap); // high passes, theta fails
+            while low < high {
+                let mid = low + (high - low) / 2;
+                if self.rm_task_passes(i, period, mid, form) {
+                    high = mid;
+                } else {
+                    low = mid + 1;
+                }
+            }
+            theta = high;
+        }
+        Ok(theta)
+    }
+
+    /// EDF MinExec by bisection (the dbf test is monotone in Θ because sbf is).
+    fn edf_min_exec_capped(
+        &self,
+        period: u64,
+        form: SupplyForm,
+        cap: u64,
+    ) -> Result<u64, MinExecFailure> {
+        match self.edf_check(period, cap, form) {
+            EdfVerdict::Pass => {}
+            EdfVerdict::Fail(i) if cap == period => return Err(MinExecFailure::Unschedulable(i)),
+            EdfVerdict::Undecided if cap == period => return Err(MinExecFailure::TooLong),
+            _ => return Err(MinExecFailure::AboveCap),
+        }
+        let (mut low, mut high) = (1, cap);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if self.edf_check(period, mid, form) == EdfVerdict::Pass {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        Ok(high)
+    }
+
+    /// The exact EDF test `∀t > 0: dbf(t) ≤ sbf(t)` (Shin & Lee's EDF condition) on a
+    /// finite horizon:
+    /// * `κ < U` fails (over long intervals demand grows at rate U, supply at rate κ);
+    /// * `κ > U`: `dbf(t) ≤ U·t + Σ(p_i − d_i)U_i` and `lsbf(t) = κ(t − 2(Π − Θ)) ≤ sbf(t)`,
+    ///   so only `t < (Σ(p_i − d_i)U_i + 2κ(Π − Θ)) / (κ − U)` can violate;
+    /// * `κ = U`: with `L = lcm(H, Π)`, `dbf(t + L) = dbf(t) + L·U` and
+    ///   `sbf(t + L) ≥ sbf(t) + L·κ` for `t ≥ Π − Θ`, so `t ≤ L + Π` suffices.
+    ///
+    /// Only dbf steps (`t = d_i + k·p_i`) are checked: dbf is constant between them and sbf
+    /// non-decreasing.
+    fn edf_check(&self, period: u64, budget: u64, form: SupplyForm) -> EdfVerdict {
+        let data = self.edf.as_ref().expect("EDF data");
+        let tasks = self.workload.tasks();
+        let last = tasks.len() - 1;
+        if budget == 0 {
+            return EdfVerdict::Fail(0);
+        }
+        let kappa = BigRational::new(BigInt::from(budget), BigInt::from(period));
+        // Inclusive horizon.
+        let horizon: u64 = match kappa.cmp(&data.utilization) {
+            Ordering::Less => return EdfVerdict::Fail(last),
+            Ordering::Greater => {
+                let blackout = BigInt::from(2 * (period - budget));
+                let bound = (&data.carry + &kappa * BigRational::from_integer(blackout))
+                    / (&kappa - &data.utilization);
+                match bound.ceil().to_integer().to_u64() {
+                    Some(b) if b <= MAX_TIME => b.saturating_sub(1),
+                    _ => return self.undecided(),
+                }
+            }
+            Ordering::Equal => {
+                match data
+                    .hyperperiod
+                    .and_then(|h| lcm(h, period))
+                    .and_then(|l| l.checked_add(period))
+                {
+                    Some(h) if h <= MAX_TIME => h,
+                    _ => return self.undecided(),
+                }
+            }
+        };
+        let events: u64 = tasks
+            .iter()
+            .filter(|task| task.deadline <= horizon)
+            .map(|task| (horizon - task.deadline) / task.period + 1)
+            .sum();
+        if events > EDF_MAX_EVENTS {
+            return self.undecided();
+        }
+        let mut steps: Vec<(u64, usize)> = Vec::with_capacity(events as usize);
+        for (index, task) in tasks.iter().enumerate() {
+            let mut t = task.deadline;
+            while t <= horizon {
+                steps.push((t, index));
+                t += task.period;
+            }
+        }
+        steps.sort_unstable();
+        let mut demand = 0u64;
+        let mut k = 0;
+        while k < steps.len() {
+            let t = steps[k].0;
+            let first_task = steps[k].1;
+            while k < steps.len() && steps[k].0 == t {
+                demand += tasks[steps[k].1].wcet;
+                k += 1;
+            }
+            if demand > sbf(form, period, budget, t) {
+                return EdfVerdict::Fail(first_task);
+            }
+        }
+        EdfVerdict::Pass
+    }
+
+    /// EDF: is `dbf(t) > max(0, t − 2)` for some t? Every general sbf with `Θ < Π` lies
+    /// below `max(0, t − 2(Π − Θ)) ≤ max(0, t − 2)`, so `Some(true)` proves that no interface
+    /// with `Θ < Π` (general form) is EDF-feasible. Checked at dbf steps up to
+    /// `(Σ(p_i − d_i)U_i + 2)/(1 − U)`, beyond which `U·t + Σ(p_i − d_i)U_i ≤ t − 2`.
+    /// `None` if that needs more than [`EDF_MAX_EVENTS`] steps.
+    fn edf_exceeds_blackout_two(&self) -> Option<bool> {
+        let data = self.edf.as_ref()?;
+        let one = BigRational::from_integer(BigInt::from(1));
+        let tasks = self.workload.tasks();
+        let horizon = match data.utilization.cmp(&one) {
+            // U ≥ 1: dbf(k·H) = k·H·U > k·H − 2.
+            Ordering::Equal | Ordering::Greater => return Some(true),
+            Ordering::Less => {
+                let bound = (&data.carry + BigRational::from_integer(BigInt::from(2)))
+                    / (&one - &data.utilization);
+                bound
+                    .ceil()
+                    .to_integer()
+                    .to_u64()
+                    .filter(|&b| b <= MAX_TIME)?
+            }
+        };
+        let events: u64 = tasks
+            .iter()
+            .filter(|task| task.deadline <= horizon)
+            .map(|task| (horizon - task.deadline) / task.period + 1)
+            .sum();
+        if events > EDF_MAX_EVENTS {
+            return None;
+        }
+        let mut steps: Vec<(u64, u64)> = Vec::with_capacity(events as usize);
+        for task in tasks {
+            let mut t = task.deadline;
+            while t <= horizon {
+                steps.push((t, task.wcet));
+                t += task.period;
+            }
+        }
+        steps.sort_unstable();
+        let mut demand = 0u64;
+        let mut k = 0;
+        while k < steps.len() {
+            let t = steps[k].0;
+            while k < steps.len() && steps[k].0 == t {
+                demand += steps[k].1;
+                k += 1;
+            }
+            if demand > t.saturating_sub(2) {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
+
+    fn undecided(&self) -> EdfVerdict {
+        self.inexact.set(true);
+        EdfVerdict::Undecided
+    }
+
+    /// MinExec(Π, W): the smallest integer Θ ∈ [1, Π] with which the workload passes the
+    /// test of its guest scheduler on `(Π, Θ)` with the sbf of `mode` (Lee et al. RTAS 2012,
+    /// Sec. IV; spec "MinExec"). `Err(Unschedulable)` names the task that fails even with
+    /// Θ = Π (a dedicated processor).
+    pub fn min_exec(&self, period: u64, mode: SbfMode) -> Result<u64, InterfaceError> {
+        self.min_exec_with_form(period, self.form(mode, period))
+    }
+
+    /// MinExec with an explicitly chosen sbf form. `SupplyForm::Harmonic` at a period that
+    /// does not divide every task period is **unsound**; this exists to demonstrate that
+    /// (spec check: W = {(25,3),(50,5),(100,4)} at Π = 11 would claim Θ = 3).
+    pub fn min_exec_with_form(&self, period: u64, form: SupplyForm) -> Result<u64, InterfaceError> {
+        if period == 0 || period > MAX_TIME {
+            return Err(InterfaceError::InvalidInterface { period, budget: 0 });
+        }
+        self.min_exec_capped(period, form, period)
+            .map_err(|failure| self.to_error(failure))
+    }
+
+    /// Error for a MinExec run whose cap was Π (so `AboveCap` cannot occur).
+    fn to_error(&self, failure: MinExecFailure) -> InterfaceError {
+        match failure {
+            MinExecFailure::Unschedulable(i) => InterfaceError::Unschedulable {
+                task_index: self.workload.declaration_index(i),
+                task: self.workload.tasks()[i],
+            },
+            MinExecFailure::AboveCap => unreachable!("MinExec capped at Π reports Unschedulable"),
+            MinExecFailure::TooLong => InterfaceError::AnalysisLimit {
+                what: "EDF demand test on a dedicated processor",
+                limit: EDF_MAX_EVENTS,
+            },
+        }
+    }
+
+    /// `CrT_i` with `rbf_i` at each point (RM only), computed once.
+    fn critical(&self) -> &Vec<Vec<(u64, u64)>> {
+        self.critical.get_or_init(|| {
+            (0..self.workload.len())
+                .map(|i| {
+                    let points = &self.rm_points[i];
+                    critical_points_from(points, self.workload.tasks()[i].deadline)
+                        .into_iter()
+                        .map(|index| points[index])
+                        .collect()
+                })
+                .collect()
+        })
+    }
+
+    /// `CrT_i` for the task at RM position `i` (RM guests only; empty for EDF).
+    pub fn critical_time_points(&self, i: usize) -> Vec<u64> {
+        if self.guest != GuestScheduler::Rm {
+            return Vec::new();
+        }
+        self.critical()[i].iter().map(|&(t, _)| t).collect()
+    }
+
+    /// `MaxResPeriod(κ, W)` (RM); `None` unless `0 < κ < 1`. See [`max_res_period`].
+    pub fn max_res_period(&self, kappa: Ratio) -> Option<u64> {
+        let (a, b) = (kappa.numer(), kappa.denom());
+        if a == 0 || a >= b {
+            return None;
+        }
+        match self.guest {
+            GuestScheduler::Rm => {
+                let per_task = self.critical().iter().map(|points| {
+                    points
+                        .iter()
+                        .map(|&(t, demand)| a as i128 * t as i128 - demand as i128 * b as i128)
+                        .max()
+                        .unwrap_or(i128::MIN)
+                });
+                Some(period_bound(a, b, per_task.min().unwrap_or(i128::MIN)))
+            }
+            GuestScheduler::Edf => {
+                let data = self.edf.as_ref().expect("EDF data");
+                let worst = data
+                    .probe_points
+                    .iter()
+                    .map(|&(t, demand)| a as i128 * t as i128 - demand as i128 * b as i128)
+                    .min()
+                    .unwrap_or(i128::MAX);
+                Some(period_bound(a, b, worst))
+            }
+        }
+    }
+
+    /// Algorithm 1 (Lee et al., RTAS 2012), extended with a period range, `Auto` harmonic
+    /// periods and EDF. See [`optimal_interface`].
+    pub fn optimal(
+        &self,
+        mode: SbfMode,
+        range: PeriodRange,
+    ) -> Result<OptimalInterface, InterfaceError> {
+        let low = range.min;
+        let high = range.max.unwrap_or(MAX_TIME).min(MAX_TIME);
+        if low == 0 || low > high {
+            return Err(InterfaceError::InvalidPeriodRange {
+                min: low,
+                max: range.max.unwrap_or(u64::MAX),
+            });
+        }
+        self.inexact.set(false);
+        let p_n = self.workload.max_period();
+        // Step 1: Θ' = MinExec(p_n); κ = Θ'/p_n (p_n clamped into the range).
+        let start = p_n.clamp(low, high);
+        let start_budget = self
+            .min_exec_capped(start, self.form(mode, start), start)
+            .map_err(|failure| self.to_error(failure))?;
+        let mut best = Interface::new(start, start_budget);
+        let mut evaluated = 1u64;
+        let mut proven = true;
+        let bound = |best: Interface| -> Option<u64> { self.max_res_period(best.bandwidth()) };
+        let mut limit = if start_budget < start {
+            bound(best).unwrap_or(high).min(high)
+        } else {
+            match self.guest {
+                // κ = 1: see the module docs. With start ≥ every deadline, no general
+                // interface beats bandwidth 1, and (low, low) is the tie-break winner.
+                GuestScheduler::Rm if start >= self.workload.max_deadline() => {
+                    best = Interface::new(low, low);
+                    low
+                }
+                GuestScheduler::Rm => high,
+                // Same argument for EDF: every general sbf with Θ < Π is ≤ max(0, t − 2), so
+                // if dbf exceeds that somewhere, only bandwidth 1 is feasible.
+                GuestScheduler::Edf if self.edf_exceeds_blackout_two() == Some(true) => {
+                    best = Interface::new(low, low);
+                    low
+                }
+                GuestScheduler::Edf => match range.max {
+                    Some(_) => high,
+                    None => {
+                        let fallback = p_n.saturating_mul(EDF_FALLBACK_FACTOR).min(high);
+                        proven = fallback >= high;
+                        fallback
+                    }
+                },
+            }
+        };
+        // Divisors of the period gcd: where Auto uses the harmonic form, for which Theorem 1
+        // (built on the general form's usbf) gives no bound. They are all ≤ p_1.
+        let harmonic_periods: Vec<u64> = match mode {
+            SbfMode::Auto => divisors(self.period_gcd)
+                .into_iter()
+                .filter(|&d| d >= low && d <= high)
+                .collect(),
+            SbfMode::General => Vec::new(),
+        };
+        let mut last_visited = start;
+        // Step 2: Π = low, low+1, … while Π ≤ Πmax (plus the harmonic periods above Πmax).
+        let mut period = low;
+        loop {
+            if period > limit {
+                match harmonic_periods.iter().find(|&&d| d >= period) {
+                    Some(&d) => period = d,
+                    None => break,
+                }
+            }
+            last_visited = last_visited.max(period);
+            // The start period was evaluated in step 1 and cannot beat itself or anything
+            // that already beat it.
+            if period != start {
+                if let Some(cap) = budget_cap(period, best) {
+                    evaluated += 1;
+                    if let Ok(budget) = self.min_exec_capped(period, self.form(mode, period), cap) {
+                        best = Interface::new(period, budget);
+                        if budget < period {
+                            if let Some(new_limit) = bound(best) {
+                                if !proven || new_limit < limit {
+                                    // Once some bandwidth < 1 is found the EDF bound applies
+                                    // too, and the fallback search becomes a proven one.
+                                    limit = new_limit.min(high);
+                                    proven = true;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            period += 1;
+        }
+        Ok(OptimalInterface {
+            interface: best,
+            proven_optimal: proven && !self.inexact.get(),
+            search_limit: last_visited,
+            periods_evaluated: evaluated,
+        })
+    }
+}
+
+impl EdfData {
+    fn new(workload: &Workload) -> EdfData {
+        let tasks = workload.tasks();
+        let utilization = workload.utilization().as_big().clone();
+        let mut carry = BigRational::zero();
+        for task in tasks {
+            carry += BigRational::new(
+                BigInt::from((task.period - task.deadline) * task.wcet),
+                BigInt::from(task.period),
+            );
+        }
+        let probe_horizon = workload.max_period() + workload.max_deadline();
+        let mut steps: Vec<u64> = Vec::new();
+        for task in tasks {
+            let mut t = task.deadline;
+            while t <= probe_horizon {
+                steps.push(t);
+                t += task.period;
+            }
+        }
+        steps.sort_unstable();
+        steps.dedup();
+        let probe_points = steps.into_iter().map(|t| (t, dbf(workload, t))).collect();
+        EdfData {
+            utilization,
+            carry,
+            hyperperiod: workload.hyperperiod(),
+            probe_points,
+        }
+    }
+}
+
+/// `⌊b·m / (a(b − a))⌋` clamped at 0, where `m = a·t − rbf·b` is the numerator of
+/// `(κt − rbf)/(κ(1−κ))` scaled by `b` (κ = a/b).
+fn period_bound(a: u64, b: u64, m: i128) -> u64 {
+    if m <= 0 {
+        return 0;
+    }
+    // m ≤ a·t ≤ 2^80 here, so b·m ≤ 2^120 fits u128.
+    let numerator = b as u128 * m as u128;
+    let denominator = a as u128 * (b - a) as u128;
+    u64::try_from(numerator / denominator).unwrap_or(u64::MAX)
+}
+
+/// The largest Θ such that `(period, Θ)` beats `best`: strictly smaller bandwidth, or equal
+/// bandwidth and a smaller period. `None` if no Θ ≥ 1 does.
+fn budget_cap(period: u64, best: Interface) -> Option<u64> {
+    // Θ/period < B/P  ⇔  Θ·P < B·period.
+    let scaled = best.budget as u128 * period as u128;
+    let denominator = best.period as u128;
+    let cap = if period < best.period {
+        scaled / denominator // equality allowed
+    } else {
+        (scaled.saturating_sub(1)) / denominator
+    };
+    let cap = cap.min(period as u128) as u64;
+    (cap >= 1).then_some(cap)
+}
+
+/// All divisors of `n` (ascending); empty for 0.
+fn divisors(n: u64) -> Vec<u64> {
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut small = Vec::new();
+    let mut large = Vec::new();
+    let mut d = 1;
+    while d * d <= n {
+        if n.checked_rem(d) == Some(0) {
+            small.push(d);
+            if d * d != n {
+                large.push(n / d);
+            }
+        }
+        d += 1;
+    }
+    small.extend(large.into_iter().rev());
+    small
+}
+
+/// Indices into `points` (Lemma 1 test points `(t, rbf_i(t))`, ascending) of `CrT_i`:
+/// for each integer `s ∈ [0, d_i)`, every minimiser over `t ∈ (s, d_i]` of `rbf_i(t)/(t − s)`.
+///
+/// Only test points can minimise: between two of them rbf_i is constant and `t − s` grows.
+/// The smallest minimiser is non-decreasing in s (if `t₂ > t₁` is at least as good as `t₁`
+/// at s, it stays so for larger s, because `rbf_i(t₂) ≥ rbf_i(t₁)`), so each scan starts
+/// at the previous smallest minimiser.
+fn critical_points_from(points: &[(u64, u64)], deadline: u64) -> Vec<usize> {
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut start = 0usize;
+    for s in 0..deadline {
+        while start < points.len() && points[start].0 <= s {
+            start += 1;
+        }
+        let mut best: Vec<usize> = Vec::new();
+        for index in start..points.len() {
+            match best.first() {
+                None => best.push(index),
+                Some(&current) => match compare_density(points[index], points[current], s) {
+                    Ordering::Less => {
+                        best.clear();
+                        best.push(index);
+                    }
+                    Ordering::Equal => best.push(index),
+                    Ordering::Greater => {}
+                },
+            }
+        }
+        if let Some(&first) = best.first() {
+            start = first;
+        }
+        chosen.extend(best);
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+    chosen
+}
+
+/// Compares `r₁/(t₁ − s)` with `r₂/(t₂ − s)` exactly (both `t > s`).
+fn compare_density((t1, r1): (u64, u64), (t2, r2): (u64, u64), s: u64) -> Ordering {
+    (r1 as u128 * (t2 - s) as u128).cmp(&(r2 as u128 * (t1 - s) as u128))
+}
+
+/// MinExec(Π, W) (Lee et al., RTAS 2012, Sec. IV; spec "MinExec"): the smallest integer
+/// `Θ ∈ [1, Π]` with which W passes its guest scheduler's test on `(Π, Θ)` — Lemma 1 for RM
+/// (Shin & Lee's RM condition), dbf ≤ sbf for EDF (Shin & Lee's EDF condition) — using the sbf that `mode`
+/// allows at Π. `Err(InterfaceError::Unschedulable)` names the task that fails even at
+/// `Θ = Π`, i.e. on a dedicated processor.
+///
+/// ```
+/// use rtvmm_analysis::{min_exec, GuestScheduler, SbfMode, Workload};
+/// let w = Workload::from_pairs(&[(7, 2), (8, 1), (10, 1)]).unwrap();
+/// assert_eq!(min_exec(5, &w, SbfMode::General, GuestScheduler::Rm), Ok(4));
+/// ```
+pub fn min_exec(
+    period: u64,
+    w: &Workload,
+    mode: SbfMode,
+    guest: GuestScheduler,
+) -> Result<u64, InterfaceError> {
+    InterfaceAnalyzer::new(w, guest).min_exec(period, mode)
+}
+
+/// Lemma 1 (RM): is `w` schedulable on `interface` with the sbf `form`? Evaluated at the
+/// test points of [`rm_test_points`]. `Err(i)` gives the RM index of
+/// the first task for which no t works.
+pub fn rm_schedulable(w: &Workload, interface: Interface, form: SupplyForm) -> Result<(), usize> {
+    match InterfaceAnalyzer::new(w, GuestScheduler::Rm).first_failure(interface, form) {
+        None => Ok(()),
+        Some(i) => Err(i),
+    }
+}
+
+/// The EDF condition `∀t > 0: dbf(t) ≤ sbf(t)` (Shin & Lee), decided exactly on the finite
+/// horizon derived in this module. `false` also when that horizon would exceed
+/// [`EDF_MAX_EVENTS`] steps (conservative).
+pub fn edf_schedulable(w: &Workload, interface: Interface, form: SupplyForm) -> bool {
+    InterfaceAnalyzer::new(w, GuestScheduler::Edf).is_schedulable(interface, form)
+}
+
+/// Critical time points `CrT_i` of the task at RM position `i` (0-based) — Lee et al.,
+/// RTAS 2012, Sec. IV (used by Theorem 1): `{ argmin_{t ∈ (s, d_i]} rbf_i(t)/(t − s) : s =
+/// 0, 1, …, d_i − 1 }` over integer t, keeping every minimiser on ties. Ascending.
+pub fn critical_time_points(w: &Workload, i: usize) -> Vec<u64> {
+    let points = rm_test_points(w, i);
+    critical_points_from(&points, w.tasks()[i].deadline)
+        .into_iter()
+        .map(|index| points[index].0)
+        .collect()
+}
+
+/// The minimisers over integer `t ∈ (s, d_i]` of `rbf_i(t)/(t − s)` for one `s` (all of
+/// them, ascending). `CrT_i` is the union of these over `s = 0 … d_i − 1`.
+pub fn critical_time_points_at(w: &Workload, i: usize, s: u64) -> Vec<u64> {
+    let points: Vec<(u64, u64)> = rm_test_points(w, i)
+        .into_iter()
+        .filter(|&(t, _)| t > s)
+        .collect();
+    let mut best: Vec<(u64, u64)> = Vec::new();
+    for point in points {
+        match best.first() {
+            None => best.push(point),
+            Some(&current) => match compare_density(point, current, s) {
+                Ordering::Less => best = vec![point],
+                Ordering::Equal => best.push(point),
+                Ordering::Greater => {}
+            },
+        }
+    }
+    best.into_iter().map(|(t, _)| t).collect()
+}
+
+/// The critical time point `X_{i,Π}` of task i for the interface `(Π, Θ)` (Lee et al.,
+/// RTAS 2012, Sec. IV): the point of `CrT_i` that the proof of Theorem 1 uses for this
+/// interface, namely the minimiser of `rbf_i(t)/(t − s)` with `s = Π − Θ`, the x-intercept
+/// of the interface's usbf (`usbf(t) = (Θ/Π)(t − s)`). All minimisers on ties, ascending.
+///
+/// Worked example (paper, spec): W = {(7,2),(8,1),(10,1)}, i = 2 (1-based, the task (8,1)),
+/// Π = 5: MinExec(5) = 4, s = 1, and `X_{2,5} = 7` (`3/6 < 5/7`). For this task the answer is
+/// 7 for every s ≤ 5, i.e. for every Θ ≥ 0 at Π = 5, so the example does not depend on which
+/// Θ the interface has.
+pub fn critical_time_point(w: &Workload, i: usize, interface: Interface) -> Vec<u64> {
+    critical_time_points_at(w, i, interface.period - interface.budget)
+}
+
+/// `MaxResPeriod(κ, W) = min_i max_{t ∈ CrT_i} (κ·t − rbf_i(t)) / (κ·(1 − κ))`, floored to
+/// an integer period and clamped at 0 (Lee et al., RTAS 2012, Theorem 1): no RM-feasible
+/// interface with the general sbf and bandwidth ≤ κ has a larger period. Exact (κ = a/b,
+/// integer arithmetic). `None` when `κ = 0` or `κ ≥ 1`, where the formula divides by zero;
+/// for κ = 1 see the module docs (Algorithm 1 then returns the bandwidth-1 interface with
+/// the smallest allowed period, unless `Auto` finds a harmonic interface below 1).
+pub fn max_res_period(kappa: Ratio, w: &Workload) -> Option<u64> {
+    InterfaceAnalyzer::new(w, GuestScheduler::Rm).max_res_period(kappa)
+}
+
+/// The EDF analogue of Theorem 1 (derived here, not in the paper):
+/// `min_{t} (κ·t − dbf(t)) / (κ(1 − κ))` over the dbf steps `t ≤ p_n + d_max`.
+///
+/// Why it is safe: if `(Π, Θ')` with `κ' = Θ'/Π < 1` is EDF-feasible with the general sbf,
+/// then for **every** t, `dbf(t) ≤ sbf(t) ≤ usbf(t) = κ'(t − Π(1 − κ'))`, so
+/// `Π ≤ (κ't − dbf(t))/(κ'(1 − κ'))` for every t; as for Theorem 1 the right side grows with
+/// κ' where it is positive, so any κ ≥ κ' bounds Π too, and a minimum over any subset of
+/// t's is still a bound. `None` unless `0 < κ < 1`.
+pub fn max_res_period_edf(kappa: Ratio, w: &Workload) -> Option<u64> {
+    InterfaceAnalyzer::new(w, GuestScheduler::Edf).max_res_period(kappa)
+}
+
+/// The bandwidth-optimal integer interface (Algorithm 1 of Lee et al., RTAS 2012, Sec. IV):
+///
+/// 1. `Θ' = MinExec(p_n)`, `κ = Θ'/p_n`, `best = (p_n, Θ')`, `Πmax = MaxResPeriod(κ, W)`;
+/// 2. for `Π = 1, 2, …` while `Π ≤ Πmax`: `Θ = MinExec(Π)`; if `Θ/Π < κ` then `κ = Θ/Π`,
+///    `best = (Π, Θ)`, `Πmax = min(Πmax, MaxResPeriod(κ, W))`;
+/// 3. return best.
+///
+/// Extensions, each keeping the result exact:
+/// * **Ties**: equal bandwidth → smaller period wins.
+/// * **Period range** `[min, max]`: step 1 uses p_n clamped into the range, step 2 starts at
+///   `min` and stops at `min(Πmax, max)`.
+/// * **`SbfMode::Auto`**: periods dividing every task period use the harmonic sbf, for which
+///   Theorem 1 gives no bound; they are all ≤ p_1 and are searched exhaustively in addition.
+/// * **κ = 1** (`MinExec(p_n) = p_n`): see the module docs.
+/// * **EDF guests**: `Πmax` comes from [`max_res_period_edf`] (safe, proof there). If κ = 1:
+///   when `dbf(t) > t − 2` somewhere, no general interface with `Θ < Π` can work (as for
+///   RM) and `(min, min)` is optimal; otherwise, with no `max` given, periods up to
+///   `EDF_FALLBACK_FACTOR · p_n` are tried, and if none has bandwidth < 1 the answer has
+///   `proven_optimal = false`.
+/// * Speed: only budgets that would beat the current best are tried (`MinExec` capped at
+///   the largest such Θ), which is what makes most periods a single failed Lemma 1 scan.
+///
+/// `Err(Unschedulable)` when the workload fails even on a dedicated processor.
+///
+/// ```
+/// use rtvmm_analysis::{optimal_interface, Interface, SearchOptions, SbfMode, Workload};
+/// let w = Workload::from_pairs(&[(25, 3), (50, 5), (100, 4)]).unwrap();
+/// let general = SearchOptions { mode: SbfMode::General, ..Default::default() };
+/// assert_eq!(optimal_interface(&w, &general).unwrap().interface, Interface::new(7, 2));
+/// ```
+pub fn optimal_interface(
+    w: &Workload,
+    options: &SearchOptions,
+) -> Result<OptimalInterface, InterfaceError> {
+    InterfaceAnalyzer::new(w, options.guest).optimal(options.mode, options.periods)
+}
+
+/// The interface for a fixed period (spec, "Fixed-period interfaces", e.g. ARINC-653
+/// partitions): `(Π, MinExec(Π, W))`. The rounding up of Θ shows as extra overhead.
+pub fn fixed_period_interface(
+    w: &Workload,
+    period: u64,
+    mode: SbfMode,
+    guest: GuestScheduler,
+) -> Result<Interface, InterfaceError> {
+    min_exec(period, w, mode, guest).map(|budget| Interface::new(period, budget))
+}
+
+/// Slow reference for [`optimal_interface`]: MinExec at every period in
+/// `[range.min, min(range.max, up_to)]`, keeping the smallest bandwidth (ties → smaller
+/// period). For tests and cross-checks.
+pub fn optimal_interface_brute_force(
+    w: &Workload,
+    options: &SearchOptions,
+    up_to: u64,
+) -> Result<Interface, InterfaceError> {
+    let analyzer = InterfaceAnalyzer::new(w, options.guest);
+    let high = options.periods.max.unwrap_or(u64::MAX).min(up_to);
+    let mut best: Option<Interface> = None;
+    for period in options.periods.min.max(1)..=high {
+        let budget = analyzer.min_exec(period, options.mode)?;
+        let candidate = Interface::new(period, budget);
+        let better = match best {
+            None => true,
+            Some(current) => candidate.bandwidth() < current.bandwidth(),
+        };
+        if better {
+            best = Some(candidate);
+        }
+    }
+    best.ok_or(InterfaceError::InvalidPeriodRange {
+        min: options.periods.min,
+        max: high,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn divisors_are_complete() {
+        assert_eq!(divisors(12), vec![1, 2, 3, 4, 6, 12]);
+        assert_eq!(divisors(25), vec![1, 5, 25]);
+        assert_eq!(divisors(1), vec![1]);
+    }
+
+    #[test]
+    fn budget_cap_respects_tie_rule() {
+        let best = Interface::new(10, 4); // 0.4
+        assert_eq!(budget_cap(5, best), Some(2)); // 2/5 = 0.4, smaller period: allowed
+        assert_eq!(budget_cap(15, best), Some(5)); // 6/15 = 0.4 not allowed, 5/15 < 0.4
+        assert_eq!(budget_cap(2, Interface::new(10, 1)), None); // would need Θ < 0.2
+    }
+}

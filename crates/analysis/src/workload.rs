@@ -1,0 +1,257 @@
+//! The workload model: periodic tasks `T_i = (p_i, e_i, d_i)` in rate-monotonic order.
+//!
+//! Source: Liu & Layland, JACM 1973 (the periodic task model and RM priorities); Shin &
+//! Lee, "Compositional real-time scheduling framework with periodic model", ACM TECS 7(3),
+//! 2008, Section 2 (the workload notation used throughout this crate).
+
+use serde::Serialize;
+
+use crate::error::WorkloadError;
+use crate::ratio::{gcd, lcm, ExactSum, Ratio};
+
+/// Largest time value accepted anywhere (2^40 units). Keeps every intermediate product of
+/// the analyses (`t·Θ`, `⌈t/p⌉·e` summed over tasks, cross-multiplied ratios) inside
+/// `u128`/`i128` with room to spare. With a 1 µs unit this is about 12.7 days.
+pub const MAX_TIME: u64 = 1 << 40;
+
+/// A periodic task: released every `period` time units, needing at most `wcet` units of
+/// processor time per job, each job due `deadline` units after its release.
+///
+/// Source: Liu & Layland 1973 (implicit deadlines); constrained deadlines `d ≤ p` as in
+/// Audsley et al., "Applying new scheduling theory to static priority pre-emptive
+/// scheduling", Software Engineering Journal 8(5), 1993.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Task {
+    /// `p_i`, the (minimum) release separation.
+    pub period: u64,
+    /// `e_i`, the worst-case execution time.
+    pub wcet: u64,
+    /// `d_i`, the relative deadline, `0 < d_i ≤ p_i`.
+    pub deadline: u64,
+}
+
+impl Task {
+    /// A task with an implicit deadline (`d = p`), as in the spec's `(p, e)` notation.
+    pub fn new(period: u64, wcet: u64) -> Task {
+        Task {
+            period,
+            wcet,
+            deadline: period,
+        }
+    }
+
+    /// A task with a constrained deadline `d ≤ p`.
+    pub fn with_deadline(period: u64, wcet: u64, deadline: u64) -> Task {
+        Task {
+            period,
+            wcet,
+            deadline,
+        }
+    }
+
+    /// `e_i / p_i`, exactly.
+    pub fn utilization(&self) -> Ratio {
+        Ratio::new(self.wcet, self.period)
+    }
+
+    /// Checks `0 < e ≤ p`, `0 < d ≤ p`, `p ≤ MAX_TIME`. `e > d` is allowed (such a task is
+    /// simply unschedulable, which the analyses report).
+    pub fn validate(&self, index: usize) -> Result<(), WorkloadError> {
+        if self.period == 0 {
+            return Err(WorkloadError::ZeroPeriod { task: index });
+        }
+        if self.period > MAX_TIME {
+            return Err(WorkloadError::TooLarge {
+                task: index,
+                value: self.period,
+            });
+        }
+        if self.wcet == 0 {
+            return Err(WorkloadError::ZeroWcet { task: index });
+        }
+        if self.wcet > self.period {
+            return Err(WorkloadError::WcetExceedsPeriod {
+                task: index,
+                wcet: self.wcet,
+                period: self.period,
+            });
+        }
+        if self.deadline == 0 || self.deadline > self.period {
+            return Err(WorkloadError::BadDeadline {
+                task: index,
+                deadline: self.deadline,
+                period: self.period,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// A validated, non-empty set of periodic tasks, kept in **rate-monotonic order**: sorted by
+/// period, ties broken by declaration order (a stable sort), so `tasks()[0]` has the highest
+/// RM priority. [`Workload::declaration_index`] maps an RM position back to the caller's
+/// order so that errors and reports can name the task the caller wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workload {
+    tasks: Vec<Task>,
+    declared_at: Vec<usize>,
+}
+
+impl Workload {
+    /// Validates and sorts the tasks (RM order, stable).
+    pub fn new(tasks: impl IntoIterator<Item = Task>) -> Result<Workload, WorkloadError> {
+        let declared: Vec<Task> = tasks.into_iter().collect();
+        if declared.is_empty() {
+            return Err(WorkloadError::Empty);
+        }
+        for (index, task) in declared.iter().enumerate() {
+            task.validate(index)?;
+        }
+        let mut order: Vec<usize> = (0..declared.len()).collect();
+        order.sort_by_key(|&index| declared[index].period); // stable: ties keep declaration order
+        Ok(Workload {
+            tasks: order.iter().map(|&index| declared[index]).collect(),
+            declared_at: order,
+        })
+    }
+
+    /// Convenience for implicit-deadline tasks given as `(period, wcet)` pairs.
+    pub fn from_pairs(pairs: &[(u64, u64)]) -> Result<Workload, WorkloadError> {
+        Workload::new(pairs.iter().map(|&(p, e)| Task::new(p, e)))
+    }
+
+    /// The tasks in RM order (index 0 = highest priority).
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// Number of tasks.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Always false: a `Workload` has at least one task.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// The caller's (declaration) index of the task at RM position `rm_index`.
+    pub fn declaration_index(&self, rm_index: usize) -> usize {
+        self.declared_at[rm_index]
+    }
+
+    /// `p_n`, the largest period.
+    pub fn max_period(&self) -> u64 {
+        self.tasks.last().map_or(0, |task| task.period)
+    }
+
+    /// The largest relative deadline.
+    pub fn max_deadline(&self) -> u64 {
+        self.tasks
+            .iter()
+            .map(|task| task.deadline)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// gcd of all periods: the periods Π for which the harmonic supply bound can be sound
+    /// are exactly its divisors (see [`crate::SbfMode`]).
+    pub fn period_gcd(&self) -> u64 {
+        self.tasks.iter().fold(0, |g, task| gcd(g, task.period))
+    }
+
+    /// The hyperperiod (lcm of periods), `None` if it overflows `u64`.
+    pub fn hyperperiod(&self) -> Option<u64> {
+        self.tasks
+            .iter()
+            .try_fold(1u64, |l, task| lcm(l, task.period))
+    }
+
+    /// W is harmonic iff every pair of periods divides one another (spec, "Workloads").
+    /// In RM order it suffices that each period divides the next.
+    pub fn is_harmonic(&self) -> bool {
+        self.tasks
+            .windows(2)
+            .all(|pair| pair[1].period % pair[0].period == 0)
+    }
+
+    /// True when every deadline equals its period.
+    pub fn has_implicit_deadlines(&self) -> bool {
+        self.tasks.iter().all(|task| task.deadline == task.period)
+    }
+
+    /// `bw(W) = Σ e_i / p_i`, exactly.
+    pub fn utilization(&self) -> ExactSum {
+        ExactSum::of(self.tasks.iter().map(Task::utilization))
+    }
+
+    /// `bw(W)` as `f64`, for display.
+    pub fn utilization_f64(&self) -> f64 {
+        self.utilization().to_f64()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rm_order_is_stable_by_period() {
+        let w = Workload::new([
+            Task::new(10, 1),
+            Task::new(5, 1),
+            Task::new(10, 2),
+            Task::new(5, 2),
+        ])
+        .unwrap();
+        let periods_wcets: Vec<(u64, u64)> = w.tasks().iter().map(|t| (t.period, t.wcet)).collect();
+        assert_eq!(periods_wcets, vec![(5, 1), (5, 2), (10, 1), (10, 2)]);
+        assert_eq!(
+            (0..4).map(|i| w.declaration_index(i)).collect::<Vec<_>>(),
+            vec![1, 3, 0, 2]
+        );
+    }
+
+    #[test]
+    fn harmonic_detection() {
+        assert!(Workload::from_pairs(&[(25, 3), (50, 5), (100, 4)])
+            .unwrap()
+            .is_harmonic());
+        assert!(!Workload::from_pairs(&[(7, 2), (8, 1), (10, 1)])
+            .unwrap()
+            .is_harmonic());
+        assert!(Workload::from_pairs(&[(4, 1), (4, 1)])
+            .unwrap()
+            .is_harmonic());
+    }
+
+    #[test]
+    fn validation_names_the_task() {
+        assert_eq!(Workload::new([]), Err(WorkloadError::Empty));
+        assert_eq!(
+            Workload::from_pairs(&[(5, 1), (3, 4)]),
+            Err(WorkloadError::WcetExceedsPeriod {
+                task: 1,
+                wcet: 4,
+                period: 3
+            })
+        );
+        assert_eq!(
+            Workload::new([Task::with_deadline(5, 1, 6)]),
+            Err(WorkloadError::BadDeadline {
+                task: 0,
+                deadline: 6,
+                period: 5
+            })
+        );
+    }
+
+    #[test]
+    fn utilization_is_exact() {
+        let w = Workload::from_pairs(&[(25, 3), (50, 5), (100, 4)]).unwrap();
+        // 3/25 + 5/50 + 4/100 = 12/100 + 10/100 + 4/100 = 26/100 = 13/50
+        assert_eq!(w.utilization().to_ratio(), Some(Ratio::new(13, 50)));
+        assert_eq!(w.period_gcd(), 25);
+        assert_eq!(w.hyperperiod(), Some(100));
+    }
+}

@@ -1,0 +1,17 @@
+//! Integration tests of rtvmm-analysis, one binary.
+//!
+//! * `worked_examples` — the papers' and the spec's examples, values derived by hand.
+//! * `oracle` — sbf and flat FP RTA against the `response-time-analysis` crate.
+//! * `properties` — Algorithm 1 vs brute force, monotonicity, MinExec minimality, Auto vs
+//!   General, critical time points vs their definition, EDF test vs a naive check.
+//! * `hierarchical_sim` — Davis & Burns bounds and Lemma 1 against a discrete-time simulator.
+//! * `carts_input` — the CARTS reader, its errors, and CARTS → system analysis → JSON.
+//!
+//! `util` holds the independent reference implementations the tests compare against.
+
+mod carts_input;
+mod hierarchical_sim;
+mod oracle;
+mod properties;
+mod util;
+mod worked_examples;
