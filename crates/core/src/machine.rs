@@ -304,7 +304,7 @@ impl Machine {
         Ok(id)
     }
 
-    /// Removes a VCPU at `now`; if it was running, its pcpu reschedules at once.
+    /// Removes a VCPU at `now`; the pcpu reschedules at once.
     pub fn remove_vcpu(&mut self, now: Nanos, vcpu: VcpuId) -> Result<(), MachineError> {
         self.entry(vcpu)?;
         self.account(now);
@@ -313,8 +313,10 @@ impl Machine {
                 p.activity = Activity::Idle;
                 p.last_run = None;
                 p.slice_end = None;
-                p.request(ScheduleReason::Reconfigure);
             }
+            // Even when it is not running, the VCPU may be what the running decision is paid
+            // from (an idling PTPS server, a lending WCPS/CRPS server): decide again.
+            p.request(ScheduleReason::Reconfigure);
         }
         let mut cx = Cx {
             now,
@@ -591,7 +593,7 @@ impl Machine {
                 // The next tick is the first multiple of q after now. Ticks stay on that
                 // grid, so in the usual case (this tick is handled before the next one is
                 // due) it is simply one quantum on — and the division is skipped.
-                debug_assert!(p.next_tick.as_ns() % q.as_ns() == 0, "tick off the grid");
+                debug_assert_eq!(p.next_tick.floor_to(q), p.next_tick, "tick off the grid");
                 let following = p.next_tick + q;
                 p.next_tick = if now < following {
                     following

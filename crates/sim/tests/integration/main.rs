@@ -8,4 +8,6 @@ mod baselines;
 mod deferrable;
 mod fp_servers;
 mod overheads;
+mod properties;
 mod results;
+mod runtime_changes;
