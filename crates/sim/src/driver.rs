@@ -118,6 +118,14 @@ pub struct Simulation {
     now: Nanos,
     trace: Option<Vec<(Nanos, TraceEvent)>>,
     check_invariants: bool,
+    /// The machine's `poll_timeout()` as of the end of the last `settle`; it holds until
+    /// the machine is told something (`machine_told`).
+    machine_due: Nanos,
+    machine_told: bool,
+    /// `(domain, time)`: how long domain's current job still needs to run, while its
+    /// guest has only run since this was computed (a release or a finish forgets it).
+    /// Saves asking the guest's scheduler on every step.
+    job_left: Option<(usize, Nanos)>,
 }
 
 impl Simulation {
@@ -136,6 +144,9 @@ impl Simulation {
             now: Nanos::ZERO,
             trace: record.then(Vec::new),
             check_invariants: cfg!(debug_assertions),
+            machine_due: Nanos::ZERO,
+            machine_told: true,
+            job_left: None,
         };
         for d in &spec.domains {
             sim.add_domain(d.clone())?;
@@ -209,6 +220,8 @@ impl Simulation {
 
     fn apply(&mut self, change: Change) -> Result<(), SimError> {
         let now = self.now;
+        self.machine_told = true;
+        self.job_left = None;
         match change {
             Change::SetParams { domain, params } => {
                 let i = self.domain_index(now, &domain)?;
@@ -239,8 +252,13 @@ impl Simulation {
 
     /// Lets the machine handle everything due at `self.now`.
     fn settle(&mut self) {
-        while self.machine.poll_timeout() <= self.now {
+        if self.machine_told {
+            self.machine_due = self.machine.poll_timeout();
+            self.machine_told = false;
+        }
+        while self.machine_due <= self.now {
             self.machine.handle_timeout(self.now);
+            self.machine_due = self.machine.poll_timeout();
         }
     }
 
@@ -261,38 +279,53 @@ impl Simulation {
         }
     }
 
-    /// The instant of the next event, capped at `end`.
-    fn next_instant(&self, end: Nanos) -> Nanos {
-        let mut t = self.machine.poll_timeout().min(end);
+    /// The instant of the next event, capped at `end`, and how long the running VCPU's
+    /// current job still needs (if a VCPU runs).
+    fn next_instant(&self, end: Nanos) -> (Nanos, Option<Nanos>) {
+        let mut t = self.machine_due.min(end);
         if let Some(Reverse((at, _, _))) = self.releases.peek() {
             t = t.min(*at);
         }
         if let Some(c) = self.changes.get(self.next_change) {
             t = t.min(c.at.max(self.now));
         }
+        let mut job_left = None;
         if let Some(v) = self.machine.running(PcpuId(0)) {
-            if let Some(left) = self.domains[self.domain_of_vcpu[v.index()]]
-                .guest
-                .time_to_completion()
-            {
+            let d = self.domain_of_vcpu[v.index()];
+            let guest = &self.domains[d].guest;
+            job_left = match self.job_left {
+                Some((cached, left)) if cached == d => Some(left),
+                _ => guest.time_to_completion(),
+            };
+            debug_assert_eq!(job_left, guest.time_to_completion(), "stale job_left");
+            if let Some(left) = job_left {
                 t = t.min(self.now + left);
             }
         }
-        t
+        (t, job_left)
     }
 
     /// Advances to the next event (at most `end`). Returns the new time.
     pub fn step(&mut self, end: Nanos) -> Result<Nanos, SimError> {
-        let t = self.next_instant(end);
+        let (t, job_left) = self.next_instant(end);
         // 2. The running VCPU's guest gets [now, t).
         if t > self.now {
             if let Some(v) = self.machine.running(PcpuId(0)) {
                 let d = self.domain_of_vcpu[v.index()];
                 let start = self.now;
                 let guest = &mut self.domains[d].guest;
-                let running = guest.current_job().map(|j| (j.task, j.seq));
+                // Which job runs is only needed for the trace.
+                let running = match self.trace {
+                    Some(_) => guest.current_job().map(|j| (j.task, j.seq)),
+                    None => None,
+                };
                 let finished = guest.run(start, t - start);
                 let has_work = guest.has_work();
+                // The same job runs on unless it finished.
+                self.job_left = match (&finished, job_left) {
+                    (None, Some(left)) => Some((d, left - (t - start))),
+                    _ => None,
+                };
                 if let Some((task, seq)) = running {
                     self.record(
                         start,
@@ -320,6 +353,7 @@ impl Simulation {
                 }
                 if !has_work {
                     self.machine.block(t, v);
+                    self.machine_told = true;
                 }
             }
         }
@@ -348,8 +382,13 @@ impl Simulation {
                     seq,
                 },
             );
+            if self.job_left.is_some_and(|(cached, _)| cached == d) {
+                // The new job may come first in its guest.
+                self.job_left = None;
+            }
             if !had_work {
                 self.machine.wake(t, vcpu);
+                self.machine_told = true;
             }
         }
         // 3b. Scheduled changes due now.
@@ -378,6 +417,8 @@ impl Simulation {
             self.step(end)?;
         }
         self.machine.advance(end);
+        // Accounting may have ended an overhead and started its decision.
+        self.machine_told = true;
         self.collect_core_events();
         Ok(())
     }

@@ -1,0 +1,1044 @@
+//! Exporting a recorded trace, for existing trace viewers and for spreadsheets.
+//!
+//! # Chrome / Perfetto trace-event JSON ([`TraceFormat::ChromeJson`])
+//! The "Trace Event Format" (`{"traceEvents": [...], "displayTimeUnit": "ns"}`), which
+//! <https://ui.perfetto.dev> and `chrome://tracing` open directly (drag the file in). Its
+//! time unit is the microsecond: `ts` and `dur` are written as µs with three decimals, so
+//! they keep full nanosecond precision (written from integers, never through a float).
+//!
+//! Tracks (processes `pid` and threads `tid`, named by `ph:"M"` metadata):
+//! - process **"pcpus"**: one thread per pcpu (`pcpu 0`, ...). Complete events (`ph:"X"`)
+//!   cover the pcpu's whole run: the running VCPU (named after its domain), `IDLE`, or
+//!   `overhead`. The `args` say which VCPU and why it was switched in.
+//! - one process per **domain** (`domain d1`, ...), holding
+//!   - one thread per VCPU (`vcpu 0`): its running intervals, and instants (`ph:"i"`) for
+//!     `wake`, `block`, `replenish` (new budget), `budget exhausted`, `budget discarded`;
+//!   - one thread per task (its name): one complete event per stretch of execution of a
+//!     job (`<task> #<seq>`), and instants for `release`, `finish` (with `missed`) and
+//!     `deadline miss` (at the job's deadline, for a job that finished late or had not
+//!     finished by the end of the trace).
+//!
+//! Thread ids are unique over the whole file (pcpus first, then VCPUs, then tasks), and
+//! `process_sort_index`/`thread_sort_index` keep the tracks in this order in the viewer.
+//!
+//! # CSV ([`TraceFormat::Csv`])
+//! One row per recorded event, in trace order, under the header
+//! `time_ns,kind,pcpu,vcpu,domain,task,job,detail`:
+//!
+//! | kind | pcpu | vcpu | domain | task | job | detail |
+//! |---|---|---|---|---|---|---|
+//! | `switch` | ✓ | switched-in VCPU (empty = IDLE) | its domain | | | `from=<vcpu or idle>;reason=<why>` |
+//! | `resume` | ✓ | VCPU resumed after overhead (empty = IDLE) | its domain | | | |
+//! | `overhead` | ✓ | | | | | `cost_ns=<n>` |
+//! | `wake`, `block`, `budget_exhausted` | | ✓ | ✓ | | | |
+//! | `replenish` | | ✓ | ✓ | | | `budget_ns=<n>` |
+//! | `budget_discarded` | | ✓ | ✓ | | | `amount_ns=<n>` |
+//! | `release` | | | ✓ | ✓ | ✓ | |
+//! | `run` | | | ✓ | ✓ | ✓ | `end_ns=<n>` (the job ran during `[time_ns, end_ns)`) |
+//! | `finish` | | | ✓ | ✓ | ✓ | `missed=<true or false>` |
+//!
+//! Domains and tasks are written by name (quoted as RFC 4180 says when a name needs it);
+//! pcpus, VCPUs and jobs by number. Column order is stable.
+//!
+//! Both outputs are byte-deterministic: they depend only on the trace and the names, in
+//! their order (no hash map, no float formatting).
+
+use std::collections::VecDeque;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use rtvmm_core::event::CoreEvent;
+use rtvmm_core::model::{PcpuId, VcpuId};
+use rtvmm_core::Nanos;
+
+use crate::driver::{GuestEvent, Simulation, TraceEvent};
+
+/// How to write a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Chrome / Perfetto trace-event JSON.
+    ChromeJson,
+    /// One CSV row per event.
+    Csv,
+}
+
+/// Why a trace format could not be chosen.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TraceFormatError {
+    #[error(
+        "{}: unknown trace format; name the file *.json (Chrome/Perfetto) or *.csv",
+        .0.display()
+    )]
+    UnknownExtension(PathBuf),
+}
+
+impl TraceFormat {
+    /// Chooses the format by the file's extension (case-insensitive): `.json` or `.csv`.
+    pub fn from_path(path: &Path) -> Result<TraceFormat, TraceFormatError> {
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(|e| e.to_ascii_lowercase());
+        match ext.as_deref() {
+            Some("json") => Ok(TraceFormat::ChromeJson),
+            Some("csv") => Ok(TraceFormat::Csv),
+            _ => Err(TraceFormatError::UnknownExtension(path.to_path_buf())),
+        }
+    }
+}
+
+/// A task's name, and its relative deadline when known (for `deadline miss` instants).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskNames {
+    pub name: String,
+    pub deadline: Option<Nanos>,
+}
+
+/// A domain's name, its tasks, and when it was removed (its unfinished jobs are then not
+/// reported as missed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainNames {
+    pub name: String,
+    pub tasks: Vec<TaskNames>,
+    pub removed_at: Option<Nanos>,
+}
+
+/// What the trace's numbers stand for: names of domains and tasks (indexed like the
+/// trace's `domain`/`task` fields), the domain of each VCPU, and where the run ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceNames {
+    pub domains: Vec<DomainNames>,
+    /// `vcpu_domain[vcpu id]` = index into `domains`.
+    pub vcpu_domain: Vec<Option<usize>>,
+    /// Number of pcpus (tracks are also made for any pcpu the trace mentions).
+    pub pcpus: u32,
+    /// The end of the run: open intervals are closed here. `None`: at the last event.
+    pub end: Option<Nanos>,
+}
+
+impl TraceNames {
+    /// The names of a simulation's domains, tasks and VCPUs; the run ends at its `now`.
+    pub fn from_simulation(sim: &Simulation) -> TraceNames {
+        let mut vcpu_domain = vec![None; sim.machine().vcpu_count()];
+        let domains = sim
+            .domains()
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                if vcpu_domain.len() <= d.vcpu.index() {
+                    vcpu_domain.resize(d.vcpu.index() + 1, None);
+                }
+                vcpu_domain[d.vcpu.index()] = Some(i);
+                DomainNames {
+                    name: d.spec.name.clone(),
+                    tasks: d
+                        .spec
+                        .tasks
+                        .iter()
+                        .map(|t| TaskNames {
+                            name: t.name.clone(),
+                            deadline: Some(t.deadline),
+                        })
+                        .collect(),
+                    removed_at: d.removed_at,
+                }
+            })
+            .collect();
+        TraceNames {
+            domains,
+            vcpu_domain,
+            pcpus: sim.machine().config().pcpus,
+            end: Some(sim.now()),
+        }
+    }
+
+    fn domain_of(&self, vcpu: VcpuId) -> Option<usize> {
+        self.vcpu_domain.get(vcpu.index()).copied().flatten()
+    }
+
+    fn domain_name(&self, domain: usize) -> String {
+        match self.domains.get(domain) {
+            Some(d) => d.name.clone(),
+            None => format!("domain{domain}"),
+        }
+    }
+
+    fn task_name(&self, domain: usize, task: usize) -> String {
+        match self.domains.get(domain).and_then(|d| d.tasks.get(task)) {
+            Some(t) => t.name.clone(),
+            None => format!("task{task}"),
+        }
+    }
+
+    fn deadline(&self, domain: usize, task: usize) -> Option<Nanos> {
+        self.domains.get(domain)?.tasks.get(task)?.deadline
+    }
+}
+
+/// Writes `trace` (as recorded by [`Simulation::take_trace`]) in `format`.
+pub fn write_trace(
+    w: &mut impl Write,
+    format: TraceFormat,
+    trace: &[(Nanos, TraceEvent)],
+    names: &TraceNames,
+) -> io::Result<()> {
+    let mut w = BufWriter::new(w);
+    match format {
+        TraceFormat::ChromeJson => write_chrome(&mut w, trace, names)?,
+        TraceFormat::Csv => write_csv(&mut w, trace, names)?,
+    }
+    w.flush()
+}
+
+// ---------------------------------------------------------------------------------------
+// Chrome / Perfetto JSON
+
+/// The tracks of one file and their ids.
+struct Layout {
+    pcpus: usize,
+    vcpus: usize,
+    /// Tasks per domain (at least what the names say, more if the trace mentions more).
+    tasks: Vec<usize>,
+    /// First task tid of each domain.
+    task_base: Vec<u64>,
+}
+
+const PCPU_PID: u64 = 1;
+
+impl Layout {
+    fn new(trace: &[(Nanos, TraceEvent)], names: &TraceNames) -> Layout {
+        let mut pcpus = names.pcpus.max(1) as usize;
+        let mut vcpus = names.vcpu_domain.len();
+        let mut tasks: Vec<usize> = names.domains.iter().map(|d| d.tasks.len()).collect();
+        let mut see_task = |domain: u32, task: u32| {
+            let (d, t) = (domain as usize, task as usize);
+            if tasks.len() <= d {
+                tasks.resize(d + 1, 0);
+            }
+            tasks[d] = tasks[d].max(t + 1);
+        };
+        for (_, e) in trace {
+            match e {
+                TraceEvent::Core(c) => {
+                    if let Some(p) = core_pcpu(c) {
+                        pcpus = pcpus.max(p.index() + 1);
+                    }
+                    for v in core_vcpus(c).into_iter().flatten() {
+                        vcpus = vcpus.max(v.index() + 1);
+                    }
+                }
+                TraceEvent::Guest(g) => {
+                    let (domain, task, _) = guest_job(g);
+                    see_task(domain, task);
+                }
+            }
+        }
+        let mut task_base = Vec::with_capacity(tasks.len());
+        let mut next = 1 + (pcpus + vcpus) as u64;
+        for &n in &tasks {
+            task_base.push(next);
+            next += n as u64;
+        }
+        Layout {
+            pcpus,
+            vcpus,
+            tasks,
+            task_base,
+        }
+    }
+
+    fn domains(&self) -> usize {
+        self.tasks.len()
+    }
+
+    fn pcpu_tid(&self, pcpu: PcpuId) -> u64 {
+        1 + pcpu.0 as u64
+    }
+
+    fn vcpu_tid(&self, vcpu: VcpuId) -> u64 {
+        1 + (self.pcpus + vcpu.index()) as u64
+    }
+
+    fn domain_pid(&self, domain: usize) -> u64 {
+        2 + domain as u64
+    }
+
+    /// The process of VCPUs that belong to no known domain.
+    fn orphan_pid(&self) -> u64 {
+        2 + self.domains() as u64
+    }
+
+    fn vcpu_pid(&self, names: &TraceNames, vcpu: VcpuId) -> u64 {
+        match names.domain_of(vcpu) {
+            Some(d) => self.domain_pid(d),
+            None => self.orphan_pid(),
+        }
+    }
+
+    fn task_tid(&self, domain: usize, task: usize) -> u64 {
+        self.task_base[domain] + task as u64
+    }
+}
+
+fn core_pcpu(e: &CoreEvent) -> Option<PcpuId> {
+    match e {
+        CoreEvent::Switch { pcpu, .. }
+        | CoreEvent::Resume { pcpu, .. }
+        | CoreEvent::Overhead { pcpu, .. } => Some(*pcpu),
+        _ => None,
+    }
+}
+
+fn core_vcpus(e: &CoreEvent) -> [Option<VcpuId>; 2] {
+    match e {
+        CoreEvent::Switch { from, to, .. } => [*from, *to],
+        CoreEvent::Resume { vcpu, .. } => [*vcpu, None],
+        CoreEvent::Overhead { .. } => [None, None],
+        CoreEvent::Wake { vcpu }
+        | CoreEvent::Block { vcpu }
+        | CoreEvent::Replenish { vcpu, .. }
+        | CoreEvent::BudgetExhausted { vcpu }
+        | CoreEvent::BudgetDiscarded { vcpu, .. } => [Some(*vcpu), None],
+    }
+}
+
+fn guest_job(e: &GuestEvent) -> (u32, u32, u64) {
+    match e {
+        GuestEvent::Release { domain, task, seq }
+        | GuestEvent::Run {
+            domain, task, seq, ..
+        }
+        | GuestEvent::Finish {
+            domain, task, seq, ..
+        } => (*domain, *task, *seq),
+    }
+}
+
+/// An `args` value.
+enum Arg<'a> {
+    U64(u64),
+    Str(&'a str),
+    Bool(bool),
+}
+
+/// Writes nanoseconds as microseconds with three decimals (exact, no float).
+fn write_us(w: &mut impl Write, ns: Nanos) -> io::Result<()> {
+    let ns = ns.as_ns();
+    write!(w, "{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// Writes a JSON string literal.
+fn write_json_str(w: &mut impl Write, s: &str) -> io::Result<()> {
+    serde_json::to_writer(&mut *w, s).map_err(io::Error::other)
+}
+
+/// Writes the events of one file, separating them with commas.
+struct ChromeWriter<'w, W: Write> {
+    w: &'w mut W,
+    first: bool,
+}
+
+impl<W: Write> ChromeWriter<'_, W> {
+    fn begin(&mut self) -> io::Result<()> {
+        if self.first {
+            self.first = false;
+            self.w.write_all(b"\n")
+        } else {
+            self.w.write_all(b",\n")
+        }
+    }
+
+    fn args(&mut self, args: &[(&str, Arg)]) -> io::Result<()> {
+        self.w.write_all(b",\"args\":{")?;
+        for (i, (key, value)) in args.iter().enumerate() {
+            if i > 0 {
+                self.w.write_all(b",")?;
+            }
+            write_json_str(self.w, key)?;
+            self.w.write_all(b":")?;
+            match value {
+                Arg::U64(n) => write!(self.w, "{n}")?,
+                Arg::Str(s) => write_json_str(self.w, s)?,
+                Arg::Bool(b) => write!(self.w, "{b}")?,
+            }
+        }
+        self.w.write_all(b"}")
+    }
+
+    /// A `ph:"M"` metadata event (`process_name`, `thread_name`, `*_sort_index`).
+    fn metadata(&mut self, kind: &str, pid: u64, tid: u64, arg: Arg) -> io::Result<()> {
+        self.begin()?;
+        self.w.write_all(b"{\"ph\":\"M\",\"name\":")?;
+        write_json_str(self.w, kind)?;
+        write!(self.w, ",\"pid\":{pid},\"tid\":{tid}")?;
+        let key = if kind.ends_with("sort_index") {
+            "sort_index"
+        } else {
+            "name"
+        };
+        self.args(&[(key, arg)])?;
+        self.w.write_all(b"}")
+    }
+
+    /// A `ph:"X"` complete event over `[start, end)`.
+    #[allow(clippy::too_many_arguments)]
+    fn complete(
+        &mut self,
+        name: &str,
+        cat: &str,
+        pid: u64,
+        tid: u64,
+        start: Nanos,
+        end: Nanos,
+        args: &[(&str, Arg)],
+    ) -> io::Result<()> {
+        self.begin()?;
+        self.w.write_all(b"{\"ph\":\"X\",\"name\":")?;
+        write_json_str(self.w, name)?;
+        write!(
+            self.w,
+            ",\"cat\":\"{cat}\",\"pid\":{pid},\"tid\":{tid},\"ts\":"
+        )?;
+        write_us(self.w, start)?;
+        self.w.write_all(b",\"dur\":")?;
+        write_us(self.w, end.saturating_sub(start))?;
+        if !args.is_empty() {
+            self.args(args)?;
+        }
+        self.w.write_all(b"}")
+    }
+
+    /// A `ph:"i"` instant event on one thread.
+    fn instant(
+        &mut self,
+        name: &str,
+        cat: &str,
+        pid: u64,
+        tid: u64,
+        at: Nanos,
+        args: &[(&str, Arg)],
+    ) -> io::Result<()> {
+        self.begin()?;
+        self.w.write_all(b"{\"ph\":\"i\",\"s\":\"t\",\"name\":")?;
+        write_json_str(self.w, name)?;
+        write!(
+            self.w,
+            ",\"cat\":\"{cat}\",\"pid\":{pid},\"tid\":{tid},\"ts\":"
+        )?;
+        write_us(self.w, at)?;
+        if !args.is_empty() {
+            self.args(args)?;
+        }
+        self.w.write_all(b"}")
+    }
+}
+
+/// What a pcpu is doing since `since`.
+#[derive(Clone, Copy)]
+struct PcpuSlot {
+    since: Nanos,
+    what: Occupant,
+}
+
+/// A job executing during `[start, end)`.
+#[derive(Clone, Copy)]
+struct JobRun {
+    seq: u64,
+    start: Nanos,
+    end: Nanos,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Occupant {
+    Idle,
+    Vcpu(VcpuId, &'static str),
+    Overhead,
+}
+
+fn write_chrome<W: Write>(
+    w: &mut W,
+    trace: &[(Nanos, TraceEvent)],
+    names: &TraceNames,
+) -> io::Result<()> {
+    let layout = Layout::new(trace, names);
+    let end = names
+        .end
+        .or_else(|| trace.last().map(|(t, _)| *t))
+        .unwrap_or(Nanos::ZERO);
+    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+    let mut out = ChromeWriter { w, first: true };
+
+    // Track names and order.
+    out.metadata("process_name", PCPU_PID, 0, Arg::Str("pcpus"))?;
+    out.metadata("process_sort_index", PCPU_PID, 0, Arg::U64(0))?;
+    for p in 0..layout.pcpus {
+        let tid = layout.pcpu_tid(PcpuId(p as u32));
+        out.metadata("thread_name", PCPU_PID, tid, Arg::Str(&format!("pcpu {p}")))?;
+        out.metadata("thread_sort_index", PCPU_PID, tid, Arg::U64(tid))?;
+    }
+    for d in 0..layout.domains() {
+        let pid = layout.domain_pid(d);
+        let name = format!("domain {}", names.domain_name(d));
+        out.metadata("process_name", pid, 0, Arg::Str(&name))?;
+        out.metadata("process_sort_index", pid, 0, Arg::U64(pid))?;
+        for t in 0..layout.tasks[d] {
+            let tid = layout.task_tid(d, t);
+            out.metadata("thread_name", pid, tid, Arg::Str(&names.task_name(d, t)))?;
+            out.metadata("thread_sort_index", pid, tid, Arg::U64(tid))?;
+        }
+    }
+    let orphans = (0..layout.vcpus).any(|v| names.domain_of(VcpuId(v as u32)).is_none());
+    if orphans {
+        let pid = layout.orphan_pid();
+        out.metadata("process_name", pid, 0, Arg::Str("vcpus without a domain"))?;
+        out.metadata("process_sort_index", pid, 0, Arg::U64(pid))?;
+    }
+    for v in 0..layout.vcpus {
+        let vcpu = VcpuId(v as u32);
+        let (pid, tid) = (layout.vcpu_pid(names, vcpu), layout.vcpu_tid(vcpu));
+        out.metadata("thread_name", pid, tid, Arg::Str(&format!("vcpu {v}")))?;
+        out.metadata("thread_sort_index", pid, tid, Arg::U64(tid))?;
+    }
+
+    let vcpu_label = |v: VcpuId| match names.domain_of(v) {
+        Some(d) => names.domain_name(d),
+        None => format!("vcpu {}", v.0),
+    };
+    let mut pcpu_slots = vec![
+        PcpuSlot {
+            since: Nanos::ZERO,
+            what: Occupant::Idle,
+        };
+        layout.pcpus
+    ];
+    // Released, unfinished jobs per (domain, task): (seq, release), oldest first.
+    let mut open_jobs: Vec<Vec<VecDeque<(u64, Nanos)>>> = layout
+        .tasks
+        .iter()
+        .map(|&n| vec![VecDeque::new(); n])
+        .collect();
+
+    // The latest stretch of execution of each task, not yet written.
+    let mut open_runs: Vec<Vec<Option<JobRun>>> =
+        layout.tasks.iter().map(|&n| vec![None; n]).collect();
+    let write_run =
+        |out: &mut ChromeWriter<W>, d: usize, t: usize, run: JobRun| -> io::Result<()> {
+            let name = format!("{} #{}", names.task_name(d, t), run.seq);
+            let (pid, tid) = (layout.domain_pid(d), layout.task_tid(d, t));
+            let args = [("job", Arg::U64(run.seq))];
+            out.complete(&name, "job", pid, tid, run.start, run.end, &args)
+        };
+
+    // Closes a pcpu's current interval at `at` and writes it on the pcpu's track and, when
+    // a VCPU ran, on the VCPU's track.
+    let close_slot =
+        |out: &mut ChromeWriter<W>, pcpu: usize, slot: PcpuSlot, at: Nanos| -> io::Result<()> {
+            if at <= slot.since {
+                return Ok(());
+            }
+            let tid = layout.pcpu_tid(PcpuId(pcpu as u32));
+            match slot.what {
+                Occupant::Idle => out.complete("IDLE", "pcpu", PCPU_PID, tid, slot.since, at, &[]),
+                Occupant::Overhead => {
+                    out.complete("overhead", "pcpu", PCPU_PID, tid, slot.since, at, &[])
+                }
+                Occupant::Vcpu(v, reason) => {
+                    let label = vcpu_label(v);
+                    let args = [("vcpu", Arg::U64(v.0 as u64)), ("reason", Arg::Str(reason))];
+                    out.complete(&label, "pcpu", PCPU_PID, tid, slot.since, at, &args)?;
+                    let (vpid, vtid) = (layout.vcpu_pid(names, v), layout.vcpu_tid(v));
+                    let args = [
+                        ("pcpu", Arg::U64(pcpu as u64)),
+                        ("reason", Arg::Str(reason)),
+                    ];
+                    out.complete("running", "vcpu", vpid, vtid, slot.since, at, &args)
+                }
+            }
+        };
+
+    for (at, event) in trace {
+        let at = *at;
+        match event {
+            TraceEvent::Core(core) => {
+                if let Some(pcpu) = core_pcpu(core) {
+                    let p = pcpu.index();
+                    let what = match core {
+                        CoreEvent::Switch { to, reason, .. } => match to {
+                            Some(v) => Occupant::Vcpu(*v, reason.as_str()),
+                            None => Occupant::Idle,
+                        },
+                        CoreEvent::Resume { vcpu, .. } => match vcpu {
+                            Some(v) => Occupant::Vcpu(*v, "resume"),
+                            None => Occupant::Idle,
+                        },
+                        _ => Occupant::Overhead,
+                    };
+                    close_slot(&mut out, p, pcpu_slots[p], at)?;
+                    pcpu_slots[p] = PcpuSlot { since: at, what };
+                    continue;
+                }
+                let (vcpu, name, args): (VcpuId, &str, Vec<(&str, Arg)>) = match core {
+                    CoreEvent::Wake { vcpu } => (*vcpu, "wake", vec![]),
+                    CoreEvent::Block { vcpu } => (*vcpu, "block", vec![]),
+                    CoreEvent::Replenish { vcpu, budget } => (
+                        *vcpu,
+                        "replenish",
+                        vec![("budget_ns", Arg::U64(budget.as_ns()))],
+                    ),
+                    CoreEvent::BudgetExhausted { vcpu } => (*vcpu, "budget exhausted", vec![]),
+                    CoreEvent::BudgetDiscarded { vcpu, amount } => (
+                        *vcpu,
+                        "budget discarded",
+                        vec![("amount_ns", Arg::U64(amount.as_ns()))],
+                    ),
+                    CoreEvent::Switch { .. }
+                    | CoreEvent::Resume { .. }
+                    | CoreEvent::Overhead { .. } => unreachable!("pcpu events handled above"),
+                };
+                let (pid, tid) = (layout.vcpu_pid(names, vcpu), layout.vcpu_tid(vcpu));
+                out.instant(name, "vcpu", pid, tid, at, &args)?;
+            }
+            TraceEvent::Guest(guest) => {
+                let (domain, task, seq) = guest_job(guest);
+                let (d, t) = (domain as usize, task as usize);
+                let (pid, tid) = (layout.domain_pid(d), layout.task_tid(d, t));
+                match guest {
+                    GuestEvent::Release { .. } => {
+                        open_jobs[d][t].push_back((seq, at));
+                        out.instant("release", "job", pid, tid, at, &[("job", Arg::U64(seq))])?;
+                    }
+                    GuestEvent::Run { end, .. } => {
+                        // The driver reports execution step by step; adjacent stretches
+                        // of one job make one slice.
+                        match &mut open_runs[d][t] {
+                            Some(run) if run.seq == seq && run.end == at => run.end = *end,
+                            slot => {
+                                if let Some(run) = slot.take() {
+                                    write_run(&mut out, d, t, run)?;
+                                }
+                                *slot = Some(JobRun {
+                                    seq,
+                                    start: at,
+                                    end: *end,
+                                });
+                            }
+                        }
+                    }
+                    GuestEvent::Finish { missed, .. } => {
+                        if let Some(run) = open_runs[d][t].take() {
+                            write_run(&mut out, d, t, run)?;
+                        }
+                        let released = match open_jobs[d][t].iter().position(|j| j.0 == seq) {
+                            Some(i) => open_jobs[d][t].remove(i).map(|j| j.1),
+                            None => None,
+                        };
+                        let args = [("job", Arg::U64(seq)), ("missed", Arg::Bool(*missed))];
+                        out.instant("finish", "job", pid, tid, at, &args)?;
+                        if *missed {
+                            let deadline = match (released, names.deadline(d, t)) {
+                                (Some(r), Some(rel)) => r + rel,
+                                _ => at,
+                            };
+                            let args = [("job", Arg::U64(seq))];
+                            out.instant("deadline miss", "job", pid, tid, deadline, &args)?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (p, slot) in pcpu_slots.iter().enumerate() {
+        close_slot(&mut out, p, *slot, end)?;
+    }
+    for (d, tasks) in open_runs.iter_mut().enumerate() {
+        for (t, run) in tasks.iter_mut().enumerate() {
+            if let Some(run) = run.take() {
+                write_run(&mut out, d, t, run)?;
+            }
+        }
+    }
+    // Jobs still unfinished whose deadline passed by the end are missed.
+    for (d, tasks) in open_jobs.iter().enumerate() {
+        let removed_at = names.domains.get(d).and_then(|n| n.removed_at);
+        for (t, jobs) in tasks.iter().enumerate() {
+            let Some(relative) = names.deadline(d, t) else {
+                continue;
+            };
+            let (pid, tid) = (layout.domain_pid(d), layout.task_tid(d, t));
+            for &(seq, release) in jobs {
+                let deadline = release + relative;
+                let dropped = removed_at.is_some_and(|r| r < deadline);
+                if deadline <= end && !dropped {
+                    let args = [("job", Arg::U64(seq)), ("unfinished", Arg::Bool(true))];
+                    out.instant("deadline miss", "job", pid, tid, deadline, &args)?;
+                }
+            }
+        }
+    }
+    out.w.write_all(b"\n]}\n")
+}
+
+// ---------------------------------------------------------------------------------------
+// CSV
+
+/// Writes one CSV field, quoted when it holds a comma, a quote or a line break.
+fn write_csv_field(w: &mut impl Write, field: &str) -> io::Result<()> {
+    if field.contains([',', '"', '\n', '\r']) {
+        write!(w, "\"{}\"", field.replace('"', "\"\""))
+    } else {
+        w.write_all(field.as_bytes())
+    }
+}
+
+fn write_csv<W: Write>(
+    w: &mut W,
+    trace: &[(Nanos, TraceEvent)],
+    names: &TraceNames,
+) -> io::Result<()> {
+    writeln!(w, "time_ns,kind,pcpu,vcpu,domain,task,job,detail")?;
+    let vcpu_str = |v: Option<VcpuId>| v.map_or(String::new(), |v| v.0.to_string());
+    let domain_of = |v: Option<VcpuId>| {
+        v.and_then(|v| names.domain_of(v))
+            .map_or(String::new(), |d| names.domain_name(d))
+    };
+    for (at, event) in trace {
+        let (kind, pcpu, vcpu, domain, task, job, detail): (
+            &str,
+            Option<PcpuId>,
+            Option<VcpuId>,
+            String,
+            String,
+            Option<u64>,
+            String,
+        ) = match event {
+            TraceEvent::Core(core) => {
+                let (kind, pcpu, vcpu, detail) = match core {
+                    CoreEvent::Switch {
+                        pcpu,
+                        from,
+                        to,
+                        reason,
+                    } => {
+                        let from = from.map_or("idle".to_string(), |v| v.0.to_string());
+                        let detail = format!("from={from};reason={}", reason.as_str());
+                        ("switch", Some(*pcpu), *to, detail)
+                    }
+                    CoreEvent::Resume { pcpu, vcpu } => {
+                        ("resume", Some(*pcpu), *vcpu, String::new())
+                    }
+                    CoreEvent::Overhead { pcpu, cost } => (
+                        "overhead",
+                        Some(*pcpu),
+                        None,
+                        format!("cost_ns={}", cost.as_ns()),
+                    ),
+                    CoreEvent::Wake { vcpu } => ("wake", None, Some(*vcpu), String::new()),
+                    CoreEvent::Block { vcpu } => ("block", None, Some(*vcpu), String::new()),
+                    CoreEvent::Replenish { vcpu, budget } => (
+                        "replenish",
+                        None,
+                        Some(*vcpu),
+                        format!("budget_ns={}", budget.as_ns()),
+                    ),
+                    CoreEvent::BudgetExhausted { vcpu } => {
+                        ("budget_exhausted", None, Some(*vcpu), String::new())
+                    }
+                    CoreEvent::BudgetDiscarded { vcpu, amount } => (
+                        "budget_discarded",
+                        None,
+                        Some(*vcpu),
+                        format!("amount_ns={}", amount.as_ns()),
+                    ),
+                };
+                (
+                    kind,
+                    pcpu,
+                    vcpu,
+                    domain_of(vcpu),
+                    String::new(),
+                    None,
+                    detail,
+                )
+            }
+            TraceEvent::Guest(guest) => {
+                let (domain, task, seq) = guest_job(guest);
+                let (d, t) = (domain as usize, task as usize);
+                let (kind, detail) = match guest {
+                    GuestEvent::Release { .. } => ("release", String::new()),
+                    GuestEvent::Run { end, .. } => ("run", format!("end_ns={}", end.as_ns())),
+                    GuestEvent::Finish { missed, .. } => ("finish", format!("missed={missed}")),
+                };
+                (
+                    kind,
+                    None,
+                    None,
+                    names.domain_name(d),
+                    names.task_name(d, t),
+                    Some(seq),
+                    detail,
+                )
+            }
+        };
+        write!(w, "{},{kind},", at.as_ns())?;
+        if let Some(p) = pcpu {
+            write!(w, "{}", p.0)?;
+        }
+        write!(w, ",{},", vcpu_str(vcpu))?;
+        write_csv_field(w, &domain)?;
+        w.write_all(b",")?;
+        write_csv_field(w, &task)?;
+        w.write_all(b",")?;
+        if let Some(j) = job {
+            write!(w, "{j}")?;
+        }
+        w.write_all(b",")?;
+        write_csv_field(w, &detail)?;
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+    use rtvmm_core::machine::{MachineConfig, Overheads};
+    use rtvmm_core::model::VcpuParams;
+    use rtvmm_core::policy::PolicyConfig;
+    use serde_json::Value;
+
+    use crate::{DomainSpec, SystemSpec};
+
+    fn ms(x: u64) -> Nanos {
+        Nanos::from_ms(x)
+    }
+
+    /// d1 (B=2, P=5, prio 1) with a 1 ms job every 5 ms and d2 (B=4, P=10) with a 3 ms job
+    /// every 4 ms, overheads on, under the Deferrable Server.
+    fn small_run(overheads: Overheads) -> Simulation {
+        let domain = |name: &str, b, p, prio, tasks| DomainSpec {
+            name: name.to_string(),
+            vcpu: VcpuParams::server(ms(b), ms(p), prio),
+            guest: GuestScheduler::Rm,
+            tasks,
+        };
+        let spec = SystemSpec {
+            machine: MachineConfig {
+                overheads,
+                ..MachineConfig::default()
+            },
+            policy: PolicyConfig::Deferrable,
+            domains: vec![
+                domain(
+                    "d1",
+                    2,
+                    5,
+                    1,
+                    vec![TaskSpec::periodic("t\"1,x", ms(5), ms(1))],
+                ),
+                domain("d2", 4, 10, 2, vec![TaskSpec::periodic("u", ms(4), ms(3))]),
+            ],
+            changes: vec![],
+        };
+        let mut sim = Simulation::new(&spec, 7, true).unwrap();
+        sim.run_until(ms(40)).unwrap();
+        sim
+    }
+
+    fn export(sim: &mut Simulation, format: TraceFormat) -> Vec<u8> {
+        let trace = sim.take_trace();
+        let names = TraceNames::from_simulation(sim);
+        let mut out = Vec::new();
+        write_trace(&mut out, format, &trace, &names).unwrap();
+        out
+    }
+
+    #[test]
+    fn format_is_chosen_by_extension() {
+        assert_eq!(
+            TraceFormat::from_path(Path::new("a/b.json")),
+            Ok(TraceFormat::ChromeJson)
+        );
+        assert_eq!(
+            TraceFormat::from_path(Path::new("x.CSV")),
+            Ok(TraceFormat::Csv)
+        );
+        assert!(matches!(
+            TraceFormat::from_path(Path::new("x.txt")),
+            Err(TraceFormatError::UnknownExtension(_))
+        ));
+        assert!(TraceFormat::from_path(Path::new("noext")).is_err());
+    }
+
+    #[test]
+    fn microseconds_keep_nanosecond_precision() {
+        let mut s = Vec::new();
+        write_us(&mut s, Nanos(1_234_567)).unwrap();
+        write_us(&mut s, Nanos(5)).unwrap();
+        assert_eq!(String::from_utf8(s).unwrap(), "1234.5670.005");
+    }
+
+    /// The structure a trace viewer needs: every event has ph, pid, tid; X events have
+    /// ts and dur ≥ 0; every track used is named by an M event; the pcpu track covers the
+    /// run without gaps or overlaps.
+    #[test]
+    fn chrome_json_is_well_formed_for_trace_viewers() {
+        let overheads = Overheads {
+            do_schedule: Nanos(150),
+            context_switch: Nanos(1_500),
+        };
+        let mut sim = small_run(overheads);
+        let bytes = export(&mut sim, TraceFormat::ChromeJson);
+        let doc: Value = serde_json::from_slice(&bytes).expect("valid JSON");
+        assert_eq!(doc["displayTimeUnit"], "ns");
+        let events = doc["traceEvents"].as_array().expect("traceEvents array");
+        let mut named_processes = std::collections::BTreeSet::new();
+        let mut named_threads = std::collections::BTreeMap::new();
+        for e in events.iter().filter(|e| e["ph"] == "M") {
+            let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            match e["name"].as_str().unwrap() {
+                "process_name" => {
+                    assert!(e["args"]["name"].is_string());
+                    named_processes.insert(pid);
+                }
+                "thread_name" => {
+                    let name = e["args"]["name"].as_str().unwrap().to_string();
+                    assert!(named_threads.insert((pid, tid), name).is_none());
+                }
+                "process_sort_index" | "thread_sort_index" => {
+                    assert!(e["args"]["sort_index"].is_u64())
+                }
+                other => panic!("unexpected metadata {other}"),
+            }
+        }
+        // Thread ids are unique across processes.
+        let tids: std::collections::BTreeSet<u64> = named_threads.keys().map(|k| k.1).collect();
+        assert_eq!(tids.len(), named_threads.len());
+        let mut pcpu_cover = Nanos::ZERO;
+        let mut kinds = std::collections::BTreeSet::new();
+        for e in events.iter().filter(|e| e["ph"] != "M") {
+            let ph = e["ph"].as_str().unwrap();
+            assert!(ph == "X" || ph == "i", "unexpected ph {ph}");
+            let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+            assert!(named_processes.contains(&pid), "unnamed process {pid}");
+            assert!(named_threads.contains_key(&(pid, tid)), "unnamed thread");
+            assert!(e["name"].is_string());
+            let ts = e["ts"].as_f64().expect("ts");
+            assert!(ts >= 0.0);
+            if ph == "X" {
+                let dur = e["dur"].as_f64().expect("dur");
+                assert!(dur >= 0.0);
+                if pid == PCPU_PID {
+                    // Consecutive, gapless: each starts where the previous ended.
+                    let start = Nanos((ts * 1000.0).round() as u64);
+                    assert_eq!(start, pcpu_cover, "pcpu track has a gap or overlap");
+                    pcpu_cover = start + Nanos((dur * 1000.0).round() as u64);
+                }
+            } else {
+                assert_eq!(e["s"], "t");
+            }
+            kinds.insert(e["name"].as_str().unwrap().to_string());
+        }
+        assert_eq!(pcpu_cover, ms(40), "the pcpu track covers the whole run");
+        for k in [
+            "IDLE",
+            "overhead",
+            "d1",
+            "d2",
+            "running",
+            "wake",
+            "block",
+            "release",
+            "finish",
+            "replenish",
+        ] {
+            assert!(kinds.contains(k), "no '{k}' event");
+        }
+        // The awkward task name survives escaping.
+        assert!(named_threads.values().any(|n| n == "t\"1,x"));
+        assert!(kinds.contains("t\"1,x #0"));
+    }
+
+    /// d2's 3 ms jobs every 4 ms on a 4-per-10 budget fall behind:
+    /// ```text
+    /// t(ms)  0   1   2   3   4   5 ... 10  11  12  13
+    /// d1     ███                 ...   ███
+    /// d2         ███████████████ ...       ███████
+    ///            u#0 (1-4)   u#1 (4-5) ... u#1 (11-13): finishes at 13, deadline was 8
+    /// ```
+    /// u#0 is one slice although the driver reported it in three 1 ms steps; u#1 gets a
+    /// deadline-miss instant at its deadline, 8 ms.
+    #[test]
+    fn chrome_json_merges_job_slices_and_marks_misses() {
+        let mut sim = small_run(Overheads::default());
+        let bytes = export(&mut sim, TraceFormat::ChromeJson);
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        let events = doc["traceEvents"].as_array().unwrap();
+        let find = |name: &str| -> Vec<(String, String)> {
+            events
+                .iter()
+                .filter(|e| e["name"] == name)
+                .map(|e| (e["ts"].to_string(), e["dur"].to_string()))
+                .collect()
+        };
+        let u0 = find("u #0");
+        assert_eq!(u0, [("1000.0".to_string(), "3000.0".to_string())]);
+        let u1 = find("u #1");
+        assert_eq!(u1[0], ("4000.0".to_string(), "1000.0".to_string()));
+        assert_eq!(u1[1], ("11000.0".to_string(), "2000.0".to_string()));
+        let misses: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["name"] == "deadline miss")
+            .collect();
+        assert_eq!(misses[0]["ts"].to_string(), "8000.0");
+        assert_eq!(misses[0]["args"]["job"], 1);
+        // The textual form keeps every nanosecond digit.
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.contains("\"name\":\"u #0\",\"cat\":\"job\""));
+        assert!(text.contains("\"ts\":1000.000,\"dur\":3000.000"));
+    }
+
+    #[test]
+    fn csv_has_one_row_per_event_and_stable_columns() {
+        let mut sim = small_run(Overheads::default());
+        let trace = sim.take_trace();
+        let names = TraceNames::from_simulation(&sim);
+        let mut out = Vec::new();
+        write_trace(&mut out, TraceFormat::Csv, &trace, &names).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("time_ns,kind,pcpu,vcpu,domain,task,job,detail")
+        );
+        let rows: Vec<&str> = lines.collect();
+        assert_eq!(rows.len(), trace.len());
+        // At 0 both release and wake, d1 (priority 1) runs its 1 ms job and blocks at 1,
+        // then d2 runs.
+        assert_eq!(
+            rows[..9],
+            [
+                "0,release,,,d1,\"t\"\"1,x\",0,",
+                "0,release,,,d2,u,0,",
+                "0,wake,,0,d1,,,",
+                "0,wake,,1,d2,,,",
+                "0,switch,0,0,d1,,,from=idle;reason=preempt",
+                "0,run,,,d1,\"t\"\"1,x\",0,end_ns=1000000",
+                "1000000,finish,,,d1,\"t\"\"1,x\",0,missed=false",
+                "1000000,block,,0,d1,,,",
+                "1000000,switch,0,1,d2,,,from=0;reason=block",
+            ]
+        );
+        assert!(rows.contains(&"5000000,replenish,,0,d1,,,budget_ns=2000000"));
+        assert!(rows.contains(&"6000000,switch,0,,,,,from=0;reason=block"));
+    }
+
+    #[test]
+    fn same_run_same_bytes() {
+        for format in [TraceFormat::ChromeJson, TraceFormat::Csv] {
+            let a = export(&mut small_run(Overheads::default()), format);
+            let b = export(&mut small_run(Overheads::default()), format);
+            assert_eq!(a, b);
+        }
+    }
+}
