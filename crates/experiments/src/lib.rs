@@ -1,1 +1,75 @@
-//! placeholder
+//! # rtvmm-experiments: the published evaluations as re-runnable procedures
+//!
+//! `rtvmm experiment NAME` re-runs one of the experiments of `experiments.md` in the
+//! simulator and writes to `--out DIR`: the raw numbers as CSV, one SVG and one PNG per
+//! figure, the tables as Markdown, and a `report.md` listing the parameters, seed, wall
+//! time, host, every table and every figure. `--quick` shrinks durations and sweeps so an
+//! experiment runs in seconds.
+//!
+//! - [`experiments`]: the registry, one file per experiment.
+//! - [`sweep`]: independent runs in parallel (rayon), a progress bar, Ctrl-C keeps what is
+//!   done; results by run index, so the same seed gives the same CSV bytes.
+//! - [`report`]: the [`report::Output`] an experiment writes through, and `report.md`.
+//! - [`plot`]: line, bar and box charts as SVG + PNG.
+//! - [`system`]: a server scenario under any policy (credit weights, SEDF slices), and
+//!   running it.
+//! - [`compare`]: `rtvmm compare A.json B.json`.
+//! - [`gen`]: `rtvmm gen ...`, task sets as scenario TOML.
+//! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
+//! - [`cli`]: the clap argument structs and entry points the `rtvmm` binary calls.
+//!
+//! ```no_run
+//! use rtvmm_experiments::{run_experiment, Options};
+//!
+//! let report = run_experiment("rtxen-overhead", &Options::quick("out/rtxen-overhead"))?;
+//! println!("{}", report.summary());
+//! # Ok::<(), rtvmm_experiments::ExperimentError>(())
+//! ```
+
+pub mod cli;
+pub mod compare;
+pub mod error;
+pub mod experiments;
+pub mod gen;
+pub mod host;
+pub mod interfaces;
+pub mod options;
+pub mod plot;
+pub mod report;
+pub mod rtxen;
+pub mod sweep;
+pub mod system;
+
+use std::time::Instant;
+
+pub use cli::{
+    run_compare, run_experiment_command, run_gen, CommandOutput, CompareArgs, ExperimentArgs,
+    GenArgs,
+};
+pub use error::ExperimentError;
+pub use options::Options;
+pub use report::{Output, Report};
+
+/// Runs the experiment `name` with `options`: its runs, its files, then `report.md`.
+/// An interrupted sweep still writes everything for the runs that finished (see
+/// [`Report::interrupted`]).
+pub fn run_experiment(name: &str, options: &Options) -> Result<Report, ExperimentError> {
+    let experiment = experiments::find(name)?;
+    let run = experiment
+        .run
+        .ok_or_else(|| ExperimentError::NotImplemented(experiment.name.to_string()))?;
+    let started = Instant::now();
+    let mut output = Output::new(
+        experiment.name,
+        experiment.title,
+        experiment.description,
+        options,
+    )?;
+    run(&mut output)?;
+    let mut report = output.into_report();
+    report.wall_time = started.elapsed();
+    report.host = Some(host::HostInfo::probe());
+    let path = options.out.join("report.md");
+    std::fs::write(&path, report.to_markdown()).map_err(|e| ExperimentError::io(&path, e))?;
+    Ok(report)
+}

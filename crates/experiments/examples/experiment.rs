@@ -1,0 +1,31 @@
+//! `rtvmm experiment` without the binary, for timing the experiments:
+//!
+//! ```text
+//! cargo run --release -p rtvmm-experiments --example experiment -- rtxen-capacity --out /tmp/cap
+//! ```
+use clap::Parser;
+use rtvmm_experiments::{run_experiment_command, ExperimentArgs};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: ExperimentArgs,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let started = std::time::Instant::now();
+    match run_experiment_command(&cli.args) {
+        Ok(out) => {
+            print!("{}", out.text);
+            eprintln!("total wall time: {:.2} s", started.elapsed().as_secs_f64());
+            if out.interrupted {
+                std::process::exit(130);
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! `rtvmm compare A.json B.json`: two run-results files side by side — per domain the
+//! jobs counted, the deadline miss ratio and the responsiveness percentiles of each, and
+//! B − A — for example a simulated run against a real one of the same scenario.
+//!
+//! Domains are matched by name, in A's order, then B's extra ones; a domain present in
+//! only one file shows `—` on the other side.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use rtvmm_sim::results::{DomainResult, RunResults};
+
+use crate::error::ExperimentError;
+use crate::report::markdown_table;
+
+/// Reads a results file written by `rtvmm sim --json` (or by the host executor).
+pub fn load_results(path: &Path) -> Result<RunResults, ExperimentError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::io(path, e))?;
+    serde_json::from_str(&text).map_err(|source| ExperimentError::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// How a metric is shown.
+#[derive(Clone, Copy)]
+enum Format {
+    /// A whole count.
+    Count,
+    /// A ratio shown in percent.
+    Percent,
+    /// A plain ratio with three decimals.
+    Ratio,
+}
+
+impl Format {
+    fn show(self, v: f64) -> String {
+        match self {
+            Format::Count => format!("{v:.0}"),
+            Format::Percent => format!("{:.2}%", v * 100.0),
+            Format::Ratio => format!("{v:.3}"),
+        }
+    }
+
+    fn show_diff(self, d: f64) -> String {
+        match self {
+            Format::Count => format!("{d:+.0}"),
+            Format::Percent => format!("{:+.2}%", d * 100.0),
+            Format::Ratio => format!("{d:+.3}"),
+        }
+    }
+}
+
+fn row(domain: &str, metric: &str, a: Option<f64>, b: Option<f64>, f: Format) -> Vec<String> {
+    let dash = || "—".to_string();
+    vec![
+        domain.to_string(),
+        metric.to_string(),
+        a.map_or_else(dash, |v| f.show(v)),
+        b.map_or_else(dash, |v| f.show(v)),
+        match (a, b) {
+            (Some(a), Some(b)) => f.show_diff(b - a),
+            _ => dash(),
+        },
+    ]
+}
+
+type Metric = (&'static str, fn(&DomainResult) -> f64, Format);
+
+const METRICS: [Metric; 6] = [
+    ("jobs", |d| d.jobs as f64, Format::Count),
+    (
+        "deadline miss ratio",
+        |d| d.deadline_miss_ratio,
+        Format::Percent,
+    ),
+    (
+        "responsiveness p50",
+        |d| d.responsiveness.p50,
+        Format::Ratio,
+    ),
+    (
+        "responsiveness p90",
+        |d| d.responsiveness.p90,
+        Format::Ratio,
+    ),
+    (
+        "responsiveness p99",
+        |d| d.responsiveness.p99,
+        Format::Ratio,
+    ),
+    (
+        "responsiveness max",
+        |d| d.responsiveness.max,
+        Format::Ratio,
+    ),
+];
+
+/// The comparison as Markdown: a line naming each file, then one table.
+pub fn compare(a: &RunResults, a_name: &str, b: &RunResults, b_name: &str) -> String {
+    let mut names: Vec<&str> = a.domains.iter().map(|d| d.name.as_str()).collect();
+    for d in &b.domains {
+        if !names.contains(&d.name.as_str()) {
+            names.push(&d.name);
+        }
+    }
+    let find = |r: &'_ RunResults, name: &str| r.domains.iter().find(|d| d.name == name).cloned();
+    let mut rows = Vec::new();
+    for name in &names {
+        let (da, db) = (find(a, name), find(b, name));
+        for (metric, get, format) in METRICS {
+            rows.push(row(
+                name,
+                metric,
+                da.as_ref().map(get),
+                db.as_ref().map(get),
+                format,
+            ));
+        }
+    }
+    rows.push(row(
+        "total",
+        "jobs",
+        Some(a.jobs as f64),
+        Some(b.jobs as f64),
+        Format::Count,
+    ));
+    rows.push(row(
+        "total",
+        "deadline miss ratio",
+        Some(a.deadline_miss_ratio),
+        Some(b.deadline_miss_ratio),
+        Format::Percent,
+    ));
+    let header: Vec<String> = ["domain", "metric", "A", "B", "B − A"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let describe = |r: &RunResults| {
+        format!(
+            "scenario {}, policy {}, seed {}, {} s, {}",
+            r.scenario,
+            r.policy,
+            r.seed,
+            r.duration_ns as f64 / 1e9,
+            r.source
+        )
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "A: {a_name} ({})", describe(a));
+    let _ = writeln!(out, "B: {b_name} ({})\n", describe(b));
+    let _ = write!(out, "{}", markdown_table(&header, &rows));
+    let _ = writeln!(
+        out,
+        "\nresponsiveness = response time ÷ relative deadline (finished jobs); \
+         deadline miss ratio = missed ÷ counted jobs"
+    );
+    out
+}
+
+/// Loads both files and compares them.
+pub fn compare_files(a: &Path, b: &Path) -> Result<String, ExperimentError> {
+    let ra = load_results(a)?;
+    let rb = load_results(b)?;
+    Ok(compare(
+        &ra,
+        &a.display().to_string(),
+        &rb,
+        &b.display().to_string(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtvmm_sim::results::RatioDist;
+
+    fn results(domains: &[(&str, u64, f64, f64)]) -> RunResults {
+        RunResults {
+            scenario: "s".into(),
+            policy: "deferrable".into(),
+            seed: 1,
+            duration_ns: 1_000_000_000,
+            source: "simulation".into(),
+            domains: domains
+                .iter()
+                .map(|&(name, jobs, dmr, p99)| DomainResult {
+                    name: name.into(),
+                    jobs,
+                    deadline_miss_ratio: dmr,
+                    responsiveness: RatioDist {
+                        p99,
+                        ..RatioDist::default()
+                    },
+                    ..DomainResult::default()
+                })
+                .collect(),
+            ..RunResults::default()
+        }
+    }
+
+    #[test]
+    fn domains_are_matched_by_name_and_differences_signed() {
+        let a = results(&[("d1", 10, 0.0, 0.5), ("d2", 20, 0.1, 1.2)]);
+        let b = results(&[("d2", 18, 0.25, 1.0), ("d3", 5, 0.0, 0.3)]);
+        let text = compare(&a, "a.json", &b, "b.json");
+        assert!(
+            text.contains("| d2 | deadline miss ratio | 10.00% | 25.00% | +15.00% |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| d2 | responsiveness p99 | 1.200 | 1.000 | -0.200 |"),
+            "{text}"
+        );
+        assert!(text.contains("| d2 | jobs | 20 | 18 | -2 |"), "{text}");
+        assert!(text.contains("| d1 | jobs | 10 | — | — |"), "{text}");
+        assert!(text.contains("| d3 | jobs | — | 5 | — |"), "{text}");
+    }
+}

@@ -1,0 +1,119 @@
+//! The registry of experiments: one file per experiment, one entry per file in
+//! [`REGISTRY`].
+//!
+//! # Adding an experiment
+//! 1. Write `src/experiments/<name>.rs` with `pub const EXPERIMENT: Experiment` and its
+//!    `run(out: &mut Output)`: read sizes from `out.options` (honour `quick`, `seed`,
+//!    `duration`, `policies`), record parameters with `out.param`, run the sweep with
+//!    `out.sweep`, write CSVs, tables and figures with `out.csv` / `out.table` /
+//!    `out.figure`, and the main results with `out.finding`.
+//! 2. Add `pub mod <name>;` below and its `EXPERIMENT` to [`REGISTRY`] (replacing its
+//!    "planned" entry if there is one).
+//! 3. Add a `--quick` test in `tests/`.
+
+use crate::error::ExperimentError;
+use crate::report::Output;
+
+pub mod csa_arinc;
+pub mod csa_common;
+pub mod csa_etf;
+pub mod csa_periods;
+pub mod eval_affinity;
+pub mod rtxen_capacity;
+pub mod rtxen_isolation;
+pub mod rtxen_overhead;
+pub mod rtxen_quantum;
+pub mod rtxen_theory;
+
+/// An experiment's entry point.
+pub type RunFn = fn(&mut Output) -> Result<(), ExperimentError>;
+
+/// One experiment of `rtvmm experiment NAME`.
+#[derive(Clone, Copy, Debug)]
+pub struct Experiment {
+    /// The command-line name.
+    pub name: &'static str,
+    /// A short title.
+    pub title: &'static str,
+    /// What it runs and what it shows (Markdown, a paragraph or two).
+    pub description: &'static str,
+    /// `None` for an experiment that is listed but not implemented yet.
+    pub run: Option<RunFn>,
+}
+
+/// An experiment that is described here and implemented later.
+const fn planned(name: &'static str, title: &'static str, description: &'static str) -> Experiment {
+    Experiment {
+        name,
+        title,
+        description,
+        run: None,
+    }
+}
+
+/// Every experiment, in the order `rtvmm experiment list` shows them.
+pub const REGISTRY: &[Experiment] = &[
+    rtxen_quantum::EXPERIMENT,
+    rtxen_overhead::EXPERIMENT,
+    rtxen_isolation::EXPERIMENT,
+    rtxen_capacity::EXPERIMENT,
+    rtxen_theory::EXPERIMENT,
+    csa_periods::EXPERIMENT,
+    csa_etf::EXPERIMENT,
+    csa_arinc::EXPERIMENT,
+    eval_affinity::EXPERIMENT,
+    planned(
+        "eval-contention",
+        "VMs sharing a core",
+        "The eval-affinity VM sharing its core with one and two other real-time VMs of equal \
+         or lower priority, idle or busy: extra delay and slowdown of a 20.6 s job; and an \
+         interrupt-driven task in an idle high-priority VM while a lower-priority VM is busy.",
+    ),
+];
+
+/// The experiment named `name`.
+pub fn find(name: &str) -> Result<&'static Experiment, ExperimentError> {
+    REGISTRY
+        .iter()
+        .find(|e| e.name == name.trim())
+        .ok_or_else(|| ExperimentError::UnknownExperiment {
+            name: name.to_string(),
+            known: REGISTRY
+                .iter()
+                .map(|e| e.name)
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// `rtvmm experiment list`: every experiment with its title and description.
+pub fn list() -> String {
+    let mut out = String::from("Experiments (rtvmm experiment NAME [--quick] [--seed S] ...):\n");
+    for e in REGISTRY {
+        let status = if e.run.is_some() { "" } else { "  [planned]" };
+        out.push_str(&format!("\n{:<16} {}{}\n", e.name, e.title, status));
+        for line in wrap(e.description, 72) {
+            out.push_str(&format!("{:<16} {}\n", "", line));
+        }
+    }
+    out
+}
+
+/// Greedy word wrap.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}

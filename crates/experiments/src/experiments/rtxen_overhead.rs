@@ -1,0 +1,156 @@
+//! rtxen-overhead — scheduler activity per policy (`experiments.md`).
+//!
+//! Procedure: five domains with the "even" shares, total load 70 %, five tasks per domain
+//! (the rtxen generator), 10 simulated seconds per policy (deferrable, periodic, polling,
+//! sporadic, credit, sedf). Counts `do_schedule` calls and context switches. With
+//! `--overhead`, the simulated overhead time and the share of CPU time it takes are
+//! reported too. Real timings (time in `do_schedule` and in switches: total, median, p99,
+//! max) come from the host executor, not from here.
+//!
+//! `--quick`: 1 s.
+
+use rtvmm_core::Nanos;
+use rtvmm_gen::rtxen::SharePattern;
+
+use super::Experiment;
+use crate::error::ExperimentError;
+use crate::options::describe_overheads;
+use crate::plot::{BarChart, Chart, LegendAt};
+use crate::report::Output;
+use crate::rtxen::{rtxen_domains, RTXEN_POLICIES};
+use crate::system::{build_system, machine, simulate};
+
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "rtxen-overhead",
+    title: "scheduler activity per policy",
+    description: "Five domains with the even shares (periods 10/20/30/40/50 ms, budgets \
+        2/4/6/8/10 ms), total load 70 %, five rate-monotonic tasks per domain, 10 simulated \
+        seconds per policy. Counts do_schedule calls and context switches per policy (and, \
+        with --overhead, the simulated overhead time). Times measured on real threads come \
+        with the host executor.",
+    run: Some(run),
+};
+
+/// The experiment's total load, in permille.
+pub const LOAD_PERMILLE: u32 = 700;
+
+fn run(out: &mut Output) -> Result<(), ExperimentError> {
+    let options = out.options;
+    let duration = options.duration_or(Nanos::from_secs(10), Nanos::from_secs(1));
+    let policies = options.policies_or(&RTXEN_POLICIES);
+    let overheads = options.overheads.unwrap_or_default();
+    let seed = options.seed;
+    out.param("share pattern", "even");
+    out.param("total load α", "70%");
+    out.param(
+        "policies",
+        policies
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    out.param("simulated time per run", duration);
+    out.param("pcpus · quantum", "1 · 1ms");
+    out.param("overhead model", describe_overheads(&overheads));
+    let domains = rtxen_domains(SharePattern::Even, LOAD_PERMILLE, seed)?;
+    let outcome = out.sweep(
+        "rtxen-overhead",
+        &policies,
+        |p| format!("rtxen-overhead-{p}"),
+        |&policy| {
+            let system = build_system(&domains, policy, machine(Nanos::from_ms(1), overheads))?;
+            simulate(&system, &format!("rtxen-overhead-{policy}"), seed, duration)
+        },
+    )?;
+    let seconds = duration.as_ns() as f64 / 1e9;
+    let header = [
+        "policy",
+        "duration_ns",
+        "do_schedule_calls",
+        "do_schedule_per_s",
+        "context_switches",
+        "context_switches_per_s",
+        "overhead_ns",
+        "overhead_share",
+        "deadline_miss_ratio",
+    ];
+    let mut rows = Vec::new();
+    let mut table = Vec::new();
+    let mut calls = Vec::new();
+    let mut switches = Vec::new();
+    let mut names = Vec::new();
+    for (policy, result) in policies.iter().zip(&outcome.results) {
+        let Some(r) = result else { continue };
+        let p = &r.pcpus[0];
+        let share = p.overhead_ns as f64 / r.duration_ns as f64;
+        rows.push(vec![
+            policy.to_string(),
+            r.duration_ns.to_string(),
+            p.do_schedule_calls.to_string(),
+            format!("{:.1}", p.do_schedule_calls as f64 / seconds),
+            p.context_switches.to_string(),
+            format!("{:.1}", p.context_switches as f64 / seconds),
+            p.overhead_ns.to_string(),
+            format!("{share:.6}"),
+            format!("{:.6}", r.deadline_miss_ratio),
+        ]);
+        table.push(vec![
+            policy.to_string(),
+            p.do_schedule_calls.to_string(),
+            format!("{:.0}", p.do_schedule_calls as f64 / seconds),
+            p.context_switches.to_string(),
+            format!("{:.0}", p.context_switches as f64 / seconds),
+            format!("{:.3}%", share * 100.0),
+            format!("{:.2}%", r.deadline_miss_ratio * 100.0),
+        ]);
+        out.finding(format!(
+            "{policy}: {:.0} do_schedule/s, {:.0} context switches/s",
+            p.do_schedule_calls as f64 / seconds,
+            p.context_switches as f64 / seconds
+        ));
+        names.push(policy.to_string());
+        calls.push(p.do_schedule_calls as f64 / seconds);
+        switches.push(p.context_switches as f64 / seconds);
+    }
+    out.csv(
+        "overhead.csv",
+        "scheduler activity per policy",
+        &header,
+        &rows,
+    )?;
+    out.table(
+        "overhead",
+        "Scheduler activity per policy (simulated)",
+        &[
+            "policy",
+            "do_schedule calls",
+            "per second",
+            "context switches",
+            "per second",
+            "CPU lost to overhead",
+            "deadline miss ratio",
+        ],
+        table,
+    )?;
+    let chart = BarChart {
+        title: "rtxen-overhead: scheduler activity per policy (even shares, α = 70 %)".to_string(),
+        x_label: "policy".to_string(),
+        y_label: "events per simulated second (1/s)".to_string(),
+        categories: names,
+        series: vec![
+            ("do_schedule calls".to_string(), calls),
+            ("context switches".to_string(), switches),
+        ],
+        legend: LegendAt::UpperRight,
+    };
+    out.figure(
+        "overhead",
+        &Chart::Bar(chart),
+        &format!(
+            "do_schedule calls and context switches per simulated second, {duration} per \
+             policy, seed {seed}."
+        ),
+    )?;
+    Ok(())
+}

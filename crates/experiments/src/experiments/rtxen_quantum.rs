@@ -1,0 +1,345 @@
+//! rtxen-quantum — how fine can the quantum be? (`experiments.md`)
+//!
+//! Procedure: two domains under the Deferrable Server on one pcpu, for each quantum
+//! q ∈ {1 ms, 100 µs, 10 µs, 1 µs}:
+//! - domain 1 (priority 1): budget q, period 2q; one task of period 100 ms whose cost is
+//!   swept from 1 ms to 50 ms (utilisation 1 % … 50 %), 600 jobs per point (60 s);
+//! - domain 2 (priority 2): budget 2q, period 4q; one task that never finishes.
+//!
+//! The overhead model is on: a cost per `do_schedule` call and per context switch. By
+//! default the sweep runs under two sets of costs (`xen`: 150 ns / 1.5 µs; `host`: the
+//! host executor's measured 10 µs / 15 µs, see [`crate::options::OVERHEAD_PRESETS`]);
+//! `--overhead` runs one set of costs instead. For each (costs, quantum) the report gives
+//! the utilisation at which domain 1 starts to miss deadlines: the smallest swept
+//! utilisation with a deadline miss ratio above zero.
+//!
+//! `--quick`: quanta 1 ms, 100 µs, 10 µs; costs 5, 10, …, 50 ms; 20 jobs per point.
+
+use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
+use rtvmm_core::machine::Overheads;
+use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::Nanos;
+
+use super::Experiment;
+use crate::error::ExperimentError;
+use crate::options::{describe_overheads, OVERHEAD_PRESETS};
+use crate::plot::{Chart, LegendAt, LineChart, Series};
+use crate::report::Output;
+use crate::system::{build_system, machine, simulate, ServerDomain};
+
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "rtxen-quantum",
+    title: "how fine can the quantum be?",
+    description: "Two domains under the Deferrable Server: domain 1 (budget 1 quantum, period \
+        2 quanta) runs one task of period 100 ms whose cost is swept from 1 to 50 ms; domain 2 \
+        (budget 2 quanta, period 4 quanta) runs a busy loop. Quantum 1 ms, 100 µs, 10 µs and \
+        1 µs, with a cost charged per do_schedule call and per context switch. Shows, per \
+        quantum, the utilisation at which domain 1 starts to miss deadlines.",
+    run: Some(run),
+};
+
+/// Domain 1's task period.
+pub const TASK_PERIOD: Nanos = Nanos::from_ms(100);
+
+/// The two-domain system for quantum `q` and domain-1 cost `cost`, running `duration`.
+pub fn quantum_domains(q: Nanos, cost: Nanos, duration: Nanos) -> Vec<ServerDomain> {
+    let task = TaskSpec::periodic("t1", TASK_PERIOD, cost);
+    // One job released at 0 that needs longer than the run: always has work, and its
+    // deadline lies beyond the end, so it is never counted.
+    let forever = duration + Nanos::from_secs(1);
+    let mut busy = TaskSpec::periodic("busy", forever + forever, forever);
+    busy.arrival = Arrival::AperiodicTimes(vec![Nanos::ZERO]);
+    vec![
+        ServerDomain {
+            name: "d1".to_string(),
+            budget: q,
+            period: Nanos(2 * q.as_ns()),
+            priority: 1,
+            guest: GuestScheduler::Rm,
+            tasks: vec![task],
+        },
+        ServerDomain {
+            name: "d2".to_string(),
+            budget: Nanos(2 * q.as_ns()),
+            period: Nanos(4 * q.as_ns()),
+            priority: 2,
+            guest: GuestScheduler::Rm,
+            tasks: vec![busy],
+        },
+    ]
+}
+
+/// The smallest cost (ms) whose run shows a miss in domain 1.
+pub fn first_miss(points: &[(u64, f64)]) -> Option<u64> {
+    points
+        .iter()
+        .filter(|(_, dmr)| *dmr > 0.0)
+        .map(|(cost, _)| *cost)
+        .min()
+}
+
+#[derive(Clone, Debug)]
+struct Point {
+    costs: usize,
+    policy: PolicyKind,
+    quantum: Nanos,
+    cost_ms: u64,
+}
+
+fn run(out: &mut Output) -> Result<(), ExperimentError> {
+    let options = out.options;
+    let quick = options.quick;
+    let quanta: Vec<Nanos> = if quick {
+        vec![Nanos::from_ms(1), Nanos::from_us(100), Nanos::from_us(10)]
+    } else {
+        vec![
+            Nanos::from_ms(1),
+            Nanos::from_us(100),
+            Nanos::from_us(10),
+            Nanos::from_us(1),
+        ]
+    };
+    let costs_ms: Vec<u64> = if quick {
+        (5..=50).step_by(5).collect()
+    } else {
+        (1..=50).collect()
+    };
+    let jobs: u64 = if quick { 20 } else { 600 };
+    let duration = options
+        .duration
+        .unwrap_or(Nanos(TASK_PERIOD.as_ns() * jobs));
+    let overhead_sets: Vec<(String, Overheads)> = match options.overheads {
+        Some(o) => vec![(describe_overheads(&o), o)],
+        None => OVERHEAD_PRESETS
+            .iter()
+            .filter(|(name, _)| *name != "none")
+            .map(|(name, o)| (name.to_string(), *o))
+            .collect(),
+    };
+    let policies = options.policies_or(&[PolicyKind::Deferrable]);
+    let seed = options.seed;
+    out.param(
+        "quanta",
+        quanta
+            .iter()
+            .map(|q| q.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    out.param(
+        "domain 1",
+        "budget 1 quantum, period 2 quanta, priority 1; one task, period 100 ms",
+    );
+    out.param(
+        "domain 2",
+        "budget 2 quanta, period 4 quanta, priority 2; one busy task",
+    );
+    out.param(
+        "domain-1 task cost",
+        format!(
+            "{} ms … {} ms ({} points)",
+            costs_ms[0],
+            costs_ms[costs_ms.len() - 1],
+            costs_ms.len()
+        ),
+    );
+    out.param("simulated time per point", duration);
+    out.param(
+        "policies",
+        policies
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    for (name, o) in &overhead_sets {
+        out.param(&format!("overhead costs '{name}'"), describe_overheads(o));
+    }
+
+    let mut points = Vec::new();
+    for costs in 0..overhead_sets.len() {
+        for &policy in &policies {
+            for &quantum in &quanta {
+                for &cost_ms in &costs_ms {
+                    points.push(Point {
+                        costs,
+                        policy,
+                        quantum,
+                        cost_ms,
+                    });
+                }
+            }
+        }
+    }
+    let label = |p: &Point| {
+        format!(
+            "rtxen-quantum-{}-{}-q{}-c{}ms",
+            overhead_sets[p.costs].0, p.policy, p.quantum, p.cost_ms
+        )
+    };
+    let outcome = out.sweep("rtxen-quantum", &points, label, |p| {
+        let domains = quantum_domains(p.quantum, Nanos::from_ms(p.cost_ms), duration);
+        let system = build_system(
+            &domains,
+            p.policy,
+            machine(p.quantum, overhead_sets[p.costs].1),
+        )?;
+        simulate(&system, &label(p), seed, duration)
+    })?;
+
+    let mut rows = Vec::new();
+    for (p, r) in points.iter().zip(&outcome.results) {
+        let Some(r) = r else { continue };
+        let d1 = &r.domains[0];
+        let pcpu = &r.pcpus[0];
+        rows.push(vec![
+            overhead_sets[p.costs].0.clone(),
+            p.policy.to_string(),
+            p.quantum.as_ns().to_string(),
+            p.cost_ms.to_string(),
+            format!("{:.2}", p.cost_ms as f64 / 100.0),
+            d1.jobs.to_string(),
+            d1.missed.to_string(),
+            format!("{:.6}", d1.deadline_miss_ratio),
+            format!("{:.6}", d1.responsiveness.max),
+            pcpu.do_schedule_calls.to_string(),
+            pcpu.context_switches.to_string(),
+            format!("{:.6}", pcpu.overhead_ns as f64 / r.duration_ns as f64),
+        ]);
+    }
+    out.csv(
+        "quantum.csv",
+        "domain 1's deadline miss ratio per (overhead costs, policy, quantum, cost)",
+        &[
+            "overheads",
+            "policy",
+            "quantum_ns",
+            "cost_ms",
+            "utilisation",
+            "d1_jobs",
+            "d1_missed",
+            "d1_deadline_miss_ratio",
+            "d1_responsiveness_max",
+            "do_schedule_calls",
+            "context_switches",
+            "overhead_share",
+        ],
+        &rows,
+    )?;
+
+    let mut table = Vec::new();
+    for (c, (costs_name, _)) in overhead_sets.iter().enumerate() {
+        let mut series = Vec::new();
+        for &policy in &policies {
+            for &quantum in &quanta {
+                let curve: Vec<(u64, f64, f64)> = points
+                    .iter()
+                    .zip(&outcome.results)
+                    .filter(|(p, _)| p.costs == c && p.policy == policy && p.quantum == quantum)
+                    .filter_map(|(p, r)| {
+                        r.as_ref().map(|r| {
+                            let share = r.pcpus[0].overhead_ns as f64 / r.duration_ns as f64;
+                            (p.cost_ms, r.domains[0].deadline_miss_ratio, share)
+                        })
+                    })
+                    .collect();
+                let dmr: Vec<(u64, f64)> = curve.iter().map(|&(c, d, _)| (c, d)).collect();
+                let threshold = first_miss(&dmr);
+                let shown = match threshold {
+                    Some(c) if c == costs_ms[0] => format!("≤ {c}%"),
+                    Some(c) => format!("{c}%"),
+                    None if curve.is_empty() => "—".to_string(),
+                    None => format!("none up to {}%", curve.last().map_or(0, |p| p.0)),
+                };
+                let mean_share = if curve.is_empty() {
+                    0.0
+                } else {
+                    curve.iter().map(|p| p.2).sum::<f64>() / curve.len() as f64
+                };
+                table.push(vec![
+                    costs_name.clone(),
+                    policy.to_string(),
+                    quantum.to_string(),
+                    shown.clone(),
+                    format!("{:.2}%", mean_share * 100.0),
+                ]);
+                out.finding(format!(
+                    "{costs_name} costs, {policy}, quantum {quantum}: domain 1 starts to miss \
+                     at utilisation {shown}"
+                ));
+                let name = if policies.len() > 1 {
+                    format!("{policy}, quantum {quantum}")
+                } else {
+                    format!("quantum {quantum}")
+                };
+                series.push(Series {
+                    name,
+                    points: curve
+                        .iter()
+                        .map(|&(c, d, _)| (c as f64, d * 100.0))
+                        .collect(),
+                });
+            }
+        }
+        let mut chart = LineChart::new(
+            &format!("rtxen-quantum: domain 1 deadline misses ({costs_name} overhead costs)"),
+            "domain 1 task utilisation (%)",
+            "domain 1 deadline miss ratio (%)",
+            series,
+        );
+        chart.legend = LegendAt::UpperLeft;
+        chart.x_range = Some((0.0, 51.0));
+        let stem = format!(
+            "quantum_{}",
+            costs_name.split_whitespace().next().unwrap_or("costs")
+        );
+        out.figure(
+            &stem,
+            &Chart::Line(chart),
+            &format!(
+                "Deadline miss ratio of domain 1 against its task's utilisation, one curve \
+                 per quantum; overhead {}; {duration} simulated per point.",
+                describe_overheads(&overhead_sets[c].1)
+            ),
+        )?;
+    }
+    out.table(
+        "quantum",
+        "Utilisation at which domain 1 starts to miss deadlines",
+        &[
+            "overhead costs",
+            "policy",
+            "quantum",
+            "first miss at utilisation",
+            "mean CPU share lost to overhead",
+        ],
+        table,
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_miss_is_the_smallest_missing_cost() {
+        assert_eq!(
+            first_miss(&[(1, 0.0), (2, 0.0), (3, 0.5), (4, 0.0)]),
+            Some(3)
+        );
+        assert_eq!(first_miss(&[(1, 0.0)]), None);
+    }
+
+    #[test]
+    fn the_system_follows_the_quantum() {
+        let q = Nanos::from_us(10);
+        let d = quantum_domains(q, Nanos::from_ms(5), Nanos::from_secs(1));
+        assert_eq!((d[0].budget, d[0].period), (q, Nanos::from_us(20)));
+        assert_eq!(
+            (d[1].budget, d[1].period),
+            (Nanos::from_us(20), Nanos::from_us(40))
+        );
+        assert_eq!(d[0].tasks[0].wcet, Nanos::from_ms(5));
+    }
+}

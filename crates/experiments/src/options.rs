@@ -1,0 +1,202 @@
+//! What every experiment accepts: where to write, how big, which seed, which policies.
+
+use std::path::PathBuf;
+
+use rtvmm_core::machine::Overheads;
+use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::Nanos;
+
+use crate::error::ExperimentError;
+
+/// The seed used when none is given.
+pub const DEFAULT_SEED: u64 = 1;
+
+/// Options common to every experiment. `None` fields mean "the experiment's default"
+/// (which depends on `quick`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Directory that receives the CSVs, figures, tables and `report.md`.
+    pub out: PathBuf,
+    /// The scaled-down version that finishes in seconds (tests, CI).
+    pub quick: bool,
+    /// The run seed; task sets and job draws derive from it.
+    pub seed: u64,
+    /// Simulated length of each run, overriding the experiment's.
+    pub duration: Option<Nanos>,
+    /// Policies to run, overriding the experiment's list.
+    pub policies: Option<Vec<PolicyKind>>,
+    /// Scheduler overhead costs, for the experiments that model them (`rtxen-quantum`,
+    /// `rtxen-overhead`), overriding their defaults.
+    pub overheads: Option<Overheads>,
+    /// Worker threads for a sweep; 0 = one per core.
+    pub jobs: usize,
+    /// Show a progress bar on stderr (only ever drawn when stderr is a terminal).
+    pub progress: bool,
+    /// Behave as if Ctrl-C came once this many runs were started (for tests of the
+    /// interruption path; `None` in normal use).
+    pub stop_after_runs: Option<usize>,
+}
+
+impl Options {
+    /// Defaults: full scale, seed [`DEFAULT_SEED`], all cores, progress bar on.
+    pub fn new(out: impl Into<PathBuf>) -> Options {
+        Options {
+            out: out.into(),
+            quick: false,
+            seed: DEFAULT_SEED,
+            duration: None,
+            policies: None,
+            overheads: None,
+            jobs: 0,
+            progress: true,
+            stop_after_runs: None,
+        }
+    }
+
+    /// The quick version, quiet: what the tests use.
+    pub fn quick(out: impl Into<PathBuf>) -> Options {
+        Options {
+            quick: true,
+            progress: false,
+            ..Options::new(out)
+        }
+    }
+
+    /// `full` normally, `quick` with `--quick`; `--duration` overrides both.
+    pub fn duration_or(&self, full: Nanos, quick: Nanos) -> Nanos {
+        self.duration
+            .unwrap_or(if self.quick { quick } else { full })
+    }
+
+    /// The experiment's policies unless `--policies` chose others.
+    pub fn policies_or(&self, default: &[PolicyKind]) -> Vec<PolicyKind> {
+        self.policies.clone().unwrap_or_else(|| default.to_vec())
+    }
+}
+
+/// Parses `deferrable,periodic,credit` (names or aliases) into policies, in that order,
+/// without duplicates.
+pub fn parse_policies(text: &str) -> Result<Vec<PolicyKind>, ExperimentError> {
+    let mut policies = Vec::new();
+    for name in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let kind = PolicyKind::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
+            ExperimentError::option(
+                "--policies",
+                format!("unknown policy '{name}'; known: {}", known.join(", ")),
+            )
+        })?;
+        if !policies.contains(&kind) {
+            policies.push(kind);
+        }
+    }
+    if policies.is_empty() {
+        return Err(ExperimentError::option("--policies", "no policy given"));
+    }
+    Ok(policies)
+}
+
+/// Named overhead presets for `--overhead`.
+///
+/// - `none`: no overhead.
+/// - `xen`: 150 ns per `do_schedule`, 1.5 µs per context switch — the figures of the
+///   scenario format's example, of the order of a hypervisor scheduler in the kernel.
+/// - `host`: the host executor's costs measured on this kind of machine (`host.md`): the
+///   scheduler thread's timer wake-up on a busy core (median ≈ 10 µs) charged per
+///   `do_schedule`, and the priority-band switch from the tick to the next domain running
+///   (median ≈ 15 µs) charged per context switch.
+pub const OVERHEAD_PRESETS: [(&str, Overheads); 3] = [
+    (
+        "none",
+        Overheads {
+            do_schedule: Nanos(0),
+            context_switch: Nanos(0),
+        },
+    ),
+    (
+        "xen",
+        Overheads {
+            do_schedule: Nanos(150),
+            context_switch: Nanos(1_500),
+        },
+    ),
+    (
+        "host",
+        Overheads {
+            do_schedule: Nanos(10_000),
+            context_switch: Nanos(15_000),
+        },
+    ),
+];
+
+/// Parses `--overhead`: a preset name (see [`OVERHEAD_PRESETS`]) or
+/// `DO_SCHEDULE,CONTEXT_SWITCH` with units (`150ns,1.5us`).
+pub fn parse_overheads(text: &str) -> Result<Overheads, ExperimentError> {
+    let text = text.trim();
+    if let Some((_, preset)) = OVERHEAD_PRESETS.iter().find(|(name, _)| *name == text) {
+        return Ok(*preset);
+    }
+    let bad = |problem: String| ExperimentError::option("--overhead", problem);
+    let (a, b) = text.split_once(',').ok_or_else(|| {
+        bad(format!(
+            "'{text}' is neither a preset (none, xen, host) nor DO_SCHEDULE,CONTEXT_SWITCH \
+             (for example 150ns,1.5us)"
+        ))
+    })?;
+    let do_schedule: Nanos = a
+        .trim()
+        .parse()
+        .map_err(|e| bad(format!("do_schedule cost: {e}")))?;
+    let context_switch: Nanos = b
+        .trim()
+        .parse()
+        .map_err(|e| bad(format!("context switch cost: {e}")))?;
+    Ok(Overheads {
+        do_schedule,
+        context_switch,
+    })
+}
+
+/// The preset name of `overheads`, or its two costs.
+pub fn describe_overheads(overheads: &Overheads) -> String {
+    match OVERHEAD_PRESETS.iter().find(|(_, o)| o == overheads) {
+        Some((name, _)) => format!(
+            "{name} ({} per do_schedule, {} per context switch)",
+            overheads.do_schedule, overheads.context_switch
+        ),
+        None => format!(
+            "{} per do_schedule, {} per context switch",
+            overheads.do_schedule, overheads.context_switch
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_by_name_and_alias_in_order() {
+        assert_eq!(
+            parse_policies("ptps, deferrable,ds").unwrap(),
+            vec![PolicyKind::Periodic, PolicyKind::Deferrable]
+        );
+        assert!(parse_policies("fifo").is_err());
+        assert!(parse_policies(" , ").is_err());
+    }
+
+    #[test]
+    fn overheads_parse_presets_and_pairs() {
+        assert_eq!(parse_overheads("none").unwrap(), Overheads::default());
+        assert_eq!(
+            parse_overheads("150ns, 1.5us").unwrap(),
+            Overheads {
+                do_schedule: Nanos(150),
+                context_switch: Nanos(1500)
+            }
+        );
+        assert!(parse_overheads("150").is_err());
+        assert!(parse_overheads("150ns").is_err());
+        assert!(describe_overheads(&parse_overheads("host").unwrap()).starts_with("host"));
+    }
+}

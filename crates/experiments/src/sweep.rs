@@ -1,0 +1,286 @@
+//! Running a sweep: many independent runs, in parallel, with a progress bar, and with
+//! Ctrl-C keeping what is done.
+//!
+//! # Determinism
+//! Each run is a pure function of its description (the simulator is deterministic), and
+//! results are returned **by run index**, whatever order the threads finished in; so
+//! everything written from them is the same bytes for the same seed.
+//!
+//! # Interruption
+//! The first Ctrl-C sets a process-wide flag: runs already started finish, runs not yet
+//! started are skipped (their slot is `None`), and the experiment writes what it has and
+//! says "interrupted: N of M runs done". A second Ctrl-C exits at once (status 130).
+
+use std::io::IsTerminal;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Once;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::error::ExperimentError;
+use crate::options::Options;
+
+/// Set by Ctrl-C (or by [`request_interrupt`]).
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+static HANDLER: Once = Once::new();
+
+/// Installs the Ctrl-C handler (once per process; a no-op if the program installed its
+/// own handler first).
+pub fn install_interrupt_handler() {
+    HANDLER.call_once(|| {
+        let _ = ctrlc::set_handler(|| {
+            if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                eprintln!("\ninterrupted twice: exiting without writing results");
+                std::process::exit(130);
+            }
+            eprintln!(
+                "\ninterrupt: finishing the runs in progress, skipping the rest, then writing \
+                 what is done (Ctrl-C again to abort)"
+            );
+        });
+    });
+}
+
+/// Asks running and future sweeps to stop starting runs, as Ctrl-C does.
+pub fn request_interrupt() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Whether an interruption was requested.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// What a sweep produced.
+#[derive(Debug)]
+pub struct SweepOutcome<R> {
+    /// One slot per run, in run order; `None` for a run skipped after an interruption.
+    pub results: Vec<Option<R>>,
+}
+
+impl<R> SweepOutcome<R> {
+    /// Runs that finished.
+    pub fn done(&self) -> usize {
+        self.results.iter().filter(|r| r.is_some()).count()
+    }
+
+    /// Runs in the sweep.
+    pub fn total(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Whether some runs were skipped.
+    pub fn interrupted(&self) -> bool {
+        self.done() < self.total()
+    }
+}
+
+/// Shared by the sweeps of one experiment: how many runs were started, and the
+/// `stop_after_runs` test hook.
+#[derive(Debug, Default)]
+pub struct RunCounter {
+    started: AtomicUsize,
+}
+
+impl RunCounter {
+    pub fn new() -> RunCounter {
+        RunCounter::default()
+    }
+
+    /// Claims the right to start one run; `false` when the sweep must stop.
+    fn claim(&self, options: &Options) -> bool {
+        if interrupted() {
+            return false;
+        }
+        match options.stop_after_runs {
+            None => {
+                self.started.fetch_add(1, Ordering::SeqCst);
+                true
+            }
+            Some(limit) => self
+                .started
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                    (n < limit).then_some(n + 1)
+                })
+                .is_ok(),
+        }
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_string()
+    }
+}
+
+fn progress_bar(label: &str, total: usize, options: &Options) -> ProgressBar {
+    let visible = options.progress && std::io::stderr().is_terminal();
+    let target = if visible {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    };
+    let bar = ProgressBar::with_draw_target(Some(total as u64), target);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{msg:>16} [{bar:32}] {pos}/{len} runs · {elapsed_precise} elapsed · ETA {eta}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(label.to_string());
+    if visible {
+        bar.enable_steady_tick(Duration::from_millis(250));
+    }
+    bar
+}
+
+/// Runs `work` on every item, in parallel on `options.jobs` threads (0 = all cores).
+///
+/// `name(item)` names a run in error messages. A run that returns an error or panics
+/// stops the experiment with that error (the first in run order); a run skipped because
+/// of an interruption leaves `None`.
+pub fn sweep<T, R, W, N>(
+    label: &str,
+    items: &[T],
+    options: &Options,
+    counter: &RunCounter,
+    name: N,
+    work: W,
+) -> Result<SweepOutcome<R>, ExperimentError>
+where
+    T: Sync,
+    R: Send,
+    W: Fn(&T) -> Result<R, ExperimentError> + Sync,
+    N: Fn(&T) -> String + Sync,
+{
+    install_interrupt_handler();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs)
+        .build()
+        .map_err(|e| ExperimentError::option("--jobs", e.to_string()))?;
+    let bar = progress_bar(label, items.len(), options);
+    let slots: Vec<Option<Result<R, ExperimentError>>> = pool.install(|| {
+        items
+            .par_iter()
+            .with_max_len(1)
+            .map(|item| {
+                if !counter.claim(options) {
+                    return None;
+                }
+                let outcome =
+                    catch_unwind(AssertUnwindSafe(|| work(item))).unwrap_or_else(|payload| {
+                        Err(ExperimentError::RunPanicked {
+                            run: name(item),
+                            message: panic_message(payload),
+                        })
+                    });
+                bar.inc(1);
+                Some(outcome)
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let mut results = Vec::with_capacity(slots.len());
+    for slot in slots {
+        match slot {
+            None => results.push(None),
+            Some(Ok(r)) => results.push(Some(r)),
+            Some(Err(e)) => return Err(e),
+        }
+    }
+    Ok(SweepOutcome { results })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_come_back_in_run_order() {
+        let mut options = Options::quick("unused");
+        options.jobs = 2;
+        let items: Vec<u64> = (0..50).collect();
+        let counter = RunCounter::new();
+        let out = sweep(
+            "t",
+            &items,
+            &options,
+            &counter,
+            |i| i.to_string(),
+            |&i| {
+                // Uneven work so threads finish out of order.
+                let mut x = 0u64;
+                for k in 0..(50 - i) * 1000 {
+                    x = x.wrapping_add(k);
+                }
+                Ok((i, x))
+            },
+        )
+        .unwrap();
+        let order: Vec<u64> = out.results.iter().map(|r| r.unwrap().0).collect();
+        assert_eq!(order, items);
+        assert!(!out.interrupted());
+    }
+
+    #[test]
+    fn stop_after_runs_skips_the_rest_and_says_so() {
+        let mut options = Options::quick("unused");
+        options.jobs = 1;
+        options.stop_after_runs = Some(3);
+        let items: Vec<u32> = (0..10).collect();
+        let counter = RunCounter::new();
+        let out = sweep(
+            "t",
+            &items,
+            &options,
+            &counter,
+            |i| i.to_string(),
+            |&i| Ok(i),
+        )
+        .unwrap();
+        assert_eq!(out.done(), 3);
+        assert_eq!(out.total(), 10);
+        assert!(out.interrupted());
+        // A second sweep of the same experiment starts nothing.
+        let again = sweep(
+            "t",
+            &items,
+            &options,
+            &counter,
+            |i| i.to_string(),
+            |&i| Ok(i),
+        )
+        .unwrap();
+        assert_eq!(again.done(), 0);
+    }
+
+    #[test]
+    fn a_panicking_run_becomes_an_error_naming_it() {
+        let options = Options::quick("unused");
+        let items = [1u32, 2, 3];
+        let err = sweep(
+            "t",
+            &items,
+            &options,
+            &RunCounter::new(),
+            |i| format!("run-{i}"),
+            |&i| {
+                if i == 2 {
+                    panic!("boom");
+                }
+                Ok(i)
+            },
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("run-2") && text.contains("boom"), "{text}");
+    }
+}

@@ -1,0 +1,205 @@
+//! The framework: the registry, interruption, compare, gen.
+
+use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::Nanos;
+use rtvmm_experiments::experiments::REGISTRY;
+use rtvmm_experiments::gen::{rtxen_scenario, scenario_toml};
+use rtvmm_experiments::rtxen::rtxen_domains;
+use rtvmm_experiments::system::{build_system, machine, simulate};
+use rtvmm_experiments::{run_experiment, ExperimentError, Options};
+use rtvmm_gen::rtxen::SharePattern;
+
+use crate::util::Csv;
+
+#[test]
+fn list_describes_every_experiment_including_planned_ones() {
+    let text = rtvmm_experiments::experiments::list();
+    for name in [
+        "rtxen-quantum",
+        "rtxen-overhead",
+        "rtxen-isolation",
+        "rtxen-capacity",
+        "rtxen-theory",
+        "csa-periods",
+        "csa-etf",
+        "csa-arinc",
+        "eval-affinity",
+        "eval-contention",
+    ] {
+        assert!(text.contains(name), "list lacks {name}");
+        assert!(REGISTRY.iter().any(|e| e.name == name));
+    }
+}
+
+#[test]
+fn unknown_and_planned_experiments_are_errors_that_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = run_experiment("rtxen-nothing", &Options::quick(dir.path())).unwrap_err();
+    assert!(matches!(err, ExperimentError::UnknownExperiment { .. }));
+    assert!(err.to_string().contains("rtxen-capacity"), "{err}");
+    for e in REGISTRY.iter().filter(|e| e.run.is_none()) {
+        let err = run_experiment(e.name, &Options::quick(dir.path())).unwrap_err();
+        assert!(matches!(err, ExperimentError::NotImplemented(_)), "{err}");
+    }
+}
+
+#[test]
+fn an_interrupted_sweep_writes_what_is_done_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = Options::quick(dir.path());
+    options.stop_after_runs = Some(2);
+    options.jobs = 1;
+    options.duration = Some(Nanos::from_ms(200));
+    let report = run_experiment("rtxen-overhead", &options).unwrap();
+    assert!(report.interrupted());
+    assert_eq!(report.status(), "interrupted: 2 of 6 runs done");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("Interrupted: 2 of 6 runs done"), "{md}");
+    let csv = Csv::read(&dir.path().join("overhead.csv"));
+    assert_eq!(csv.rows.len(), 2);
+    assert!(dir.path().join("overhead.png").exists());
+}
+
+#[test]
+fn compare_puts_two_results_side_by_side() {
+    let domains = rtxen_domains(SharePattern::Even, 900, 1).unwrap();
+    let run = |kind| {
+        let system = build_system(
+            &domains,
+            kind,
+            machine(Nanos::from_ms(1), Default::default()),
+        )
+        .unwrap();
+        simulate(&system, "even-90", 1, Nanos::from_secs(2)).unwrap()
+    };
+    let (a, b) = (run(PolicyKind::Deferrable), run(PolicyKind::Credit));
+    let dir = tempfile::tempdir().unwrap();
+    let (pa, pb) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&pa, a.to_json()).unwrap();
+    std::fs::write(&pb, b.to_json()).unwrap();
+    let text = rtvmm_experiments::run_compare(&rtvmm_experiments::CompareArgs {
+        a: pa.clone(),
+        b: pb,
+    })
+    .unwrap();
+    for d in ["d1", "d2", "d3", "d4", "d5"] {
+        assert!(
+            text.contains(&format!("| {d} | deadline miss ratio |")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("| {d} | responsiveness p99 |")),
+            "{text}"
+        );
+    }
+    assert!(text.contains("policy deferrable") && text.contains("policy credit"));
+    let expected = format!(
+        "| d1 | jobs | {} | {} | {:+} |",
+        a.domains[0].jobs,
+        b.domains[0].jobs,
+        b.domains[0].jobs as i64 - a.domains[0].jobs as i64
+    );
+    assert!(text.contains(&expected), "{text}");
+    // A file that is not results is an error naming it.
+    std::fs::write(&pa, "{}").unwrap();
+    let err = rtvmm_experiments::compare::compare_files(&pa, &pa).unwrap_err();
+    assert!(err.to_string().contains("a.json"), "{err}");
+}
+
+#[test]
+fn generated_rtxen_scenario_is_what_the_experiments_run() {
+    let scenario = rtxen_scenario(
+        SharePattern::Increasing,
+        650,
+        4,
+        Nanos::from_secs(10),
+        PolicyKind::Deferrable,
+    )
+    .unwrap();
+    let text = scenario_toml(&scenario);
+    let parsed = rtvmm_scenario::Scenario::from_toml(&text, "gen.toml")
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let domains = rtxen_domains(SharePattern::Increasing, 650, 4).unwrap();
+    let ours = build_system(
+        &domains,
+        PolicyKind::Deferrable,
+        machine(Nanos::from_ms(1), Default::default()),
+    )
+    .unwrap();
+    assert_eq!(parsed.system.domains.len(), 5);
+    for (theirs, mine) in parsed.system.domains.iter().zip(&ours.domains) {
+        assert_eq!(theirs.name, mine.name);
+        assert_eq!(
+            (theirs.vcpu.budget, theirs.vcpu.period, theirs.vcpu.priority),
+            (mine.vcpu.budget, mine.vcpu.period, mine.vcpu.priority)
+        );
+        assert_eq!(theirs.tasks, mine.tasks);
+    }
+    // Credit weights derived the same way by the scenario crate and by the experiments.
+    let credit = parsed.with_policy(PolicyKind::Credit).unwrap();
+    let ours = build_system(
+        &domains,
+        PolicyKind::Credit,
+        machine(Nanos::from_ms(1), Default::default()),
+    )
+    .unwrap();
+    for (theirs, mine) in credit.system.domains.iter().zip(&ours.domains) {
+        assert_eq!(
+            (theirs.vcpu.weight, theirs.vcpu.cap),
+            (mine.vcpu.weight, mine.vcpu.cap)
+        );
+    }
+}
+
+#[test]
+fn generated_csa_system_schedulable_by_the_analysis_shows_no_miss_under_ptps() {
+    use rtvmm_analysis::{
+        analyze_system, DomainSpec, GuestScheduler, Interface, InterfaceChoice, SbfMode,
+    };
+    use rtvmm_experiments::gen::csa_scenario;
+    use rtvmm_experiments::interfaces::workload;
+    use rtvmm_gen::csa::{csa_taskset, CsaParams};
+
+    let params = CsaParams::new(500, (100, 300));
+    let scenario = csa_scenario(&params, 3, Nanos::from_secs(6), PolicyKind::Periodic).unwrap();
+    let text = scenario_toml(&scenario);
+    let parsed = rtvmm_scenario::Scenario::from_toml(&text, "csa.toml")
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    // The analysis, given exactly these interfaces (in ms), accepts the whole system ...
+    let system = csa_taskset(&params, 3).unwrap();
+    let ms = |t: Nanos| t.as_ns() / 1_000_000;
+    let specs: Vec<DomainSpec> = system
+        .domains
+        .iter()
+        .zip(&scenario.domains)
+        .map(|(d, s)| DomainSpec {
+            name: d.name.clone(),
+            workload: workload(d, Nanos::from_ms(1)).unwrap(),
+            guest: GuestScheduler::Rm,
+            interface: InterfaceChoice::Given(Interface::new(ms(s.period), ms(s.budget))),
+        })
+        .collect();
+    let analysis = analyze_system(&specs, SbfMode::Auto);
+    assert!(analysis.schedulable, "{analysis:#?}");
+    // ... so under the Periodic Server nothing may miss.
+    let results = simulate(&parsed.system, "csa", 3, parsed.duration).unwrap();
+    assert!(results.jobs > 0);
+    assert_eq!(results.missed, 0, "{}", results.summary());
+}
+
+#[test]
+fn generated_arinc_scenarios_parse_and_say_they_are_generated() {
+    use rtvmm_experiments::gen::arinc_scenario;
+    for index in 1..=7 {
+        let s = arinc_scenario(index, 1, Nanos::from_secs(1), PolicyKind::Periodic).unwrap();
+        let text = scenario_toml(&s);
+        assert!(text.contains("GENERATED"), "{text}");
+        let parsed = rtvmm_scenario::Scenario::from_toml(&text, "arinc.toml")
+            .unwrap_or_else(|e| panic!("W{index}: {e}\n{text}"));
+        for d in &parsed.system.domains {
+            assert!(d.vcpu.budget <= d.vcpu.period);
+            assert_eq!(d.vcpu.budget.as_ns() % 1_000_000, 0, "whole quanta");
+        }
+    }
+    assert!(arinc_scenario(8, 1, Nanos::from_secs(1), PolicyKind::Periodic).is_err());
+}

@@ -1,0 +1,11 @@
+//! The experiments crate's integration tests: every experiment in `--quick` mode (with
+//! durations shortened further where the debug build needs it), its files and the facts
+//! that follow from the theory; plus the framework (list, interruption, compare, gen).
+mod util;
+
+mod capacity;
+mod framework;
+mod isolation;
+mod overhead;
+mod quantum;
+mod theory;
