@@ -15,10 +15,10 @@
 //! "file", and the variable's value is recorded in the report's parameters.
 //!
 //! # Procedure
-//! Per workload: each partition's fixed-period interface `(Π, MinExec(Π))` in 1 ms units
-//! (WCETs rounded up to whole ms for the analysis — see [`super::csa_common`]; the
-//! rounding is part of the overhead a 1 ms-quantum VMM pays), U_RM, U_W (of the true
-//! WCETs) and U_RM − U_W; for reference also U_RM with 1 µs units (what a VMM that could
+//! Per workload: each partition's fixed-period interface `(Π, MinExec(Π))`, computed
+//! exactly and its budget rounded up to a whole 1 ms quantum (see [`super::csa_common`];
+//! the rounding is part of the overhead a 1 ms-quantum VMM pays), U_RM, U_W and
+//! U_RM − U_W; for reference also U_RM with budgets rounded to 1 µs (what a VMM that could
 //! deliver microsecond budgets would need). Partitions run their interfaces as servers,
 //! priorities rate-monotonic by partition period (ties by partition order). Then ten
 //! one-minute runs under PTPS, WCPS and CRPS, every job taking its WCET:
@@ -48,7 +48,7 @@ use rtvmm_gen::GenSystem;
 use rtvmm_sim::results::RunResults;
 
 use super::csa_common::{
-    cdf_chart, cdf_series, csa_system, csa_system_in, domain_responsiveness, paper_name,
+    cdf_chart, cdf_series, csa_system, csa_system_in, domain_responsiveness, ms_text, paper_name,
     percent, quantile_rows, CsaSystem, InterfacePeriods, ANALYSIS_UNIT, CSA_POLICIES,
 };
 use super::Experiment;
@@ -62,8 +62,8 @@ pub const EXPERIMENT: Experiment = Experiment {
     title: "avionics workloads (generated, ARINC-653 shaped)",
     description: "Seven harmonic avionics-shaped workloads — GENERATED, since the published \
         tables are not available (real tables can be read from workload files named in \
-        RTVMM_ARINC_WORKLOADS): fixed-period partition interfaces in 1 ms units, U_RM, U_W and \
-        their difference; ten one-minute runs (synchronous, then random phasings on \
+        RTVMM_ARINC_WORKLOADS): fixed-period partition interfaces (budgets in whole 1 ms quanta), U_RM, \
+        U_W and their difference; ten one-minute runs (synchronous, then random phasings on \
         partition boundaries) under PTPS, WCPS and CRPS with responsiveness CDFs and deadline \
         miss ratios per partition and in total.",
     run: Some(run),
@@ -112,9 +112,10 @@ pub fn file_workloads(paths: &[PathBuf]) -> Result<Vec<NamedWorkload>, Experimen
             let system = parse_workload(&text).map_err(|e| {
                 ExperimentError::option(WORKLOADS_ENV, format!("{}: {e}", path.display()))
             })?;
-            let name = path
-                .file_stem()
-                .map_or_else(|| path.display().to_string(), |s| s.to_string_lossy().into());
+            let name = path.file_stem().map_or_else(
+                || path.display().to_string(),
+                |s| s.to_string_lossy().into(),
+            );
             Ok(NamedWorkload {
                 name,
                 source: "file",
@@ -158,7 +159,7 @@ struct RunOutcome {
 struct Analysed {
     workload: NamedWorkload,
     system: CsaSystem,
-    /// U_RM with 1 µs units, when that analysis succeeds.
+    /// U_RM with budgets rounded to 1 µs, when that analysis succeeds.
     u_rm_fine: Option<f64>,
 }
 
@@ -171,7 +172,11 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     let seed = options.seed;
 
     let from_env: Vec<PathBuf> = std::env::var_os(WORKLOADS_ENV)
-        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| !p.as_os_str().is_empty())
+                .collect()
+        })
         .unwrap_or_default();
     let workloads = if from_env.is_empty() {
         out.param(
@@ -212,21 +217,17 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     out.param("pcpus · quantum", "1 · 1ms");
     out.param(
         "interfaces",
-        "fixed period = partition period, budget MinExec(Π) in 1 ms units (WCETs rounded up \
-         to whole ms for the analysis; the simulation runs the true WCETs); sbf auto \
-         (harmonic where sound); priorities rate-monotonic by partition period",
+        "fixed period = partition period, budget MinExec(Π) computed exactly and rounded up \
+         to a whole 1 ms quantum; sbf auto (harmonic where sound); priorities \
+         rate-monotonic by partition period",
     );
 
     let mut analysed = Vec::with_capacity(workloads.len());
     for workload in workloads {
         let system = csa_system(&workload.system, InterfacePeriods::Fixed)?;
-        let u_rm_fine = csa_system_in(
-            &workload.system,
-            InterfacePeriods::Fixed,
-            Nanos::from_us(1),
-        )
-        .ok()
-        .map(|s| s.analysis.u_rm);
+        let u_rm_fine = csa_system_in(&workload.system, InterfacePeriods::Fixed, Nanos::from_us(1))
+            .ok()
+            .map(|s| s.analysis.u_rm);
         analysed.push(Analysed {
             workload,
             system,
@@ -255,7 +256,12 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         )
     };
     let outcome = out.sweep("csa-arinc", &points, scenario, |p| {
-        let servers = phased(&analysed[p.workload].system.domains, seed, p.workload, p.run);
+        let servers = phased(
+            &analysed[p.workload].system.domains,
+            seed,
+            p.workload,
+            p.run,
+        );
         let spec = build_system(&servers, p.policy, machine(ANALYSIS_UNIT, overheads))?;
         let (results, samples) = simulate_with(&spec, &scenario(p), seed, duration, |sim| {
             domain_responsiveness(sim, duration)
@@ -337,27 +343,28 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     )?;
 
     // Pooled over the runs: (jobs, missed) per (workload, policy, partition).
-    let pooled = |workload: usize, policy: PolicyKind, domain: Option<usize>| -> Option<(u64, u64)> {
-        let mut any = false;
-        let (mut jobs, mut missed) = (0, 0);
-        for (_, r) in finished
-            .iter()
-            .filter(|(p, _)| p.workload == workload && p.policy == policy)
-        {
-            any = true;
-            match domain {
-                Some(d) => {
-                    jobs += r.results.domains[d].jobs;
-                    missed += r.results.domains[d].missed;
-                }
-                None => {
-                    jobs += r.results.jobs;
-                    missed += r.results.missed;
+    let pooled =
+        |workload: usize, policy: PolicyKind, domain: Option<usize>| -> Option<(u64, u64)> {
+            let mut any = false;
+            let (mut jobs, mut missed) = (0, 0);
+            for (_, r) in finished
+                .iter()
+                .filter(|(p, _)| p.workload == workload && p.policy == policy)
+            {
+                any = true;
+                match domain {
+                    Some(d) => {
+                        jobs += r.results.domains[d].jobs;
+                        missed += r.results.domains[d].missed;
+                    }
+                    None => {
+                        jobs += r.results.jobs;
+                        missed += r.results.missed;
+                    }
                 }
             }
-        }
-        any.then_some((jobs, missed))
-    };
+            any.then_some((jobs, missed))
+        };
     let ratio = |(jobs, missed): (u64, u64)| {
         if jobs == 0 {
             0.0
@@ -389,7 +396,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             };
             rows.extend(quantile_rows(&prefix("all"), &samples(w, policy, None)));
             for (d, server) in a.system.domains.iter().enumerate() {
-                rows.extend(quantile_rows(&prefix(&server.name), &samples(w, policy, Some(d))));
+                rows.extend(quantile_rows(
+                    &prefix(&server.name),
+                    &samples(w, policy, Some(d)),
+                ));
             }
         }
     }
@@ -453,16 +463,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 label(a),
                 server.name.clone(),
                 server.priority.to_string(),
-                format!(
-                    "({}, {})",
-                    server.period.as_ns() / ANALYSIS_UNIT.as_ns(),
-                    server.budget.as_ns() / ANALYSIS_UNIT.as_ns()
-                ),
+                format!("({}, {})", ms_text(server.period), ms_text(server.budget)),
                 format!("{:.4}", a.workload.system.domains[d].utilisation()),
             ];
             for &policy in &policies {
                 row.push(
-                    pooled(w, policy, Some(d)).map_or_else(|| "—".to_string(), |c| percent(ratio(c))),
+                    pooled(w, policy, Some(d))
+                        .map_or_else(|| "—".to_string(), |c| percent(ratio(c))),
                 );
             }
             table.push(row);
@@ -512,7 +519,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             out.figure(
                 &format!("cdf_{}_{scope}", a.workload.name),
                 &Chart::Line(cdf_chart(
-                    &format!("csa-arinc CDF: {} ({}), {what}", a.workload.name, a.workload.source),
+                    &format!(
+                        "csa-arinc CDF: {} ({}), {what}",
+                        a.workload.name, a.workload.source
+                    ),
                     series,
                 )),
                 &format!(
@@ -543,7 +553,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             s.analysis.u_rm,
             s.analysis.u_rm - s.task_utilisation,
             a.u_rm_fine
-                .map_or_else(String::new, |u| format!(" (U_RM with 1 µs units {u:.4})")),
+                .map_or_else(String::new, |u| format!(" (U_RM with 1 µs budgets {u:.4})")),
             if s.analysis.schedulable {
                 "schedulable"
             } else {
@@ -565,7 +575,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 if r.results.domains[d].missed > 0 {
                     violations.push(format!(
                         "{} run {} {}: {} misses",
-                        a.workload.name, p.run, a.system.domains[d].name, r.results.domains[d].missed
+                        a.workload.name,
+                        p.run,
+                        a.system.domains[d].name,
+                        r.results.domains[d].missed
                     ));
                 }
             }
@@ -600,7 +613,6 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
             s.domains.len().to_string(),
             a.workload.system.task_count().to_string(),
             format!("{:.6}", s.task_utilisation),
-            format!("{:.6}", s.analysis.u_w),
             format!("{:.6}", s.analysis.u_rm),
             format!("{diff:.6}"),
             a.u_rm_fine.map_or_else(String::new, |u| format!("{u:.6}")),
@@ -615,7 +627,8 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
             format!("{:.4}", s.task_utilisation),
             format!("{:.4}", s.analysis.u_rm),
             format!("{diff:.4}"),
-            a.u_rm_fine.map_or_else(|| "—".to_string(), |u| format!("{u:.4}")),
+            a.u_rm_fine
+                .map_or_else(|| "—".to_string(), |u| format!("{u:.4}")),
             if s.analysis.schedulable {
                 "schedulable".to_string()
             } else {
@@ -625,15 +638,14 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
     }
     out.csv(
         "workloads.csv",
-        "per workload: U_W of the true WCETs, U_W of the WCETs rounded up to whole ms (what \
-         the analysis used), U_RM, U_RM − U_W, U_RM with 1 µs units, verdict, description",
+        "per workload: U_W, U_RM of the interfaces (1 ms budgets), U_RM − U_W, U_RM with \
+         budgets rounded to 1 µs instead, the analysis' verdict, the workload's description",
         &[
             "workload",
             "source",
             "partitions",
             "tasks",
             "u_w",
-            "u_w_rounded_wcets",
             "u_rm",
             "u_rm_minus_u_w",
             "u_rm_1us",
@@ -645,7 +657,7 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
     )?;
     out.table(
         "workloads",
-        "Workloads: U_W, fixed-period interfaces' U_RM (1 ms units) and their difference",
+        "Workloads: U_W, fixed-period interfaces' U_RM (1 ms budgets) and their difference",
         &[
             "workload",
             "partitions",
@@ -653,7 +665,7 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
             "U_W",
             "U_RM",
             "U_RM − U_W",
-            "U_RM (1 µs units)",
+            "U_RM (1 µs budgets)",
             "analysis",
         ],
         table,
@@ -668,13 +680,12 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
                 server.name.clone(),
                 server.tasks.len().to_string(),
                 format!("{:.6}", a.workload.system.domains[d].utilisation()),
-                res.period.map_or_else(String::new, |p| p.to_string()),
-                res.budget.map_or_else(String::new, |b| b.to_string()),
+                ms_text(server.period),
+                ms_text(server.budget),
                 format!("{:.6}", res.bandwidth),
                 server.priority.to_string(),
                 res.schedulable.to_string(),
-                res.root_response_time
-                    .map_or_else(String::new, |r| r.to_string()),
+                a.system.root_response(d).map_or_else(String::new, ms_text),
             ]);
         }
     }
@@ -712,11 +723,11 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
                 analysed.iter().map(|a| a.system.task_utilisation).collect(),
             ),
             (
-                "U_RM (interfaces, 1 ms units)".to_string(),
+                "U_RM (1 ms budgets)".to_string(),
                 analysed.iter().map(|a| a.system.analysis.u_rm).collect(),
             ),
             (
-                "U_RM (1 µs units)".to_string(),
+                "U_RM (1 µs budgets)".to_string(),
                 analysed
                     .iter()
                     .map(|a| a.u_rm_fine.unwrap_or(0.0))
@@ -729,8 +740,8 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
         "utilisation",
         &Chart::Bar(chart),
         "Task utilisation U_W and the total bandwidth U_RM of the fixed-period partition \
-         interfaces, per workload; with 1 ms units (the quantum) and, for reference, 1 µs \
-         units.",
+         interfaces, per workload: budgets in whole 1 ms quanta and, for reference, rounded \
+         to 1 µs only.",
     )?;
     Ok(())
 }

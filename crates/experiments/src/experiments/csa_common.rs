@@ -3,23 +3,26 @@
 //! the responsiveness samples, quantiles and CDF figures they report.
 //!
 //! # From a generated system to servers ([`csa_system`])
-//! - The analysis runs in units of [`ANALYSIS_UNIT`] = 1 ms, the quantum: a VMM with a
-//!   1 ms quantum cannot deliver a fraction of one, so interfaces are whole milliseconds
-//!   (`analysis.md`). Periods must be whole milliseconds (an error names the task
-//!   otherwise). A WCET that is not a whole number of milliseconds (the avionics
-//!   workloads' are in µs) is **rounded up** for the analysis, which is sound — no job
-//!   needs more than its rounded WCET — while the simulation runs the true WCET. The
-//!   rounding shows as extra interface overhead; [`CsaSystem::wcet_rounded`] says whether
-//!   it happened.
-//! - Each domain's interface is either its bandwidth-optimal integer interface (Algorithm
-//!   1, any period) or, for a domain with a platform-fixed period (ARINC-653 partitions),
-//!   `(Π, MinExec(Π))`. The sbf is `auto`: the harmonic form exactly where it is sound,
-//!   which needs tasks released at the interface's period boundaries — true here, because
-//!   servers start at time 0 and tasks are released at 0 (or, in csa-arinc, at offsets
-//!   that are multiples of the partition period).
-//! - Each domain runs its interface `(Π, Θ)` as a server; priorities are rate-monotonic by
-//!   interface period, ties by domain order — the root's order in the analysis, so
-//!   priority `k` is the analysis' root rank `k − 1`.
+//! - Interfaces come from [`crate::interfaces`] with the 1 ms quantum
+//!   ([`ANALYSIS_UNIT`]): a VMM with a 1 ms quantum cannot deliver a fraction of one, so
+//!   budgets and periods are whole milliseconds (`analysis.md`). A domain's interface is
+//!   its bandwidth-optimal integer interface (Algorithm 1, any period; task times must be
+//!   whole ms, as the csa generator makes them) or, for a domain with a platform-fixed
+//!   period (ARINC-653 partitions, whose WCETs are in µs), `(Π, MinExec(Π))` computed
+//!   exactly and its budget rounded **up** to a whole ms — sound, since supply grows with
+//!   the budget; the rounding shows as extra interface overhead. The sbf is `auto`: the
+//!   harmonic form exactly where it is sound, which needs tasks released at the
+//!   interface's period boundaries — true here, because servers start at time 0 and tasks
+//!   are released at 0 (or, in csa-arinc, at offsets that are multiples of the partition
+//!   period).
+//! - The whole system is then analysed with those interfaces as given
+//!   ([`rtvmm_analysis::analyze_system`], exact, in the finest unit that divides every
+//!   task and interface time): each domain schedulable on its interface or not, U_RM,
+//!   U_W (of the true WCETs), the root's rate-monotonic verdict and each interface's
+//!   response time at the root.
+//! - Each domain runs its interface `(Π, Θ)` as a server; priorities are rate-monotonic
+//!   by interface period, ties by domain order ([`crate::interfaces::rm_priorities`], the
+//!   root's order in the analysis too).
 //!
 //! # Responsiveness
 //! Responsiveness is response time ÷ relative deadline, per job
@@ -30,8 +33,8 @@
 //! (values above are drawn at 3); the CSV quantiles are not clipped.
 
 use rtvmm_analysis::{
-    analyze_system, DomainSpec as AnalysisDomain, GuestScheduler as AnalysisGuest,
-    InterfaceChoice, PeriodRange, SbfMode, SystemAnalysis, Workload,
+    analyze_system, DomainSpec as AnalysisDomain, GuestScheduler as AnalysisGuest, Interface,
+    InterfaceChoice, SbfMode, SystemAnalysis,
 };
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::policy::PolicyKind;
@@ -40,6 +43,7 @@ use rtvmm_gen::GenSystem;
 use rtvmm_sim::Simulation;
 
 use crate::error::ExperimentError;
+use crate::interfaces::{fixed_period_interfaces, optimal_interfaces, rm_priorities, workload};
 use crate::plot::{cdf_points, quantile_sorted, LegendAt, LineChart, Series};
 use crate::system::{gen_tasks, responsiveness_samples, ServerDomain};
 
@@ -73,13 +77,13 @@ pub enum InterfacePeriods {
 /// A generated system with its interfaces: the analysis and the servers to run.
 #[derive(Clone, Debug)]
 pub struct CsaSystem {
-    /// The analysis in [`ANALYSIS_UNIT`]s: interfaces, U_RM, U_W (of the possibly
-    /// rounded-up WCETs), verdicts.
+    /// The analysis of the interfaces as given, in units of [`CsaSystem::unit`]:
+    /// per-domain verdicts, U_RM, U_W, the root's verdict.
     pub analysis: SystemAnalysis,
+    /// The analysis' time unit (the gcd of every task and interface time).
+    pub unit: Nanos,
     /// The servers, in the generated system's domain order.
     pub domains: Vec<ServerDomain>,
-    /// Whether some WCET was rounded up to a whole unit for the analysis.
-    pub wcet_rounded: bool,
     /// U_W of the true WCETs (what the simulation runs).
     pub task_utilisation: f64,
 }
@@ -105,9 +109,25 @@ impl CsaSystem {
         let a = &self.analysis.domains[d];
         a.schedulable && a.root_response_time.is_some_and(|r| Some(r) <= a.period)
     }
+
+    /// Domain `d`'s worst-case response time at the root, if it meets its period there.
+    pub fn root_response(&self, d: usize) -> Option<Nanos> {
+        self.analysis.domains[d]
+            .root_response_time
+            .map(|r| Nanos(r * self.unit.as_ns()))
+    }
 }
 
-/// The interfaces and servers of `system`; see the module note.
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The interfaces and servers of `system`, budgets in whole [`ANALYSIS_UNIT`]s; see the
+/// module note.
 pub fn csa_system(
     system: &GenSystem,
     periods: InterfacePeriods,
@@ -115,83 +135,64 @@ pub fn csa_system(
     csa_system_in(system, periods, ANALYSIS_UNIT)
 }
 
-/// Like [`csa_system`] but with another analysis unit (WCETs rounded up to it, periods
-/// exact multiples of it), for reporting what a finer-grained VMM could deliver. The
-/// servers' budgets and periods are `units × unit`.
+/// Like [`csa_system`] with budgets (and, for optimal interfaces, every time) in whole
+/// `quantum`s — for reporting what a finer-grained VMM would need.
 pub fn csa_system_in(
     system: &GenSystem,
     periods: InterfacePeriods,
-    unit: Nanos,
+    quantum: Nanos,
 ) -> Result<CsaSystem, ExperimentError> {
-    let in_units = |time: Nanos, what: &str| -> Result<u64, ExperimentError> {
-        if unit.is_zero() || time.as_ns() % unit.as_ns() != 0 {
-            return Err(ExperimentError::Analysis(format!(
-                "{what}: {time} is not a whole number of {unit} (the analysis unit)"
-            )));
-        }
-        Ok(time.as_ns() / unit.as_ns())
+    let interfaces = match periods {
+        InterfacePeriods::Optimal => optimal_interfaces(system, quantum, SbfMode::Auto)?,
+        InterfacePeriods::Fixed => fixed_period_interfaces(system, quantum, SbfMode::Auto)?,
     };
-    let mut wcet_rounded = false;
+    let priorities = rm_priorities(&interfaces);
+    let unit = system
+        .domains
+        .iter()
+        .flat_map(|d| d.tasks.iter().flat_map(|t| [t.period, t.wcet, t.deadline]))
+        .chain(interfaces.iter().flat_map(|i| [i.period, i.budget]))
+        .fold(0, |g, t| gcd(g, t.as_ns()))
+        .max(1);
     let mut specs = Vec::with_capacity(system.domains.len());
-    for domain in &system.domains {
-        let mut pairs = Vec::with_capacity(domain.tasks.len());
-        for task in &domain.tasks {
-            let period = in_units(task.period, &format!("task {} period", task.name))?;
-            let wcet = task.wcet.as_ns().div_ceil(unit.as_ns()).max(1);
-            wcet_rounded |= wcet * unit.as_ns() != task.wcet.as_ns();
-            pairs.push((period, wcet));
-        }
-        let workload = Workload::from_pairs(&pairs).map_err(|e| {
-            ExperimentError::Analysis(format!("domain {}: {e}", domain.name))
-        })?;
-        let interface = match periods {
-            InterfacePeriods::Optimal => InterfaceChoice::Optimal(PeriodRange::default()),
-            InterfacePeriods::Fixed => {
-                let period = domain.fixed_period.ok_or_else(|| {
-                    ExperimentError::Analysis(format!(
-                        "domain {} has no fixed period (a partition needs one)",
-                        domain.name
-                    ))
-                })?;
-                InterfaceChoice::FixedPeriod(in_units(
-                    period,
-                    &format!("partition {} period", domain.name),
-                )?)
-            }
-        };
+    for (domain, interface) in system.domains.iter().zip(&interfaces) {
         specs.push(AnalysisDomain {
             name: domain.name.clone(),
-            workload,
+            workload: workload(domain, Nanos(unit))?,
             guest: AnalysisGuest::Rm,
-            interface,
+            interface: InterfaceChoice::Given(Interface::new(
+                interface.period.as_ns() / unit,
+                interface.budget.as_ns() / unit,
+            )),
         });
     }
     let analysis = analyze_system(&specs, SbfMode::Auto);
-    let mut domains = Vec::with_capacity(system.domains.len());
-    for (domain, result) in system.domains.iter().zip(&analysis.domains) {
-        let (Some(period), Some(budget), Some(rank)) =
-            (result.period, result.budget, result.root_priority)
-        else {
-            return Err(ExperimentError::Analysis(format!(
-                "domain {} has no interface: {:?}",
-                domain.name, result.failure
-            )));
-        };
-        domains.push(ServerDomain {
+    let domains = system
+        .domains
+        .iter()
+        .zip(&interfaces)
+        .zip(priorities)
+        .map(|((domain, interface), priority)| ServerDomain {
             name: domain.name.clone(),
-            budget: Nanos(budget * unit.as_ns()),
-            period: Nanos(period * unit.as_ns()),
-            priority: rank as u32 + 1,
+            budget: interface.budget,
+            period: interface.period,
+            priority,
             guest: GuestScheduler::Rm,
             tasks: gen_tasks(domain),
-        });
-    }
+        })
+        .collect();
     Ok(CsaSystem {
         analysis,
+        unit: Nanos(unit),
         domains,
-        wcet_rounded,
         task_utilisation: system.total_utilisation(),
     })
+}
+
+/// A time in ms with up to three decimals ("25", "0.3").
+pub fn ms_text(t: Nanos) -> String {
+    let text = format!("{:.3}", t.as_ns() as f64 / 1e6);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Sets every task's least execution time to `⌈etf · wcet⌉` (etf in permille, exact in
@@ -300,7 +301,10 @@ mod tests {
     use super::*;
     use rtvmm_gen::{GenDomain, GenTask};
 
-    fn gen(domains: Vec<(Vec<(u64, u64)>, Option<u64>)>) -> GenSystem {
+    /// A domain's tasks as (period µs, wcet µs), and its fixed period in µs.
+    type DomainUs = (Vec<(u64, u64)>, Option<u64>);
+
+    fn gen(domains: Vec<DomainUs>) -> GenSystem {
         GenSystem {
             domains: domains
                 .into_iter()
@@ -323,47 +327,62 @@ mod tests {
 
     #[test]
     fn optimal_interfaces_become_rm_ordered_servers() {
-        // The analysis crate's worked examples: {(25,3),(50,5),(100,4)} ms gets (25, 7)
-        // with the harmonic sbf (auto, sound here); {(7,2),(8,1),(10,1)} ms is not
-        // harmonic and gets a 7 ms period. RM: the 7 ms server first.
+        // analysis.md's example {(25,3),(50,5),(100,4)} ms gets (25, 7) with the harmonic
+        // sbf (auto, sound here); a lone (10, 1) ms task gets (10, 1). RM: (10, 1) first.
         let system = gen(vec![
-            (vec![(25_000, 3_000), (50_000, 5_000), (100_000, 4_000)], None),
-            (vec![(7_000, 2_000), (8_000, 1_000), (10_000, 1_000)], None),
+            (
+                vec![(25_000, 3_000), (50_000, 5_000), (100_000, 4_000)],
+                None,
+            ),
+            (vec![(10_000, 1_000)], None),
         ]);
         let csa = csa_system(&system, InterfacePeriods::Optimal).unwrap();
         let d = &csa.domains;
-        assert_eq!((d[0].period, d[0].budget), (Nanos::from_ms(25), Nanos::from_ms(7)));
-        assert_eq!(d[1].period, Nanos::from_ms(7));
+        assert_eq!(
+            (d[0].period, d[0].budget),
+            (Nanos::from_ms(25), Nanos::from_ms(7))
+        );
+        assert_eq!(
+            (d[1].period, d[1].budget),
+            (Nanos::from_ms(10), Nanos::from_ms(1))
+        );
         assert_eq!((d[0].priority, d[1].priority), (2, 1));
         assert_eq!(csa.priority_order(), vec![1, 0]);
         assert_eq!(csa.lowest_priority_domain(), 0);
-        assert!(!csa.wcet_rounded);
+        assert_eq!(csa.unit, Nanos::from_ms(1));
+        // U_RM = 7/25 + 1/10 = 0.38; the root (10, 1), (25, 7): responses 1 and 8 ms.
+        assert!((csa.analysis.u_rm - 0.38).abs() < 1e-12);
         assert!(csa.analysis.schedulable);
+        assert_eq!(csa.root_response(0), Some(Nanos::from_ms(8)));
         assert!(csa.domain_guaranteed(0) && csa.domain_guaranteed(1));
     }
 
     #[test]
-    fn fixed_periods_round_wcets_up_to_the_unit() {
-        // 0.3 ms every 25 ms needs a whole 1 ms budget in a 25 ms partition.
+    fn fixed_periods_round_budgets_up_to_the_quantum() {
+        // 0.3 ms every 25 ms needs a whole 1 ms budget in a 25 ms partition, checked in µs.
         let system = gen(vec![(vec![(25_000, 300)], Some(25_000))]);
         let csa = csa_system(&system, InterfacePeriods::Fixed).unwrap();
         assert_eq!(csa.domains[0].budget, Nanos::from_ms(1));
         assert_eq!(csa.domains[0].period, Nanos::from_ms(25));
-        assert!(csa.wcet_rounded);
-        // With a 100 µs unit the budget is 0.3 ms.
+        assert_eq!(csa.unit, Nanos::from_us(100));
+        assert!(csa.domain_guaranteed(0));
+        // With a 100 µs quantum the budget is 0.3 ms.
         let fine = csa_system_in(&system, InterfacePeriods::Fixed, Nanos::from_us(100)).unwrap();
         assert_eq!(fine.domains[0].budget, Nanos::from_us(300));
-        assert!(!fine.wcet_rounded);
-        // Without a fixed period the fixed choice is refused; a 25.5 ms period too.
+        // Without a fixed period the fixed choice is refused.
         let free = gen(vec![(vec![(25_000, 300)], None)]);
         assert!(csa_system(&free, InterfacePeriods::Fixed).is_err());
-        let odd = gen(vec![(vec![(25_500, 300)], Some(25_500))]);
-        assert!(csa_system(&odd, InterfacePeriods::Fixed).is_err());
+        assert_eq!(ms_text(Nanos::from_us(300)), "0.3");
+        assert_eq!(ms_text(Nanos::from_ms(25)), "25");
     }
 
     #[test]
     fn etf_sets_the_least_execution_exactly() {
-        let mut tasks = vec![TaskSpec::periodic("t", Nanos::from_ms(10), Nanos::from_ms(7))];
+        let mut tasks = vec![TaskSpec::periodic(
+            "t",
+            Nanos::from_ms(10),
+            Nanos::from_ms(7),
+        )];
         apply_etf(&mut tasks, 100);
         assert_eq!(tasks[0].min_exec, Nanos::from_us(700));
         apply_etf(&mut tasks, 1000);

@@ -26,8 +26,8 @@ use rtvmm_gen::csa::{csa_taskset, CsaParams, CSA_UTILISATIONS_PERMILLE};
 use rtvmm_sim::results::RunResults;
 
 use super::csa_common::{
-    apply_etf, csa_system, domain_responsiveness, fraction, paper_name, percent, CsaSystem,
-    InterfacePeriods, ANALYSIS_UNIT, CSA_POLICIES, RESPONSIVENESS_CLIP,
+    apply_etf, csa_system, domain_responsiveness, fraction, ms_text, paper_name, percent,
+    CsaSystem, InterfacePeriods, ANALYSIS_UNIT, CSA_POLICIES, RESPONSIVENESS_CLIP,
 };
 use super::Experiment;
 use crate::error::ExperimentError;
@@ -164,8 +164,8 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 a.name.clone(),
                 system.domains[d].tasks.len().to_string(),
                 format!("{:.6}", a.utilization),
-                a.period.map_or_else(String::new, |p| p.to_string()),
-                a.budget.map_or_else(String::new, |b| b.to_string()),
+                ms_text(system.domains[d].period),
+                ms_text(system.domains[d].budget),
                 system.domains[d].priority.to_string(),
                 top.contains(&d).to_string(),
             ]);
@@ -196,8 +196,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             }
         }
     }
-    let scenario =
-        |p: &Point| format!("csa-etf-{}-{}-{}", utilisations[p.set], p.etf, p.policy);
+    let scenario = |p: &Point| format!("csa-etf-{}-{}-{}", utilisations[p.set], p.etf, p.policy);
     let outcome = out.sweep("csa-etf", &points, scenario, |p| {
         let system = &systems[p.set];
         let mut domains = system.domains.clone();
@@ -358,8 +357,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             };
             let chart = BoxChart {
                 title: format!("csa-etf: responsiveness, {what}, U_W {}", fraction(u_w)),
-                x_label: "execution-time factor of the three highest-priority domains"
-                    .to_string(),
+                x_label: "execution-time factor of the three highest-priority domains".to_string(),
                 y_label: "responsiveness = response ÷ deadline (clipped at 3)".to_string(),
                 categories: ETFS_PERMILLE
                     .iter()
@@ -421,7 +419,9 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 } else {
                     "—".to_string()
                 });
-                bars_all[k].1.push(if all.is_nan() { 0.0 } else { all * 100.0 });
+                bars_all[k]
+                    .1
+                    .push(if all.is_nan() { 0.0 } else { all * 100.0 });
                 bars_lowest[k]
                     .1
                     .push(if low.is_nan() { 0.0 } else { low * 100.0 });

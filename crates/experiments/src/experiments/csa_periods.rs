@@ -28,9 +28,9 @@ use rtvmm_gen::csa::{csa_taskset, CsaParams, CSA_PERIOD_RANGES_MS, CSA_UTILISATI
 use rtvmm_sim::results::RunResults;
 
 use super::csa_common::{
-    cdf_chart, cdf_series, csa_system, domain_responsiveness, fraction, paper_name, percent,
-    quantile_rows, range_label, range_stem, sorted, CsaSystem, InterfacePeriods, ANALYSIS_UNIT,
-    CSA_POLICIES,
+    cdf_chart, cdf_series, csa_system, domain_responsiveness, fraction, ms_text, paper_name,
+    percent, quantile_rows, range_label, range_stem, sorted, CsaSystem, InterfacePeriods,
+    ANALYSIS_UNIT, CSA_POLICIES,
 };
 use super::Experiment;
 use crate::error::ExperimentError;
@@ -189,7 +189,15 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
 
     write_runs(out, &keys, &systems, &finished, seed)?;
     write_responsiveness(out, &keys, &systems, &finished, &policies, duration, seed)?;
-    write_dmr(out, &keys, &systems, &finished, &policies, &utilisations, &ranges)?;
+    write_dmr(
+        out,
+        &keys,
+        &systems,
+        &finished,
+        &policies,
+        &utilisations,
+        &ranges,
+    )?;
     check_analysis(out, &keys, &systems, &finished);
     Ok(())
 }
@@ -210,14 +218,13 @@ fn write_interfaces(
                 a.name.clone(),
                 system.domains[d].tasks.len().to_string(),
                 format!("{:.6}", a.utilization),
-                a.period.map_or_else(String::new, |p| p.to_string()),
-                a.budget.map_or_else(String::new, |b| b.to_string()),
+                ms_text(system.domains[d].period),
+                ms_text(system.domains[d].budget),
                 format!("{:.6}", a.bandwidth),
                 format!("{:.6}", a.overhead),
                 system.domains[d].priority.to_string(),
                 a.schedulable.to_string(),
-                a.root_response_time
-                    .map_or_else(String::new, |r| r.to_string()),
+                system.root_response(d).map_or_else(String::new, ms_text),
             ]);
         }
     }
@@ -264,12 +271,7 @@ fn write_interfaces(
             .into_iter()
             .map(|d| {
                 let s = &system.domains[d];
-                format!(
-                    "{} ({}, {})",
-                    s.name,
-                    s.period.as_ns() / ANALYSIS_UNIT.as_ns(),
-                    s.budget.as_ns() / ANALYSIS_UNIT.as_ns()
-                )
+                format!("{} ({}, {})", s.name, ms_text(s.period), ms_text(s.budget))
             })
             .collect();
         table.push(vec![
@@ -662,7 +664,10 @@ fn write_dmr(
             }
         }
         let mut chart = LineChart::new(
-            &format!("csa-periods: deadline miss ratio vs U_W, periods {}", range_label(range)),
+            &format!(
+                "csa-periods: deadline miss ratio vs U_W, periods {}",
+                range_label(range)
+            ),
             "task utilisation U_W (%)",
             "deadline miss ratio (%)",
             series,

@@ -172,10 +172,12 @@ impl PhaseDelays {
 
 /// The largest delay over phases and the first phase that gives it.
 pub fn worst(phases: &[PhaseDelays]) -> Option<&PhaseDelays> {
-    phases.iter().fold(None, |best: Option<&PhaseDelays>, p| match best {
-        Some(b) if b.max >= p.max => Some(b),
-        _ => Some(p),
-    })
+    phases
+        .iter()
+        .fold(None, |best: Option<&PhaseDelays>, p| match best {
+            Some(b) if b.max >= p.max => Some(b),
+            _ => Some(p),
+        })
 }
 
 /// One (B, P, policy) of the sweep.
@@ -212,7 +214,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         "VM (budget, period)",
         "(25, 50), (50, 50), (75, 50) ms; priority 1; alone on one pcpu",
     );
-    out.param("task", "7 ms every 1 s, deadline 1 s, offset = release phase");
+    out.param(
+        "task",
+        "7 ms every 1 s, deadline 1 s, offset = release phase",
+    );
     out.param(
         "release phases",
         format!("0 … P − 1 ms in steps of {}", sweep.step),
@@ -407,9 +412,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             label.clone()
         });
         match rejected {
-            Some(e) => out.finding(format!(
-                "VM {label} ms: rejected at configuration — {e}"
-            )),
+            Some(e) => out.finding(format!("VM {label} ms: rejected at configuration — {e}")),
             None => {
                 let parts: Vec<String> = policies
                     .iter()
@@ -475,12 +478,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                     name: eval_name(policy).to_string(),
                     points: phases
                         .iter()
-                        .map(|ph| {
-                            (
-                                ph.phase.as_ns() as f64 / 1e6,
-                                ph.max.as_ns() as f64 / 1e6,
-                            )
-                        })
+                        .map(|ph| (ph.phase.as_ns() as f64 / 1e6, ph.max.as_ns() as f64 / 1e6))
                         .collect(),
                 })
             })
@@ -539,6 +537,9 @@ mod tests {
         assert_eq!(worst(&phases).unwrap().phase, Nanos::from_ms(1));
         assert!(worst(&[]).is_none());
         assert_eq!(ms_short(Nanos::from_us(12_500)), "12.5");
-        assert_eq!(config_label(Nanos::from_ms(25), Nanos::from_ms(50)), "(25, 50)");
+        assert_eq!(
+            config_label(Nanos::from_ms(25), Nanos::from_ms(50)),
+            "(25, 50)"
+        );
     }
 }
