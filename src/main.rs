@@ -13,8 +13,10 @@ use std::process::ExitCode;
 
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
+use rtvmm_analysis::{GuestScheduler as AnalysisGuest, SbfMode};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
+use rtvmm_scenario::analyze;
 use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::trace::TraceFormat;
@@ -89,10 +91,64 @@ enum Command {
         /// Check it under this policy instead of the file's
         #[arg(long, value_parser = parse_policy)]
         policy: Option<PolicyKind>,
+        /// Also run the schedulability analysis and refuse (exit 2) a scenario in which a
+        /// task cannot be guaranteed, naming the domain and the task (the VCPUs' own
+        /// budgets and periods are the interfaces checked; see `rtvmm analyze --given`)
+        #[arg(long)]
+        admit: bool,
     },
+    /// Compositional analysis: each domain's periodic resource interface, the system
+    /// verdict, and task response times
+    ///
+    /// Reads a scenario (VCPU parameters optional) or a CARTS XML file (*.xml). Times are
+    /// counted in units of the quantum; task times that are not whole units are rounded the
+    /// safe way (wcet up, period and deadline down) and the notes say so.
+    #[command(after_help = EXIT_CODES)]
+    Analyze(AnalyzeArgs),
     /// List the VMM scheduling policies, with their aliases
     #[command(after_help = EXIT_CODES)]
     Policies,
+}
+
+/// Options of `rtvmm analyze`.
+#[derive(clap::Args)]
+struct AnalyzeArgs {
+    /// A scenario file (TOML) or a CARTS input file (*.xml)
+    input: PathBuf,
+    /// The analysis unit instead of the scenario's quantum (CARTS: the length of one unit,
+    /// default 1ms)
+    #[arg(long, value_parser = parse_time)]
+    quantum: Option<Nanos>,
+    /// Supply bound: auto (the harmonic form where it is sound) or general (as CARTS)
+    #[arg(long, value_parser = analyze::parse_sbf, default_value = "auto")]
+    sbf: SbfMode,
+    /// Analyse every domain as this guest scheduler (rm or edf) instead of its own
+    #[arg(long, value_parser = analyze::parse_guest)]
+    guest: Option<AnalysisGuest>,
+    /// Allowed interface periods, MIN..MAX: whole units (5..50) or times (5ms..50ms)
+    #[arg(long, value_name = "MIN..MAX")]
+    period_range: Option<analyze::PeriodBounds>,
+    /// A fixed interface period for one domain, NAME=PERIOD (units or a time); repeatable
+    #[arg(long = "fixed-period", value_name = "NAME=PERIOD")]
+    fixed_periods: Vec<analyze::FixedPeriod>,
+    /// The VMM policy instead of the file's (CARTS: periodic); decides the root test and
+    /// the server of the response-time analysis
+    #[arg(long, value_parser = parse_policy)]
+    policy: Option<PolicyKind>,
+    /// Check the scenario's own VCPU budgets and periods instead of computing interfaces
+    #[arg(long)]
+    given: bool,
+    /// Add each task's worst-case response-time bound and slack under the server policy
+    #[arg(long)]
+    rta: bool,
+    /// Write the report as JSON to this file
+    #[arg(long, value_name = "OUT")]
+    json: Option<PathBuf>,
+    /// Emit the interfaces: `scenario [OUT.toml]` (a runnable scenario) or `xl [OUT]`
+    /// (`xl sched-rtds` commands); without OUT (or with -) to standard output instead of
+    /// the table
+    #[arg(long, num_args = 1..=2, value_names = ["KIND", "OUT"])]
+    emit: Option<Vec<String>>,
 }
 
 fn parse_time(text: &str) -> Result<Nanos, String> {
@@ -133,7 +189,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Policies => policies(),
-        Command::Check { scenario, policy } => check(&scenario, policy),
+        Command::Check {
+            scenario,
+            policy,
+            admit,
+        } => check(&scenario, policy, admit),
+        Command::Analyze(args) => analyze_command(args),
         Command::Sim {
             scenario,
             policy,
@@ -215,9 +276,88 @@ fn load(
     Ok(scenario)
 }
 
-fn check(path: &Path, policy: Option<PolicyKind>) -> Result<(), Failure> {
+fn check(path: &Path, policy: Option<PolicyKind>, admit: bool) -> Result<(), Failure> {
     let scenario = guarded("checking the scenario", || load(path, policy, None, None))?;
-    print(&normalised(&scenario))
+    if !admit {
+        return print(&normalised(&scenario));
+    }
+    let report = guarded("analysing the scenario", || {
+        analyze::admit(&scenario).map_err(|refused| bad_input(anyhow!("{}", refused.0)))
+    })?;
+    print(&format!(
+        "{}# admitted: every task is guaranteed ({}; U_RM = {:.4}, U_W = {:.4}; see `rtvmm \
+         analyze --given`)\n",
+        normalised(&scenario),
+        report.root_test,
+        report.u_rm,
+        report.u_w
+    ))
+}
+
+fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
+    let emit = match args.emit.as_deref() {
+        None => None,
+        Some([kind, rest @ ..]) => {
+            if kind != "scenario" && kind != "xl" {
+                return Err(bad_input(anyhow!(
+                    "--emit {kind}: expected `scenario [OUT.toml]` or `xl [OUT]`"
+                )));
+            }
+            let out = rest
+                .first()
+                .filter(|o| o.as_str() != "-")
+                .map(PathBuf::from);
+            Some((kind.clone(), out))
+        }
+        Some([]) => None,
+    };
+    let input = analyze::Input::load(&args.input).map_err(bad_input)?;
+    let options = analyze::Options {
+        quantum: args.quantum,
+        sbf: args.sbf,
+        guest: args.guest,
+        period_range: args.period_range,
+        fixed_periods: args.fixed_periods,
+        policy: args.policy,
+        given: args.given,
+    };
+    let report = guarded("analysing", || {
+        analyze::analyze(&input, &options).map_err(bad_input)
+    })?;
+    let mut text = String::new();
+    if let Some(out) = &args.json {
+        write_text(out, "report", &report.to_json())?;
+    }
+    if let Some((kind, out)) = &emit {
+        let emitted = if kind == "xl" {
+            report.xl_commands()
+        } else {
+            analyze::emit_scenario(&input, &report).map_err(bad_input)?
+        };
+        match out {
+            None => return print(&emitted),
+            Some(out) => {
+                write_text(out, kind, &emitted)?;
+                text.push_str(&format!("{kind}: {}\n", out.display()));
+            }
+        }
+    }
+    let mut table = report.table(args.rta);
+    if let Some(out) = &args.json {
+        table.push_str(&format!("report: {}\n", out.display()));
+    }
+    print(&(table + &text))
+}
+
+/// Writes a whole text file (with a final newline).
+fn write_text(path: &Path, what: &str, text: &str) -> Result<(), Failure> {
+    let mut file = create(path, what)?;
+    let newline: &[u8] = if text.ends_with('\n') { b"" } else { b"\n" };
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.write_all(newline))
+        .and_then(|()| file.flush())
+        .with_context(|| format!("writing the {what} to {}", path.display()))
+        .map_err(runtime)
 }
 
 /// The normalised scenario under a comment that says what it holds (the comment is the

@@ -124,6 +124,7 @@
 //! as set, default off), Credit reads the weights (derived from the shares unless given)
 //! with cap 0, ARINC 653 needs the table in `[scheduler]` and says so when it is missing.
 
+pub mod analyze;
 pub mod demo;
 pub mod error;
 pub mod run;
@@ -195,6 +196,24 @@ impl Scenario {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ScenarioError::new(&file, Location::default(), ErrorKind::Io(e)))?;
         Scenario::from_toml(&text, &file)
+    }
+
+    /// Parses scenario text for tools that read its domains and tasks without running it
+    /// (`rtvmm analyze`): the same parsing and defaults as [`Scenario::from_toml`], but not
+    /// the policies' checks ([`Scenario::validate`]), so VCPU budgets and periods may be
+    /// left out under any policy. The result may not be runnable; validate it before
+    /// simulating.
+    pub fn from_toml_for_analysis(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
+        build::build(text, file)
+    }
+
+    /// Reads a scenario file as [`Scenario::from_toml_for_analysis`] does.
+    pub fn load_for_analysis(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ScenarioError::new(&file, Location::default(), ErrorKind::Io(e)))?;
+        Scenario::from_toml_for_analysis(&text, &file)
     }
 
     /// The policy the run starts with.

@@ -1,0 +1,411 @@
+//! `rtvmm analyze` and `rtvmm check --admit`, run as a user runs them: the table, the JSON
+//! fields the issue names, the emitted scenario (which `check` and `sim` must accept), the
+//! `xl` lines, CARTS input, and the exit codes (0 ok, 2 bad input or refused).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn rtvmm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtvmm"))
+        .args(args)
+        .output()
+        .expect("run rtvmm")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+fn example(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn json_report(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("report.json");
+    let mut all = vec!["analyze"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", out.to_str().unwrap()]);
+    let o = rtvmm(&all);
+    assert_exit(&o, 0);
+    serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
+}
+
+/// Two domains under the Deferrable Server without any VCPU parameters: `check` refuses
+/// it (the servers need budgets), `analyze` computes them.
+const NO_VCPUS: &str = r#"name = "bare"
+duration = "1s"
+[[domain]]
+name = "a"
+[[domain.task]]
+name = "t1"
+period = "20ms"
+wcet = "2ms"
+[[domain.task]]
+name = "t2"
+period = "50ms"
+wcet = "5ms"
+[[domain]]
+name = "b"
+guest = "edf"
+[[domain.task]]
+name = "u1"
+period = "40ms"
+wcet = "4ms"
+"#;
+
+#[test]
+fn the_example_is_schedulable_and_the_table_says_so() {
+    let o = rtvmm(&["analyze", &example("analysis.toml")]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for needle in [
+        "avionics",
+        "control",
+        "logging",
+        "U_RM = ",
+        "U_W = ",
+        "U_RM − U_W = ",
+        "verdict: schedulable",
+        "policy periodic",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in\n{out}");
+    }
+    // No --rta, no response-time section.
+    assert!(!out.contains("response times"), "{out}");
+}
+
+#[test]
+fn json_has_the_fields_the_issue_names() {
+    let report = json_report(&[&example("analysis.toml")]);
+    for key in ["u_rm", "u_w", "schedulable"] {
+        assert!(report.get(key).is_some(), "{key} missing: {report}");
+    }
+    assert_eq!(report["schedulable"], Value::Bool(true));
+    let domains = report["domains"].as_array().unwrap();
+    assert_eq!(domains.len(), 3);
+    let mut sum = 0.0;
+    for d in domains {
+        for key in [
+            "name",
+            "period_ns",
+            "budget_ns",
+            "bandwidth",
+            "utilization",
+            "overhead",
+            "schedulable",
+        ] {
+            assert!(d.get(key).is_some(), "{key} missing: {d}");
+        }
+        let (period, budget) = (
+            d["period_ns"].as_u64().unwrap(),
+            d["budget_ns"].as_u64().unwrap(),
+        );
+        // Whole quanta (1 ms), and the bandwidth is their ratio.
+        assert_eq!(period % 1_000_000, 0);
+        assert_eq!(budget % 1_000_000, 0);
+        let bandwidth = d["bandwidth"].as_f64().unwrap();
+        assert!((bandwidth - budget as f64 / period as f64).abs() < 1e-12);
+        let overhead = d["overhead"].as_f64().unwrap();
+        assert!((overhead - (bandwidth - d["utilization"].as_f64().unwrap())).abs() < 1e-9);
+        sum += bandwidth;
+    }
+    assert!((report["u_rm"].as_f64().unwrap() - sum).abs() < 1e-9);
+    // U_W of the example: 3/25 + 5/50 + 4/100 + 1/10 + 2/20 + 3/35 + 4/40 + 6/60 + 10/200.
+    let u_w = 0.12 + 0.1 + 0.04 + 0.1 + 0.1 + 3.0 / 35.0 + 0.1 + 0.1 + 0.05;
+    assert!((report["u_w"].as_f64().unwrap() - u_w).abs() < 1e-12);
+}
+
+#[test]
+fn emitted_scenario_checks_and_simulates_without_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let emitted = dir.path().join("tuned.toml");
+    let o = rtvmm(&[
+        "analyze",
+        &example("analysis.toml"),
+        "--emit",
+        "scenario",
+        emitted.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("scenario: "), "{}", stdout(&o));
+    let check = rtvmm(&["check", emitted.to_str().unwrap()]);
+    assert_exit(&check, 0);
+    let results = dir.path().join("r.json");
+    let sim = rtvmm(&[
+        "sim",
+        emitted.to_str().unwrap(),
+        "--duration",
+        "2s",
+        "--json",
+        results.to_str().unwrap(),
+    ]);
+    assert_exit(&sim, 0);
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
+    assert_eq!(results["missed"], Value::from(0u64), "{results}");
+    // The VCPUs are the interfaces of the report.
+    let report = json_report(&[&example("analysis.toml")]);
+    let text = std::fs::read_to_string(&emitted).unwrap();
+    for d in report["domains"].as_array().unwrap() {
+        let budget = format!(
+            "budget = \"{}ms\"",
+            d["budget_ns"].as_u64().unwrap() / 1_000_000
+        );
+        assert!(text.contains(&budget), "{budget} not in\n{text}");
+    }
+}
+
+#[test]
+fn emit_to_stdout_prints_only_the_emitted_text() {
+    let o = rtvmm(&["analyze", &example("analysis.toml"), "--emit", "scenario"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(out.starts_with("# Emitted by `rtvmm analyze"), "{out}");
+    assert!(!out.contains("verdict:"), "{out}");
+}
+
+#[test]
+fn xl_lines_carry_each_interface_in_microseconds() {
+    let report = json_report(&[&example("analysis.toml")]);
+    let o = rtvmm(&["analyze", &example("analysis.toml"), "--emit", "xl"]);
+    assert_exit(&o, 0);
+    let lines: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    let expected: Vec<String> = report["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "xl sched-rtds -d {} -p {} -b {}",
+                d["name"].as_str().unwrap(),
+                d["period_ns"].as_u64().unwrap() / 1000,
+                d["budget_ns"].as_u64().unwrap() / 1000
+            )
+        })
+        .collect();
+    assert_eq!(lines, expected);
+}
+
+#[test]
+fn rta_adds_response_times_under_the_file_s_server() {
+    let o = rtvmm(&["analyze", &example("analysis.toml"), "--rta"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("response times under the Periodic Server"),
+        "{out}"
+    );
+    assert!(out.contains("n/a (edf guest)"), "{out}");
+    let o = rtvmm(&[
+        "analyze",
+        &example("analysis.toml"),
+        "--rta",
+        "--policy",
+        "credit",
+    ]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains("response times: not applicable under credit"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn vcpu_parameters_are_optional_for_analyze_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "bare.toml", NO_VCPUS);
+    let check = rtvmm(&["check", &path]);
+    assert_exit(&check, 2);
+    let o = rtvmm(&["analyze", &path]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("policy deferrable"), "{}", stdout(&o));
+    // The emitted scenario fills them in, and then `check` accepts it.
+    let emitted = dir.path().join("filled.toml");
+    let o = rtvmm(&[
+        "analyze",
+        &path,
+        "--emit",
+        "scenario",
+        emitted.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    assert_exit(&rtvmm(&["check", emitted.to_str().unwrap()]), 0);
+}
+
+#[test]
+fn task_times_off_the_quantum_are_rounded_safely_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = NO_VCPUS.replace("wcet = \"2ms\"", "wcet = \"2.5ms\"");
+    let path = write(dir.path(), "odd.toml", &text);
+    let report = json_report(&[&path]);
+    let t1 = &report["domains"][0]["tasks"][0];
+    assert_eq!(
+        t1["wcet"],
+        Value::from(3u64),
+        "2.5 ms rounds up to 3 quanta"
+    );
+    assert_eq!(t1["wcet_ns"], Value::from(2_500_000u64));
+    let notes = report["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("rounded")),
+        "{notes:?}"
+    );
+    // With a 500 µs unit nothing needs rounding.
+    let fine = json_report(&[&path, "--quantum", "500us"]);
+    assert_eq!(fine["unit_ns"], Value::from(500_000u64));
+    assert_eq!(fine["domains"][0]["tasks"][0]["wcet"], Value::from(5u64));
+}
+
+#[test]
+fn fixed_period_and_period_range_shape_the_interfaces() {
+    let report = json_report(&[
+        &example("analysis.toml"),
+        "--fixed-period",
+        "avionics=10",
+        "--period-range",
+        "5ms..20ms",
+    ]);
+    let domains = report["domains"].as_array().unwrap();
+    assert_eq!(domains[0]["period_ns"], Value::from(10_000_000u64));
+    assert_eq!(domains[0]["interface_source"], "fixed period");
+    for d in &domains[1..] {
+        let period = d["period_ns"].as_u64().unwrap();
+        assert!((5_000_000..=20_000_000).contains(&period), "{d}");
+    }
+}
+
+#[test]
+fn carts_input_is_analysed_and_emitted() {
+    let o = rtvmm(&["analyze", &example("carts.xml"), "--rta"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("(carts)"), "{out}");
+    assert!(out.contains("flight"), "{out}");
+    // What CARTS computes (general sbf) for the spec's workload: (7, 2).
+    let report = json_report(&[&example("carts.xml"), "--sbf", "general"]);
+    let flight = &report["domains"][0];
+    assert_eq!(
+        (flight["period"].as_u64(), flight["budget"].as_u64()),
+        (Some(7), Some(2))
+    );
+    // The engine component's own range 5..15.
+    let engine = report["domains"][1]["period"].as_u64().unwrap();
+    assert!((5..=15).contains(&engine));
+    let dir = tempfile::tempdir().unwrap();
+    let emitted = dir.path().join("carts.toml");
+    let o = rtvmm(&[
+        "analyze",
+        &example("carts.xml"),
+        "--emit",
+        "scenario",
+        emitted.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    assert_exit(&rtvmm(&["check", emitted.to_str().unwrap()]), 0);
+}
+
+#[test]
+fn bad_carts_input_names_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(
+        dir.path(),
+        "bad.xml",
+        "<system>\n  <component name=\"c\">\n    <task p=\"10\"/>\n  </component>\n</system>\n",
+    );
+    let o = rtvmm(&["analyze", &path]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("line 3"), "{}", stderr(&o));
+}
+
+#[test]
+fn admit_accepts_the_example() {
+    let o = rtvmm(&["check", "--admit", &example("analysis.toml")]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(out.starts_with("# valid: "), "{out}");
+    assert!(
+        out.contains("# admitted: every task is guaranteed"),
+        "{out}"
+    );
+}
+
+/// `control`'s VCPU cut to (10 ms, 2 ms) — bandwidth 0.2 for a load of 0.2857. Task by
+/// task (general sbf: 10 does not divide 35): `loop` (10, 1) fails Lemma 1 (blackout
+/// 2·8 = 16 > 10) but its response-time bound (10 − 2) + r(1) = 8 + 2 = 10 ms is within
+/// its deadline, so it is guaranteed; `sensor` (20, 2) fails both (R ≥ 21 ms > 20), and is
+/// the one named. The file still checks.
+#[test]
+fn admit_refuses_naming_the_domain_and_the_task() {
+    let text = std::fs::read_to_string(example("analysis.toml"))
+        .unwrap()
+        .replace(
+            "vcpu = { budget = \"2ms\", period = \"5ms\" }",
+            "vcpu = { budget = \"2ms\", period = \"10ms\" }",
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "tight.toml", &text);
+    assert_exit(&rtvmm(&["check", &path]), 0);
+    let o = rtvmm(&["check", "--admit", &path]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("domain 'control', task 'sensor' cannot be guaranteed"),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}
+
+#[test]
+fn bad_options_exit_2() {
+    let input = example("analysis.toml");
+    for args in [
+        vec!["--fixed-period", "nope=10"],
+        vec!["--fixed-period", "avionics=2.5ms"],
+        vec!["--period-range", "20..5"],
+        vec!["--period-range", "5"],
+        vec!["--sbf", "harmonic"],
+        vec!["--guest", "fifo"],
+        vec!["--emit", "yaml"],
+        vec!["--given", "--quantum", "0ms"],
+    ] {
+        let mut all = vec!["analyze", input.as_str()];
+        all.extend(args.iter().copied());
+        let o = rtvmm(&all);
+        assert_exit(&o, 2);
+        assert!(stderr(&o).contains("error"), "{args:?}: {}", stderr(&o));
+    }
+    assert_exit(&rtvmm(&["analyze", "/nonexistent/x.toml"]), 2);
+}
