@@ -16,6 +16,7 @@ use clap::{Parser, Subcommand};
 use rtvmm_analysis::{GuestScheduler as AnalysisGuest, SbfMode};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
+use rtvmm_experiments::{CompareArgs, ExperimentArgs, ExperimentError, GenArgs};
 use rtvmm_scenario::analyze;
 use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
@@ -25,7 +26,8 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  run-time failure (the simulation failed, an output file could not be written)
-  2  usage error or bad input (unknown flag or policy, unreadable or invalid scenario)";
+  2  usage error or bad input (unknown flag or policy, unreadable or invalid scenario)
+  130  an experiment was interrupted by Ctrl-C (what was finished is written)";
 
 #[derive(Parser)]
 #[command(
@@ -105,6 +107,19 @@ enum Command {
     /// safe way (wcet up, period and deadline down) and the notes say so.
     #[command(after_help = EXIT_CODES)]
     Analyze(AnalyzeArgs),
+    /// Re-run a published evaluation (`list` describes them; `all` runs every one)
+    ///
+    /// Writes raw CSV, SVG and PNG figures, Markdown tables and report.md to --out. Runs of
+    /// a sweep run in parallel on all cores; Ctrl-C stops starting new runs and writes what
+    /// is finished.
+    #[command(after_help = EXIT_CODES)]
+    Experiment(ExperimentArgs),
+    /// Generate a task set as a scenario file (rtxen, csa, arinc, uunifast)
+    #[command(after_help = EXIT_CODES)]
+    Gen(GenArgs),
+    /// Put two results files (`sim --json`) side by side
+    #[command(after_help = EXIT_CODES)]
+    Compare(CompareArgs),
     /// List the VMM scheduling policies, with their aliases
     #[command(after_help = EXIT_CODES)]
     Policies,
@@ -175,6 +190,8 @@ enum Failure {
     BadInput(anyhow::Error),
     /// Run-time failure: exit code 1.
     Runtime(anyhow::Error),
+    /// Ctrl-C during an experiment: exit code 130.
+    Interrupted,
 }
 
 fn bad_input(e: impl Into<anyhow::Error>) -> Failure {
@@ -195,6 +212,13 @@ fn main() -> ExitCode {
             admit,
         } => check(&scenario, policy, admit),
         Command::Analyze(args) => analyze_command(args),
+        Command::Experiment(args) => experiment_command(&args),
+        Command::Gen(args) => rtvmm_experiments::run_gen(&args)
+            .map_err(experiment_failure)
+            .and_then(|t| print(&t)),
+        Command::Compare(args) => rtvmm_experiments::run_compare(&args)
+            .map_err(experiment_failure)
+            .and_then(|t| print(&t)),
         Command::Sim {
             scenario,
             policy,
@@ -220,7 +244,35 @@ fn main() -> ExitCode {
             eprintln!("rtvmm: error: {e:#}");
             ExitCode::from(1)
         }
+        Err(Failure::Interrupted) => ExitCode::from(130),
     }
+}
+
+/// Bad options, unknown names and unreadable inputs are the user's to fix (exit 2); the
+/// rest happened while running (exit 1).
+fn experiment_failure(e: ExperimentError) -> Failure {
+    match e {
+        ExperimentError::UnknownExperiment { .. }
+        | ExperimentError::NotImplemented(_)
+        | ExperimentError::InvalidOption { .. }
+        | ExperimentError::UnsupportedPolicy { .. }
+        | ExperimentError::Json { .. }
+        | ExperimentError::Gen(_) => bad_input(e),
+        ExperimentError::Io { ref source, .. } if source.kind() == io::ErrorKind::NotFound => {
+            bad_input(e)
+        }
+        _ => runtime(e),
+    }
+}
+
+fn experiment_command(args: &ExperimentArgs) -> Result<(), Failure> {
+    let output = rtvmm_experiments::run_experiment_command(args).map_err(experiment_failure)?;
+    print(&output.text)?;
+    if output.interrupted {
+        eprintln!("rtvmm: interrupted: the runs that finished are written");
+        return Err(Failure::Interrupted);
+    }
+    Ok(())
 }
 
 /// Writes to stdout; a closed pipe (`rtvmm policies | head -1`) is not an error.

@@ -430,3 +430,140 @@ fn demo_scenario_prints_as_a_valid_file() {
     let one = rtvmm(&["sim", &file, "--policy", "arinc653", "--duration", "100ms"]);
     assert_exit(&one, 0);
 }
+
+// ---- experiment, gen, compare ----
+
+#[test]
+fn experiment_list_names_every_experiment_and_unknown_is_bad_input() {
+    let o = rtvmm(&["experiment", "list"]);
+    assert_exit(&o, 0);
+    for name in [
+        "rtxen-quantum",
+        "rtxen-overhead",
+        "rtxen-isolation",
+        "rtxen-capacity",
+        "rtxen-theory",
+        "csa-periods",
+        "csa-etf",
+        "csa-arinc",
+        "eval-affinity",
+        "eval-contention",
+    ] {
+        assert!(stdout(&o).contains(name), "list lacks {name}");
+    }
+    let o = rtvmm(&["experiment", "no-such-experiment"]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("unknown experiment"));
+    let o = rtvmm(&[
+        "experiment",
+        "rtxen-overhead",
+        "--quick",
+        "--policies",
+        "nope",
+    ]);
+    assert_exit(&o, 2);
+}
+
+#[test]
+fn experiment_quick_writes_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ovh");
+    let o = rtvmm(&[
+        "experiment",
+        "rtxen-overhead",
+        "--quick",
+        "--no-progress",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
+    assert!(report.contains("rtxen-overhead"));
+    let csvs = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "csv")
+        })
+        .count();
+    assert!(csvs >= 1, "no CSV written");
+}
+
+#[test]
+fn generated_scenarios_pass_check_and_simulate() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, args) in [
+        (
+            "rtxen.toml",
+            vec![
+                "gen",
+                "rtxen",
+                "--pattern",
+                "increasing",
+                "--load",
+                "0.6",
+                "--duration",
+                "2s",
+            ],
+        ),
+        (
+            "csa.toml",
+            vec![
+                "gen",
+                "csa",
+                "--utilisation",
+                "0.7",
+                "--periods",
+                "550ms..650ms",
+                "--duration",
+                "2s",
+            ],
+        ),
+        (
+            "arinc.toml",
+            vec!["gen", "arinc", "--index", "3", "--duration", "2s"],
+        ),
+    ] {
+        let path = dir.path().join(name);
+        let mut full = args.clone();
+        full.extend(["--out", path.to_str().unwrap()]);
+        let o = rtvmm(&full);
+        assert_exit(&o, 0);
+        let o = rtvmm(&["check", path.to_str().unwrap()]);
+        assert_exit(&o, 0);
+        let o = rtvmm(&["sim", path.to_str().unwrap()]);
+        assert_exit(&o, 0);
+    }
+    let o = rtvmm(&["gen", "rtxen", "--load", "1.5"]);
+    assert_exit(&o, 2);
+}
+
+#[test]
+fn compare_puts_two_results_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.json");
+    let b = dir.path().join("b.json");
+    let scenario = example("even-share.toml");
+    for (policy, out) in [("deferrable", &a), ("credit", &b)] {
+        let o = rtvmm(&[
+            "sim",
+            &scenario,
+            "--policy",
+            policy,
+            "--duration",
+            "1s",
+            "--json",
+            out.to_str().unwrap(),
+        ]);
+        assert_exit(&o, 0);
+    }
+    let o = rtvmm(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(text.contains("d1") && text.contains("d5"), "{text}");
+    let o = rtvmm(&["compare", a.to_str().unwrap(), scenario.as_str()]);
+    assert_exit(&o, 2);
+}
