@@ -184,7 +184,8 @@ pub struct Machine {
     now: Nanos,
     log: EventLog,
     /// The policy's `next_timer()`, remembered until the policy next changes (`None` =
-    /// not known): the driver polls far more often than the policy changes.
+    /// not known): the driver polls far more often than the policy changes. Every call of
+    /// a `&mut` hook of the policy must be followed by `policy_changed()`.
     policy_timer: Cell<Option<Option<Nanos>>>,
 }
 

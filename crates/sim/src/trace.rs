@@ -13,8 +13,9 @@
 //! - one process per **domain** (`domain d1`, ...), holding
 //!   - one thread per VCPU (`vcpu 0`): its running intervals, and instants (`ph:"i"`) for
 //!     `wake`, `block`, `replenish` (new budget), `budget exhausted`, `budget discarded`;
-//!   - one thread per task (its name): one complete event per stretch of execution of a
-//!     job (`<task> #<seq>`), and instants for `release`, `finish` (with `missed`) and
+//!   - one thread per task (its name): one complete event per uninterrupted stretch of
+//!     execution of a job (`<task> #<seq>`; the driver's consecutive steps are merged),
+//!     and instants for `release`, `finish` (with `missed`) and
 //!     `deadline miss` (at the job's deadline, for a job that finished late or had not
 //!     finished by the end of the trace).
 //!
@@ -22,7 +23,7 @@
 //! `process_sort_index`/`thread_sort_index` keep the tracks in this order in the viewer.
 //!
 //! # CSV ([`TraceFormat::Csv`])
-//! One row per recorded event, in trace order, under the header
+//! One row per recorded event, in time order (see [`write_trace`]), under the header
 //! `time_ns,kind,pcpu,vcpu,domain,task,job,detail`:
 //!
 //! | kind | pcpu | vcpu | domain | task | job | detail |
@@ -34,7 +35,7 @@
 //! | `replenish` | | ✓ | ✓ | | | `budget_ns=<n>` |
 //! | `budget_discarded` | | ✓ | ✓ | | | `amount_ns=<n>` |
 //! | `release` | | | ✓ | ✓ | ✓ | |
-//! | `run` | | | ✓ | ✓ | ✓ | `end_ns=<n>` (the job ran during `[time_ns, end_ns)`) |
+//! | `run` | | | ✓ | ✓ | ✓ | `end_ns=<n>`: the job ran during `[time_ns, end_ns)` (one row per simulation step, as recorded) |
 //! | `finish` | | | ✓ | ✓ | ✓ | `missed=<true or false>` |
 //!
 //! Domains and tasks are written by name (quoted as RFC 4180 says when a name needs it);
@@ -175,17 +176,29 @@ impl TraceNames {
     }
 }
 
-/// Writes `trace` (as recorded by [`Simulation::take_trace`]) in `format`.
+/// One recorded event.
+type Event = (Nanos, TraceEvent);
+
+/// Writes `trace` (as recorded by [`Simulation::take_trace`]) in `format`, in time order.
+///
+/// A recorded trace is in time order but for events a policy stamps with an earlier
+/// instant than when it reports them (the Polling Server's discards carry the instant the
+/// discarded time began); those are moved to their place. The sort is stable, so events
+/// of one instant keep the order they happened in.
 pub fn write_trace(
     w: &mut impl Write,
     format: TraceFormat,
-    trace: &[(Nanos, TraceEvent)],
+    trace: &[Event],
     names: &TraceNames,
 ) -> io::Result<()> {
+    let mut events: Vec<&Event> = trace.iter().collect();
+    if !trace.windows(2).all(|pair| pair[0].0 <= pair[1].0) {
+        events.sort_by_key(|e| e.0);
+    }
     let mut w = BufWriter::new(w);
     match format {
-        TraceFormat::ChromeJson => write_chrome(&mut w, trace, names)?,
-        TraceFormat::Csv => write_csv(&mut w, trace, names)?,
+        TraceFormat::ChromeJson => write_chrome(&mut w, &events, names)?,
+        TraceFormat::Csv => write_csv(&mut w, &events, names)?,
     }
     w.flush()
 }
@@ -206,7 +219,7 @@ struct Layout {
 const PCPU_PID: u64 = 1;
 
 impl Layout {
-    fn new(trace: &[(Nanos, TraceEvent)], names: &TraceNames) -> Layout {
+    fn new(trace: &[&Event], names: &TraceNames) -> Layout {
         let mut pcpus = names.pcpus.max(1) as usize;
         let mut vcpus = names.vcpu_domain.len();
         let mut tasks: Vec<usize> = names.domains.iter().map(|d| d.tasks.len()).collect();
@@ -217,7 +230,7 @@ impl Layout {
             }
             tasks[d] = tasks[d].max(t + 1);
         };
-        for (_, e) in trace {
+        for (_, e) in trace.iter().copied() {
             match e {
                 TraceEvent::Core(c) => {
                     if let Some(p) = core_pcpu(c) {
@@ -455,15 +468,11 @@ enum Occupant {
     Overhead,
 }
 
-fn write_chrome<W: Write>(
-    w: &mut W,
-    trace: &[(Nanos, TraceEvent)],
-    names: &TraceNames,
-) -> io::Result<()> {
+fn write_chrome<W: Write>(w: &mut W, trace: &[&Event], names: &TraceNames) -> io::Result<()> {
     let layout = Layout::new(trace, names);
     let end = names
         .end
-        .or_else(|| trace.last().map(|(t, _)| *t))
+        .or_else(|| trace.last().map(|e| e.0))
         .unwrap_or(Nanos::ZERO);
     w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
     let mut out = ChromeWriter { w, first: true };
@@ -556,7 +565,7 @@ fn write_chrome<W: Write>(
             }
         };
 
-    for (at, event) in trace {
+    for (at, event) in trace.iter().copied() {
         let at = *at;
         match event {
             TraceEvent::Core(core) => {
@@ -690,18 +699,14 @@ fn write_csv_field(w: &mut impl Write, field: &str) -> io::Result<()> {
     }
 }
 
-fn write_csv<W: Write>(
-    w: &mut W,
-    trace: &[(Nanos, TraceEvent)],
-    names: &TraceNames,
-) -> io::Result<()> {
+fn write_csv<W: Write>(w: &mut W, trace: &[&Event], names: &TraceNames) -> io::Result<()> {
     writeln!(w, "time_ns,kind,pcpu,vcpu,domain,task,job,detail")?;
     let vcpu_str = |v: Option<VcpuId>| v.map_or(String::new(), |v| v.0.to_string());
     let domain_of = |v: Option<VcpuId>| {
         v.and_then(|v| names.domain_of(v))
             .map_or(String::new(), |d| names.domain_name(d))
     };
-    for (at, event) in trace {
+    for (at, event) in trace.iter().copied() {
         let (kind, pcpu, vcpu, domain, task, job, detail): (
             &str,
             Option<PcpuId>,
@@ -1031,6 +1036,36 @@ mod tests {
         );
         assert!(rows.contains(&"5000000,replenish,,0,d1,,,budget_ns=2000000"));
         assert!(rows.contains(&"6000000,switch,0,,,,,from=0;reason=block"));
+    }
+
+    /// Events stamped in the past (as the Polling Server's discards are) are written in
+    /// their place; events of one instant keep their order.
+    #[test]
+    fn events_are_written_in_time_order() {
+        let v = VcpuId(0);
+        let trace = vec![
+            (Nanos(5), TraceEvent::Core(CoreEvent::Wake { vcpu: v })),
+            (Nanos(9), TraceEvent::Core(CoreEvent::Block { vcpu: v })),
+            (
+                Nanos(5),
+                TraceEvent::Core(CoreEvent::BudgetDiscarded {
+                    vcpu: v,
+                    amount: Nanos(3),
+                }),
+            ),
+        ];
+        let mut out = Vec::new();
+        write_trace(&mut out, TraceFormat::Csv, &trace, &TraceNames::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            rows,
+            [
+                "5,wake,,0,,,,",
+                "5,budget_discarded,,0,,,,amount_ns=3",
+                "9,block,,0,,,,"
+            ]
+        );
     }
 
     #[test]

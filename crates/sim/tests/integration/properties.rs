@@ -388,7 +388,7 @@ fn observed(
         .collect()
 }
 
-fn chrome_json(sim: &Simulation, trace: &[(Nanos, TraceEvent)], format: TraceFormat) -> Vec<u8> {
+fn export(sim: &Simulation, trace: &[(Nanos, TraceEvent)], format: TraceFormat) -> Vec<u8> {
     let mut out = Vec::new();
     write_trace(&mut out, format, trace, &TraceNames::from_simulation(sim)).expect("write");
     out
@@ -428,13 +428,23 @@ proptest! {
     }
 
     /// Every policy: each released job is finished or pending exactly once, and the
-    /// results count it exactly once as on time, missed or in flight.
+    /// results count it exactly once as on time, missed or in flight. (Also: the CSV export
+    /// has one row per event, in time order.)
     #[test]
     fn every_released_job_is_counted_exactly_once(
         scenario in arb_scenario(1, true, Draws::Allowed)
     ) {
         for &kind in implemented() {
             let (sim, trace) = run(&under(&scenario, kind), &scenario);
+            // The exported trace is in time order.
+            let csv = String::from_utf8(export(&sim, &trace, TraceFormat::Csv)).unwrap();
+            let times: Vec<u64> = csv
+                .lines()
+                .skip(1)
+                .map(|row| row.split(',').next().unwrap().parse().unwrap())
+                .collect();
+            prop_assert_eq!(times.len(), trace.len());
+            prop_assert!(times.windows(2).all(|w| w[0] <= w[1]), "{}: CSV out of time order", kind);
             let released = released_jobs(&trace).map_err(TestCaseError::fail)?;
             let mut accounted = BTreeSet::new();
             let mut finished_in_trace = BTreeSet::new();
@@ -551,7 +561,7 @@ proptest! {
             let bytes = |format| {
                 let (sim, trace) = run(&spec, &scenario);
                 let results = RunResults::collect(&sim, "properties", scenario.seed, scenario.end);
-                (chrome_json(&sim, &trace, format), results.to_json())
+                (export(&sim, &trace, format), results.to_json())
             };
             for format in [TraceFormat::ChromeJson, TraceFormat::Csv] {
                 let (trace_a, results_a) = bytes(format);
