@@ -63,8 +63,10 @@
 //!   period), ours is on the safe side.
 //! * Davis & Burns's refinement for tasks *bound to the server's release* (harmonic task
 //!   periods, zero offsets) is not implemented: such tasks get the general (unbound) bound.
-//! * Sporadic servers are analysed like Periodic ones (as the paper treats them); our
-//!   simulator check covers Periodic, Polling and Deferrable servers only.
+//! * Sporadic servers are analysed like Periodic ones (as the paper treats them); the
+//!   limit on pending replenishments of a real Sporadic Server is not modelled (see
+//!   `crates/scenario/tests/soundness.rs`, which checks all four server kinds against the
+//!   simulator).
 //! * Priorities: smaller number = higher. Equal priorities (servers among servers, tasks
 //!   within a server) are treated as interfering both ways (conservative).
 

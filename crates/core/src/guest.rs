@@ -134,6 +134,10 @@ pub struct Guest {
     queues: Vec<VecDeque<Job>>,
     arrivals: Vec<ArrivalState>,
     pending: usize,
+    /// What [`Self::pick`] returns, kept up to date instead of scanning every queue on each
+    /// call. Only two things change the queue heads: `release` (the new job may become the
+    /// best head) and `run` finishing a job (the head leaves: rescan).
+    picked: Option<usize>,
 }
 
 impl Guest {
@@ -169,6 +173,7 @@ impl Guest {
             rank,
             arrivals,
             pending: 0,
+            picked: None,
         }
     }
 
@@ -236,12 +241,32 @@ impl Guest {
             }
         };
         self.pending += 1;
+        let becomes_head = self.queues[task].is_empty();
         self.queues[task].push_back(job);
+        if becomes_head {
+            self.picked = match self.picked {
+                Some(best) if !self.head_before(task, best) => Some(best),
+                _ => Some(task),
+            };
+        }
+        debug_assert_eq!(self.picked, self.scan_pick(), "stale pick after release");
         self.queues[task].back().expect("just pushed")
     }
 
-    /// The task whose head job runs if the VCPU runs now.
-    pub fn pick(&self) -> Option<usize> {
+    /// Whether the head job of task `a` runs before the head job of task `b` (both have
+    /// one): the guest scheduler's order, the one [`Self::scan_pick`] minimises.
+    fn head_before(&self, a: usize, b: usize) -> bool {
+        match self.scheduler {
+            GuestScheduler::Edf => {
+                let deadline = |t: usize| self.queues[t].front().expect("has a job").deadline;
+                (deadline(a), a) < (deadline(b), b)
+            }
+            _ => self.rank[a] < self.rank[b],
+        }
+    }
+
+    /// The pick computed from scratch: the best head job over every task's queue.
+    fn scan_pick(&self) -> Option<usize> {
         if self.pending == 0 {
             return None;
         }
@@ -258,6 +283,12 @@ impl Guest {
                 .min_by_key(|(i, _)| self.rank[*i])
                 .map(|(i, _)| i),
         }
+    }
+
+    /// The task whose head job runs if the VCPU runs now.
+    #[inline]
+    pub fn pick(&self) -> Option<usize> {
+        self.picked
     }
 
     /// The job that runs if the VCPU runs now.
@@ -283,7 +314,9 @@ impl Guest {
         job.done += ran;
         if job.done >= job.demand {
             self.pending -= 1;
-            q.pop_front()
+            let finished = q.pop_front();
+            self.picked = self.scan_pick();
+            finished
         } else {
             None
         }

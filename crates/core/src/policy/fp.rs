@@ -56,6 +56,10 @@ pub struct ServerSet {
     servers: Vec<Server>,
     /// `position[vcpu id]` = index in `servers`.
     position: Vec<Option<usize>>,
+    /// What [`ServerSet::next_boundary`] returns, kept because the machine asks after
+    /// every hook. Boundaries move only in `insert`, `remove` and `replenish_due`, which
+    /// refresh it (through `reorder`, or directly).
+    earliest_boundary: Option<Nanos>,
 }
 
 impl ServerSet {
@@ -94,6 +98,11 @@ impl ServerSet {
             }
             self.position[id] = Some(i);
         }
+        self.refresh_earliest_boundary();
+    }
+
+    fn refresh_earliest_boundary(&mut self) {
+        self.earliest_boundary = self.servers.iter().map(|s| s.next_boundary).min();
     }
 
     #[inline]
@@ -149,8 +158,9 @@ impl ServerSet {
     }
 
     /// The earliest period boundary of any server.
+    #[inline]
     pub fn next_boundary(&self) -> Option<Nanos> {
-        self.servers.iter().map(|s| s.next_boundary).min()
+        self.earliest_boundary
     }
 
     /// The periodic replenishment rule shared by Deferrable, Periodic, Polling, WCPS and
@@ -183,6 +193,8 @@ impl ServerSet {
         }
         if reorder {
             self.reorder();
+        } else if any {
+            self.refresh_earliest_boundary();
         }
         any
     }
@@ -202,8 +214,15 @@ impl ServerSet {
         }
     }
 
-    /// Budgets in `[0, B]` and the array in priority order.
+    /// Budgets in `[0, B]`, the array in priority order, the earliest boundary up to date.
     pub fn check_invariants(&self) -> Result<(), String> {
+        let earliest = self.servers.iter().map(|s| s.next_boundary).min();
+        if self.earliest_boundary != earliest {
+            return Err(format!(
+                "cached earliest boundary {:?} differs from {:?}",
+                self.earliest_boundary, earliest
+            ));
+        }
         for w in self.servers.windows(2) {
             if w[0].key() >= w[1].key() {
                 return Err(format!(

@@ -209,7 +209,7 @@ impl PolicyKind {
                 "Polling Server: an idle server's budget is discarded until its next period"
             }
             PolicyKind::Sporadic => {
-                "Sporadic Server (Stanovich 2010): each run chunk is paid back one period later"
+                "Sporadic Server (Stanovich 2010): budget used is paid back one period after activation"
             }
             PolicyKind::Wcps => {
                 "Work-conserving periodic server: lower-priority work runs on both budgets (CSA 2012)"

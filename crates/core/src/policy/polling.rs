@@ -42,13 +42,14 @@ impl PeriodicRule for PollingRule {
 
     fn time_passed(servers: &mut ServerSet, cx: &mut Cx, active: Plan, ran: Nanos) {
         let began = cx.now - ran;
-        let work_less_above_runner: Vec<_> = servers
+        // Discards in priority order, one at a time (no list to allocate on every burn): a
+        // discarded server has no budget left, so the next search finds the next one.
+        while let Some(vcpu) = servers
             .iter()
             .take_while(|s| Some(s.vcpu) != active.run)
-            .filter(|s| !s.has_work && !s.remaining.is_zero())
+            .find(|s| !s.has_work && !s.remaining.is_zero())
             .map(|s| s.vcpu)
-            .collect();
-        for vcpu in work_less_above_runner {
+        {
             servers.discard(cx, vcpu, began);
         }
     }

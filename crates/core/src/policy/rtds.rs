@@ -108,6 +108,11 @@ pub struct Rtds {
     vcpus: Vec<Option<RtVcpu>>,
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
     current: Vec<Option<VcpuId>>,
+    /// What [`Policy::next_timer`] returns: the earliest deadline of a VCPU with a
+    /// replenishment timer (with work, or running). The machine asks after every hook, so
+    /// it is kept rather than recomputed; every hook that changes `has_work`, `current` or
+    /// a deadline calls [`Rtds::refresh_timer`] (burn and adjust change none of them).
+    next_replenishment: Option<Nanos>,
 }
 
 impl Rtds {
@@ -115,7 +120,32 @@ impl Rtds {
         Rtds {
             vcpus: Vec::new(),
             current: vec![None; pcpus.max(1) as usize],
+            next_replenishment: None,
         }
+    }
+
+    /// The earliest deadline among the VCPUs that have a replenishment timer.
+    fn earliest_timer(&self) -> Option<Nanos> {
+        let mut earliest: Option<Nanos> = None;
+        for s in self.iter() {
+            if s.has_work || self.is_running(s.vcpu) {
+                earliest = Some(earliest.map_or(s.deadline, |e| e.min(s.deadline)));
+            }
+        }
+        earliest
+    }
+
+    /// Recomputes `next_replenishment` after a change it depends on.
+    fn refresh_timer(&mut self) {
+        self.next_replenishment = self.earliest_timer();
+    }
+
+    /// Whether `vcpu` is what another pcpu than `pcpu` runs.
+    fn runs_elsewhere(&self, vcpu: VcpuId, pcpu: PcpuId) -> bool {
+        self.current
+            .iter()
+            .enumerate()
+            .any(|(p, c)| p != pcpu.index() && *c == Some(vcpu))
     }
 
     fn get(&self, vcpu: VcpuId) -> &RtVcpu {
@@ -214,6 +244,7 @@ impl Policy for Rtds {
             self.vcpus.resize(vcpu.index() + 1, None);
         }
         self.vcpus[vcpu.index()] = Some(s);
+        self.refresh_timer();
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
@@ -223,6 +254,7 @@ impl Policy for Rtds {
             }
         }
         self.vcpus[vcpu.index()] = None;
+        self.refresh_timer();
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
@@ -232,11 +264,13 @@ impl Policy for Rtds {
         if cx.now >= s.deadline {
             s.replenish(cx);
         }
+        self.refresh_timer();
         self.should_tickle(vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.get_mut(vcpu).has_work = false;
+        self.refresh_timer();
         self.is_running(vcpu)
     }
 
@@ -254,46 +288,57 @@ impl Policy for Rtds {
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
-        let elsewhere = |v: VcpuId| {
-            self.current
-                .iter()
-                .enumerate()
-                .any(|(p, c)| p != pcpu.index() && *c == Some(v))
-        };
-        let pick = self
-            .iter()
-            .filter(|s| s.eligible() && !elsewhere(s.vcpu))
-            .min_by_key(|s| s.key())
-            .map(|s| (s.vcpu, s.remaining));
-        let decision = match pick {
-            Some((vcpu, remaining)) => Decision {
-                run: Some(vcpu),
-                slice: Some(remaining),
+        // With one pcpu nothing runs elsewhere; skip asking.
+        let several_pcpus = self.current.len() > 1;
+        let mut best: Option<&RtVcpu> = None;
+        for s in self.iter() {
+            if !s.eligible() || (several_pcpus && self.runs_elsewhere(s.vcpu, pcpu)) {
+                continue;
+            }
+            // Keys are unique (they end with the VCPU id): the minimum is the pick.
+            if best.map_or(true, |b| s.key() < b.key()) {
+                best = Some(s);
+            }
+        }
+        let decision = match best {
+            Some(s) => Decision {
+                run: Some(s.vcpu),
+                slice: Some(s.remaining),
             },
             None => Decision::IDLE,
         };
-        self.current[pcpu.index()] = decision.run;
+        if self.current[pcpu.index()] != decision.run {
+            self.current[pcpu.index()] = decision.run;
+            self.refresh_timer();
+        }
         decision
     }
 
     fn next_timer(&self) -> Option<Nanos> {
-        self.iter()
-            .filter(|s| s.has_work || self.is_running(s.vcpu))
-            .map(|s| s.deadline)
-            .min()
+        debug_assert_eq!(self.next_replenishment, self.earliest_timer());
+        self.next_replenishment
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        let due: Vec<VcpuId> = self
-            .iter()
-            .filter(|s| (s.has_work || self.is_running(s.vcpu)) && s.deadline <= cx.now)
-            .map(|s| s.vcpu)
-            .collect();
         let mut resched = false;
-        for v in due {
+        let mut replenished = false;
+        // Each VCPU's due test reads only its own state, which only its own replenishment
+        // changes: one pass in id order replenishes exactly the VCPUs due on entry.
+        for i in 0..self.vcpus.len() {
+            let Some(s) = &self.vcpus[i] else {
+                continue;
+            };
+            let v = s.vcpu;
+            if !((s.has_work || self.is_running(v)) && s.deadline <= cx.now) {
+                continue;
+            }
             self.get_mut(v).replenish(cx);
+            replenished = true;
             // A running VCPU's slice changed with its budget: re-arm it.
             resched |= self.is_running(v) || self.should_tickle(v);
+        }
+        if replenished {
+            self.refresh_timer();
         }
         resched
     }
@@ -319,6 +364,13 @@ impl Policy for Rtds {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
+        if self.next_replenishment != self.earliest_timer() {
+            return Err(format!(
+                "cached next replenishment {:?} differs from the earliest timer {:?}",
+                self.next_replenishment,
+                self.earliest_timer()
+            ));
+        }
         for s in self.iter() {
             if s.remaining > s.params.budget {
                 return Err(format!(

@@ -6,35 +6,61 @@
 //! - **Eligibility and picking**: a VCPU is eligible while its remaining budget is > 0;
 //!   the highest-priority eligible VCPU with work runs on its own budget (`queuePick(RunQ)`,
 //!   as for the Deferrable Server); slice: its remaining budget.
-//! - **Chunks**: a *chunk* is one stretch of uninterrupted execution `[s, e)`. It ends
-//!   when the VCPU is switched out (preempted or blocked), when its budget reaches 0, or
-//!   when time passed without it running since its last stretch (scheduler overhead
-//!   between two decisions that both chose it: the gap splits the chunk, else its payback
-//!   would come before one period after the later stretch began).
-//! - **Replenishment**: a chunk queues a replenishment of the budget it consumed (`e - s`
-//!   when no overhead interrupts it) due at `s + P` — paid back one period after the
-//!   chunk *began*, the split that avoids the premature replenishments of POSIX. Due
-//!   replenishments add to the remaining budget (exactly at their due time, or at the next
-//!   tick in `tick` mode).
+//! - **Activation and chunks**: a VCPU is *active* while it has work and a remaining
+//!   budget above 0, whether it runs or a higher-priority VCPU preempts it. Its
+//!   *activation* is the instant it becomes active: a wake with budget left, or a
+//!   replenishment reaching it while it has work and no budget (it is active again at that
+//!   instant, even if it cannot run yet). A *chunk* lasts from an activation while the
+//!   VCPU stays active: being preempted does not end it; blocking or exhausting its
+//!   budget does (and so does a change of parameters: the chunk closes under the old
+//!   rules and, if the VCPU is still active, a new one begins at once).
+//! - **Replenishment**: a closing chunk queues a replenishment of the budget it actually
+//!   consumed, due at its activation + P. Due replenishments add to the remaining budget
+//!   (exactly at their due time, or at the next tick in `tick` mode); one that arrives
+//!   during a chunk lengthens that chunk.
+//! - **Where the spec's shorthand is read as the published algorithm**: the spec words the
+//!   rule "when the VCPU starts running at time s … queued for s + P". Taken literally (s =
+//!   the start of each stretch of execution), a server that a higher-priority VCPU
+//!   preempts at each of its replenishments gets B every P + (that delay), not every P,
+//!   and the response-time bounds of Davis & Burns (which treat a Sporadic Server like a
+//!   periodic task, as Sprunt et al. show it may be) fail — pinned in
+//!   `crates/scenario/tests/soundness.rs`, `sporadic_server_replenishes_from_activation`.
+//!   The spec names Stanovich et al. 2010 as its source, so `s` is read as their
+//!   activation time (Sprunt et al.: the instant the server's priority level becomes
+//!   active with budget > 0).
+//! - **Overhead** does not split a chunk: the payback is anchored at the activation, which
+//!   precedes every unit the chunk consumes, so scheduler overhead inside a chunk only
+//!   delays consumption and never brings a payback closer to the time it paid for.
 //! - **At most `max_replenishments` pending** per VCPU: when one more is needed, its
 //!   amount is added to the latest pending replenishment and that one moves to the new
 //!   (later) due time. Due times are kept non-decreasing.
 //! - **Conservation** (checked by `check_invariants`): remaining + pending amounts + the
-//!   budget consumed by the chunk in progress = B. Hence a VCPU never runs more than B in
-//!   any window of length P (each unit comes back no earlier than one period after the
-//!   chunk that spent it began).
+//!   budget consumed by the open chunk = B; a chunk is open exactly while the VCPU is
+//!   active. Hence from any activation `a` the VCPU runs at most B in `[a, a + P)`: all it
+//!   consumes from `a` on belongs to chunks activated at or after `a`, paid back at `a + P`
+//!   or later. This is the spec's "never more than B in any window of length P", for
+//!   windows that begin at an activation. A window that begins elsewhere may hold more —
+//!   budget spent at the end of one activation window, then again at its replenishment —
+//!   exactly as two back-to-back jobs of a periodic task `(P, B)` (and as under the
+//!   Periodic Server); it never holds more than 2B (one chunk consumes at most B). Both
+//!   bounds assume no parameter change in between.
 //! - **Offset**: a VCPU with an offset starts with no budget and a replenishment of B due
 //!   at the offset.
 //! - **adjust** (choices where the spec is silent): the remaining budget is cut to the new
 //!   budget at once; the other changes wait for the VCPU's next replenishment. Then the
-//!   chunk in progress (if any) is closed, surplus pending replenishments are merged into
-//!   the last, and the books are balanced to the new budget: a surplus is taken from the
+//!   open chunk (if any) is closed, surplus pending replenishments are merged into the
+//!   last, and the books are balanced to the new budget: a surplus is taken from the
 //!   latest pending replenishments (then from the remaining budget), a deficit is granted
-//!   with that replenishment. A VCPU at rest (nothing pending, not running a chunk) has no
-//!   next replenishment to wait for: its new parameters apply at once, and a budget
-//!   increase is queued as a replenishment one new period later (never granted early).
+//!   with that replenishment. A VCPU at rest (nothing pending, nothing consumed by an open
+//!   chunk) has no next replenishment to wait for: its new parameters apply at once, and a
+//!   budget increase is queued as a replenishment one new period later (never granted
+//!   early).
 //!
-//! Known gap: one pcpu per instance.
+//! Known gaps: one pcpu per instance. The merge at `max_replenishments` brings budget back
+//! later than one period after the activation that spent it, so a Sporadic Server behaves
+//! like the periodic task the response-time analysis assumes only while nothing is merged
+//! (`crates/scenario/tests/soundness.rs`,
+//! `sporadic_server_merge_limit_can_delay_budget_past_the_bound`).
 
 use std::collections::VecDeque;
 
@@ -51,11 +77,10 @@ pub struct Replenishment {
     pub amount: Nanos,
 }
 
-/// The chunk in progress: run `[start, end)` without interruption, consuming `consumed`.
+/// The open chunk: the VCPU has been active since `activation` and consumed `consumed`.
 #[derive(Clone, Copy, Debug)]
 struct Chunk {
-    start: Nanos,
-    end: Nanos,
+    activation: Nanos,
     consumed: Nanos,
 }
 
@@ -64,12 +89,17 @@ struct Chunk {
 struct Books {
     /// Sorted by due time (non-decreasing), at most `max_replenishments` long.
     pending: VecDeque<Replenishment>,
+    /// `Some` exactly while the VCPU is active (has work and budget > 0).
     chunk: Option<Chunk>,
 }
 
 impl Books {
     fn pending_total(&self) -> Nanos {
         self.pending.iter().fold(Nanos::ZERO, |t, r| t + r.amount)
+    }
+
+    fn consumed_in_chunk(&self) -> Nanos {
+        self.chunk.map_or(Nanos::ZERO, |c| c.consumed)
     }
 }
 
@@ -98,6 +128,11 @@ impl Sporadic {
         self.books(vcpu).pending.iter().copied().collect()
     }
 
+    /// The activation of the VCPU's open chunk, if it is active (for tests and traces).
+    pub fn activation(&self, vcpu: VcpuId) -> Option<Nanos> {
+        self.books(vcpu).chunk.map(|c| c.activation)
+    }
+
     fn books(&self, vcpu: VcpuId) -> &Books {
         self.books[vcpu.index()]
             .as_ref()
@@ -117,11 +152,28 @@ impl Sporadic {
         answer
     }
 
-    /// Ends the chunk in progress, queueing its payback one period after it began.
+    /// Opens a chunk at `now` when the VCPU has just become active, closes the open one
+    /// when it has just stopped being active. Called after every change of its work or
+    /// budget, so that a chunk is open exactly while the VCPU is active.
+    fn track_activation(&mut self, now: Nanos, vcpu: VcpuId) {
+        let s = self.servers.get(vcpu);
+        let active = s.has_work && !s.remaining.is_zero();
+        let open = self.books(vcpu).chunk.is_some();
+        if active && !open {
+            self.books_mut(vcpu).chunk = Some(Chunk {
+                activation: now,
+                consumed: Nanos::ZERO,
+            });
+        } else if !active && open {
+            self.close_chunk(vcpu);
+        }
+    }
+
+    /// Ends the open chunk, queueing what it consumed one period after its activation.
     fn close_chunk(&mut self, vcpu: VcpuId) {
         if let Some(chunk) = self.books_mut(vcpu).chunk.take() {
             let period = self.servers.get(vcpu).params.period;
-            self.queue(vcpu, chunk.start + period, chunk.consumed);
+            self.queue(vcpu, chunk.activation + period, chunk.consumed);
         }
     }
 
@@ -152,7 +204,7 @@ impl Sporadic {
     }
 
     /// Adds every replenishment of `vcpu` due at or before `cx.now` to its budget; applies
-    /// parameters waiting for it.
+    /// parameters waiting for it; activates the VCPU if it has work and was out of budget.
     fn replenish_due(&mut self, cx: &mut Cx, vcpu: VcpuId) {
         let mut replenished = false;
         while let Some(r) = self.books(vcpu).pending.front().copied() {
@@ -169,16 +221,18 @@ impl Sporadic {
         if replenished && self.servers.get(vcpu).pending.is_some() {
             self.apply_params(cx, vcpu, true);
         }
+        self.track_activation(cx.now, vcpu);
     }
 
     /// Puts parameters set by `adjust` into effect and balances the books to the new
     /// budget: a deficit is granted now (`grant_now`, at a replenishment) or queued one
-    /// new period later (a VCPU at rest).
+    /// new period later (a VCPU at rest). The caller re-opens a chunk if the VCPU is
+    /// still active (`track_activation`).
     fn apply_params(&mut self, cx: &mut Cx, vcpu: VcpuId, grant_now: bool) {
         let Some(params) = self.servers.get_mut(vcpu).pending.take() else {
             return;
         };
-        // Split the chunk in progress at the change: its payback follows the old rules.
+        // Close the open chunk at the change: its payback follows the old rules.
         self.close_chunk(vcpu);
         let max = params.max_replenishments as usize;
         let (budget, period) = (params.budget, params.period);
@@ -256,15 +310,16 @@ impl Policy for Sporadic {
         self.books[vcpu.index()] = None;
     }
 
-    fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
+    fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = true;
+        self.track_activation(cx.now, vcpu);
         self.must_reschedule(false)
     }
 
-    fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
+    fn sleep(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = false;
-        // The machine reschedules anyway when `vcpu` is the one running; its chunk closes
-        // in that `do_schedule`.
+        self.track_activation(cx.now, vcpu);
+        // The machine reschedules anyway when `vcpu` is the one running.
         let running = self.active.run == Some(vcpu);
         self.must_reschedule(running)
     }
@@ -273,42 +328,26 @@ impl Policy for Sporadic {
         let Charge::Own(vcpu) = self.active.charge else {
             return;
         };
-        let began = cx.now - ran;
-        if self
-            .books(vcpu)
-            .chunk
-            .is_some_and(|chunk| chunk.end != began)
-        {
-            // Time passed without this VCPU running (overhead): a new chunk begins.
-            self.close_chunk(vcpu);
-        }
         let taken = self.servers.take_budget(cx, vcpu, ran);
         self.servers.get_mut(vcpu).counters.consumed += taken;
         if !taken.is_zero() {
+            // A decision runs an active VCPU, so a chunk is open; should the VCPU have
+            // stopped being active while the decision waited out overhead, what it ran is
+            // still paid back, one period after the run began.
             let chunk = self.books_mut(vcpu).chunk.get_or_insert(Chunk {
-                start: began,
-                end: began,
+                activation: cx.now - ran,
                 consumed: Nanos::ZERO,
             });
-            chunk.end = cx.now;
             chunk.consumed += taken;
         }
-        if self.servers.get(vcpu).remaining.is_zero() {
-            self.close_chunk(vcpu);
-        }
+        self.track_activation(cx.now, vcpu);
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        let plan = self.servers.plan_own_budget();
-        if let Some(previous) = self.active.run {
-            if plan.run != Some(previous) {
-                // Preempted or blocked: the stretch ends now.
-                self.close_chunk(previous);
-            }
-        }
-        self.active = plan;
+        // Chunks follow activity, not the pcpu: a preempted VCPU keeps its chunk open.
+        self.active = self.servers.plan_own_budget();
         self.reschedule_owed = false;
-        self.servers.decision(plan)
+        self.servers.decision(self.active)
     }
 
     fn next_timer(&self) -> Option<Nanos> {
@@ -333,9 +372,10 @@ impl Policy for Sporadic {
         self.servers.adjust(vcpu, params);
         let cut = self.servers.get(vcpu).remaining < before;
         let books = self.books(vcpu);
-        if books.pending.is_empty() && books.chunk.is_none() {
+        if books.pending.is_empty() && books.consumed_in_chunk().is_zero() {
             self.apply_params(cx, vcpu, false);
         }
+        self.track_activation(cx.now, vcpu);
         self.must_reschedule(cut && self.active.charge.involves(vcpu))
     }
 
@@ -368,7 +408,14 @@ impl Policy for Sporadic {
             if books.pending.iter().any(|r| r.amount.is_zero()) {
                 return Err(format!("vcpu {v:?}: empty pending replenishment"));
             }
-            let in_chunk = books.chunk.map_or(Nanos::ZERO, |c| c.consumed);
+            let active = s.has_work && !s.remaining.is_zero();
+            if books.chunk.is_some() != active {
+                return Err(format!(
+                    "vcpu {v:?}: chunk open = {}, but active (work and budget) = {active}",
+                    books.chunk.is_some()
+                ));
+            }
+            let in_chunk = books.consumed_in_chunk();
             let held = s.remaining + books.pending_total() + in_chunk;
             let balanced = if s.pending.is_some() {
                 // A budget cut waiting for the next replenishment leaves the books short.
@@ -407,8 +454,15 @@ mod tests {
         Nanos::from_ms(x)
     }
 
-    /// Runs `vcpu` alone for the given stretches `(from, to)` (ms), switching it out
-    /// between them, and returns the policy.
+    fn due(at: u64, amount: u64) -> Replenishment {
+        Replenishment {
+            due: ms(at),
+            amount: ms(amount),
+        }
+    }
+
+    /// Runs `vcpu` alone for the given stretches `(from, to)` (ms): it wakes at `from` and
+    /// blocks at `to`. Returns the policy.
     fn run_stretches(params: VcpuParams, stretches: &[(u64, u64)]) -> Sporadic {
         let mut log = EventLog::new(false);
         let mut p = Sporadic::new(1);
@@ -423,10 +477,12 @@ mod tests {
             cx.now = ms(from);
             p.burn(&mut cx, PcpuId(0), ms(from) - at);
             p.wake(&mut cx, v);
+            assert_eq!(p.activation(v), Some(ms(from)));
             assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(v));
             cx.now = ms(to);
             p.burn(&mut cx, PcpuId(0), ms(to - from));
             p.sleep(&mut cx, v);
+            assert_eq!(p.activation(v), None);
             p.do_schedule(&mut cx, PcpuId(0));
             at = ms(to);
             p.check_invariants().unwrap();
@@ -435,20 +491,11 @@ mod tests {
     }
 
     #[test]
-    fn each_chunk_is_paid_back_one_period_after_it_began() {
+    fn each_chunk_is_paid_back_one_period_after_its_activation() {
         let p = run_stretches(VcpuParams::server(ms(4), ms(10), 1), &[(0, 1), (3, 5)]);
         assert_eq!(
             p.pending_replenishments(VcpuId(0)),
-            vec![
-                Replenishment {
-                    due: ms(10),
-                    amount: ms(1)
-                },
-                Replenishment {
-                    due: ms(13),
-                    amount: ms(2)
-                }
-            ]
+            vec![due(10, 1), due(13, 2)]
         );
         assert_eq!(p.view(VcpuId(0)).remaining_budget, Some(ms(1)));
     }
@@ -460,17 +507,79 @@ mod tests {
         let p = run_stretches(params, &[(0, 1), (2, 3), (4, 5)]);
         assert_eq!(
             p.pending_replenishments(VcpuId(0)),
-            vec![
-                Replenishment {
-                    due: ms(10),
-                    amount: ms(1)
-                },
-                Replenishment {
-                    due: ms(14),
-                    amount: ms(2)
-                }
-            ]
+            vec![due(10, 1), due(14, 2)]
         );
+    }
+
+    /// hi (B2, P10, prio 1) and lo (B4, P10, prio 2) wake at 0; hi runs [0,1) and blocks,
+    /// lo runs [1,3) and blocks. lo was active from 0, while hi ran: its 2 ms are due at
+    /// 10, not 11.
+    #[test]
+    fn a_preempted_vcpu_stays_active_and_pays_back_from_its_activation() {
+        let mut log = EventLog::new(false);
+        let mut p = Sporadic::new(1);
+        let (hi, lo) = (VcpuId(0), VcpuId(1));
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        p.insert_vcpu(&mut cx, hi, &VcpuParams::server(ms(2), ms(10), 1));
+        p.insert_vcpu(&mut cx, lo, &VcpuParams::server(ms(4), ms(10), 2));
+        p.wake(&mut cx, lo);
+        p.wake(&mut cx, hi);
+        assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(hi));
+        assert_eq!(p.activation(lo), Some(ms(0)));
+        cx.now = ms(1);
+        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.sleep(&mut cx, hi);
+        assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
+        cx.now = ms(3);
+        p.burn(&mut cx, PcpuId(0), ms(2));
+        p.sleep(&mut cx, lo);
+        p.do_schedule(&mut cx, PcpuId(0));
+        assert_eq!(p.pending_replenishments(hi), vec![due(10, 1)]);
+        assert_eq!(p.pending_replenishments(lo), vec![due(10, 2)]);
+        p.check_invariants().unwrap();
+    }
+
+    /// lo (B1, P10, prio 2) is busy and spends its budget in [0,1). hi (B2, P10, prio 1)
+    /// wakes at 9 and runs [9,11). lo's payback lands at 10, while hi runs: lo is active
+    /// again from 10, runs [11,12), and pays that back at 20, not 21.
+    #[test]
+    fn a_replenishment_reaching_a_vcpu_with_work_activates_it_even_while_preempted() {
+        let mut log = EventLog::new(false);
+        let mut p = Sporadic::new(1);
+        let (hi, lo) = (VcpuId(0), VcpuId(1));
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        p.insert_vcpu(&mut cx, hi, &VcpuParams::server(ms(2), ms(10), 1));
+        p.insert_vcpu(&mut cx, lo, &VcpuParams::server(ms(1), ms(10), 2));
+        p.wake(&mut cx, lo);
+        assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
+        cx.now = ms(1);
+        p.burn(&mut cx, PcpuId(0), ms(1));
+        assert_eq!(p.activation(lo), None, "out of budget: no longer active");
+        assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, None);
+        cx.now = ms(9);
+        p.burn(&mut cx, PcpuId(0), ms(8));
+        assert!(p.wake(&mut cx, hi));
+        assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(hi));
+        cx.now = ms(10);
+        p.burn(&mut cx, PcpuId(0), ms(1));
+        assert!(!p.handle_timer(&mut cx), "lo's budget does not preempt hi");
+        assert_eq!(p.activation(lo), Some(ms(10)));
+        p.check_invariants().unwrap();
+        cx.now = ms(11);
+        p.burn(&mut cx, PcpuId(0), ms(1));
+        assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
+        cx.now = ms(12);
+        p.burn(&mut cx, PcpuId(0), ms(1));
+        assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, None);
+        assert_eq!(p.pending_replenishments(lo), vec![due(20, 1)]);
+        assert_eq!(p.pending_replenishments(hi), vec![due(19, 2)]);
+        p.check_invariants().unwrap();
     }
 
     #[test]
@@ -489,49 +598,45 @@ mod tests {
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
         cx.now = ms(1);
         p.burn(&mut cx, PcpuId(0), ms(1));
-        // b is at rest (full, nothing pending): budget 3 and priority 0 apply now; the
-        // extra 1 ms comes one new period (8 ms) later; b now beats a.
+        // b is at rest (active since 0 but nothing consumed, nothing pending): budget 3
+        // and priority 0 apply now; the extra 1 ms comes one new period (8 ms) later; its
+        // chunk begins anew at the change; b now beats a.
         assert!(p.adjust(&mut cx, b, &VcpuParams::server(ms(3), ms(8), 0)));
         assert_eq!(p.view(b).remaining_budget, Some(ms(2)));
-        assert_eq!(
-            p.pending_replenishments(b),
-            vec![Replenishment {
-                due: ms(9),
-                amount: ms(1)
-            }]
-        );
+        assert_eq!(p.pending_replenishments(b), vec![due(9, 1)]);
+        assert_eq!(p.activation(b), Some(ms(1)));
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(b));
-        assert_eq!(
-            p.pending_replenishments(a),
-            vec![Replenishment {
-                due: ms(10),
-                amount: ms(1)
-            }]
-        );
-        // a is not at rest: its cut to 1 ms waits for its payback at 10, where the books
-        // are balanced to the new budget (the 1 ms due is all it may hold).
+        // a, preempted, keeps its chunk (activated at 0, 1 ms consumed): not at rest, so
+        // its cut to 1 ms waits for its next replenishment.
+        assert_eq!(p.activation(a), Some(ms(0)));
+        assert!(p.pending_replenishments(a).is_empty());
         assert!(!p.adjust(&mut cx, a, &VcpuParams::server(ms(1), ms(10), 1)));
         assert_eq!(p.view(a).remaining_budget, Some(ms(1)));
         p.check_invariants().unwrap();
         cx.now = ms(3);
         p.burn(&mut cx, PcpuId(0), ms(2));
+        // b's chunk [1,3) is paid back at 1 + 8 = 9.
+        assert_eq!(p.pending_replenishments(b), vec![due(9, 1), due(9, 2)]);
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
         cx.now = ms(4);
         p.burn(&mut cx, PcpuId(0), ms(1));
         p.sleep(&mut cx, a);
+        // a's chunk, activated at 0, consumed 2 ([0,1) and [3,4)): one payback at 10.
+        assert_eq!(p.pending_replenishments(a), vec![due(10, 2)]);
         p.do_schedule(&mut cx, PcpuId(0));
         cx.now = ms(10);
         p.burn(&mut cx, PcpuId(0), ms(6));
         p.handle_timer(&mut cx);
-        // At 10: +1 (from [0,1)); the books held 1 + 1 (from [3,4), due 13) = 2 > 1: the
-        // latest pending payback is cut.
+        // At 10: +2; the books hold 2 > 1: the new budget applies and the surplus goes.
         assert_eq!(p.view(a).remaining_budget, Some(ms(1)));
         assert!(p.pending_replenishments(a).is_empty());
+        assert_eq!(p.view(b).remaining_budget, Some(ms(3)));
+        assert_eq!(p.activation(b), Some(ms(10)));
         p.check_invariants().unwrap();
     }
 
     #[test]
-    fn overhead_gap_inside_a_decision_splits_the_chunk() {
+    fn overhead_gap_inside_a_chunk_does_not_split_it() {
         let mut log = EventLog::new(false);
         let mut p = Sporadic::new(1);
         let v = VcpuId(0);
@@ -550,19 +655,7 @@ mod tests {
         p.burn(&mut cx, PcpuId(0), ms(1));
         p.sleep(&mut cx, v);
         p.do_schedule(&mut cx, PcpuId(0));
-        assert_eq!(
-            p.pending_replenishments(v),
-            vec![
-                Replenishment {
-                    due: ms(10),
-                    amount: ms(1)
-                },
-                Replenishment {
-                    due: ms(12),
-                    amount: ms(1)
-                }
-            ]
-        );
+        assert_eq!(p.pending_replenishments(v), vec![due(10, 2)]);
         p.check_invariants().unwrap();
     }
 }

@@ -584,14 +584,14 @@ fn runs_per_domain(spec: &SystemSpec, end: Nanos) -> (Vec<Vec<(Nanos, Nanos)>>, 
     (runs, sim)
 }
 
+/// One VCPU's run intervals `(start, end)`.
+type RunIntervals = Vec<(Nanos, Nanos)>;
+
 /// Each VCPU's run intervals `(start, end)` and its activations — the instants it came to
 /// have both work and budget > 0 — per domain, rebuilt from the trace: wake and block
 /// events for the work, replenish and budget-exhausted events for the budget (a VCPU
 /// starts with its budget, or with none until its offset).
-fn runs_and_activations(
-    spec: &SystemSpec,
-    end: Nanos,
-) -> (Vec<Vec<(Nanos, Nanos)>>, Vec<Vec<Nanos>>) {
+fn runs_and_activations(spec: &SystemSpec, end: Nanos) -> (Vec<RunIntervals>, Vec<Vec<Nanos>>) {
     let names: Vec<String> = (0..spec.domains.len()).map(|i| format!("v{i}")).collect();
     let mut sim = Simulation::new(spec, 7, true).expect("valid system");
     sim.set_check_invariants(true);
