@@ -7,6 +7,37 @@
 //! - [`driver`]: the event loop ([`driver::Simulation`]).
 //! - [`results`]: what a run measured, and its JSON form.
 //! - [`timeline`]: who ran when, rebuilt from a trace, for tests.
+//! - [`trace`]: traces as Chrome/Perfetto trace-event JSON or CSV.
+//!
+//! ```
+//! use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+//! use rtvmm_core::machine::MachineConfig;
+//! use rtvmm_core::model::VcpuParams;
+//! use rtvmm_core::policy::PolicyConfig;
+//! use rtvmm_core::Nanos;
+//! use rtvmm_sim::results::RunResults;
+//! use rtvmm_sim::{DomainSpec, Simulation, SystemSpec};
+//!
+//! let ms = Nanos::from_ms;
+//! // One domain: a Deferrable Server of 2 ms every 10 ms running a task of 3 ms every 10 ms.
+//! let system = SystemSpec {
+//!     machine: MachineConfig::default(),
+//!     policy: PolicyConfig::Deferrable,
+//!     domains: vec![DomainSpec {
+//!         name: "d1".into(),
+//!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
+//!         guest: GuestScheduler::Rm,
+//!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(3))],
+//!     }],
+//!     changes: vec![],
+//! };
+//! let mut sim = Simulation::new(&system, 42, false).unwrap();
+//! sim.run_until(ms(100)).unwrap();
+//! let results = RunResults::collect(&sim, "example", 42, ms(100));
+//! // The task needs 3 ms per period but its server gives 2: it falls behind.
+//! assert!(results.domains[0].missed > 0);
+//! assert_eq!(results.pcpus[0].busy_ns, ms(20).as_ns());
+//! ```
 //! - [`trace`]: a recorded trace as Chrome/Perfetto JSON or CSV.
 pub mod driver;
 pub mod results;
