@@ -292,11 +292,13 @@ impl Guest {
     }
 
     /// The job that runs if the VCPU runs now.
+    #[inline]
     pub fn current_job(&self) -> Option<&Job> {
         self.pick().and_then(|t| self.queues[t].front())
     }
 
     /// How long the VCPU must run for the current job to finish.
+    #[inline]
     pub fn time_to_completion(&self) -> Option<Nanos> {
         self.current_job().map(|j| j.demand - j.done)
     }

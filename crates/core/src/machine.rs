@@ -564,7 +564,7 @@ impl Machine {
     /// Processes everything due at or before `now`, in a fixed order: the end of overhead,
     /// policy timers, the tick, the end of a slice; then `do_schedule` if any asked for it.
     pub fn handle_timeout(&mut self, now: Nanos) {
-        self.account(now);
+        self.account_inline(now);
         if self.config.replenishment == ReplenishMode::Exact
             && self.policy_timer().is_some_and(|due| due <= now)
         {
@@ -695,6 +695,12 @@ impl Machine {
 
     /// Accounts every pcpu's time up to `now` and charges the policy for it.
     fn account(&mut self, now: Nanos) {
+        self.account_inline(now);
+    }
+
+    /// [`Self::account`], inlined into `handle_timeout`: the call is made on every step.
+    #[inline(always)]
+    fn account_inline(&mut self, now: Nanos) {
         assert!(
             now >= self.now,
             "time went backwards: {} after {}",

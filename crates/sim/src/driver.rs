@@ -122,10 +122,6 @@ pub struct Simulation {
     /// the machine is told something (`machine_told`).
     machine_due: Nanos,
     machine_told: bool,
-    /// `(domain, time)`: how long domain's current job still needs to run, while its
-    /// guest has only run since this was computed (a release or a finish forgets it).
-    /// Saves asking the guest's scheduler on every step.
-    job_left: Option<(usize, Nanos)>,
 }
 
 impl Simulation {
@@ -146,7 +142,6 @@ impl Simulation {
             check_invariants: cfg!(debug_assertions),
             machine_due: Nanos::ZERO,
             machine_told: true,
-            job_left: None,
         };
         for d in &spec.domains {
             sim.add_domain(d.clone())?;
@@ -221,7 +216,6 @@ impl Simulation {
     fn apply(&mut self, change: Change) -> Result<(), SimError> {
         let now = self.now;
         self.machine_told = true;
-        self.job_left = None;
         match change {
             Change::SetParams { domain, params } => {
                 let i = self.domain_index(now, &domain)?;
@@ -279,9 +273,16 @@ impl Simulation {
         }
     }
 
-    /// The instant of the next event, capped at `end`, and how long the running VCPU's
-    /// current job still needs (if a VCPU runs).
-    fn next_instant(&self, end: Nanos) -> (Nanos, Option<Nanos>) {
+    /// The VCPU making progress on the pcpu, and its domain's index.
+    fn running(&self) -> Option<(VcpuId, usize)> {
+        self.machine
+            .running(PcpuId(0))
+            .map(|v| (v, self.domain_of_vcpu[v.index()]))
+    }
+
+    /// The instant of the next event, capped at `end`; `running` is the domain whose VCPU
+    /// runs, if any (its current job may finish first).
+    fn next_instant(&self, end: Nanos, running: Option<usize>) -> Nanos {
         let mut t = self.machine_due.min(end);
         if let Some(Reverse((at, _, _))) = self.releases.peek() {
             t = t.min(*at);
@@ -289,29 +290,20 @@ impl Simulation {
         if let Some(c) = self.changes.get(self.next_change) {
             t = t.min(c.at.max(self.now));
         }
-        let mut job_left = None;
-        if let Some(v) = self.machine.running(PcpuId(0)) {
-            let d = self.domain_of_vcpu[v.index()];
-            let guest = &self.domains[d].guest;
-            job_left = match self.job_left {
-                Some((cached, left)) if cached == d => Some(left),
-                _ => guest.time_to_completion(),
-            };
-            debug_assert_eq!(job_left, guest.time_to_completion(), "stale job_left");
-            if let Some(left) = job_left {
-                t = t.min(self.now + left);
-            }
+        if let Some(left) = running.and_then(|d| self.domains[d].guest.time_to_completion()) {
+            t = t.min(self.now + left);
         }
-        (t, job_left)
+        t
     }
 
     /// Advances to the next event (at most `end`). Returns the new time.
     pub fn step(&mut self, end: Nanos) -> Result<Nanos, SimError> {
-        let (t, job_left) = self.next_instant(end);
+        // The machine's state is constant until `t`: what runs now runs all along.
+        let running = self.running();
+        let t = self.next_instant(end, running.map(|(_, d)| d));
         // 2. The running VCPU's guest gets [now, t).
         if t > self.now {
-            if let Some(v) = self.machine.running(PcpuId(0)) {
-                let d = self.domain_of_vcpu[v.index()];
+            if let Some((v, d)) = running {
                 let start = self.now;
                 let guest = &mut self.domains[d].guest;
                 // Which job runs is only needed for the trace.
@@ -321,11 +313,6 @@ impl Simulation {
                 };
                 let finished = guest.run(start, t - start);
                 let has_work = guest.has_work();
-                // The same job runs on unless it finished.
-                self.job_left = match (&finished, job_left) {
-                    (None, Some(left)) => Some((d, left - (t - start))),
-                    _ => None,
-                };
                 if let Some((task, seq)) = running {
                     self.record(
                         start,
@@ -363,17 +350,25 @@ impl Simulation {
             if at > t {
                 break;
             }
-            self.releases.pop();
             let dom = &mut self.domains[d];
             if dom.removed_at.is_some() {
+                self.releases.pop();
                 continue;
             }
             let had_work = dom.guest.has_work();
             let seq = dom.guest.release(t, task, &mut self.rng).seq;
-            if let Some(next) = dom.guest.next_release(task) {
-                self.releases.push(Reverse((next, d, task)));
-            }
+            let next = dom.guest.next_release(task);
             let vcpu = dom.vcpu;
+            // The task's entry becomes its next release in place (one sift instead of a pop
+            // and a push). Keys are unique (one entry per task), so the order is the same.
+            match next {
+                Some(next) => {
+                    *self.releases.peek_mut().expect("peeked above") = Reverse((next, d, task))
+                }
+                None => {
+                    self.releases.pop();
+                }
+            }
             self.record(
                 t,
                 GuestEvent::Release {
@@ -382,10 +377,6 @@ impl Simulation {
                     seq,
                 },
             );
-            if self.job_left.is_some_and(|(cached, _)| cached == d) {
-                // The new job may come first in its guest.
-                self.job_left = None;
-            }
             if !had_work {
                 self.machine.wake(t, vcpu);
                 self.machine_told = true;

@@ -167,11 +167,21 @@ impl Credit {
 
     /// The best class among waiting runnable VCPUs.
     fn best_waiting_class(&self) -> Option<Class> {
-        self.runq
-            .iter()
-            .filter(|&&v| self.runnable(v))
-            .map(|&v| self.get(v).class)
-            .min()
+        let mut best = None;
+        for &v in &self.runq {
+            if !self.runnable(v) {
+                continue;
+            }
+            let class = self.get(v).class;
+            if class == Class::Boost {
+                // Nothing is more urgent: the rest of the queue cannot change the answer.
+                return Some(class);
+            }
+            if best.map_or(true, |b| class < b) {
+                best = Some(class);
+            }
+        }
+        best
     }
 
     /// What the current VCPU may still run: the rest of its time slice, and no more than

@@ -78,8 +78,9 @@ impl Policy for Deferrable {
 
     fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos) {
         if let Some(v) = self.current {
-            let taken = self.servers.take_budget(cx, v, ran);
-            self.servers.get_mut(v).counters.consumed += taken;
+            let s = self.servers.get_mut(v);
+            let taken = s.take_budget(cx, ran);
+            s.counters.consumed += taken;
         }
     }
 

@@ -36,7 +36,8 @@ pub struct Server {
     pub pending: Option<VcpuParams>,
     /// Remaining budget, in `[0, params.budget]`.
     pub remaining: Nanos,
-    /// The next period boundary `offset + k·P` (unused by the Sporadic Server).
+    /// The next period boundary `offset + k·P` (unused by the Sporadic Server). Moved only
+    /// by [`ServerSet`]'s own methods: the set caches the earliest one.
     pub next_boundary: Nanos,
     pub has_work: bool,
     pub counters: BudgetCounters,
@@ -47,6 +48,19 @@ impl Server {
     #[inline]
     pub fn key(&self) -> (u32, VcpuId) {
         (self.params.priority, self.vcpu)
+    }
+
+    /// Takes up to `amount` from the remaining budget and returns what was taken; reports
+    /// exhaustion. Callers add the result to whichever counter fits.
+    #[inline]
+    pub fn take_budget(&mut self, cx: &mut Cx, amount: Nanos) -> Nanos {
+        let taken = amount.min(self.remaining);
+        self.remaining -= taken;
+        if !taken.is_zero() && self.remaining.is_zero() {
+            let vcpu = self.vcpu;
+            cx.emit(|| CoreEvent::BudgetExhausted { vcpu });
+        }
+        taken
     }
 }
 
@@ -148,13 +162,7 @@ impl ServerSet {
     /// Takes up to `amount` from the VCPU's budget and returns what was taken; reports
     /// exhaustion. Callers add the result to whichever counter fits.
     pub fn take_budget(&mut self, cx: &mut Cx, vcpu: VcpuId, amount: Nanos) -> Nanos {
-        let s = self.get_mut(vcpu);
-        let taken = amount.min(s.remaining);
-        s.remaining -= taken;
-        if !taken.is_zero() && s.remaining.is_zero() {
-            cx.emit(|| CoreEvent::BudgetExhausted { vcpu });
-        }
-        taken
+        self.get_mut(vcpu).take_budget(cx, amount)
     }
 
     /// The earliest period boundary of any server.
@@ -408,22 +416,27 @@ impl ServerSet {
         match charge {
             Charge::Nothing => {}
             Charge::Own(v) => {
-                let taken = self.take_budget(cx, v, ran);
-                self.get_mut(v).counters.consumed += taken;
+                let s = self.get_mut(v);
+                let taken = s.take_budget(cx, ran);
+                s.counters.consumed += taken;
             }
             Charge::IdledAway(h) => {
-                let taken = self.take_budget(cx, h, ran);
-                self.get_mut(h).counters.idled += taken;
+                let s = self.get_mut(h);
+                let taken = s.take_budget(cx, ran);
+                s.counters.idled += taken;
             }
             Charge::Both { server, runner } => {
-                let taken = self.take_budget(cx, server, ran);
-                self.get_mut(server).counters.consumed += taken;
-                let taken = self.take_budget(cx, runner, ran);
-                self.get_mut(runner).counters.consumed += taken;
+                let s = self.get_mut(server);
+                let taken = s.take_budget(cx, ran);
+                s.counters.consumed += taken;
+                let r = self.get_mut(runner);
+                let taken = r.take_budget(cx, ran);
+                r.counters.consumed += taken;
             }
             Charge::Lent { lender, runner } => {
-                let taken = self.take_budget(cx, lender, ran);
-                self.get_mut(lender).counters.lent += taken;
+                let s = self.get_mut(lender);
+                let taken = s.take_budget(cx, ran);
+                s.counters.lent += taken;
                 self.get_mut(runner).counters.borrowed += taken;
             }
         }

@@ -42,8 +42,8 @@ impl PeriodicRule for PollingRule {
 
     fn time_passed(servers: &mut ServerSet, cx: &mut Cx, active: Plan, ran: Nanos) {
         let began = cx.now - ran;
-        // Discards in priority order, one at a time (no list to allocate on every burn): a
-        // discarded server has no budget left, so the next search finds the next one.
+        // Discards in priority order, one at a time (no list to allocate): a discarded server
+        // has no budget left, so the next search finds the next one.
         while let Some(vcpu) = servers
             .iter()
             .take_while(|s| Some(s.vcpu) != active.run)

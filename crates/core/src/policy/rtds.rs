@@ -322,8 +322,8 @@ impl Policy for Rtds {
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
         let mut resched = false;
         let mut replenished = false;
-        // Each VCPU's due test reads only its own state, which only its own replenishment
-        // changes: one pass in id order replenishes exactly the VCPUs due on entry.
+        // A VCPU's due test reads its own state and `current`; replenishing another VCPU
+        // changes neither, so one pass in id order replenishes exactly the VCPUs due on entry.
         for i in 0..self.vcpus.len() {
             let Some(s) = &self.vcpus[i] else {
                 continue;

@@ -91,6 +91,10 @@ pub struct Sedf {
     extra_used: Nanos,
     /// The round-robin order for extra time: every VCPU, next turn first.
     extra_order: VecDeque<VcpuId>,
+    /// What [`Policy::next_timer`] returns: the earliest deadline of any VCPU. The machine
+    /// asks after every hook, so it is kept rather than recomputed; deadlines change only in
+    /// `insert_vcpu`, `remove_vcpu` and `handle_timer`, which call [`Sedf::refresh_timer`].
+    next_boundary: Option<Nanos>,
 }
 
 impl Sedf {
@@ -100,7 +104,18 @@ impl Sedf {
             current: None,
             extra_used: Nanos::ZERO,
             extra_order: VecDeque::new(),
+            next_boundary: None,
         }
+    }
+
+    /// The earliest deadline of any VCPU.
+    fn earliest_deadline(&self) -> Option<Nanos> {
+        self.iter().map(|s| s.deadline).min()
+    }
+
+    /// Recomputes `next_boundary` after a deadline changed.
+    fn refresh_timer(&mut self) {
+        self.next_boundary = self.earliest_deadline();
     }
 
     fn get(&self, vcpu: VcpuId) -> &SedfVcpu {
@@ -197,6 +212,7 @@ impl Policy for Sedf {
             counters: BudgetCounters::default(),
         });
         self.extra_order.push_back(vcpu);
+        self.refresh_timer();
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
@@ -205,6 +221,7 @@ impl Policy for Sedf {
         }
         self.extra_order.retain(|&v| v != vcpu);
         self.vcpus[vcpu.index()] = None;
+        self.refresh_timer();
     }
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
@@ -234,12 +251,15 @@ impl Policy for Sedf {
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        // 1. EDF among VCPUs with work and slice left.
-        let edf = self
-            .iter()
-            .filter(|s| s.has_slice_and_work())
-            .min_by_key(|s| s.key())
-            .map(|s| (s.vcpu, s.remaining));
+        // 1. EDF among VCPUs with work and slice left. Keys are unique (they end with the
+        // VCPU id): the minimum is the pick.
+        let mut best: Option<&SedfVcpu> = None;
+        for s in self.iter() {
+            if s.has_slice_and_work() && best.map_or(true, |b| s.key() < b.key()) {
+                best = Some(s);
+            }
+        }
+        let edf = best.map(|s| (s.vcpu, s.remaining));
         let extra_runner = match self.current {
             Some((v, RunMode::Extra)) => Some(v),
             _ => None,
@@ -286,20 +306,30 @@ impl Policy for Sedf {
     }
 
     fn next_timer(&self) -> Option<Nanos> {
-        self.iter().map(|s| s.deadline).min()
+        debug_assert_eq!(self.next_boundary, self.earliest_deadline());
+        self.next_boundary
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        let due: Vec<VcpuId> = self
-            .iter()
-            .filter(|s| s.deadline <= cx.now)
-            .map(|s| s.vcpu)
-            .collect();
         let mut resched = false;
-        for v in due {
-            Sedf::replenish(self.get_mut(v), cx);
+        let mut replenished = false;
+        // A VCPU's due test reads only its own deadline, which only its own replenishment
+        // changes: one pass in id order replenishes exactly the VCPUs due on entry.
+        for i in 0..self.vcpus.len() {
+            let Some(s) = self.vcpus[i].as_mut() else {
+                continue;
+            };
+            if s.deadline > cx.now {
+                continue;
+            }
+            let v = s.vcpu;
+            Sedf::replenish(s, cx);
+            replenished = true;
             // The running VCPU's slice changed (or it can leave extra time): re-arm it.
             resched |= self.current_vcpu() == Some(v) || self.preempts(v);
+        }
+        if replenished {
+            self.refresh_timer();
         }
         resched
     }
@@ -325,6 +355,13 @@ impl Policy for Sedf {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
+        if self.next_boundary != self.earliest_deadline() {
+            return Err(format!(
+                "cached next boundary {:?} differs from the earliest deadline {:?}",
+                self.next_boundary,
+                self.earliest_deadline()
+            ));
+        }
         for s in self.iter() {
             if s.remaining > s.params.budget {
                 return Err(format!(
