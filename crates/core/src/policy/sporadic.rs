@@ -111,6 +111,11 @@ pub struct Sporadic {
     active: Plan,
     /// A reschedule was asked for (or is due) and `do_schedule` has not run since.
     reschedule_owed: bool,
+    /// The earliest pending replenishment of any VCPU: `next_timer`'s answer, kept because
+    /// the machine asks after every hook. Refreshed wherever a pending list changes
+    /// (`queue`, `replenish_due`, `apply_params`, insert, remove); `check_invariants`
+    /// compares it with a fresh scan.
+    next_due: Option<Nanos>,
 }
 
 impl Sporadic {
@@ -120,7 +125,21 @@ impl Sporadic {
             books: Vec::new(),
             active: Plan::IDLE,
             reschedule_owed: false,
+            next_due: None,
         }
+    }
+
+    /// The earliest pending replenishment, scanned.
+    fn earliest_due(&self) -> Option<Nanos> {
+        self.books
+            .iter()
+            .flatten()
+            .filter_map(|b| b.pending.front().map(|r| r.due))
+            .min()
+    }
+
+    fn refresh_next_due(&mut self) {
+        self.next_due = self.earliest_due();
     }
 
     /// The VCPU's pending replenishments, earliest first (for tests and traces).
@@ -201,6 +220,7 @@ impl Sporadic {
         } else {
             books.pending.push_back(Replenishment { due, amount });
         }
+        self.refresh_next_due();
     }
 
     /// Adds every replenishment of `vcpu` due at or before `cx.now` to its budget; applies
@@ -217,6 +237,9 @@ impl Sporadic {
             let budget = s.remaining;
             cx.emit(|| CoreEvent::Replenish { vcpu, budget });
             replenished = true;
+        }
+        if replenished {
+            self.refresh_next_due();
         }
         if replenished && self.servers.get(vcpu).pending.is_some() {
             self.apply_params(cx, vcpu, true);
@@ -272,6 +295,7 @@ impl Sporadic {
                 self.queue(vcpu, cx.now + period, deficit);
             }
         }
+        self.refresh_next_due();
     }
 }
 
@@ -297,6 +321,7 @@ impl Policy for Sporadic {
             self.books.resize(vcpu.index() + 1, None);
         }
         self.books[vcpu.index()] = Some(books);
+        self.refresh_next_due();
         // The machine reschedules after every insertion.
         self.reschedule_owed = true;
     }
@@ -308,6 +333,7 @@ impl Policy for Sporadic {
         }
         self.servers.remove(vcpu);
         self.books[vcpu.index()] = None;
+        self.refresh_next_due();
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
@@ -351,11 +377,7 @@ impl Policy for Sporadic {
     }
 
     fn next_timer(&self) -> Option<Nanos> {
-        self.books
-            .iter()
-            .flatten()
-            .filter_map(|b| b.pending.front().map(|r| r.due))
-            .min()
+        self.next_due
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
@@ -389,6 +411,13 @@ impl Policy for Sporadic {
 
     fn check_invariants(&self) -> Result<(), String> {
         self.servers.check_invariants()?;
+        if self.next_due != self.earliest_due() {
+            return Err(format!(
+                "stored next replenishment {:?} != earliest pending {:?}",
+                self.next_due,
+                self.earliest_due()
+            ));
+        }
         for s in self.servers.iter() {
             let books = self.books(s.vcpu);
             let v = s.vcpu;
