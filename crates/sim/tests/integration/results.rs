@@ -115,7 +115,10 @@ fn json_has_the_documented_field_names() {
 /// Deferrable and then Periodic; every run nanosecond was paid from its own budget.
 #[test]
 fn budget_counters_add_up_across_a_hot_swap() {
-    let mut spec = system(PolicyConfig::Deferrable, vec![domain("d1", 5, 10, 1, vec![busy("b")])]);
+    let mut spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 5, 10, 1, vec![busy("b")])],
+    );
     spec.changes.push(rtvmm_sim::TimedChange {
         at: ms(20),
         change: rtvmm_sim::Change::SwapPolicy(PolicyConfig::Periodic),
@@ -124,5 +127,9 @@ fn budget_counters_add_up_across_a_hot_swap() {
     let r = RunResults::collect(&sim, "t", 1, ms(40));
     let v = &r.domains[0].vcpus[0];
     assert_eq!(v.run_ns, ms(20).as_ns());
-    assert_eq!(v.budget_consumed_ns, ms(20).as_ns(), "10 ms before the swap + 10 ms after");
+    assert_eq!(
+        v.budget_consumed_ns,
+        ms(20).as_ns(),
+        "10 ms before the swap + 10 ms after"
+    );
 }
