@@ -84,6 +84,10 @@ enum Command {
         /// Write the trace to this file: *.json (Chrome/Perfetto trace events) or *.csv
         #[arg(long, value_name = "OUT")]
         trace: Option<PathBuf>,
+        /// Write every job (release, start, finish, response, responsiveness, lateness,
+        /// latency, outcome) as CSV to this file
+        #[arg(long, value_name = "OUT")]
+        jobs: Option<PathBuf>,
     },
     /// Validate a scenario file and print it normalised (every default written out)
     #[command(after_help = EXIT_CODES)]
@@ -226,7 +230,8 @@ fn main() -> ExitCode {
             seed,
             json,
             trace,
-        } => sim(&scenario, policy, duration, seed, json, trace),
+            jobs,
+        } => sim(&scenario, policy, duration, seed, json, trace, jobs),
         Command::Demo {
             duration,
             seed,
@@ -440,6 +445,7 @@ fn sim(
     seed: Option<u64>,
     json: Option<PathBuf>,
     trace: Option<PathBuf>,
+    jobs: Option<PathBuf>,
 ) -> Result<(), Failure> {
     // Everything that can be refused is refused before the run.
     let trace_format = trace
@@ -479,6 +485,14 @@ fn sim(
             .with_context(|| format!("writing the trace to {}", out.display()))
             .map_err(runtime)?;
         text.push_str(&format!("trace: {}\n", out.display()));
+    }
+    if let Some(out) = &jobs {
+        let mut file = create(out, "jobs")?;
+        rtvmm_sim::results::write_jobs_csv(&mut file, &run.jobs)
+            .and_then(|()| file.flush())
+            .with_context(|| format!("writing the jobs to {}", out.display()))
+            .map_err(runtime)?;
+        text.push_str(&format!("jobs: {}\n", out.display()));
     }
     print(&text)
 }

@@ -567,3 +567,36 @@ fn compare_puts_two_results_side_by_side() {
     let o = rtvmm(&["compare", a.to_str().unwrap(), scenario.as_str()]);
     assert_exit(&o, 2);
 }
+
+#[test]
+fn sim_writes_every_job_as_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let jobs = dir.path().join("jobs.csv");
+    let json = dir.path().join("r.json");
+    let o = rtvmm(&[
+        "sim",
+        &example("even-share.toml"),
+        "--duration",
+        "1s",
+        "--jobs",
+        jobs.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let csv = std::fs::read_to_string(&jobs).unwrap();
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let released: u64 = results["domains"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["released"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        csv.lines().count() as u64,
+        released + 1,
+        "one row per released job plus the header"
+    );
+    let missed = csv.lines().filter(|l| l.ends_with(",missed")).count() as u64;
+    assert_eq!(missed, results["missed"].as_u64().unwrap());
+}

@@ -7,7 +7,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use rtvmm_core::Nanos;
-use rtvmm_sim::results::RunResults;
+use rtvmm_sim::results::{job_rows, JobRow, RunResults};
 use rtvmm_sim::trace::{write_trace, TraceFormat, TraceNames};
 use rtvmm_sim::{SimError, Simulation, TraceEvent};
 
@@ -29,6 +29,8 @@ impl RecordedTrace {
 /// What one run produced.
 pub struct Run {
     pub results: RunResults,
+    /// Every job, for per-job output.
+    pub jobs: Vec<JobRow>,
     /// `Some` when the run recorded its trace.
     pub trace: Option<RecordedTrace>,
     /// Wall-clock time of the simulation (building the system and running it).
@@ -54,12 +56,14 @@ pub fn run(scenario: &Scenario, record_trace: bool) -> Result<Run, SimError> {
     sim.run_until(scenario.duration)?;
     let wall = started.elapsed();
     let results = RunResults::collect(&sim, &scenario.name, scenario.seed, scenario.duration);
+    let jobs = job_rows(&sim, scenario.duration);
     let trace = record_trace.then(|| RecordedTrace {
         events: sim.take_trace(),
         names: TraceNames::from_simulation(&sim),
     });
     Ok(Run {
         results,
+        jobs,
         trace,
         wall,
     })

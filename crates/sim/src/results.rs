@@ -85,6 +85,29 @@ impl RatioDist {
     }
 }
 
+/// A distribution of signed nanosecond values (lateness = finish − deadline).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SignedDist {
+    pub count: u64,
+    pub min: i64,
+    pub mean: f64,
+    pub max: i64,
+}
+
+impl SignedDist {
+    pub fn of(values: &[i64]) -> SignedDist {
+        match (values.iter().min(), values.iter().max()) {
+            (Some(&min), Some(&max)) => SignedDist {
+                count: values.len() as u64,
+                min,
+                mean: values.iter().map(|&v| v as i128).sum::<i128>() as f64 / values.len() as f64,
+                max,
+            },
+            _ => SignedDist::default(),
+        }
+    }
+}
+
 fn nearest_rank(sorted: &[u64], p: usize) -> u64 {
     let n = sorted.len();
     sorted[(p * n).div_ceil(100).clamp(1, n) - 1]
@@ -104,6 +127,8 @@ pub struct TaskResult {
     pub max_response_ns: u64,
     pub response_ns: Dist,
     pub responsiveness: RatioDist,
+    /// Finish − deadline of finished jobs (negative: early).
+    pub lateness_ns: SignedDist,
     /// Release-to-start latency (the cyclictest figure).
     pub latency_ns: Dist,
 }
@@ -133,6 +158,7 @@ pub struct DomainResult {
     pub deadline_miss_ratio: f64,
     pub response_ns: Dist,
     pub responsiveness: RatioDist,
+    pub lateness_ns: SignedDist,
     pub latency_ns: Dist,
     pub tasks: Vec<TaskResult>,
     pub vcpus: Vec<VcpuResult>,
@@ -182,6 +208,7 @@ struct Tally {
     in_flight: u64,
     response: Vec<u64>,
     responsiveness: Vec<f64>,
+    lateness: Vec<i64>,
     latency: Vec<u64>,
 }
 
@@ -196,6 +223,8 @@ impl Tally {
         self.response.push(response);
         self.responsiveness
             .push(response as f64 / relative_deadline.as_ns() as f64);
+        self.lateness
+            .push(finish.as_ns() as i64 - job.deadline.as_ns() as i64);
         if let Some(start) = job.first_start {
             self.latency.push((start - job.release).as_ns());
         }
@@ -220,6 +249,7 @@ impl Tally {
         self.in_flight += other.in_flight;
         self.response.extend_from_slice(&other.response);
         self.responsiveness.extend_from_slice(&other.responsiveness);
+        self.lateness.extend_from_slice(&other.lateness);
         self.latency.extend_from_slice(&other.latency);
     }
 
@@ -262,6 +292,7 @@ impl RunResults {
                     max_response_ns: tally.response.iter().copied().max().unwrap_or(0),
                     response_ns: Dist::of(&mut tally.response),
                     responsiveness: RatioDist::of(&mut tally.responsiveness),
+                    lateness_ns: SignedDist::of(&tally.lateness),
                     latency_ns: Dist::of(&mut tally.latency),
                 });
             }
@@ -288,6 +319,7 @@ impl RunResults {
                 deadline_miss_ratio: ratio(domain_tally.missed, domain_tally.jobs()),
                 response_ns: Dist::of(&mut domain_tally.response),
                 responsiveness: RatioDist::of(&mut domain_tally.responsiveness),
+                lateness_ns: SignedDist::of(&domain_tally.lateness),
                 latency_ns: Dist::of(&mut domain_tally.latency),
                 tasks,
                 vcpus: vec![vcpu],
@@ -402,4 +434,104 @@ impl RunResults {
         }
         out
     }
+}
+
+/// One job of a run, for per-job output (`rtvmm sim --jobs OUT.csv`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobRow {
+    pub domain: String,
+    pub task: String,
+    pub seq: u64,
+    pub release: Nanos,
+    pub deadline: Nanos,
+    pub relative_deadline: Nanos,
+    pub first_start: Option<Nanos>,
+    pub finish: Option<Nanos>,
+    /// `on_time`, `missed` or `in_flight` (the counting rule above).
+    pub outcome: &'static str,
+}
+
+/// Every job of a run that ended at `end`, by domain, task and job number. Jobs of a removed
+/// domain that were pending at its removal are left out, as in the counts.
+pub fn job_rows(sim: &Simulation, end: Nanos) -> Vec<JobRow> {
+    let mut rows = Vec::new();
+    for (d, run) in sim.domains().iter().enumerate() {
+        let mut jobs: Vec<(usize, JobRecord)> = run
+            .finished
+            .iter()
+            .enumerate()
+            .flat_map(|(t, js)| js.iter().map(move |j| (t, j.clone())))
+            .collect();
+        if run.removed_at.is_none() {
+            jobs.extend(sim.pending_jobs(d));
+        }
+        jobs.sort_by_key(|(t, j)| (*t, j.seq));
+        for (t, job) in jobs {
+            let outcome = match job.finish {
+                Some(f) if f <= job.deadline => "on_time",
+                Some(_) => "missed",
+                None if job.deadline <= end => "missed",
+                None => "in_flight",
+            };
+            let spec = &run.spec.tasks[t];
+            rows.push(JobRow {
+                domain: run.spec.name.clone(),
+                task: spec.name.clone(),
+                seq: job.seq,
+                release: job.release,
+                deadline: job.deadline,
+                relative_deadline: spec.deadline,
+                first_start: job.first_start,
+                finish: job.finish,
+                outcome,
+            });
+        }
+    }
+    rows
+}
+
+/// Writes job rows as CSV: `domain,task,job,release_ns,first_start_ns,finish_ns,
+/// deadline_ns,response_ns,responsiveness,lateness_ns,latency_ns,outcome` (empty cells
+/// where a job has not started or finished). Names are quoted when they need it.
+pub fn write_jobs_csv(w: &mut impl std::io::Write, rows: &[JobRow]) -> std::io::Result<()> {
+    fn field(name: &str) -> String {
+        if name.contains([',', '"', '\n']) {
+            format!("\"{}\"", name.replace('"', "\"\""))
+        } else {
+            name.to_string()
+        }
+    }
+    let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
+    writeln!(
+        w,
+        "domain,task,job,release_ns,first_start_ns,finish_ns,deadline_ns,response_ns,\
+         responsiveness,lateness_ns,latency_ns,outcome"
+    )?;
+    for r in rows {
+        let response = r.finish.map(|f| (f - r.release).as_ns());
+        let responsiveness = response
+            .map(|x| format!("{:.6}", x as f64 / r.relative_deadline.as_ns() as f64))
+            .unwrap_or_default();
+        let lateness = r
+            .finish
+            .map(|f| (f.as_ns() as i64 - r.deadline.as_ns() as i64).to_string())
+            .unwrap_or_default();
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            field(&r.domain),
+            field(&r.task),
+            r.seq,
+            r.release.as_ns(),
+            opt(r.first_start.map(Nanos::as_ns)),
+            opt(r.finish.map(Nanos::as_ns)),
+            r.deadline.as_ns(),
+            opt(response),
+            responsiveness,
+            lateness,
+            opt(r.first_start.map(|s| (s - r.release).as_ns())),
+            r.outcome
+        )?;
+    }
+    Ok(())
 }

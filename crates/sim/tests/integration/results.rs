@@ -133,3 +133,44 @@ fn budget_counters_add_up_across_a_hot_swap() {
         "10 ms before the swap + 10 ms after"
     );
 }
+
+/// The per-job table of the overloaded case above: job0 finishes at 11 (1 ms late), job1
+/// starts at 11 and finishes at 22 (2 ms late), job2 (deadline 30) is in flight at 25.
+#[test]
+fn job_rows_follow_the_counting_rule() {
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 2, 10, 1, vec![periodic("t", 10, 3)])],
+    );
+    let (_, sim) = run(&spec, ms(25));
+    let rows = rtvmm_sim::results::job_rows(&sim, ms(25));
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| (r.seq, r.first_start, r.finish, r.outcome))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, Some(ms(0)), Some(ms(11)), "missed"),
+            (1, Some(ms(11)), Some(ms(22)), "missed"),
+            (2, None, None, "in_flight"),
+        ]
+    );
+    let mut csv = Vec::new();
+    rtvmm_sim::results::write_jobs_csv(&mut csv, &rows).unwrap();
+    let csv = String::from_utf8(csv).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4);
+    assert!(lines[0].starts_with("domain,task,job,release_ns"));
+    // response 12 ms, responsiveness 1.2, lateness 2 ms, latency 1 ms.
+    assert_eq!(
+        lines[2],
+        "d1,t,1,10000000,11000000,22000000,20000000,12000000,1.200000,2000000,1000000,missed"
+    );
+    let r = RunResults::collect(&sim, "t", 1, ms(25));
+    let late = &r.domains[0].tasks[0].lateness_ns;
+    assert_eq!(
+        (late.count, late.min, late.max),
+        (2, ms(1).as_ns() as i64, ms(2).as_ns() as i64)
+    );
+}
