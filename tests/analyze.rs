@@ -2,49 +2,11 @@
 //! fields the issue names, the emitted scenario (which `check` and `sim` must accept), the
 //! `xl` lines, CARTS input, and the exit codes (0 ok, 2 bad input or refused).
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+
+use common::*;
 
 use serde_json::Value;
-
-fn rtvmm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtvmm"))
-        .args(args)
-        .output()
-        .expect("run rtvmm")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(o),
-        stderr(o)
-    );
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
 
 fn json_report(args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
