@@ -50,6 +50,10 @@ pub struct ExperimentArgs {
     /// units (e.g. 150ns,1.5us).
     #[arg(long)]
     pub overhead: Option<String>,
+    /// csa-arinc: run this workload file (repeatable) instead of the generated suite — the
+    /// route for the published avionics tables.
+    #[arg(long = "workload", value_name = "FILE")]
+    pub workloads: Vec<PathBuf>,
     /// Worker threads (0 = one per core).
     #[arg(long, short = 'j', default_value_t = 0)]
     pub jobs: usize,
@@ -70,6 +74,7 @@ impl ExperimentArgs {
         options.quick = self.quick;
         options.seed = self.seed;
         options.jobs = self.jobs;
+        options.workloads = self.workloads.clone();
         options.progress = !self.no_progress;
         if let Some(d) = &self.duration {
             let d: Nanos = d

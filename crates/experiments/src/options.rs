@@ -28,6 +28,8 @@ pub struct Options {
     /// Scheduler overhead costs, for the experiments that model them (`rtxen-quantum`,
     /// `rtxen-overhead`), overriding their defaults.
     pub overheads: Option<Overheads>,
+    /// Workload files to run instead of generated ones (`csa-arinc --workload FILE`).
+    pub workloads: Vec<PathBuf>,
     /// Worker threads for a sweep; 0 = one per core.
     pub jobs: usize,
     /// Show a progress bar on stderr (only ever drawn when stderr is a terminal).
@@ -47,6 +49,7 @@ impl Options {
             duration: None,
             policies: None,
             overheads: None,
+            workloads: Vec::new(),
             jobs: 0,
             progress: true,
             stop_after_runs: None,

@@ -544,14 +544,10 @@ fn csa_arinc_quick_generated_suite_then_a_workload_file() {
          tasks = [ { period = \"100ms\", wcet = \"10ms\" } ]\n",
     )
     .unwrap();
-    // Only this test reads the variable, and it is removed before the test ends.
-    std::env::set_var(
-        rtvmm_experiments::experiments::csa_arinc::WORKLOADS_ENV,
-        &path,
-    );
-    let result = std::panic::catch_unwind(|| run("csa-arinc", short(1000)));
-    std::env::remove_var(rtvmm_experiments::experiments::csa_arinc::WORKLOADS_ENV);
-    let (dir, report) = result.unwrap();
+    let (dir, report) = run("csa-arinc", |o: &mut rtvmm_experiments::Options| {
+        short(1000)(o);
+        o.workloads = vec![path.clone()];
+    });
     let workloads = Csv::read(&dir.path().join("workloads.csv"));
     assert_eq!(workloads.rows.len(), 1);
     assert_eq!(

@@ -8,11 +8,10 @@
 //! periods that are multiples of the partition's, total utilisations spread over the
 //! published 0.003…0.54). Every table, figure title and finding says "generated".
 //!
-//! Real tables can be run from workload files ([`rtvmm_gen::workload_file`] format):
-//! the experiment options have no field for them yet, so the paths are read from the
-//! environment variable [`WORKLOADS_ENV`] (`RTVMM_ARINC_WORKLOADS=a.toml:b.toml`,
-//! separated like `PATH`); each file is one workload named after its file stem, labelled
-//! "file", and the variable's value is recorded in the report's parameters.
+//! Real tables can be run from workload files ([`rtvmm_gen::workload_file`] format) with
+//! `--workload FILE` (repeatable; `Options::workloads`): each file is one workload named
+//! after its file stem, labelled "file", and the paths are recorded in the report's
+//! parameters.
 //!
 //! # Procedure
 //! Per workload: each partition's fixed-period interface `(Π, MinExec(Π))`, computed
@@ -61,16 +60,13 @@ pub const EXPERIMENT: Experiment = Experiment {
     name: "csa-arinc",
     title: "avionics workloads (generated, ARINC-653 shaped)",
     description: "Seven harmonic avionics-shaped workloads — GENERATED, since the published \
-        tables are not available (real tables can be read from workload files named in \
-        RTVMM_ARINC_WORKLOADS): fixed-period partition interfaces (budgets in whole 1 ms quanta), U_RM, \
+        tables are not available (real tables can be read with --workload FILE): fixed-period partition interfaces (budgets in whole 1 ms quanta), U_RM, \
         U_W and their difference; ten one-minute runs (synchronous, then random phasings on \
         partition boundaries) under PTPS, WCPS and CRPS with responsiveness CDFs and deadline \
         miss ratios per partition and in total.",
     run: Some(run),
 };
 
-/// The environment variable naming workload files to run instead of the generated suite.
-pub const WORKLOADS_ENV: &str = "RTVMM_ARINC_WORKLOADS";
 /// Runs per workload and policy.
 pub const RUNS: usize = 10;
 /// Runs per workload and policy in `--quick`.
@@ -110,7 +106,7 @@ pub fn file_workloads(paths: &[PathBuf]) -> Result<Vec<NamedWorkload>, Experimen
                 source: e,
             })?;
             let system = parse_workload(&text).map_err(|e| {
-                ExperimentError::option(WORKLOADS_ENV, format!("{}: {e}", path.display()))
+                ExperimentError::option("--workload", format!("{}: {e}", path.display()))
             })?;
             let name = path.file_stem().map_or_else(
                 || path.display().to_string(),
@@ -171,14 +167,8 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     let overheads = options.overheads.unwrap_or_default();
     let seed = options.seed;
 
-    let from_env: Vec<PathBuf> = std::env::var_os(WORKLOADS_ENV)
-        .map(|v| {
-            std::env::split_paths(&v)
-                .filter(|p| !p.as_os_str().is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    let workloads = if from_env.is_empty() {
+    let from_files = &options.workloads;
+    let workloads = if from_files.is_empty() {
         out.param(
             "workloads",
             "GENERATED (rtvmm_gen::arinc suite W1…W7 for the seed): not the published \
@@ -189,15 +179,15 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         out.param(
             "workloads",
             format!(
-                "read from files ({WORKLOADS_ENV}={})",
-                from_env
+                "read from files (--workload {})",
+                from_files
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect::<Vec<_>>()
-                    .join(":")
+                    .join(" --workload ")
             ),
         );
-        file_workloads(&from_env)?
+        file_workloads(from_files)?
     };
     out.param("runs per workload and policy", runs);
     out.param("simulated time per run", duration);
