@@ -26,8 +26,8 @@ use rtvmm_gen::csa::{csa_taskset, CsaParams, CSA_UTILISATIONS_PERMILLE};
 use rtvmm_sim::results::RunResults;
 
 use super::csa_common::{
-    apply_etf, csa_system, domain_responsiveness, fraction, ms_text, paper_name, percent,
-    CsaSystem, InterfacePeriods, ANALYSIS_UNIT, CSA_POLICIES, RESPONSIVENESS_CLIP,
+    apply_etf, csa_system, domain_responsiveness, fraction, miss_cells, ms_text, paper_name,
+    percent, CsaSystem, InterfacePeriods, ANALYSIS_UNIT, CSA_POLICIES, RESPONSIVENESS_CLIP,
 };
 use super::Experiment;
 use crate::error::ExperimentError;
@@ -247,21 +247,8 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             seed.to_string(),
             res.duration_ns.to_string(),
             format!("{:.6}", system.analysis.u_rm),
-            res.jobs.to_string(),
-            res.missed.to_string(),
-            res.in_flight.to_string(),
-            format!("{:.6}", res.deadline_miss_ratio),
-            low.name.clone(),
-            low.jobs.to_string(),
-            low.finished.to_string(),
-            low.missed.to_string(),
-            format!("{:.6}", low.deadline_miss_ratio),
         ];
-        row.extend(
-            res.domains
-                .iter()
-                .map(|d| format!("{:.6}", d.deadline_miss_ratio)),
-        );
+        row.extend(miss_cells(res, low));
         rows.push(row);
     }
     out.csv(

@@ -28,9 +28,9 @@ use rtvmm_gen::csa::{csa_taskset, CsaParams, CSA_PERIOD_RANGES_MS, CSA_UTILISATI
 use rtvmm_sim::results::RunResults;
 
 use super::csa_common::{
-    cdf_chart, cdf_series, csa_system, domain_responsiveness, fraction, ms_text, paper_name,
-    percent, quantile_rows, range_label, range_stem, sorted, CsaSystem, InterfacePeriods,
-    ANALYSIS_UNIT, CSA_POLICIES,
+    cdf_chart, cdf_series, csa_system, domain_responsiveness, fraction, miss_cells, ms_text,
+    paper_name, percent, quantile_rows, range_label, range_stem, sorted, CsaSystem,
+    InterfacePeriods, ANALYSIS_UNIT, CSA_POLICIES,
 };
 use super::Experiment;
 use crate::error::ExperimentError;
@@ -455,21 +455,8 @@ fn write_runs(
             res.duration_ns.to_string(),
             format!("{:.6}", system.analysis.u_rm),
             system.analysis.schedulable.to_string(),
-            res.jobs.to_string(),
-            res.missed.to_string(),
-            res.in_flight.to_string(),
-            format!("{:.6}", res.deadline_miss_ratio),
-            low.name.clone(),
-            low.jobs.to_string(),
-            low.finished.to_string(),
-            low.missed.to_string(),
-            format!("{:.6}", low.deadline_miss_ratio),
         ];
-        row.extend(
-            res.domains
-                .iter()
-                .map(|d| format!("{:.6}", d.deadline_miss_ratio)),
-        );
+        row.extend(miss_cells(res, low));
         row.extend([q(0.5), q(0.99), q(1.0)]);
         rows.push(row);
     }
