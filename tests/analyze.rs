@@ -324,7 +324,8 @@ fn admit_accepts_the_example() {
     );
 }
 
-/// `control`'s VCPU cut to (10 ms, 2 ms) — bandwidth 0.2 for a load of 0.2857. Task by
+/// `control`'s VCPU cut to (10 ms, 2 ms) — bandwidth 0.2 for a load of 0.2857 — and its
+/// tasks released 1 ms after the server's releases (so none is bound to them). Task by
 /// task (general sbf: 10 does not divide 35): `loop` (10, 1) fails Lemma 1 (blackout
 /// 2·8 = 16 > 10) but its response-time bound (10 − 2) + r(1) = 8 + 2 = 10 ms is within
 /// its deadline, so it is guaranteed; `sensor` (20, 2) fails both (R ≥ 21 ms > 20), and is
@@ -336,7 +337,9 @@ fn admit_refuses_naming_the_domain_and_the_task() {
         .replace(
             "vcpu = { budget = \"2ms\", period = \"5ms\" }",
             "vcpu = { budget = \"2ms\", period = \"10ms\" }",
-        );
+        )
+        .replace("wcet = \"1ms\"\n", "wcet = \"1ms\"\noffset = \"1ms\"\n")
+        .replace("wcet = \"2ms\"\n", "wcet = \"2ms\"\noffset = \"1ms\"\n");
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "tight.toml", &text);
     assert_exit(&rtvmm(&["check", &path]), 0);
@@ -348,6 +351,53 @@ fn admit_refuses_naming_the_domain_and_the_task() {
         "{err}"
     );
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}
+
+/// The same cut, with the tasks released at the server's releases (offset 0; 10 and 20
+/// are multiples of Π = 10, 35 is not): `loop` and `sensor` are bound to the release, so
+/// no capacity gap. Only `logging` (Π 4, Θ 1) is above `control` at the root: r(1) = 1 +
+/// ⌈r/4⌉ = 2; `loop`: R = r(1) = 2; `sensor`: L = 2 + ⌈R/10⌉ → R = 2: L = 3, k = 2, x = 1
+/// → R = 10 + r(1) = 12 → L = 4, x = 2, r(2) = 2 + ⌈r/4⌉ = 3 → R = 13 → L = 4 → 13 ms.
+/// Both are guaranteed; the refusal now names `actuator` (not bound, bandwidth 0.2 below
+/// the domain's load 0.2857, so nothing can guarantee it).
+#[test]
+fn admit_uses_the_bound_task_form_for_tasks_on_the_server_grid() {
+    let text = std::fs::read_to_string(example("analysis.toml"))
+        .unwrap()
+        .replace(
+            "vcpu = { budget = \"2ms\", period = \"5ms\" }",
+            "vcpu = { budget = \"2ms\", period = \"10ms\" }",
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "on-grid.toml", &text);
+    let o = rtvmm(&["check", "--admit", &path]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("domain 'control', task 'actuator' cannot be guaranteed"),
+        "{err}"
+    );
+    let o = rtvmm(&["analyze", "--given", "--rta", &path]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let row = |task: &str| {
+        out.lines()
+            .find(|l| l.starts_with("control") && l.contains(task))
+            .unwrap_or_else(|| panic!("no row for {task}:\n{out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(row("loop").ends_with("fails 2ms * 8ms"), "{}", row("loop"));
+    assert!(
+        row("sensor").ends_with("fails 13ms * 7ms"),
+        "{}",
+        row("sensor")
+    );
+    assert!(
+        out.contains("* released exactly at its server's releases"),
+        "{out}"
+    );
 }
 
 #[test]

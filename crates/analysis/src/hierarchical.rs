@@ -2,49 +2,74 @@
 //! Sporadic and Deferrable servers that are themselves scheduled by fixed priority on one
 //! processor.
 //!
-//! # Source and what is implemented
+//! # Source, and what could not be checked
 //! R. I. Davis and A. Burns, "Hierarchical Fixed Priority Pre-emptive Scheduling", RTSS 2005
 //! (and the University of York technical report of the same year that extends it), building
-//! on Saewong, Rajkumar,
-//! Lehoczky & Klein (ECRTS 2002), Bernat & Burns (RTSS 1999) and Strosnider, Lehoczky & Sha
-//! (IEEE TC 1995). **The paper's text was not available while this was written**, so the
-//! equation numbers of the paper are not cited; what follows is the analysis in the paper's
-//! structure as we derived it, with a soundness argument of our own, checked against a
-//! discrete-time simulator in the tests (Periodic, Polling and Deferrable servers).
+//! on Saewong, Rajkumar, Lehoczky & Klein (ECRTS 2002), Bernat & Burns (RTSS 1999) and
+//! Strosnider, Lehoczky & Sha (IEEE TC 1995). **Only the paper's abstract was reachable
+//! while this was written**, so its equation numbers are not cited. The recurrences below
+//! have the paper's structure as its abstract and an independent implementation that
+//! follows it describe — the task's load inside the server, one capacity gap per server
+//! period the load spans, interference from higher-priority servers in the last server
+//! period only, and the refinement for tasks bound to their server's release — and each
+//! is derived and proved sound here, then checked against two simulators (the discrete one
+//! in `tests/analysis/hierarchical_sim.rs` and the scheduling core in
+//! `crates/scenario/tests/soundness.rs`).
 //!
-//! For task τ_i (WCET `C_i`, deadline `D_i`) in server S (budget `C_S`, period `T_S`):
+//! # The recurrences
+//! For task τ_i (WCET `C_i`, deadline `D_i ≤ T_i`) in server S (budget `C_S`, period `T_S`),
+//! all in integer time units:
 //!
-//! 1. **Load** (level-i demand inside the server over a window w):
-//!    `L_i(w) = C_i + Σ_{j ∈ hp(i) in S} ⌈w / T_j⌉ C_j`.
-//! 2. **Server response to x units** at the root, from the start of a server period, with
-//!    higher-priority servers X released at the same time:
-//!    `r_S(x) = x + Σ_{X ∈ hp(S)} ⌈(r_S(x) + J_X) / T_X⌉ C_X`, where `J_X = T_X − C_X` for a
-//!    **Deferrable** X (its budget can run at the end of one period and the start of the
-//!    next, back to back: Strosnider et al. 1995) and `J_X = 0` for Periodic, Polling and
-//!    Sporadic X (they interfere no more than a periodic task `(T_X, C_X)`; Sprunt, Sha &
-//!    Lehoczky 1989 for the sporadic server). S is **schedulable at the root** iff
-//!    `r_S(C_S) ≤ T_S`; otherwise its tasks get [`ResponseBound::ServerUnschedulable`].
-//! 3. **Response time**: with `k = ⌈L/C_S⌉` server periods needed and `x = L − (k−1)C_S`
-//!    units in the last one,
-//!    `R_i = G_S + (k − 1)·T_S + r_S(x)`, `L = L_i(R_i)`, solved by fixed-point iteration
-//!    from `R_i = C_i` and stopped at `D_i`.
-//!    The **capacity gap** `G_S` is the longest wait from the task's release to the start of
-//!    the next server period in which the server will serve it:
-//!    * Periodic, Sporadic and Deferrable servers: `G_S = T_S − C_S` (the task arrives just
-//!      after the server used up its budget, which took at least `C_S` from the period's
-//!      start);
-//!    * Polling server: `G_S = T_S` (the task can arrive just after the poll found nothing
-//!      to do, and the budget is then discarded for the rest of the period).
+//! * **(H1) load** inside the server over a window of length R:
+//!   `L_i(R) = C_i + Σ_{j ∈ hp(i) in S} ⌈R / T_j⌉ C_j`.
+//! * **(H2) server response to x units** at the root, from the start of a server period,
+//!   with higher-priority servers X released at the same time:
+//!   `r_S(x) = x + Σ_{X ∈ hp(S)} ⌈(r_S(x) + J_X) / T_X⌉ C_X`, where `J_X = T_X − C_X` for a
+//!   **Deferrable** X (its budget can run at the end of one period and the start of the
+//!   next, back to back: Strosnider et al. 1995) and `J_X = 0` for the others (they
+//!   interfere no more than a periodic task `(T_X, C_X)`: Sprunt, Sha & Lehoczky 1989 for
+//!   the Sporadic Server, whose merges only delay replenishments). S is **schedulable at
+//!   the root** iff `r_S(C_S) ≤ T_S`; otherwise its tasks get
+//!   [`ResponseBound::ServerUnschedulable`].
+//! * **(H3) response time**: with `k = ⌈L/C_S⌉` server periods needed and
+//!   `x = L − (k−1)C_S` units in the last one,
+//!   `R_i = G_S + (k − 1)·T_S + r_S(x)`, `L = L_i(R_i)`, solved by fixed-point iteration
+//!   from `R_i = C_i` and stopped at `D_i`. Written as the paper's single recurrence in the
+//!   time `w = R_i − G_S` after the gap, this is
+//!   `w = L + (k−1)(T_S − C_S) + Σ_{X ∈ hp(S)} ⌈(max(0, w − (k−1)T_S) + J_X) / T_X⌉ C_X`:
+//!   the load, a gap `T_S − C_S` between consecutive server periods, and higher-priority
+//!   servers counted in the last period only (substitute `w = (k−1)T_S + y` to get (H2) with
+//!   `y = r_S(x)`). The code iterates (H3) with (H2) nested because that map is monotone in
+//!   `R` (at `L = kC_S + 1`, `kT_S + r_S(1) > (k−1)T_S + r_S(C_S)`), so the iteration from
+//!   below reaches the least fixed point.
 //!
-//! The back-to-back term of Deferrable servers thus appears only as interference on
+//!   The **capacity gap** `G_S` is the longest wait from the start of the task's busy window
+//!   to the start of the next server period in which the server serves it:
+//!   * Periodic, Deferrable, and Sporadic servers that never merge replenishments:
+//!     `G_S = T_S − C_S` (the task arrives just after the server used up its budget, which
+//!     took at least `C_S` from the period's start);
+//!   * Polling server: `G_S = T_S` (the task can arrive just after the poll found nothing
+//!     to do, and the budget is then discarded for the rest of the period);
+//!   * Sporadic server that can merge replenishments ([`ServerKind::SporadicMerging`]):
+//!     `G_S = T_S` (proof below).
+//! * **(H4) tasks bound to the server's release.** A periodic task whose period is a
+//!   multiple of `T_S` and whose jobs are released exactly at server releases (Periodic,
+//!   Deferrable or Polling server) never waits for a capacity gap: at its release the
+//!   budget is full. Its bound is `R_i = (k − 1)·T_S + r_S(x)` with
+//!   `L = C_i + Σ_{j bound} ⌈R/T_j⌉ C_j + Σ_{j unbound} ⌈(R + R_j)/T_j⌉ C_j` over
+//!   `j ∈ hp(i)`, where `R_j` is the bound of higher-priority task j (needed: an unbound
+//!   task can have one job pending at the release). The task gets the smaller of (H3) and (H4). Davis & Burns recommend choosing
+//!   server periods that divide task periods for this reason.
+//!
+//! The back-to-back term of Deferrable servers appears only as interference on
 //! *lower*-priority servers (through `J_X`), which is how Davis & Burns conclude that the
 //! Periodic Server dominates the Deferrable Server for task schedulability.
 //!
-//! # Why it is sound
-//! Let the task be released at `a` in server period `[r₀, r₀ + T_S)` with `c` units of
-//! budget left. Write `f = r_S`; `f` is non-decreasing and `f(y + d) ≥ f(y) + d`. In every
-//! full later period the server delivers `C_S` by `f(C_S) ≤ T_S`, and `x` units of the last
-//! one by `f(x)`. If the budget is exhausted at `a`, the server ran `C_S` units in
+//! # Why (H3) is sound
+//! Let the task's busy window start at `a` in server period `[r₀, r₀ + T_S)` with `c` units
+//! of budget left. Write `f = r_S`; `f` is non-decreasing and `f(y + d) ≥ f(y) + d`. In
+//! every full later period the server delivers `C_S` by `f(C_S) ≤ T_S`, and `x` units of the
+//! last one by `f(x)`. If the budget is exhausted at `a`, the server ran `C_S` units in
 //! `[r₀, a]`, so `r₀ + T_S − a ≤ T_S − C_S`. If `c > 0` units are left (or delivered only in
 //! part, `c'`, before the period ends — Deferrable), the server had either consumed
 //! `C_S − c` before `a` or could not run `c' + 1` units in `[a, r₀ + T_S)`, which gives
@@ -56,17 +81,37 @@
 //! supply with such a bound gives `R_i`. For a Polling server the only new case is a poll
 //! that found no work just before `a`, whence `G_S = T_S`.
 //!
-//! # Gaps (stated honestly)
-//! * Equation numbers of Davis & Burns are not cited (text unavailable here); the
-//!   recurrences are derived as above. Where our derivation and the paper might differ
-//!   (e.g. the paper's exact treatment of a Polling server's gap, which we bound by a full
-//!   period), ours is on the safe side.
-//! * Davis & Burns's refinement for tasks *bound to the server's release* (harmonic task
-//!   periods, zero offsets) is not implemented: such tasks get the general (unbound) bound.
-//! * Sporadic servers are analysed like Periodic ones (as the paper treats them); the
-//!   limit on pending replenishments of a real Sporadic Server is not modelled (see
-//!   `crates/scenario/tests/soundness.rs`, which checks all four server kinds against the
-//!   simulator).
+//! # Why (H4) is sound
+//! Let the job be released at a server release `r`. Its own earlier job and those of bound
+//! higher-priority tasks were released at or before `r − T_j` on the same grid and met
+//! their deadlines `≤ T_j`, so none is pending at `r`; an unbound task j with bound
+//! `R_j ≤ D_j ≤ T_j` has at most one job pending at `r`, released after `r − R_j`, so at most
+//! `⌈(R + R_j)/T_j⌉` of its jobs run in `[r, r + R)`. At `r` the server's budget is `C_S`
+//! (Periodic and Deferrable: replenished; Polling: the poll at `r` finds the job) and it is
+//! backlogged with level-i work until the job completes, so it delivers `C_S` in every full
+//! period and `x` units of the last by `r_S(x)`.
+//!
+//! # Why a merging Sporadic Server has gap `T_S`
+//! The core caps pending replenishments at `max_replenishments`; one more is merged into
+//! the latest pending one, which moves to the new one's due time (activation + `T_S`), so
+//! budget can come back later than one period after the activation that spent it
+//! (`crates/scenario/tests/soundness.rs` pins a case 1.04 ms past the (H3) bound with gap
+//! `T_S − C_S`). Take a busy window from `a`. Every replenishment pending at `a` is due at
+//! some chunk's activation + `T_S` with that activation before `a`, so by `a + T_S`; the
+//! chunk open at `a` (if any) was activated before `a` and its payback, merged or not, is
+//! due by `a + T_S` too. While the server stays backlogged, chunks close only by exhausting
+//! the budget and start only when a replenishment arrives, so the count of pending
+//! replenishments never grows after the first close and no later merge happens. Hence all
+//! `C_S` units the server held at `a` are available again by `a + T_S`, and from then on
+//! every chunk is paid back one period after its activation — at worst a Sporadic Server
+//! released with full budget at `a + T_S`, which is no worse than a Periodic Server
+//! released then: `R_i ≤ T_S + (k−1)T_S + r_S(x)`. A server whose limit is at least its
+//! budget in the core's time grain (1 ns) can never hold that many replenishments (each is
+//! at least 1 ns and they add up to at most `C_S`), so it never merges: that is
+//! [`ServerKind::Sporadic`].
+//!
+//! # Remaining gaps (stated honestly)
+//! * Equation numbers of Davis & Burns are not cited (text unavailable here).
 //! * Priorities: smaller number = higher. Equal priorities (servers among servers, tasks
 //!   within a server) are treated as interfering both ways (conservative).
 
@@ -86,8 +131,13 @@ pub enum ServerKind {
     /// Released every period; if no task is ready when it runs, the budget is discarded
     /// until the next period, and likewise when its queue empties.
     Polling,
-    /// Budget is replenished `T_S` after each chunk of consumption began (Sprunt et al.).
+    /// Budget is replenished `T_S` after each chunk of consumption began (Sprunt et al.);
+    /// pending replenishments are never merged.
     Sporadic,
+    /// A Sporadic Server whose cap on pending replenishments can be reached (the core's
+    /// `max_replenishments` below the budget in ns; POSIX `sched_ss_max_repl`): a merge at
+    /// the cap moves budget later, and the capacity gap grows to `T_S` (module docs).
+    SporadicMerging,
     /// Keeps its budget for the whole period and serves tasks whenever they are ready;
     /// replenished to `C_S` every period (Strosnider et al. 1995).
     Deferrable,
@@ -108,6 +158,10 @@ pub struct Server {
     pub kind: ServerKind,
     /// The server's tasks with their local priorities (smaller = higher).
     pub tasks: Vec<FpTask>,
+    /// Per task, in the order of `tasks`: bound to the server's release (periodic, period a
+    /// multiple of `T_S`, every job released exactly at a server release; module docs,
+    /// (H4)). Empty: no task is bound.
+    pub bound: Vec<bool>,
 }
 
 /// Result for one server.
@@ -139,6 +193,16 @@ pub enum HierarchyError {
         budget: u64,
         /// Period.
         period: u64,
+    },
+    /// A task marked bound to the server's release cannot be.
+    #[error("server {server}, task {task}: cannot be bound to the server's release: {reason}")]
+    BadBound {
+        /// Index of the server.
+        server: usize,
+        /// Index of the task in the server.
+        task: usize,
+        /// Why.
+        reason: &'static str,
     },
     /// A task is invalid.
     #[error("server {server}: {error}")]
@@ -190,22 +254,54 @@ fn validate(servers: &[Server]) -> Result<(), HierarchyError> {
                 error,
             })?;
         }
+        if !server.bound.is_empty() && server.bound.len() != server.tasks.len() {
+            return Err(HierarchyError::BadBound {
+                server: index,
+                task: server.bound.len().min(server.tasks.len()),
+                reason: "`bound` must be empty or have one entry per task",
+            });
+        }
+        for (task, _) in server.bound.iter().enumerate().filter(|(_, &b)| b) {
+            let reason = if !has_release_grid(server.kind) {
+                "a Sporadic Server has no fixed releases"
+            } else if server.tasks[task].period % server.period != 0 {
+                "its period is not a multiple of the server's period"
+            } else {
+                continue;
+            };
+            return Err(HierarchyError::BadBound {
+                server: index,
+                task,
+                reason,
+            });
+        }
     }
     Ok(())
+}
+
+/// Servers released on a fixed grid of periods, to which tasks can be bound.
+fn has_release_grid(kind: ServerKind) -> bool {
+    match kind {
+        ServerKind::Periodic | ServerKind::Polling | ServerKind::Deferrable => true,
+        ServerKind::Sporadic | ServerKind::SporadicMerging => false,
+    }
 }
 
 /// `J_X` of a server as seen by lower-priority servers.
 fn release_jitter(server: &Server) -> u64 {
     match server.kind {
         ServerKind::Deferrable => server.period - server.budget,
-        ServerKind::Periodic | ServerKind::Polling | ServerKind::Sporadic => 0,
+        ServerKind::Periodic
+        | ServerKind::Polling
+        | ServerKind::Sporadic
+        | ServerKind::SporadicMerging => 0,
     }
 }
 
 /// The capacity gap `G_S`.
 fn capacity_gap(server: &Server) -> u64 {
     match server.kind {
-        ServerKind::Polling => server.period,
+        ServerKind::Polling | ServerKind::SporadicMerging => server.period,
         ServerKind::Periodic | ServerKind::Sporadic | ServerKind::Deferrable => {
             server.period - server.budget
         }
@@ -240,15 +336,11 @@ fn analyse_server(servers: &[Server], index: usize) -> ServerAnalysis {
     let server = &servers[index];
     let budget_response_time = server_response(servers, index, server.budget, server.period);
     let schedulable_at_root = budget_response_time.is_some();
-    let tasks = (0..server.tasks.len())
-        .map(|i| {
-            if schedulable_at_root {
-                task_bound(servers, index, i)
-            } else {
-                ResponseBound::ServerUnschedulable
-            }
-        })
-        .collect();
+    let tasks = if schedulable_at_root {
+        task_bounds(servers, index)
+    } else {
+        vec![ResponseBound::ServerUnschedulable; server.tasks.len()]
+    };
     ServerAnalysis {
         name: server.name.clone(),
         budget_response_time,
@@ -257,18 +349,84 @@ fn analyse_server(servers: &[Server], index: usize) -> ServerAnalysis {
     }
 }
 
-/// `R_i = G_S + (k−1)T_S + r_S(x)` with `L = L_i(R_i)`, iterated from `C_i`.
-fn task_bound(servers: &[Server], server_index: usize, task_index: usize) -> ResponseBound {
-    let server = &servers[server_index];
+/// Every task's bound: (H3), then, for bound tasks in priority order, the smaller of (H3)
+/// and (H4).
+fn task_bounds(servers: &[Server], index: usize) -> Vec<ResponseBound> {
+    let server = &servers[index];
     let tasks = &server.tasks;
-    let task = tasks[task_index];
     let gap = capacity_gap(server);
+    let mut bounds: Vec<ResponseBound> = (0..tasks.len())
+        .map(|i| {
+            fixed_point(servers, index, gap, tasks[i], |response| {
+                Some(
+                    rta::interferers(tasks, i)
+                        .map(|other| response.div_ceil(other.period) * other.wcet)
+                        .sum(),
+                )
+            })
+            .expect("(H3) always applies")
+        })
+        .collect();
+    let is_bound = |i: usize| server.bound.get(i).copied().unwrap_or(false);
+    let mut by_priority: Vec<usize> = (0..tasks.len()).collect();
+    by_priority.sort_by_key(|&i| (tasks[i].priority, i));
+    for i in by_priority.into_iter().filter(|&i| is_bound(i)) {
+        // Higher-priority tasks' bounds as known so far: final for strictly higher ones
+        // (done first), (H3) for equal ones — both valid bounds.
+        let known = bounds.clone();
+        let refined = fixed_point(servers, index, 0, tasks[i], |response| {
+            let mut load = 0;
+            for (j, other) in tasks.iter().enumerate() {
+                if j == i || other.priority > tasks[i].priority {
+                    continue;
+                }
+                let carry_in = if is_bound(j) && known[j].is_schedulable() {
+                    0
+                } else {
+                    known[j].response_time()?
+                };
+                load += (response + carry_in).div_ceil(other.period) * other.wcet;
+            }
+            Some(load)
+        });
+        if let Some(refined) = refined.filter(|r| tighter(r, &bounds[i])) {
+            bounds[i] = refined;
+        }
+    }
+    bounds
+}
+
+/// A bound beats none; a smaller bound (or first iterate past the deadline) beats a larger.
+fn tighter(a: &ResponseBound, b: &ResponseBound) -> bool {
+    use ResponseBound::{Bounded, ExceedsDeadline};
+    match (a, b) {
+        (
+            Bounded {
+                response_time: x, ..
+            },
+            Bounded {
+                response_time: y, ..
+            },
+        )
+        | (ExceedsDeadline { at_least: x }, ExceedsDeadline { at_least: y }) => x < y,
+        (Bounded { .. }, _) => true,
+        _ => false,
+    }
+}
+
+/// `R = gap + (k−1)T_S + r_S(x)` with `L = C_i + interference(R)`, iterated from `C_i`;
+/// `None` if `interference` says the recurrence does not apply (it returned `None`).
+fn fixed_point(
+    servers: &[Server],
+    server_index: usize,
+    gap: u64,
+    task: FpTask,
+    interference: impl Fn(u64) -> Option<u64>,
+) -> Option<ResponseBound> {
+    let server = &servers[server_index];
     let mut response = task.wcet;
     loop {
-        let load = task.wcet
-            + rta::interferers(tasks, task_index)
-                .map(|other| response.div_ceil(other.period) * other.wcet)
-                .sum::<u64>();
+        let load = task.wcet + interference(response)?;
         let periods = load.div_ceil(server.budget);
         let last = load - (periods - 1) * server.budget;
         // r_S(last) ≤ r_S(C_S) ≤ T_S, so it always exists here.
@@ -276,13 +434,13 @@ fn task_bound(servers: &[Server], server_index: usize, task_index: usize) -> Res
             .expect("r_S(x) ≤ r_S(C_S) ≤ T_S");
         let next = gap + (periods - 1) * server.period + in_last;
         if next > task.deadline {
-            return ResponseBound::ExceedsDeadline { at_least: next };
+            return Some(ResponseBound::ExceedsDeadline { at_least: next });
         }
         if next == response {
-            return ResponseBound::Bounded {
+            return Some(ResponseBound::Bounded {
                 response_time: next,
                 slack: task.deadline - next,
-            };
+            });
         }
         // The map is monotone and we start below its least fixed point, so `next ≥ response`.
         response = next;
@@ -307,6 +465,7 @@ mod tests {
             priority,
             kind,
             tasks,
+            bound: Vec::new(),
         }
     }
 
@@ -368,6 +527,76 @@ mod tests {
         // hi: L = 1, k = 1, x = 1: R = 2 + 1 = 3.
         assert_eq!(result[0].tasks[0].response_time(), Some(3));
         assert_eq!(result[0].tasks[1].response_time(), Some(7));
+    }
+
+    /// A Sporadic Server that can merge replenishments waits up to a whole period, as a
+    /// Polling server does: C=2, T=5, task (20, 3): R = 5 + 5 + 1 = 11 (9 without merges).
+    #[test]
+    fn merging_sporadic_gap_is_a_full_period() {
+        let task = vec![FpTask::new(20, 3, 0)];
+        let merging = [server(ServerKind::SporadicMerging, 2, 5, 0, task.clone())];
+        let plain = [server(ServerKind::Sporadic, 2, 5, 0, task)];
+        let bound = |s: &[Server]| hierarchical_response_times(s).unwrap()[0].tasks[0];
+        assert_eq!(bound(&merging).response_time(), Some(11));
+        assert_eq!(bound(&plain).response_time(), Some(9));
+    }
+
+    /// Bound tasks, by hand. Server (C 2, T 5) below a Periodic server (1, 5):
+    /// r_S(x) = x + ⌈r/5⌉ → r(1) = 2, r(2) = 3.
+    /// hi = (10, 1) bound: L = 1, k = 1 → R = r(1) = 2 (general: G = 3 → 5).
+    /// lo = (20, 3) bound: L = 3 + ⌈R/10⌉ (hi bound and meets its deadline: no carry-in):
+    /// R = 3 → L = 4, k = 2, x = 2 → R = 5 + r(2) = 8 → L = 4 → 8 ✓
+    /// (general: 3 + 5 + 3 = 11 → L = 3 + ⌈11/10⌉ = 5 → 3 + 10 + r(1) = 15 → L = 5 → 15).
+    /// With hi unbound, lo carries hi's general bound 5 in: L = 3 + ⌈(R + 5)/10⌉:
+    /// R = 3 → L = 4 → 8 → L = 3 + ⌈13/10⌉ = 5, k = 3, x = 1 → R = 10 + 2 = 12 → L = 5 → 12.
+    #[test]
+    fn bound_tasks_by_hand() {
+        let tasks = vec![FpTask::new(10, 1, 0), FpTask::new(20, 3, 1)];
+        let system = |bound: Vec<bool>| {
+            let mut served = server(ServerKind::Periodic, 2, 5, 1, tasks.clone());
+            served.bound = bound;
+            let result = hierarchical_response_times(&[
+                server(ServerKind::Periodic, 1, 5, 0, vec![]),
+                served,
+            ])
+            .unwrap();
+            result[1]
+                .tasks
+                .iter()
+                .map(|b| b.response_time())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(system(vec![]), vec![Some(5), Some(15)]);
+        assert_eq!(system(vec![true, true]), vec![Some(2), Some(8)]);
+        assert_eq!(system(vec![false, true]), vec![Some(5), Some(12)]);
+        assert_eq!(system(vec![true, false]), vec![Some(2), Some(15)]);
+    }
+
+    #[test]
+    fn binding_needs_a_release_grid_and_a_multiple_period() {
+        let mut sporadic = server(ServerKind::Sporadic, 2, 5, 0, vec![FpTask::new(10, 1, 0)]);
+        sporadic.bound = vec![true];
+        let mut off_grid = server(ServerKind::Periodic, 2, 5, 0, vec![FpTask::new(12, 1, 0)]);
+        off_grid.bound = vec![true];
+        let mut short = server(ServerKind::Periodic, 2, 5, 0, vec![FpTask::new(10, 1, 0)]);
+        short.bound = vec![true, false];
+        for (s, reason) in [
+            (sporadic, "a Sporadic Server has no fixed releases"),
+            (
+                off_grid,
+                "its period is not a multiple of the server's period",
+            ),
+            (short, "`bound` must be empty or have one entry per task"),
+        ] {
+            assert_eq!(
+                hierarchical_response_times(&[s]),
+                Err(HierarchyError::BadBound {
+                    server: 0,
+                    task: if reason.starts_with('`') { 1 } else { 0 },
+                    reason
+                })
+            );
+        }
     }
 
     #[test]

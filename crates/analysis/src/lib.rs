@@ -17,7 +17,7 @@
 //! | [`interface`] | Lemma 1, EDF test, MinExec, `CrT_i`, `X_{i,Π}`, MaxResPeriod, **Algorithm 1** | Shin & Lee 2008; Lee et al., RTAS 2012 |
 //! | [`compose`] | one-pcpu composition, [`SystemAnalysis`] | Shin & Lee 2008 |
 //! | [`rta`] | flat FP response times, Liu & Layland and hyperbolic bounds | Joseph & Pandya 1986; Audsley et al. 1993; Bini et al. 2003 |
-//! | [`hierarchical`] | task response times inside Periodic/Polling/Sporadic/Deferrable servers | Davis & Burns, RTSS 2005 (see its gaps) |
+//! | [`hierarchical`] | task response times inside Periodic/Polling/Sporadic/Deferrable servers, bound tasks, merging Sporadic Servers | Davis & Burns, RTSS 2005 (derived; see its gaps) |
 //! | [`carts`] | CARTS XML input | CARTS (UPenn) |
 //!
 //! ## Conventions

@@ -77,14 +77,18 @@
 //!   periodic resource model and Lemma 1 hold. A **Polling** server loses its budget when
 //!   it finds its domain idle, so a domain that becomes busy just after a poll can wait
 //!   up to `2Π − Θ`, more than the model's `2(Π − Θ)`: under Polling, Lemma 1 is not used
-//!   and the verdict rests on the hierarchical response-time bounds.
+//!   and the verdict rests on the hierarchical response-time bounds. The same holds for a
+//!   Sporadic Server that can merge replenishments (below).
 //!   RTDS and SEDF (EDF over servers) deliver every budget in every period iff
 //!   `Σ Θ/Π ≤ 1`. Credit and ARINC 653 do not enforce a budget per period: the verdict
 //!   then assumes a server that does (the root is checked as RM), and the notes say so.
 //! - **Response times** (`--rta`): Davis & Burns's hierarchical analysis
 //!   ([`hierarchical_response_times`]) under the Deferrable, Periodic, Polling or Sporadic
 //!   server, with each domain's local fixed priorities as its guest orders them; "not
-//!   applicable" under other policies and for EDF guests.
+//!   applicable" under other policies and for EDF guests. A task is **bound to its
+//!   server's release** (no capacity gap; Davis & Burns) when it is periodic, its period
+//!   and offset are whole multiples of the server period, the VCPU's offset is 0, and the
+//!   server is Periodic, Deferrable or Polling (the table marks it `*`).
 //! - **Verdict, task by task**: the root delivers the server's budget, and either Lemma 1
 //!   holds for the task on the interface (where the model holds; `∃t ≤ d_i: sbf(t) ≥
 //!   rbf_i(t)` concerns task i alone) or its response-time bound is within its deadline —
@@ -93,11 +97,13 @@
 //!   refusal names the first one (by local priority) that is not; the system is
 //!   schedulable iff every domain is.
 //! - **The Sporadic Server** is analysed like a Periodic Server, as published (budget
-//!   paid back one period after the server became active, which is what the core does).
-//!   The analysis does not model the limit on pending replenishments (`max_replenishments`,
-//!   default 8): merging one beyond the limit moves budget later, and rare phasings then
-//!   exceed the bounds (`tests/soundness.rs`,
-//!   `sporadic_server_merge_limit_can_delay_budget_past_the_bound`); the notes say so.
+//!   paid back one period after the server became active, which is what the core does),
+//!   when it can never merge replenishments: its `max_replenishments` is at least its
+//!   budget in ns (each pending replenishment is at least 1 ns). Otherwise (the default
+//!   limit is 8) a merge at the limit can bring budget back up to a period late
+//!   (`tests/soundness.rs`, `sporadic_server_merge_limit_can_delay_budget_past_the_bound`),
+//!   so the domain is analysed as [`ServerKind::SporadicMerging`] — a capacity gap of a
+//!   whole period — and Lemma 1 is not used for it; the notes name such domains.
 
 use std::fmt::{self, Write as _};
 use std::path::Path;
@@ -111,7 +117,7 @@ use rtvmm_analysis::{
     Task, Workload, WorkloadError,
 };
 use rtvmm_core::guest::{Arrival, GuestScheduler};
-use rtvmm_core::model::{VcpuParams, DEFAULT_WEIGHT};
+use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use serde::Serialize;
@@ -359,6 +365,9 @@ pub struct TaskReport {
     pub wcrt_ns: Option<u64>,
     /// `deadline_ns − wcrt_ns` when bounded.
     pub slack_ns: Option<u64>,
+    /// Released exactly at its server's releases, so the response-time analysis may use
+    /// Davis & Burns's bound-task form (no capacity gap).
+    pub bound_to_release: bool,
 }
 
 /// One domain in the report.
@@ -482,6 +491,11 @@ struct Prepared {
     source: &'static str,
     /// The VCPU's budget, period and priority as written, if it has them.
     vcpu: Option<(Nanos, Nanos, u32)>,
+    /// The VCPU's cap on pending Sporadic Server replenishments.
+    max_replenishments: u32,
+    /// Per task (declaration order): its release offset in units if its jobs could be bound
+    /// to the server's release — periodic, period and offset whole units, VCPU offset 0.
+    release_offsets: Vec<Option<u64>>,
 }
 
 /// The supply and root model of a policy (see the design note).
@@ -525,6 +539,30 @@ fn server_name(kind: ServerKind) -> &'static str {
         ServerKind::Periodic => "Periodic Server",
         ServerKind::Polling => "Polling Server",
         ServerKind::Sporadic => "Sporadic Server",
+        ServerKind::SporadicMerging => "Sporadic Server (merging replenishments)",
+    }
+}
+
+/// The server kind of one domain under `policy`: a Sporadic Server whose
+/// `max_replenishments` is below its budget in ns can merge replenishments.
+fn domain_server_kind(kind: ServerKind, p: &Prepared, budget_units: u64, unit: u64) -> ServerKind {
+    let budget_ns = budget_units.saturating_mul(unit);
+    if kind == ServerKind::Sporadic && u64::from(p.max_replenishments) < budget_ns {
+        ServerKind::SporadicMerging
+    } else {
+        kind
+    }
+}
+
+/// Why the periodic resource model (and so Lemma 1) does not describe this server's
+/// supply, if it does not.
+fn prm_fails(kind: Option<ServerKind>) -> Option<&'static str> {
+    match kind {
+        Some(ServerKind::Polling) => Some("an idle server loses its budget"),
+        Some(ServerKind::SporadicMerging) => {
+            Some("a replenishment merged at max_replenishments can come back up to a period late")
+        }
+        _ => None,
     }
 }
 
@@ -653,6 +691,7 @@ fn prepare_scenario_domain(
     let mut tasks = Vec::with_capacity(domain.tasks.len());
     let mut hard: Option<Blocker> = None;
     let mut aligned = domain.vcpu.offset.is_zero();
+    let mut release_offsets = Vec::with_capacity(domain.tasks.len());
     let mut rounded = Vec::new();
     for task in &domain.tasks {
         let kind = match task.arrival {
@@ -676,6 +715,7 @@ fn prepare_scenario_domain(
             wcrt: None,
             wcrt_ns: None,
             slack_ns: None,
+            bound_to_release: false,
         };
         let blame = |reason: String| Blocker {
             reason,
@@ -687,6 +727,11 @@ fn prepare_scenario_domain(
                 domain.name, task.name, task.deadline, task.period
             ));
         }
+        let bindable = kind == "periodic"
+            && domain.vcpu.offset.is_zero()
+            && task.period.as_ns() % unit == 0
+            && task.offset.as_ns() % unit == 0;
+        release_offsets.push(bindable.then(|| task.offset.as_ns() / unit));
         if kind == "aperiodic" {
             hard.get_or_insert(blame(
                 "an aperiodic task has no minimum inter-arrival time, so neither it nor the \
@@ -802,6 +847,8 @@ fn prepare_scenario_domain(
             domain.vcpu.period,
             domain.vcpu.priority,
         )),
+        max_replenishments: domain.vcpu.max_replenishments,
+        release_offsets,
     }
 }
 
@@ -893,6 +940,7 @@ fn prepare_carts(
                     wcrt: None,
                     wcrt_ns: None,
                     slack_ns: None,
+                    bound_to_release: false,
                 }
             })
             .collect();
@@ -917,6 +965,7 @@ fn prepare_carts(
             InterfaceChoice::Optimal(_) => "optimal",
         };
         let (workload, hard) = build_workload(&tasks, &order, None);
+        let tasks_len = tasks.len();
         out.push(Prepared {
             name: component.name.clone(),
             guest_label: guest_name(component.scheduler).to_string(),
@@ -931,6 +980,8 @@ fn prepare_carts(
             choice: spec.interface,
             source,
             vcpu: None,
+            max_replenishments: DEFAULT_MAX_REPLENISHMENTS,
+            release_offsets: vec![component.children.is_empty().then_some(0); tasks_len],
         });
     }
     Ok(out)
@@ -1059,6 +1110,8 @@ fn run(
     let model = root_model(policy);
     let rta_kind = rta_server(policy);
     let mut root_ok: Vec<Option<bool>> = vec![None; prepared.len()];
+    let mut domain_kind: Vec<Option<ServerKind>> = vec![None; prepared.len()];
+    let mut list_bound: Vec<Vec<bool>> = vec![Vec::new(); prepared.len()];
     let mut root_response: Vec<Option<u64>> = vec![None; prepared.len()];
     let mut u_rm = ExactSum::zero();
     for &k in &servers {
@@ -1070,17 +1123,23 @@ fn run(
                 .iter()
                 .map(|&k| {
                     let interface = outcomes[k].interface.expect("server");
+                    let kind = domain_server_kind(kind, &prepared[k], interface.budget, unit);
+                    domain_kind[k] = Some(kind);
+                    let tasks = if rta_kind.is_some() {
+                        local_tasks(&prepared[k])
+                    } else {
+                        Vec::new()
+                    };
+                    let bound = bound_to_release(&prepared[k], &tasks, kind, interface.period);
+                    list_bound[k] = bound.clone();
                     Server {
                         name: prepared[k].name.clone(),
                         budget: interface.budget,
                         period: interface.period,
                         priority: priority[k].unwrap_or(u32::MAX),
                         kind,
-                        tasks: if rta_kind.is_some() {
-                            local_tasks(&prepared[k])
-                        } else {
-                            Vec::new()
-                        },
+                        tasks,
+                        bound,
                     }
                 })
                 .collect();
@@ -1091,6 +1150,10 @@ fn run(
                         root_response[k] = result.budget_response_time;
                         if rta_kind.is_some() {
                             record_bounds(&mut prepared[k], &result.tasks, unit);
+                            let p = &mut prepared[k];
+                            for (&i, &bound) in p.order.iter().zip(&list_bound[k]) {
+                                p.tasks[i].bound_to_release = bound;
+                            }
                         }
                     }
                 }
@@ -1159,13 +1222,26 @@ fn run(
         }
     }
     if policy == PolicyKind::Sporadic {
-        notes.push(
-            "Sporadic Server: analysed like a Periodic Server (budget paid back one period \
-             after the server became active); the limit on pending replenishments \
-             (max_replenishments) is not modelled, and merging beyond it can delay budget \
-             past these bounds in rare phasings (crates/scenario/tests/soundness.rs)"
-                .to_string(),
-        );
+        let merging: Vec<&str> = prepared
+            .iter()
+            .zip(&domain_kind)
+            .filter(|(_, kind)| **kind == Some(ServerKind::SporadicMerging))
+            .map(|(p, _)| p.name.as_str())
+            .collect();
+        let mut note = "Sporadic Server: one that never merges replenishments is analysed like a \
+                        Periodic Server (budget paid back one period after the server became \
+                        active)"
+            .to_string();
+        if !merging.is_empty() {
+            let _ = write!(
+                note,
+                "; {} can merge them (max_replenishments below the budget in ns), which can \
+                 bring budget back up to a period late: analysed with a capacity gap of a whole \
+                 period, and Lemma 1 is not used",
+                merging.join(", ")
+            );
+        }
+        notes.push(note);
     }
     if policy == PolicyKind::Polling {
         notes.push(
@@ -1184,15 +1260,13 @@ fn run(
                 u_w.add(Ratio::new(wcet, period));
             }
         }
-        domains.push(domain_report(
-            p,
-            outcome,
-            unit,
-            policy,
-            priority[k],
-            root_ok[k],
-            root_response[k],
-        ));
+        let root = AtRoot {
+            priority: priority[k],
+            kind: domain_kind[k],
+            ok: root_ok[k],
+            response: root_response[k],
+        };
+        domains.push(domain_report(p, outcome, unit, policy, root));
     }
     for d in &domains {
         let loose = d
@@ -1338,6 +1412,27 @@ fn local_tasks(p: &Prepared) -> Vec<FpTask> {
         .collect()
 }
 
+/// Per task of [`local_tasks`]: whether its jobs are released exactly at the server's
+/// releases (Davis & Burns's bound tasks): its period and offset are multiples of the
+/// server period `period`, and the server releases on a fixed grid.
+fn bound_to_release(p: &Prepared, tasks: &[FpTask], kind: ServerKind, period: u64) -> Vec<bool> {
+    let grid = matches!(
+        kind,
+        ServerKind::Periodic | ServerKind::Deferrable | ServerKind::Polling
+    );
+    if tasks.is_empty() || !grid {
+        return Vec::new();
+    }
+    p.order
+        .iter()
+        .zip(tasks)
+        .map(|(&i, task)| {
+            p.release_offsets[i]
+                .is_some_and(|offset| task.period % period == 0 && offset % period == 0)
+        })
+        .collect()
+}
+
 /// Writes the hierarchical bounds (in the order of [`local_tasks`]) into the task reports.
 fn record_bounds(p: &mut Prepared, bounds: &[ResponseBound], unit: u64) {
     if bounds.is_empty() {
@@ -1368,16 +1463,30 @@ fn record_bounds(p: &mut Prepared, bounds: &[ResponseBound], unit: u64) {
     }
 }
 
+/// A domain's server at the root, as step 3 found it.
+struct AtRoot {
+    priority: Option<u32>,
+    /// The server kind the hierarchical analysis used for it.
+    kind: Option<ServerKind>,
+    /// `r_S(Θ) ≤ Π` (or the policy's root test).
+    ok: Option<bool>,
+    response: Option<u64>,
+}
+
 /// Step 4 for one domain: the verdict and its reason.
 fn domain_report(
     mut p: Prepared,
     outcome: Outcome,
     unit: u64,
     policy: PolicyKind,
-    priority: Option<u32>,
-    root_ok: Option<bool>,
-    root_response: Option<u64>,
+    root: AtRoot,
 ) -> DomainReport {
+    let AtRoot {
+        priority,
+        kind,
+        ok: root_ok,
+        response: root_response,
+    } = root;
     let interface = outcome.interface;
     if let (Some(i), Some(w), Some(_), AnalysisGuest::Rm) =
         (interface, &p.workload, &outcome.analysis, p.analysis_guest)
@@ -1397,7 +1506,8 @@ fn domain_report(
     }
     // Both are sufficient tests, task by task: Lemma 1 where the periodic resource model
     // holds, and the hierarchical response-time bound.
-    let prm_holds = policy != PolicyKind::Polling;
+    let prm_broken = prm_fails(kind);
+    let prm_holds = prm_broken.is_none();
     let lemma_ok = outcome.analysis.as_ref().map(|a| a.schedulable);
     let root_fine = root_ok.unwrap_or(true);
     let guaranteed = |t: &TaskReport| (prm_holds && t.lemma1 == Some(true)) || t.rta == "bounded";
@@ -1447,9 +1557,12 @@ fn domain_report(
                 )
             } else {
                 Blocker {
-                    reason: "no analysis covers an EDF guest in a Polling Server (its supply \
-                             is not the periodic resource model's)"
-                        .to_string(),
+                    reason: format!(
+                        "no analysis covers an EDF guest in a {} (its supply is not the \
+                         periodic resource model's: {})",
+                        kind.map_or("server", server_name),
+                        prm_broken.unwrap_or("")
+                    ),
                     task: None,
                 }
             });
@@ -1462,12 +1575,14 @@ fn domain_report(
                 "Lemma 1 fails for it on the interface (Π, Θ) = ({}, {}) units",
                 i.period, i.budget
             ),
-            (_, None, false) => "under the Polling Server the periodic resource model does \
-                                 not hold (an idle server loses its budget)"
-                .to_string(),
+            (_, None, false) => format!(
+                "under the {} the periodic resource model does not hold ({})",
+                kind.map_or("server", server_name),
+                prm_broken.unwrap_or("")
+            ),
             _ => "Lemma 1 does not apply".to_string(),
         };
-        let server = rta_server(policy).map_or("server", server_name);
+        let server = kind.map_or("server", server_name);
         let rta = match t.rta {
             "exceeds deadline" => format!(
                 "its response-time bound under the {server} exceeds its deadline {} (R ≥ {})",
@@ -1760,12 +1875,28 @@ impl Report {
                         None => "-",
                     }
                     .to_string(),
-                    wcrt,
+                    if t.bound_to_release {
+                        format!("{wcrt} *")
+                    } else {
+                        wcrt
+                    },
                     slack,
                 ]);
             }
         }
         out.push_str(&render(&rows));
+        if self
+            .domains
+            .iter()
+            .flat_map(|d| &d.tasks)
+            .any(|t| t.bound_to_release)
+        {
+            let _ = writeln!(
+                out,
+                "* released exactly at its server's releases (period and offset multiples of \
+                 Π): no capacity gap before its first server period (Davis & Burns's bound tasks)"
+            );
+        }
         out
     }
 
@@ -2180,9 +2311,14 @@ mod tests {
         let a = &report.domains[0];
         assert_eq!((a.period, a.budget), (Some(10), Some(3)));
         assert!(!a.schedulable);
+        // Both tasks are released at the server's releases (offset 0, periods multiples of
+        // 10), so the bound-task form applies: fast gets r_S(2) = 2 at once; slow needs
+        // L = 5 + 2·2 = 9 → 3 server periods, R = 2·10 + 3 = 23 ≥ 21 > 20 (the first iterate
+        // past the deadline is 21: L = 5 + 2 = 7, k = 3, x = 1).
         let (fast, slow) = (&a.tasks[0], &a.tasks[1]);
-        assert_eq!((fast.lemma1, fast.wcrt), (Some(false), Some(9)));
-        assert_eq!((slow.lemma1, slow.wcrt), (Some(false), Some(28)));
+        assert_eq!((fast.lemma1, fast.wcrt), (Some(false), Some(2)));
+        assert!(fast.bound_to_release && slow.bound_to_release);
+        assert_eq!((slow.lemma1, slow.wcrt), (Some(false), Some(21)));
         assert_eq!(a.failed_task.as_deref(), Some("slow"));
         assert_eq!(report.interfaces, "given");
         let auto = run_on(&text, &given);
@@ -2244,8 +2380,23 @@ mod tests {
                 ..Options::default()
             },
         );
+        // Released at the server's releases (offset 0, 20 a multiple of 5): no capacity gap,
+        // R = 5 + r_S(1) = 6 (2 units in [0, 2), 1 more at 5).
         let t = &report.domains[0].tasks[0];
         assert_eq!(t.rta, "bounded");
+        assert!(t.bound_to_release);
+        assert_eq!(t.wcrt_ns, Some(6_000_000));
+        assert_eq!(t.slack_ns, Some(14_000_000));
+        // Offset 1 ms: no longer on the server's grid, so the general form.
+        let shifted = run_on(
+            &text.replace("wcet = \"3ms\"\n", "wcet = \"3ms\"\noffset = \"1ms\"\n"),
+            &Options {
+                given: true,
+                ..Options::default()
+            },
+        );
+        let t = &shifted.domains[0].tasks[0];
+        assert!(!t.bound_to_release);
         assert_eq!(t.wcrt_ns, Some(9_000_000));
         assert_eq!(t.slack_ns, Some(11_000_000));
     }

@@ -112,6 +112,7 @@ fn interferer(
     ours: Interface,
 ) -> Option<Interferer> {
     let server = |name: &str, budget: u64, period: u64, priority: u32| Server {
+        bound: Vec::new(),
         name: name.into(),
         budget,
         period,
@@ -342,13 +343,39 @@ const CHECKED_POLICIES: [(PolicyConfig, ServerKind); 3] = [
     (PolicyConfig::Polling, ServerKind::Polling),
 ];
 
+/// What a check varies beyond the servers: the Sporadic Server's limit on pending
+/// replenishments, and which tasks are bound to their server's release.
+#[derive(Clone, Copy)]
+struct Variant {
+    /// `max_replenishments` of every VCPU.
+    max_replenishments: u32,
+    /// Bit `8k + i` set: task i of server k is bound (period a multiple 1–4 of the server
+    /// period, released at server releases) and declared so to the analysis.
+    bind_mask: u64,
+}
+
+const PLAIN: Variant = Variant {
+    max_replenishments: u32::MAX,
+    bind_mask: 0,
+};
+
 /// Simulates `servers` under `policy` and checks every bounded task's responses.
 fn check_hierarchical_bounds(
     servers: &[ServerSpec],
     priority_shuffle: u64,
     seed: u64,
     policies: &[(PolicyConfig, ServerKind)],
+    variant: Variant,
 ) -> Result<(), TestCaseError> {
+    let bound = |k: usize, i: usize| variant.bind_mask >> (8 * k + i) & 1 == 1;
+    // A bound task: (period, offset in ms) on its server's release grid.
+    let on_grid = |k: usize, i: usize, start_ms: u64| {
+        let ((period, _, offset), tasks) = &servers[k];
+        let (p, _, phase, _) = tasks[i];
+        let multiple = 1 + p % 4;
+        let first = offset + start_ms.saturating_sub(*offset).div_ceil(*period) * period;
+        (multiple * period, first + (phase % multiple) * period)
+    };
     // Distinct server priorities, a random permutation.
     let n = servers.len();
     let mut priorities: Vec<u32> = (1..=n as u32).collect();
@@ -375,13 +402,13 @@ fn check_hierarchical_bounds(
                     .iter()
                     .enumerate()
                     .map(|(i, &(p, e, phase, min))| {
-                        task(
-                            format!("s{k}t{i}"),
-                            p,
-                            e,
-                            e * min,
-                            start_ms * 1000 + p * phase,
-                        )
+                        let (p, offset_us) = if bound(k, i) {
+                            let (p, offset_ms) = on_grid(k, i, start_ms);
+                            (p, offset_ms * 1000)
+                        } else {
+                            (p, start_ms * 1000 + p * phase)
+                        };
+                        task(format!("s{k}t{i}"), p, e.min(p), e * min, offset_us)
                     })
                     .collect(),
             }
@@ -391,37 +418,46 @@ fn check_hierarchical_bounds(
         let analysed: Vec<Server> = servers
             .iter()
             .enumerate()
-            .map(|(k, ((period, budget, _), tasks))| {
-                // The RM guest's priorities: by period, ties by declaration order.
+            .map(|(k, ((period, budget, _), _))| {
+                // The tasks as simulated; the RM guest's priorities: by period, ties by
+                // declaration order.
+                let tasks: Vec<(u64, u64)> = domains[k]
+                    .tasks
+                    .iter()
+                    .map(|t| (t.period.as_ns() / 1_000_000, t.wcet.as_ns() / 1_000_000))
+                    .collect();
                 let mut order: Vec<usize> = (0..tasks.len()).collect();
                 order.sort_by_key(|&i| (tasks[i].0, i));
                 let mut rank = vec![0u32; tasks.len()];
                 for (r, &i) in order.iter().enumerate() {
                     rank[i] = r as u32;
                 }
+                // A Sporadic Server can merge unless its limit reaches its budget in ns.
+                let merging = *kind == ServerKind::Sporadic
+                    && u64::from(variant.max_replenishments) < ms(*budget).as_ns();
                 Server {
                     name: format!("s{k}"),
                     budget: *budget,
                     period: *period,
                     priority: priorities[k],
-                    kind: *kind,
+                    kind: if merging {
+                        ServerKind::SporadicMerging
+                    } else {
+                        *kind
+                    },
                     tasks: tasks
                         .iter()
                         .enumerate()
-                        .map(|(i, &(p, e, _, _))| FpTask::new(p, e, rank[i]))
+                        .map(|(i, &(p, e))| FpTask::new(p, e, rank[i]))
                         .collect(),
+                    bound: (0..tasks.len()).map(|i| bound(k, i)).collect(),
                 }
             })
             .collect();
         let bounds = hierarchical_response_times(&analysed).unwrap();
         let mut domains = domains.clone();
-        if *policy == PolicyConfig::Sporadic {
-            // The analysis models a Sporadic Server whose replenishments are never merged;
-            // merging at the limit can delay budget past the bound (see
-            // `sporadic_server_merge_limit_can_delay_budget_past_the_bound`).
-            for d in &mut domains {
-                d.vcpu.max_replenishments = u32::MAX;
-            }
+        for d in &mut domains {
+            d.vcpu.max_replenishments = variant.max_replenishments;
         }
         let system = SystemSpec {
             machine: machine(),
@@ -436,15 +472,19 @@ fn check_hierarchical_bounds(
                     let seen = max_response(&sim, k, i, ms(start_ms), end);
                     prop_assert!(
                         seen <= ms(*response_time),
-                        "{:?}: server s{} task {} responded in {} > bound {} ms\n\
-                         servers (period, budget, offset; tasks) = {:?}\npriorities = {:?}",
-                        kind,
+                        "{:?}: server s{} task {} (bound: {}) responded in {} > bound {} ms\n\
+                         servers (period, budget, offset; tasks) = {:?}\npriorities = {:?}\n\
+                         max_replenishments = {}, bind_mask = {:#x}",
+                        analysed[k].kind,
                         k,
                         i,
+                        analysed[k].bound[i],
                         seen,
                         response_time,
                         servers,
-                        priorities
+                        priorities,
+                        variant.max_replenishments,
+                        variant.bind_mask
                     );
                 }
             }
@@ -464,26 +504,44 @@ proptest! {
         priority_shuffle in any::<u64>(),
         seed in any::<u64>(),
     ) {
-        check_hierarchical_bounds(&servers, priority_shuffle, seed, &CHECKED_POLICIES)?;
+        check_hierarchical_bounds(&servers, priority_shuffle, seed, &CHECKED_POLICIES, PLAIN)?;
     }
 
-    /// The same under the Sporadic Server, with a replenishment queue that never merges
-    /// (as the analysis assumes; the merge limit is pinned separately by
-    /// `sporadic_server_merge_limit_can_delay_budget_past_the_bound`). This test found
-    /// that the core's Sporadic Server paid budget back from when each chunk began
-    /// executing, not from the server's activation: see
-    /// `sporadic_server_replenishes_from_activation`.
+    /// The same with some tasks bound to their server's release (Davis & Burns's bound
+    /// tasks), analysed with the bound-task form (H4) where it is tighter.
+    #[test]
+    fn bound_tasks_stay_within_the_hierarchical_bounds(
+        servers in prop::collection::vec(server_strategy(), 2..=3),
+        priority_shuffle in any::<u64>(),
+        seed in any::<u64>(),
+        bind_mask in any::<u64>(),
+    ) {
+        let variant = Variant { bind_mask, ..PLAIN };
+        check_hierarchical_bounds(&servers, priority_shuffle, seed, &CHECKED_POLICIES, variant)?;
+    }
+
+    /// The same under the Sporadic Server, with limits on pending replenishments from 1
+    /// (merging all the time) through the default 8 to none: a server that can merge is
+    /// analysed with a capacity gap of a whole period
+    /// ([`ServerKind::SporadicMerging`]). This test found that the core's Sporadic Server
+    /// paid budget back from when each chunk began executing, not from the server's
+    /// activation (`sporadic_server_replenishes_from_activation`), and, with the default
+    /// limit, a merge that delays budget past the Periodic-Server bound
+    /// (`sporadic_server_merge_limit_can_delay_budget_past_the_bound`).
     #[test]
     fn sporadic_response_times_stay_within_the_hierarchical_bounds(
         servers in prop::collection::vec(server_strategy(), 2..=3),
         priority_shuffle in any::<u64>(),
         seed in any::<u64>(),
+        max_replenishments in prop::sample::select(vec![1u32, 2, 3, 8, u32::MAX]),
     ) {
+        let variant = Variant { max_replenishments, ..PLAIN };
         check_hierarchical_bounds(
             &servers,
             priority_shuffle,
             seed,
             &[(PolicyConfig::Sporadic, ServerKind::Sporadic)],
+            variant,
         )?;
     }
 }
@@ -535,6 +593,7 @@ fn sporadic_server_replenishes_from_activation() {
     ];
     let bound = hierarchical_response_times(&[
         Server {
+            bound: Vec::new(),
             name: "h".into(),
             budget: 1,
             period: 5,
@@ -543,6 +602,7 @@ fn sporadic_server_replenishes_from_activation() {
             tasks: vec![],
         },
         Server {
+            bound: Vec::new(),
             name: "s".into(),
             budget: 1,
             period: 9,
@@ -596,6 +656,10 @@ fn sporadic_server_replenishes_from_activation() {
 /// moves from 1051.802 to 1055.802. Job 74 got 5.771 ms of the 5.808 it needs by 1051.1
 /// and finishes at 1055.839: response 15.04 ms > 14. With no limit on pending
 /// replenishments the worst response of a is 11.01 ms.
+///
+/// Job 74 thus misses its deadline (14 ms). A server that can merge (limit 8 < 7 ms in ns)
+/// is analysed as [`ServerKind::SporadicMerging`], with a capacity gap of a whole period:
+/// R ≥ 15 + r(6) = 21 ms > 14, so `a` is no longer guaranteed — which the run confirms.
 #[test]
 fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
     let s0 = DomainSpec {
@@ -613,28 +677,35 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
             task("b".into(), 23, 1, 605, 23 * 478),
         ],
     };
-    let bound = hierarchical_response_times(&[
-        Server {
-            name: "s0".into(),
-            budget: 1,
-            period: 2,
-            priority: 2,
-            kind: ServerKind::Sporadic,
-            tasks: vec![FpTask::new(4, 1, 0)],
-        },
-        Server {
-            name: "s1".into(),
-            budget: 7,
-            period: 15,
-            priority: 1,
-            kind: ServerKind::Sporadic,
-            tasks: vec![FpTask::new(14, 6, 0), FpTask::new(23, 1, 1)],
-        },
-    ])
-    .unwrap()[1]
-        .tasks[0]
-        .response_time();
-    assert_eq!(bound, Some(14));
+    let bound = |kind: ServerKind| {
+        hierarchical_response_times(&[
+            Server {
+                bound: Vec::new(),
+                name: "s0".into(),
+                budget: 1,
+                period: 2,
+                priority: 2,
+                kind,
+                tasks: vec![FpTask::new(4, 1, 0)],
+            },
+            Server {
+                bound: Vec::new(),
+                name: "s1".into(),
+                budget: 7,
+                period: 15,
+                priority: 1,
+                kind,
+                tasks: vec![FpTask::new(14, 6, 0), FpTask::new(23, 1, 1)],
+            },
+        ])
+        .unwrap()[1]
+            .tasks[0]
+    };
+    assert_eq!(bound(ServerKind::Sporadic).response_time(), Some(14));
+    assert_eq!(
+        bound(ServerKind::SporadicMerging),
+        ResponseBound::ExceedsDeadline { at_least: 21 }
+    );
     let end = ms(1_500);
     let worst_response_of_a = |policy: PolicyConfig, max_replenishments: u32| {
         let mut s1 = s1.clone();
@@ -648,11 +719,13 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
         let sim = run(&system, 14_045_401_127_131_258_549, end);
         max_response(&sim, 1, 0, Nanos::ZERO, end)
     };
+    let merged = worst_response_of_a(PolicyConfig::Sporadic, 8);
     assert_eq!(
-        worst_response_of_a(PolicyConfig::Sporadic, 8),
+        merged,
         Nanos::from_ns(15_037_088),
-        "merged at the limit: over the bound"
+        "merged at the limit: over the never-merging bound"
     );
+    assert!(merged > ms(14), "a missed its deadline");
     assert_eq!(
         worst_response_of_a(PolicyConfig::Sporadic, u32::MAX),
         Nanos::from_ns(11_013_456),

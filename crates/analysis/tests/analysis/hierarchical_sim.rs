@@ -52,6 +52,7 @@ fn build(raw: &[RawServer]) -> (Vec<Server>, Vec<SimServer>) {
             .map(|(k, &(p, e, _))| FpTask::new(p, e.min(p), k as u32))
             .collect();
         servers.push(Server {
+            bound: Vec::new(),
             name: format!("s{index}"),
             budget,
             period: *period,
@@ -82,8 +83,149 @@ fn build(raw: &[RawServer]) -> (Vec<Server>, Vec<SimServer>) {
     (servers, sims)
 }
 
+/// (kind, budget, period, phase, tasks: (bound, period or multiple of the server period,
+/// wcet, phase))
+type RawBoundServer = (SimKind, u64, u64, u64, Vec<(bool, u64, u64, u64)>);
+
+fn raw_bound_server() -> impl Strategy<Value = RawBoundServer> {
+    (
+        kind(),
+        1u64..=4,
+        2u64..=10,
+        0u64..10,
+        prop::collection::vec((any::<bool>(), 1u64..=40, 1u64..=4, 0u64..40), 1..=3),
+    )
+}
+
+/// Like [`build`], but a task marked bound has a period that is a multiple (1–4) of its
+/// server's and is released exactly at server releases, and is declared so to the analysis.
+fn build_bound(raw: &[RawBoundServer]) -> (Vec<Server>, Vec<SimServer>) {
+    let mut servers = Vec::new();
+    let mut sims = Vec::new();
+    for (index, (kind, budget, period, phase, tasks)) in raw.iter().enumerate() {
+        let (budget, phase) = ((*budget).min(*period), phase % period);
+        // The first server release at or after the warm-up.
+        let grid_start = phase + WARM_UP.div_ceil(*period) * period;
+        let mut fp_tasks = Vec::new();
+        let mut sim_tasks = Vec::new();
+        let mut bound = Vec::new();
+        for (k, &(is_bound, p, e, task_phase)) in tasks.iter().enumerate() {
+            let (task_period, task_phase) = if is_bound {
+                let multiple = 1 + p % 4;
+                (
+                    multiple * period,
+                    grid_start + (task_phase % multiple) * period,
+                )
+            } else {
+                (p.max(4), WARM_UP + task_phase % p.max(4))
+            };
+            let task = FpTask::new(task_period, e.min(task_period), k as u32);
+            fp_tasks.push(task);
+            bound.push(is_bound);
+            sim_tasks.push(SimTask {
+                period: task.period,
+                wcet: task.wcet,
+                priority: task.priority,
+                phase: task_phase,
+            });
+        }
+        servers.push(Server {
+            name: format!("s{index}"),
+            budget,
+            period: *period,
+            priority: index as u32,
+            kind: server_kind(*kind),
+            tasks: fp_tasks,
+            bound,
+        });
+        sims.push(SimServer {
+            kind: *kind,
+            budget,
+            period: *period,
+            priority: index as u32,
+            phase,
+            tasks: sim_tasks,
+        });
+    }
+    (servers, sims)
+}
+
+/// A task bound to its server's release: the bound-task form is exact for a tiny case.
+/// Server (C 2, T 4) alone, Periodic (it idles its budget away without work); bound task
+/// b = (8, 3) released at 4, 12, 20, … (server releases); unbound higher-priority task
+/// h = (16, 1) released at 3, 19, 35, ….
+/// Analysis: h (general, gap 2): L = 1 → R_h = 2 + 1 = 3. b (H4, carry-in R_h = 3):
+/// R = 3 → L = 3 + ⌈6/16⌉ = 4 → k = 2, x = 2 → R = 4 + 2 = 6 → L = 3 + ⌈9/16⌉ = 4 → 6 ✓.
+/// The general form gives 2 + 4 + 2 = 8.
+/// Schedule (every 16): h released at 3 finds the budget spent (b's job from 12 used
+/// [0, 1), the server idled [1, 2)); at 4 the budget returns, h runs [4, 5) (response 2),
+/// b's job released at 4 runs [5, 6) and [8, 10): response 6 — the bound, met exactly.
+/// b's job at 12 runs [12, 14) and [16, 17): response 5.
+#[test]
+fn bound_task_form_is_tighter_and_holds_in_simulation() {
+    let servers = [Server {
+        name: "s".into(),
+        budget: 2,
+        period: 4,
+        priority: 0,
+        kind: ServerKind::Periodic,
+        tasks: vec![FpTask::new(16, 1, 0), FpTask::new(8, 3, 1)],
+        bound: vec![false, true],
+    }];
+    let result = hierarchical_response_times(&servers).unwrap();
+    assert_eq!(result[0].tasks[0].response_time(), Some(3));
+    assert_eq!(result[0].tasks[1].response_time(), Some(6));
+    let mut unbound = servers.clone();
+    unbound[0].bound = Vec::new();
+    let general = hierarchical_response_times(&unbound).unwrap();
+    assert_eq!(general[0].tasks[1].response_time(), Some(8));
+    let sims = [SimServer {
+        kind: SimKind::Periodic,
+        budget: 2,
+        period: 4,
+        priority: 0,
+        phase: 0,
+        tasks: vec![
+            SimTask {
+                period: 16,
+                wcet: 1,
+                priority: 0,
+                phase: 3,
+            },
+            SimTask {
+                period: 8,
+                wcet: 3,
+                priority: 1,
+                phase: 4,
+            },
+        ],
+    }];
+    let observed = simulate(&sims, 400);
+    assert_eq!(observed[0], vec![2, 6]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(160))]
+
+    #[test]
+    fn bound_tasks_never_exceed_their_bound(
+        raw in prop::collection::vec(raw_bound_server(), 1..=3),
+    ) {
+        let (servers, sims) = build_bound(&raw);
+        let analysis = hierarchical_response_times(&servers).unwrap();
+        let observed = simulate(&sims, 1500);
+        for (s, result) in analysis.iter().enumerate() {
+            for (k, bound) in result.tasks.iter().enumerate() {
+                if let ResponseBound::Bounded { response_time, .. } = bound {
+                    prop_assert!(
+                        observed[s][k] <= *response_time,
+                        "server {} task {} (bound {}): observed {} > bound {}\n{:?}",
+                        s, k, servers[s].bound[k], observed[s][k], response_time, sims
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn simulated_response_times_never_exceed_the_bound(
@@ -119,8 +261,8 @@ proptest! {
         let hp_budget = hp_budget.min(hp_period);
         // The root must deliver Θ every period for the resource model to hold.
         let root = [
-            Server { name: "hp".into(), budget: hp_budget, period: hp_period, priority: 0, kind: server_kind(kind), tasks: vec![] },
-            Server { name: "dom".into(), budget, period, priority: 1, kind: ServerKind::Periodic, tasks: vec![] },
+            Server { bound: Vec::new(), name: "hp".into(), budget: hp_budget, period: hp_period, priority: 0, kind: server_kind(kind), tasks: vec![] },
+            Server { bound: Vec::new(), name: "dom".into(), budget, period, priority: 1, kind: ServerKind::Periodic, tasks: vec![] },
         ];
         let root_ok = hierarchical_response_times(&root).unwrap()[1].schedulable_at_root;
         prop_assume!(root_ok);

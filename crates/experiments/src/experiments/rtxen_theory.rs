@@ -31,7 +31,7 @@ use crate::error::ExperimentError;
 use crate::plot::{Chart, LegendAt, LineChart, Series};
 use crate::report::Output;
 use crate::rtxen::rtxen_domains;
-use crate::system::{build_system, machine, simulate, ServerDomain};
+use crate::system::{build_system, machine, simulate, vcpu_params, ServerDomain};
 
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-theory",
@@ -91,7 +91,17 @@ pub fn analysis_servers(
                     })
                 })
                 .collect::<Result<Vec<_>, ExperimentError>>()?;
+            // The simulated VCPU's cap on pending replenishments decides whether a
+            // Sporadic Server can merge them (and so wait a whole period).
+            let limit = vcpu_params(PolicyKind::Sporadic, d.budget, d.period, d.priority)
+                .max_replenishments;
+            let kind = if kind == ServerKind::Sporadic && u64::from(limit) < d.budget.as_ns() {
+                ServerKind::SporadicMerging
+            } else {
+                kind
+            };
             Ok(Server {
+                bound: Vec::new(),
                 name: d.name.clone(),
                 budget: in_units(d.budget)?,
                 period: in_units(d.period)?,
