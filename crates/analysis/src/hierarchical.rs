@@ -219,13 +219,17 @@ pub enum HierarchyError {
 ///
 /// ```
 /// use rtvmm_analysis::{hierarchical_response_times, FpTask, ResponseBound, Server, ServerKind};
-/// let servers = [Server {
+/// let mut servers = [Server {
 ///     name: "S".into(), budget: 2, period: 5, priority: 0, kind: ServerKind::Periodic,
-///     tasks: vec![FpTask::new(20, 3, 0)],
+///     tasks: vec![FpTask::new(20, 3, 0)], bound: vec![],
 /// }];
 /// // L = 3, k = 2, x = 1: R = (5 − 2) + 5 + 1 = 9.
 /// let result = hierarchical_response_times(&servers).unwrap();
 /// assert_eq!(result[0].tasks[0], ResponseBound::Bounded { response_time: 9, slack: 11 });
+/// // Released at the server's releases (20 is a multiple of 5): no gap, R = 5 + 1 = 6.
+/// servers[0].bound = vec![true];
+/// let result = hierarchical_response_times(&servers).unwrap();
+/// assert_eq!(result[0].tasks[0].response_time(), Some(6));
 /// ```
 pub fn hierarchical_response_times(
     servers: &[Server],
