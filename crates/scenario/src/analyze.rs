@@ -1237,7 +1237,8 @@ fn run(
                 note,
                 "; {} can merge them (max_replenishments below the budget in ns), which can \
                  bring budget back up to a period late: analysed with a capacity gap of a whole \
-                 period, and Lemma 1 is not used",
+                 period, and Lemma 1 is not used (a VCPU's max_replenishments at least its \
+                 budget in ns rules merges out)",
                 merging.join(", ")
             );
         }
@@ -2399,6 +2400,39 @@ mod tests {
         assert!(!t.bound_to_release);
         assert_eq!(t.wcrt_ns, Some(9_000_000));
         assert_eq!(t.slack_ns, Some(11_000_000));
+    }
+
+    /// Under the Sporadic Server the VCPU's `max_replenishments` decides the model. Server
+    /// (2 ms, 5 ms) holding a task (20, 3) released off the grid (offset 1 ms): never
+    /// merging (limit ≥ 2 000 000 ns) it is a Periodic Server, R = 3 + 5 + 1 = 9; with the
+    /// default limit 8 it can merge, the gap is the whole period, R = 5 + 5 + 1 = 11.
+    #[test]
+    fn sporadic_limit_decides_whether_replenishments_can_merge() {
+        let text = |limit: &str| {
+            format!(
+                "duration = \"1s\"\n[scheduler]\npolicy = \"sporadic\"\n\
+                 [[domain]]\nname = \"a\"\n\
+                 vcpu = {{ budget = \"2ms\", period = \"5ms\"{limit} }}\n\
+                 [[domain.task]]\nname = \"t\"\nperiod = \"20ms\"\nwcet = \"3ms\"\n\
+                 offset = \"1ms\"\n"
+            )
+        };
+        let given = Options {
+            given: true,
+            ..Options::default()
+        };
+        let merging = run_on(&text(""), &given);
+        assert_eq!(merging.domains[0].tasks[0].wcrt_ns, Some(11_000_000));
+        assert!(
+            merging.notes.iter().any(|n| n.contains("a can merge them")),
+            "{:?}",
+            merging.notes
+        );
+        let plain = run_on(&text(", max_replenishments = 2000000"), &given);
+        assert_eq!(plain.domains[0].tasks[0].wcrt_ns, Some(9_000_000));
+        assert!(!plain.notes.iter().any(|n| n.contains("can merge them")));
+        let just_below = run_on(&text(", max_replenishments = 1999999"), &given);
+        assert_eq!(just_below.domains[0].tasks[0].wcrt_ns, Some(11_000_000));
     }
 
     #[test]

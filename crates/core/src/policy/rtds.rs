@@ -5,7 +5,7 @@
 //! - **Parameters** (fixed): `budget` B and `period` P per VCPU, and `extratime`.
 //!   **Live state**: `remaining` budget, current `deadline` (= end of the current period) and
 //!   the priority `level` (0 = real-time; 1, 2, ... = extra time).
-//! - **Priority** — one total order, [`RtVcpu::key`]: lower level first, then earlier
+//! - **Priority** — one total order, `RtVcpu::key`: lower level first, then earlier
 //!   deadline, then smaller VCPU id. Every decision (pick, preemption on wake, preemption on
 //!   replenishment) compares keys and nothing else.
 //! - **Eligible**: has work and `remaining > 0`. `do_schedule` runs the eligible VCPU with

@@ -12,7 +12,7 @@
 //!   keeps the grid, like the Deferrable Server.)
 //! - **Consumption**: the slice is consumed only while the VCPU runs on it and preserved
 //!   while it does not.
-//! - **Priority** — one total order, [`SedfVcpu::key`]: earlier deadline, then smaller VCPU
+//! - **Priority** — one total order, `SedfVcpu::key`: earlier deadline, then smaller VCPU
 //!   id. `do_schedule` runs the VCPU with work and slice left that has the smallest key; the
 //!   decision's slice is its remaining slice.
 //! - **Extra time**: when no VCPU with work has slice left, VCPUs with work, no slice and
