@@ -117,6 +117,7 @@ use rtvmm_analysis::{
     Task, Workload, WorkloadError,
 };
 use rtvmm_core::guest::{Arrival, GuestScheduler};
+use rtvmm_core::machine::ReplenishMode;
 use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
@@ -616,6 +617,21 @@ pub fn analyze(input: &Input, options: &Options) -> Result<Report, AnalyzeError>
             .iter()
             .filter(|c| matches!(c.change, rtvmm_sim::Change::AddDomain(_)))
             .count();
+        let machine = &scenario.system.machine;
+        let overheads = machine.overheads.do_schedule + machine.overheads.context_switch;
+        if machine.replenishment == ReplenishMode::Tick || !overheads.is_zero() {
+            notes.push(format!(
+                "the analysis assumes budgets replenished exactly on time and no scheduling \
+                 overhead; this machine has {} replenishment and {} + {} overhead per \
+                 decision (do_schedule + context_switch), which the guarantees do not cover",
+                match machine.replenishment {
+                    ReplenishMode::Exact => "exact",
+                    ReplenishMode::Tick => "tick",
+                },
+                machine.overheads.do_schedule,
+                machine.overheads.context_switch
+            ));
+        }
         if !scenario.system.changes.is_empty() {
             notes.push(format!(
                 "the analysis covers the domains present at time 0 with their parameters \
@@ -2433,6 +2449,31 @@ mod tests {
         assert!(!plain.notes.iter().any(|n| n.contains("can merge them")));
         let just_below = run_on(&text(", max_replenishments = 1999999"), &given);
         assert_eq!(just_below.domains[0].tasks[0].wcrt_ns, Some(11_000_000));
+    }
+
+    #[test]
+    fn tick_replenishment_and_overheads_are_named_as_outside_the_guarantees() {
+        let body = domain(
+            "a",
+            "vcpu = { budget = \"2ms\", period = \"5ms\" }",
+            &[("t", "20ms", "3ms")],
+        );
+        let exact = run_on(&format!("{HEAD}{body}"), &Options::default());
+        assert!(!exact
+            .notes
+            .iter()
+            .any(|n| n.contains("replenished exactly")));
+        let tick = run_on(
+            &format!("{HEAD}[machine]\nreplenishment = \"tick\"\n{body}"),
+            &Options::default(),
+        );
+        assert!(
+            tick.notes
+                .iter()
+                .any(|n| n.contains("this machine has tick replenishment and 0ns + 0ns")),
+            "{:?}",
+            tick.notes
+        );
     }
 
     #[test]
