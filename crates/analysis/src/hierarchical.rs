@@ -143,6 +143,30 @@ pub enum ServerKind {
     Deferrable,
 }
 
+impl ServerKind {
+    /// The Sporadic Server kind for a cap of `max_pending` pending replenishments and a
+    /// budget of `budget_grains` in the scheduler's time grain (the core's: 1 ns). Each
+    /// pending replenishment is at least one grain and together they are at most the
+    /// budget, so a cap at or above the budget is never reached ([`ServerKind::Sporadic`]);
+    /// below it a merge can happen ([`ServerKind::SporadicMerging`]).
+    pub fn sporadic(max_pending: u64, budget_grains: u64) -> ServerKind {
+        if max_pending < budget_grains {
+            ServerKind::SporadicMerging
+        } else {
+            ServerKind::Sporadic
+        }
+    }
+
+    /// Released on a fixed grid of periods, so that tasks can be bound to its releases
+    /// ((H4)): Periodic, Polling and Deferrable; not the Sporadic Server.
+    pub fn has_release_grid(self) -> bool {
+        match self {
+            ServerKind::Periodic | ServerKind::Polling | ServerKind::Deferrable => true,
+            ServerKind::Sporadic | ServerKind::SporadicMerging => false,
+        }
+    }
+}
+
 /// A server with its tasks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Server {
@@ -266,7 +290,7 @@ fn validate(servers: &[Server]) -> Result<(), HierarchyError> {
             });
         }
         for (task, _) in server.bound.iter().enumerate().filter(|(_, &b)| b) {
-            let reason = if !has_release_grid(server.kind) {
+            let reason = if !server.kind.has_release_grid() {
                 "a Sporadic Server has no fixed releases"
             } else if server.tasks[task].period % server.period != 0 {
                 "its period is not a multiple of the server's period"
@@ -281,14 +305,6 @@ fn validate(servers: &[Server]) -> Result<(), HierarchyError> {
         }
     }
     Ok(())
-}
-
-/// Servers released on a fixed grid of periods, to which tasks can be bound.
-fn has_release_grid(kind: ServerKind) -> bool {
-    match kind {
-        ServerKind::Periodic | ServerKind::Polling | ServerKind::Deferrable => true,
-        ServerKind::Sporadic | ServerKind::SporadicMerging => false,
-    }
 }
 
 /// `J_X` of a server as seen by lower-priority servers.

@@ -547,11 +547,12 @@ fn server_name(kind: ServerKind) -> &'static str {
 /// The server kind of one domain under `policy`: a Sporadic Server whose
 /// `max_replenishments` is below its budget in ns can merge replenishments.
 fn domain_server_kind(kind: ServerKind, p: &Prepared, budget_units: u64, unit: u64) -> ServerKind {
-    let budget_ns = budget_units.saturating_mul(unit);
-    if kind == ServerKind::Sporadic && u64::from(p.max_replenishments) < budget_ns {
-        ServerKind::SporadicMerging
-    } else {
-        kind
+    match kind {
+        ServerKind::Sporadic => ServerKind::sporadic(
+            u64::from(p.max_replenishments),
+            budget_units.saturating_mul(unit),
+        ),
+        other => other,
     }
 }
 
@@ -1433,11 +1434,7 @@ fn local_tasks(p: &Prepared) -> Vec<FpTask> {
 /// releases (Davis & Burns's bound tasks): its period and offset are multiples of the
 /// server period `period`, and the server releases on a fixed grid.
 fn bound_to_release(p: &Prepared, tasks: &[FpTask], kind: ServerKind, period: u64) -> Vec<bool> {
-    let grid = matches!(
-        kind,
-        ServerKind::Periodic | ServerKind::Deferrable | ServerKind::Polling
-    );
-    if tasks.is_empty() || !grid {
+    if tasks.is_empty() || !kind.has_release_grid() {
         return Vec::new();
     }
     p.order

@@ -95,10 +95,9 @@ pub fn analysis_servers(
             // Sporadic Server can merge them (and so wait a whole period).
             let limit = vcpu_params(PolicyKind::Sporadic, d.budget, d.period, d.priority)
                 .max_replenishments;
-            let kind = if kind == ServerKind::Sporadic && u64::from(limit) < d.budget.as_ns() {
-                ServerKind::SporadicMerging
-            } else {
-                kind
+            let kind = match kind {
+                ServerKind::Sporadic => ServerKind::sporadic(u64::from(limit), d.budget.as_ns()),
+                other => other,
             };
             Ok(Server {
                 bound: Vec::new(),
