@@ -38,7 +38,6 @@
 //! assert!(results.domains[0].missed > 0);
 //! assert_eq!(results.pcpus[0].busy_ns, ms(20).as_ns());
 //! ```
-//! - [`trace`]: a recorded trace as Chrome/Perfetto JSON or CSV.
 pub mod driver;
 pub mod results;
 pub mod system;

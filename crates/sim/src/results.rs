@@ -19,6 +19,7 @@ use rtvmm_core::model::PcpuId;
 use rtvmm_core::Nanos;
 
 use crate::driver::{JobRecord, Simulation};
+use crate::trace::csv_field;
 
 /// A distribution of nanosecond values (nearest-rank percentiles).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -494,13 +495,6 @@ pub fn job_rows(sim: &Simulation, end: Nanos) -> Vec<JobRow> {
 /// deadline_ns,response_ns,responsiveness,lateness_ns,latency_ns,outcome` (empty cells
 /// where a job has not started or finished). Names are quoted when they need it.
 pub fn write_jobs_csv(w: &mut impl std::io::Write, rows: &[JobRow]) -> std::io::Result<()> {
-    fn field(name: &str) -> String {
-        if name.contains([',', '"', '\n']) {
-            format!("\"{}\"", name.replace('"', "\"\""))
-        } else {
-            name.to_string()
-        }
-    }
     let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
     writeln!(
         w,
@@ -519,8 +513,8 @@ pub fn write_jobs_csv(w: &mut impl std::io::Write, rows: &[JobRow]) -> std::io::
         writeln!(
             w,
             "{},{},{},{},{},{},{},{},{},{},{},{}",
-            field(&r.domain),
-            field(&r.task),
+            csv_field(&r.domain),
+            csv_field(&r.task),
             r.seq,
             r.release.as_ns(),
             opt(r.first_start.map(Nanos::as_ns)),

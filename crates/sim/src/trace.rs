@@ -44,6 +44,7 @@
 //! Both outputs are byte-deterministic: they depend only on the trace and the names, in
 //! their order (no hash map, no float formatting).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -690,13 +691,18 @@ fn write_chrome<W: Write>(w: &mut W, trace: &[&Event], names: &TraceNames) -> io
 // ---------------------------------------------------------------------------------------
 // CSV
 
-/// Writes one CSV field, quoted when it holds a comma, a quote or a line break.
-fn write_csv_field(w: &mut impl Write, field: &str) -> io::Result<()> {
+/// One CSV field, quoted when it holds a comma, a quote or a line break.
+pub(crate) fn csv_field(field: &str) -> Cow<'_, str> {
     if field.contains([',', '"', '\n', '\r']) {
-        write!(w, "\"{}\"", field.replace('"', "\"\""))
+        Cow::Owned(format!("\"{}\"", field.replace('"', "\"\"")))
     } else {
-        w.write_all(field.as_bytes())
+        Cow::Borrowed(field)
     }
+}
+
+/// Writes one CSV field ([`csv_field`]).
+fn write_csv_field(w: &mut impl Write, field: &str) -> io::Result<()> {
+    w.write_all(csv_field(field).as_bytes())
 }
 
 fn write_csv<W: Write>(w: &mut W, trace: &[&Event], names: &TraceNames) -> io::Result<()> {
