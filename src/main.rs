@@ -457,7 +457,11 @@ fn sim(
         load(path, policy, duration, seed)
     })?;
     let run = guarded("simulating", || {
-        rtvmm_scenario::run(&scenario, trace.is_some())
+        let record = rtvmm_scenario::Record {
+            trace: trace.is_some(),
+            jobs: jobs.is_some(),
+        };
+        rtvmm_scenario::run(&scenario, record)
             .with_context(|| format!("simulating {}", path.display()))
             .map_err(runtime)
     })?;
@@ -486,9 +490,9 @@ fn sim(
             .map_err(runtime)?;
         text.push_str(&format!("trace: {}\n", out.display()));
     }
-    if let Some(out) = &jobs {
+    if let (Some(out), Some(rows)) = (&jobs, &run.jobs) {
         let mut file = create(out, "jobs")?;
-        rtvmm_sim::results::write_jobs_csv(&mut file, &run.jobs)
+        rtvmm_sim::results::write_jobs_csv(&mut file, rows)
             .and_then(|()| file.flush())
             .with_context(|| format!("writing the jobs to {}", out.display()))
             .map_err(runtime)?;

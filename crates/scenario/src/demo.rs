@@ -29,7 +29,7 @@ use rtvmm_gen::GenError;
 use rtvmm_sim::{DomainSpec, SimError, SystemSpec};
 
 use crate::build::weight_from_share;
-use crate::run::{run, Run};
+use crate::run::{run, Record, Run};
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, ScenarioError, SchedulerSettings};
 
 /// Total task load of the demo, in permille.
@@ -130,7 +130,8 @@ pub fn compare(base: &Scenario, policies: &[PolicyKind]) -> Result<Vec<Compariso
     let mut rows = Vec::with_capacity(policies.len());
     for &policy in policies {
         let scenario = base.with_policy(policy)?;
-        let run = run(&scenario, false).map_err(|error| DemoError::Sim { policy, error })?;
+        let run =
+            run(&scenario, Record::default()).map_err(|error| DemoError::Sim { policy, error })?;
         rows.push(ComparisonRow { policy, run });
     }
     Ok(rows)

@@ -142,7 +142,7 @@ use rtvmm_sim::SystemSpec;
 
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
-pub use run::{run, RecordedTrace, Run};
+pub use run::{run, Record, RecordedTrace, Run};
 pub use validate::ARINC653_MAX_MINOR_FRAMES;
 
 /// One minor frame of an ARINC 653 table, by domain name.

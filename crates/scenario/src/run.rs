@@ -26,11 +26,20 @@ impl RecordedTrace {
     }
 }
 
+/// What a run keeps besides its results (each costs memory proportional to the run).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// Every scheduling event, for `--trace`.
+    pub trace: bool,
+    /// Every job, for `--jobs`.
+    pub jobs: bool,
+}
+
 /// What one run produced.
 pub struct Run {
     pub results: RunResults,
-    /// Every job, for per-job output.
-    pub jobs: Vec<JobRow>,
+    /// `Some` when the run was asked for every job.
+    pub jobs: Option<Vec<JobRow>>,
     /// `Some` when the run recorded its trace.
     pub trace: Option<RecordedTrace>,
     /// Wall-clock time of the simulation (building the system and running it).
@@ -49,15 +58,15 @@ impl Run {
     }
 }
 
-/// Runs `scenario` under its policy, seed and duration.
-pub fn run(scenario: &Scenario, record_trace: bool) -> Result<Run, SimError> {
+/// Runs `scenario` under its policy, seed and duration, keeping what `record` asks for.
+pub fn run(scenario: &Scenario, record: Record) -> Result<Run, SimError> {
     let started = Instant::now();
-    let mut sim = Simulation::new(&scenario.system, scenario.seed, record_trace)?;
+    let mut sim = Simulation::new(&scenario.system, scenario.seed, record.trace)?;
     sim.run_until(scenario.duration)?;
     let wall = started.elapsed();
     let results = RunResults::collect(&sim, &scenario.name, scenario.seed, scenario.duration);
-    let jobs = job_rows(&sim, scenario.duration);
-    let trace = record_trace.then(|| RecordedTrace {
+    let jobs = record.jobs.then(|| job_rows(&sim, scenario.duration));
+    let trace = record.trace.then(|| RecordedTrace {
         events: sim.take_trace(),
         names: TraceNames::from_simulation(&sim),
     });
