@@ -60,8 +60,9 @@ pub const EXPERIMENT: Experiment = Experiment {
     name: "csa-arinc",
     title: "avionics workloads (generated, ARINC-653 shaped)",
     description: "Seven harmonic avionics-shaped workloads — GENERATED, since the published \
-        tables are not available (real tables can be read with --workload FILE): fixed-period partition interfaces (budgets in whole 1 ms quanta), U_RM, \
-        U_W and their difference; ten one-minute runs (synchronous, then random phasings on \
+        tables are not available (real tables can be read with --workload FILE): \
+        fixed-period partition interfaces (budgets in whole 1 ms quanta), U_RM, U_W and their \
+        difference; ten one-minute runs (synchronous, then random phasings on \
         partition boundaries) under PTPS, WCPS and CRPS with responsiveness CDFs and deadline \
         miss ratios per partition and in total.",
     run: Some(run),

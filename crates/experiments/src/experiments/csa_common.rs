@@ -292,7 +292,6 @@ pub fn cdf_chart(title: &str, series: Vec<Series>) -> LineChart {
     chart
 }
 
-/// A percentage with two decimals, "1.25%".
 /// The miss columns every csa runs CSV shares: the run's jobs, missed, in flight and
 /// miss ratio; the lowest-priority domain's name, jobs, finished, missed and miss ratio;
 /// then each domain's miss ratio in declaration order.
@@ -316,6 +315,7 @@ pub fn miss_cells(res: &RunResults, low: &DomainResult) -> Vec<String> {
     cells
 }
 
+/// A percentage with two decimals, "1.25%".
 pub fn percent(ratio: f64) -> String {
     format!("{:.2}%", ratio * 100.0)
 }
