@@ -10,8 +10,14 @@
 //!   waits behind it (a FIFO per task).
 //! - **Guest scheduling** is preemptive: among tasks with a pending job, the head job of the
 //!   best task runs. `rm`: shorter period first; `dm`: shorter relative deadline first; `fp`:
-//!   smaller explicit priority first; ties by declaration order. `edf`: earliest absolute
-//!   deadline of the head job first, ties by declaration order.
+//!   smaller explicit priority first; `edf`: earliest absolute deadline of the head job
+//!   first. **Ties are first-in, first-out by release**, as Linux's `SCHED_FIFO` serves the
+//!   threads of one priority: of two head jobs with equal priority (equal deadlines under
+//!   `edf`), the one released first runs first, and a job released later never preempts
+//!   it; jobs released at the same instant go in declaration order.
+//! - **Time origin**: a guest starts when its domain joins the machine (`start`: time 0, or
+//!   the instant a domain is added at run time). A task's releases count from there: the
+//!   first at `start + offset` (listed aperiodic times are relative to `start` too).
 //! - A guest only sees time while its VCPU runs: the driver calls [`Guest::run`] with the
 //!   time the VCPU ran, and a job frozen by the VMM resumes where it stopped.
 //!
@@ -129,8 +135,11 @@ struct ArrivalState {
 pub struct Guest {
     scheduler: GuestScheduler,
     tasks: Vec<TaskSpec>,
-    /// Static rank of each task (smaller = higher) for rm/dm/fp; declaration order for edf.
-    rank: Vec<u32>,
+    /// Static priority level of each task (smaller = higher): the period (rm), the relative
+    /// deadline (dm) or the explicit priority (fp); unused under edf.
+    level: Vec<u64>,
+    /// When the guest started: releases count from here.
+    start: Nanos,
     queues: Vec<VecDeque<Job>>,
     arrivals: Vec<ArrivalState>,
     pending: usize,
@@ -141,26 +150,25 @@ pub struct Guest {
 }
 
 impl Guest {
-    /// A guest running `tasks` under `scheduler`. The first release of every task is its
-    /// offset (or its first listed time).
-    pub fn new(scheduler: GuestScheduler, tasks: Vec<TaskSpec>) -> Guest {
-        let mut order: Vec<usize> = (0..tasks.len()).collect();
-        match scheduler {
-            GuestScheduler::Rm => order.sort_by_key(|&i| (tasks[i].period, i)),
-            GuestScheduler::Dm => order.sort_by_key(|&i| (tasks[i].deadline, i)),
-            GuestScheduler::Fp => order.sort_by_key(|&i| (tasks[i].priority, i)),
-            GuestScheduler::Edf => {}
-        }
-        let mut rank = vec![0; tasks.len()];
-        for (r, &i) in order.iter().enumerate() {
-            rank[i] = r as u32;
-        }
+    /// A guest running `tasks` under `scheduler`, started at `start` (when its domain
+    /// joins). The first release of every task is `start` plus its offset (or plus its first
+    /// listed time).
+    pub fn new(scheduler: GuestScheduler, tasks: Vec<TaskSpec>, start: Nanos) -> Guest {
+        let level = tasks
+            .iter()
+            .map(|t| match scheduler {
+                GuestScheduler::Rm => t.period.as_ns(),
+                GuestScheduler::Dm => t.deadline.as_ns(),
+                GuestScheduler::Fp => t.priority as u64,
+                GuestScheduler::Edf => 0,
+            })
+            .collect();
         let arrivals = tasks
             .iter()
             .map(|t| ArrivalState {
                 next: match &t.arrival {
-                    Arrival::AperiodicTimes(times) => times.first().copied(),
-                    _ => Some(t.offset),
+                    Arrival::AperiodicTimes(times) => times.first().map(|&at| start + at),
+                    _ => Some(start + t.offset),
                 },
                 listed: 0,
                 released: 0,
@@ -170,7 +178,8 @@ impl Guest {
             scheduler,
             queues: vec![VecDeque::new(); tasks.len()],
             tasks,
-            rank,
+            level,
+            start,
             arrivals,
             pending: 0,
             picked: None,
@@ -227,13 +236,15 @@ impl Guest {
         };
         a.released += 1;
         a.next = match &spec.arrival {
-            Arrival::Periodic => Some(spec.offset + Nanos(spec.period.as_ns() * a.released)),
+            Arrival::Periodic => {
+                Some(self.start + spec.offset + Nanos(spec.period.as_ns() * a.released))
+            }
             Arrival::Sporadic { max_extra_gap } => {
                 Some(now + spec.period + Nanos(rng.uniform_u64(0, max_extra_gap.as_ns())))
             }
             Arrival::AperiodicTimes(times) => {
                 a.listed += 1;
-                times.get(a.listed).copied()
+                times.get(a.listed).map(|&at| self.start + at)
             }
             Arrival::Poisson { mean_gap } => {
                 let gap = rng.exponential_f64(mean_gap.as_ns() as f64).round() as u64;
@@ -253,16 +264,22 @@ impl Guest {
         self.queues[task].back().expect("just pushed")
     }
 
+    /// The order of head jobs — priority (or absolute deadline under edf), then release
+    /// (first-in, first-out), then declaration — for a task that has a pending job.
+    #[inline]
+    fn head_key(&self, task: usize) -> (u64, Nanos, usize) {
+        let head = self.queues[task].front().expect("has a job");
+        let level = match self.scheduler {
+            GuestScheduler::Edf => head.deadline.as_ns(),
+            _ => self.level[task],
+        };
+        (level, head.release, task)
+    }
+
     /// Whether the head job of task `a` runs before the head job of task `b` (both have
     /// one): the guest scheduler's order, the one [`Self::scan_pick`] minimises.
     fn head_before(&self, a: usize, b: usize) -> bool {
-        match self.scheduler {
-            GuestScheduler::Edf => {
-                let deadline = |t: usize| self.queues[t].front().expect("has a job").deadline;
-                (deadline(a), a) < (deadline(b), b)
-            }
-            _ => self.rank[a] < self.rank[b],
-        }
+        self.head_key(a) < self.head_key(b)
     }
 
     /// The pick computed from scratch: the best head job over every task's queue.
@@ -270,19 +287,9 @@ impl Guest {
         if self.pending == 0 {
             return None;
         }
-        let candidates = self
-            .queues
-            .iter()
-            .enumerate()
-            .filter_map(|(i, q)| q.front().map(|j| (i, j)));
-        match self.scheduler {
-            GuestScheduler::Edf => candidates
-                .min_by_key(|(i, j)| (j.deadline, *i))
-                .map(|(i, _)| i),
-            _ => candidates
-                .min_by_key(|(i, _)| self.rank[*i])
-                .map(|(i, _)| i),
-        }
+        (0..self.queues.len())
+            .filter(|&t| !self.queues[t].is_empty())
+            .min_by_key(|&t| self.head_key(t))
     }
 
     /// The task whose head job runs if the VCPU runs now.
@@ -347,6 +354,7 @@ mod tests {
                 TaskSpec::periodic("slow", ms(20), ms(5)),
                 TaskSpec::periodic("fast", ms(10), ms(2)),
             ],
+            Nanos::ZERO,
         );
         g.release(ms(0), 0, &mut rng);
         assert_eq!(g.pick(), Some(0));
@@ -370,6 +378,7 @@ mod tests {
                 TaskSpec::periodic("a", ms(10), ms(1)),
                 TaskSpec::periodic("b", ms(30), ms(1)),
             ],
+            Nanos::ZERO,
         );
         g.release(ms(0), 1, &mut rng); // deadline 30
         g.release(ms(25), 0, &mut rng); // deadline 35
@@ -378,7 +387,7 @@ mod tests {
             Some(1),
             "edf: deadline 30 beats 35 despite the longer period"
         );
-        let mut rm = Guest::new(GuestScheduler::Rm, g.tasks().to_vec());
+        let mut rm = Guest::new(GuestScheduler::Rm, g.tasks().to_vec(), Nanos::ZERO);
         rm.release(ms(0), 1, &mut rng);
         rm.release(ms(25), 0, &mut rng);
         assert_eq!(rm.pick(), Some(0));
@@ -389,7 +398,7 @@ mod tests {
         let mut rng = SimRng::new(3);
         let mut t = TaskSpec::periodic("t", ms(10), ms(4));
         t.min_exec = ms(1);
-        let mut g = Guest::new(GuestScheduler::Rm, vec![t]);
+        let mut g = Guest::new(GuestScheduler::Rm, vec![t], Nanos::ZERO);
         let mut distinct = std::collections::BTreeSet::new();
         for k in 0..50 {
             let d = g.release(ms(10 * k), 0, &mut rng).demand;
@@ -397,5 +406,56 @@ mod tests {
             distinct.insert(d);
         }
         assert!(distinct.len() > 10);
+    }
+
+    /// Equal priorities (rm, equal periods) are served by release, not by declaration: b's
+    /// job released at 1 runs before a's released at 3, and a's later job does not preempt
+    /// it; jobs released together go in declaration order.
+    #[test]
+    fn equal_priorities_are_first_in_first_out_by_release() {
+        let mut rng = SimRng::new(1);
+        let mut g = Guest::new(
+            GuestScheduler::Rm,
+            vec![
+                TaskSpec::periodic("a", ms(10), ms(2)),
+                TaskSpec::periodic("b", ms(10), ms(2)),
+            ],
+            Nanos::ZERO,
+        );
+        g.release(ms(1), 1, &mut rng);
+        g.release(ms(3), 0, &mut rng);
+        assert_eq!(g.pick(), Some(1), "released first, runs first");
+        assert_eq!(g.run(ms(1), ms(2)).map(|j| j.task), Some(1));
+        assert_eq!(g.pick(), Some(0));
+        g.release(ms(10), 0, &mut rng);
+        g.release(ms(10), 1, &mut rng);
+        assert_eq!(g.run(ms(3), ms(2)).map(|j| j.task), Some(0));
+        assert_eq!(
+            g.pick(),
+            Some(0),
+            "a's job of 10 and b's of 10: declaration order"
+        );
+        let mut h = Guest::new(GuestScheduler::Rm, g.tasks().to_vec(), Nanos::ZERO);
+        h.release(ms(0), 1, &mut rng);
+        h.release(ms(0), 0, &mut rng);
+        assert_eq!(h.pick(), Some(0), "same instant: declaration order");
+    }
+
+    /// A guest that starts at 1.2 s releases its 10 ms task at 1.2 s, 1.21 s, …: releases
+    /// count from the start, not from time 0.
+    #[test]
+    fn releases_count_from_the_guest_start() {
+        let mut rng = SimRng::new(1);
+        let mut t = TaskSpec::periodic("t", ms(10), ms(1));
+        t.offset = ms(3);
+        let mut listed = TaskSpec::periodic("l", ms(10), ms(1));
+        listed.arrival = Arrival::AperiodicTimes(vec![ms(5), ms(7)]);
+        let mut g = Guest::new(GuestScheduler::Rm, vec![t, listed], ms(1200));
+        assert_eq!(g.next_release(0), Some(ms(1203)));
+        assert_eq!(g.next_release(1), Some(ms(1205)));
+        g.release(ms(1203), 0, &mut rng);
+        assert_eq!(g.next_release(0), Some(ms(1213)));
+        g.release(ms(1205), 1, &mut rng);
+        assert_eq!(g.next_release(1), Some(ms(1207)));
     }
 }

@@ -30,16 +30,28 @@
 //! assert_eq!(m.poll_timeout(), ms(1)); // first the 1 ms tick
 //! ```
 //!
+//! # The tick
+//! Each policy says how it wants the periodic tick ([`Policy::tick_interval`]): the RT-Xen
+//! servers every quantum (each tick reschedules), Credit its own tick (which reschedules
+//! only when the policy asks), SEDF, RTDS and ARINC 653 none. Ticks lie on a grid that
+//! starts when the policy starts (time 0, or the instant of a hot swap). So
+//! [`PcpuStats::do_schedule_calls`] counts what the policy really asked for, as Xen's would.
+//!
 //! # Time accounting
 //! Each pcpu is, at every instant, running a VCPU, running IDLE, or in scheduler overhead.
 //! `busy + idle + overhead` equals the time accounted so far, exactly. During overhead no
-//! VCPU makes progress and no budget is consumed.
+//! VCPU makes progress; who pays for it is [`OverheadCharge`]: by default the decision
+//! that follows it is charged as if it ran (its budget, credit or slice is consumed, and
+//! its slice counts from the instant `do_schedule` began), as Xen measures a VCPU's run
+//! time from the start of the `do_schedule` that chose it.
 
 use std::cell::Cell;
 
 use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
 use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind};
+use crate::policy::{
+    BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind, Spent, TickInterval,
+};
 use crate::time::Nanos;
 
 /// When due replenishments take effect.
@@ -62,14 +74,44 @@ pub struct Overheads {
     pub context_switch: Nanos,
 }
 
+/// Who pays for scheduler overhead (the cost of `do_schedule` and of the switch it causes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum OverheadCharge {
+    /// The decision that follows the overhead is charged for it as if it ran: the chosen
+    /// VCPU's budget (credit, slice) is consumed, and its slice counts from the instant
+    /// `do_schedule` began, as in Xen. Nobody pays when IDLE runs on nobody's budget.
+    #[default]
+    Incoming,
+    /// Nobody: overhead time is lost to everyone and consumes no budget.
+    None,
+}
+
+impl OverheadCharge {
+    pub fn name(self) -> &'static str {
+        match self {
+            OverheadCharge::Incoming => "incoming",
+            OverheadCharge::None => "none",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<OverheadCharge> {
+        match name {
+            "incoming" => Some(OverheadCharge::Incoming),
+            "none" => Some(OverheadCharge::None),
+            _ => None,
+        }
+    }
+}
+
 /// Machine-wide settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MachineConfig {
     pub pcpus: u32,
-    /// The scheduler tick interval.
+    /// The scheduling quantum: the RT-Xen servers' tick interval.
     pub quantum: Nanos,
     pub replenishment: ReplenishMode,
     pub overheads: Overheads,
+    pub overhead_charge: OverheadCharge,
 }
 
 impl Default for MachineConfig {
@@ -79,6 +121,7 @@ impl Default for MachineConfig {
             quantum: Nanos::from_ms(1),
             replenishment: ReplenishMode::Exact,
             overheads: Overheads::default(),
+            overhead_charge: OverheadCharge::Incoming,
         }
     }
 }
@@ -88,8 +131,10 @@ impl Default for MachineConfig {
 pub enum Activity {
     Idle,
     Running(VcpuId),
-    /// Scheduler overhead until `until`; then `decision` takes effect.
+    /// Scheduler overhead from `since` (the `do_schedule` call) until `until`; then
+    /// `decision` takes effect.
     Overhead {
+        since: Nanos,
         until: Nanos,
         decision: Decision,
         reason: ScheduleReason,
@@ -153,7 +198,8 @@ struct Pcpu {
     slice_end: Option<Nanos>,
     /// A reschedule is due at once ("softirq raised"), for this reason.
     resched: Option<ScheduleReason>,
-    next_tick: Nanos,
+    /// The next tick; `None` when the policy does not tick.
+    next_tick: Option<Nanos>,
     /// The decision in effect before the current overhead (None = IDLE).
     last_run: Option<VcpuId>,
     stats: PcpuStats,
@@ -183,6 +229,11 @@ pub struct Machine {
     pcpus: Vec<Pcpu>,
     now: Nanos,
     log: EventLog,
+    /// The tick of the current policy: its interval (`None`: no tick) and whether it is the
+    /// RT-Xen servers' quantum tick (which processes due timers in `tick` replenishment
+    /// mode).
+    tick: Option<Nanos>,
+    quantum_tick: bool,
     /// The policy's `next_timer()`, remembered until the policy next changes (`None` =
     /// not known): the driver polls far more often than the policy changes. Every call of
     /// a `&mut` hook of the policy must be followed by `policy_changed()`.
@@ -200,27 +251,47 @@ impl Machine {
         if config.quantum.is_zero() {
             return Err(MachineError::QuantumZero);
         }
+        let built = policy.build(config.pcpus);
+        let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), config.quantum);
         let pcpus = (0..config.pcpus)
             .map(|_| Pcpu {
                 activity: Activity::Idle,
                 accounted_to: Nanos::ZERO,
                 slice_end: None,
                 resched: Some(ScheduleReason::Reconfigure),
-                next_tick: config.quantum,
+                next_tick: tick,
                 last_run: None,
                 stats: PcpuStats::default(),
             })
             .collect();
         Ok(Machine {
             config,
-            policy: policy.build(config.pcpus),
+            policy: built,
             policy_config: policy,
             vcpus: Vec::new(),
             pcpus,
             now: Nanos::ZERO,
             log: EventLog::new(false),
+            tick,
+            quantum_tick,
             policy_timer: Cell::new(None),
         })
+    }
+
+    /// The tick interval of a policy (None: no tick) and whether it is the quantum tick.
+    fn resolve_tick(interval: TickInterval, quantum: Nanos) -> (Option<Nanos>, bool) {
+        match interval {
+            TickInterval::Quantum => (Some(quantum), true),
+            // A zero interval (refused when a configuration is validated) would loop.
+            TickInterval::Every(every) => (Some(every.max(Nanos(1))), false),
+            TickInterval::None => (None, false),
+        }
+    }
+
+    /// Whether the policy's timers wait for the tick (`tick` replenishment on a policy with
+    /// the quantum tick) instead of being exact.
+    fn timers_at_tick(&self) -> bool {
+        self.config.replenishment == ReplenishMode::Tick && self.quantum_tick
     }
 
     /// The policy's next timer, from the cache when the policy has not changed since.
@@ -394,12 +465,17 @@ impl Machine {
         for (i, e) in self.vcpus.iter_mut().enumerate().filter(|(_, e)| e.present) {
             e.earlier_counters += self.policy.counters(VcpuId(i as u32));
         }
+        let (tick, quantum_tick) = Self::resolve_tick(policy.tick_interval(), self.config.quantum);
         self.policy = policy;
         self.policy_changed();
         self.policy_config = config;
+        self.tick = tick;
+        self.quantum_tick = quantum_tick;
         for p in &mut self.pcpus {
-            // The old decision is meaningless to the new policy: decide again at once.
+            // The old decision is meaningless to the new policy: decide again at once. The
+            // new policy's tick grid starts now.
             p.slice_end = None;
+            p.next_tick = tick.map(|every| now + every);
             p.request(ScheduleReason::Reconfigure);
         }
         Ok(())
@@ -540,7 +616,9 @@ impl Machine {
     pub fn poll_timeout(&self) -> Nanos {
         let mut t = Nanos::MAX;
         for p in &self.pcpus {
-            t = t.min(p.next_tick);
+            if let Some(tick) = p.next_tick {
+                t = t.min(tick);
+            }
             match p.activity {
                 Activity::Overhead { until, .. } => t = t.min(until),
                 _ => {
@@ -553,7 +631,7 @@ impl Machine {
                 }
             }
         }
-        if self.config.replenishment == ReplenishMode::Exact {
+        if !self.timers_at_tick() {
             if let Some(due) = self.policy_timer() {
                 t = t.min(due.max(self.now));
             }
@@ -565,9 +643,7 @@ impl Machine {
     /// policy timers, the tick, the end of a slice; then `do_schedule` if any asked for it.
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.account_inline(now);
-        if self.config.replenishment == ReplenishMode::Exact
-            && self.policy_timer().is_some_and(|due| due <= now)
-        {
+        if !self.timers_at_tick() && self.policy_timer().is_some_and(|due| due <= now) {
             let mut cx = Cx {
                 now,
                 log: &mut self.log,
@@ -579,29 +655,35 @@ impl Machine {
             }
         }
         for i in 0..self.pcpus.len() {
-            if self.pcpus[i].next_tick <= now {
+            if let Some(tick) = self.pcpus[i].next_tick.filter(|&tick| tick <= now) {
+                let timers_at_tick = self.timers_at_tick();
                 let mut cx = Cx {
                     now,
                     log: &mut self.log,
                 };
-                self.policy.tick(&mut cx, PcpuId(i as u32));
-                if self.config.replenishment == ReplenishMode::Tick {
-                    self.policy.handle_timer(&mut cx);
+                let mut resched = self.policy.tick(&mut cx, PcpuId(i as u32));
+                if timers_at_tick {
+                    resched |= self.policy.handle_timer(&mut cx);
                 }
                 self.policy_changed();
-                let p = &mut self.pcpus[i];
-                let q = self.config.quantum;
-                // The next tick is the first multiple of q after now. Ticks stay on that
-                // grid, so in the usual case (this tick is handled before the next one is
-                // due) it is simply one quantum on — and the division is skipped.
-                debug_assert_eq!(p.next_tick.floor_to(q), p.next_tick, "tick off the grid");
-                let following = p.next_tick + q;
-                p.next_tick = if now < following {
+                let every = self
+                    .tick
+                    .expect("a pcpu with a next tick has a tick interval");
+                // The next tick is the first grid point after now. In the usual case (this
+                // tick is handled before the next one is due) it is simply one interval on,
+                // and the division is skipped.
+                let following = tick + every;
+                let next = if now < following {
                     following
                 } else {
-                    (now + q).floor_to(q)
+                    let behind = (now - following).as_ns() / every.as_ns();
+                    following + Nanos((behind + 1) * every.as_ns())
                 };
-                p.request(ScheduleReason::Tick);
+                let p = &mut self.pcpus[i];
+                p.next_tick = Some(next);
+                if resched {
+                    p.request(ScheduleReason::Tick);
+                }
             }
             let p = &mut self.pcpus[i];
             if p.slice_end.is_some_and(|end| end <= now) {
@@ -645,12 +727,13 @@ impl Machine {
             }
         }
         if cost.is_zero() {
-            self.start(pcpu, decision, reason, previous, false);
+            self.start(pcpu, decision, reason, previous, now);
         } else {
             self.log.emit(now, || CoreEvent::Overhead { pcpu, cost });
             let p = &mut self.pcpus[pcpu.index()];
             p.slice_end = None;
             p.activity = Activity::Overhead {
+                since: now,
                 until: now + cost,
                 decision,
                 reason,
@@ -658,23 +741,32 @@ impl Machine {
         }
     }
 
-    /// Puts `decision` into effect on `pcpu` at `self.now`.
+    /// Puts `decision` into effect on `pcpu` at `self.now`. `decided_at` is the instant of
+    /// the `do_schedule` that made it (earlier than now after overhead).
     fn start(
         &mut self,
         pcpu: PcpuId,
         decision: Decision,
         reason: ScheduleReason,
         previous: Option<VcpuId>,
-        after_overhead: bool,
+        decided_at: Nanos,
     ) {
         let now = self.now;
+        let after_overhead = decided_at != now;
+        // With overhead charged to the decision, its slice (a budget) was being spent since
+        // `do_schedule`; otherwise it starts now. A slice used up by the overhead ends at
+        // once.
+        let slice_from = match self.config.overhead_charge {
+            OverheadCharge::Incoming => decided_at,
+            OverheadCharge::None => now,
+        };
         let p = &mut self.pcpus[pcpu.index()];
         p.last_run = decision.run;
         p.activity = match decision.run {
             Some(v) => Activity::Running(v),
             None => Activity::Idle,
         };
-        p.slice_end = decision.slice.map(|s| now + s);
+        p.slice_end = decision.slice.map(|s| (slice_from + s).max(now));
         if decision.run != previous {
             if let Some(v) = decision.run {
                 self.vcpus[v.index()].stats.scheduled += 1;
@@ -715,20 +807,32 @@ impl Machine {
                 let from = p.accounted_to;
                 match p.activity {
                     Activity::Overhead {
+                        since,
                         until,
                         decision,
                         reason,
                     } => {
                         let end = until.min(now);
-                        p.stats.overhead += end - from;
+                        let spent = end - from;
+                        p.stats.overhead += spent;
                         p.accounted_to = end;
+                        if self.config.overhead_charge == OverheadCharge::Incoming
+                            && !spent.is_zero()
+                        {
+                            let mut cx = Cx {
+                                now: end,
+                                log: &mut self.log,
+                            };
+                            self.policy.burn(&mut cx, pcpu, spent, Spent::Overhead);
+                            self.policy_changed();
+                        }
                         if until > now {
                             break;
                         }
                         // Overhead over: the decision starts at `until`.
-                        let previous = p.last_run;
+                        let previous = self.pcpus[i].last_run;
                         self.now = until;
-                        self.start(pcpu, decision, reason, previous, true);
+                        self.start(pcpu, decision, reason, previous, since);
                         self.now = now;
                     }
                     activity => {
@@ -748,7 +852,7 @@ impl Machine {
                             now,
                             log: &mut self.log,
                         };
-                        self.policy.burn(&mut cx, pcpu, ran);
+                        self.policy.burn(&mut cx, pcpu, ran, Spent::Running);
                         self.policy_changed();
                         break;
                     }

@@ -13,9 +13,9 @@
 //! - arinc653 needs a schedule table that a server scenario does not have: refused.
 
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
-use rtvmm_core::machine::{MachineConfig, Overheads, ReplenishMode};
+use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind};
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_gen::GenDomain;
 use rtvmm_sim::results::RunResults;
@@ -38,12 +38,9 @@ pub struct ServerDomain {
     pub tasks: Vec<TaskSpec>,
 }
 
-/// Credit as the papers ran it: 1 ms time slice, 30 ms accounting period.
+/// Credit as the papers ran it: the "1 ms" setting (1 ms tick, 1 ms time slice).
 pub fn credit_config() -> CreditConfig {
-    CreditConfig {
-        timeslice: Nanos::from_ms(1),
-        accounting_period: Nanos::from_ms(30),
-    }
+    CreditConfig::one_ms()
 }
 
 /// The policy-wide configuration of `kind` for a server scenario.
@@ -57,7 +54,7 @@ pub fn policy_config(kind: PolicyKind) -> Result<PolicyConfig, ExperimentError> 
         PolicyKind::Crps => PolicyConfig::Crps,
         PolicyKind::Credit => PolicyConfig::Credit(credit_config()),
         PolicyKind::Sedf => PolicyConfig::Sedf,
-        PolicyKind::Rtds => PolicyConfig::Rtds,
+        PolicyKind::Rtds => PolicyConfig::Rtds(RtdsMode::default()),
         PolicyKind::Arinc653 => {
             return Err(ExperimentError::UnsupportedPolicy {
                 policy: kind.name().to_string(),
@@ -94,6 +91,7 @@ pub fn machine(quantum: Nanos, overheads: Overheads) -> MachineConfig {
         quantum,
         replenishment: ReplenishMode::Exact,
         overheads,
+        overhead_charge: OverheadCharge::default(),
     }
 }
 

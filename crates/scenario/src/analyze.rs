@@ -829,8 +829,15 @@ fn prepare_scenario_domain(
     let fixed_priorities = analysis_guest == AnalysisGuest::Rm;
     order.retain(|&i| tasks[i].period.is_some());
     if fixed_priorities {
-        for (rank, &i) in order.iter().enumerate() {
-            tasks[i].priority = Some(rank as u32 + 1);
+        // The rm guest serves equal periods first-in, first-out: one priority level each.
+        let mut level = 0;
+        let mut previous = None;
+        for &i in &order {
+            if previous != Some(tasks[i].period) {
+                level += 1;
+                previous = Some(tasks[i].period);
+            }
+            tasks[i].priority = Some(level);
         }
     }
     // Lemma 1 orders by period: it covers a fixed-priority guest whose order is RM's.
@@ -965,8 +972,15 @@ fn prepare_carts(
         order.sort_by_key(|&i| (tasks[i].period, i));
         let fixed_priorities = analysis_guest == AnalysisGuest::Rm;
         if fixed_priorities {
-            for (rank, &i) in order.iter().enumerate() {
-                tasks[i].priority = Some(rank as u32 + 1);
+            // Equal periods share a level (the rm guest serves them first-in, first-out).
+            let mut level = 0;
+            let mut previous = None;
+            for &i in &order {
+                if previous != Some(tasks[i].period) {
+                    level += 1;
+                    previous = Some(tasks[i].period);
+                }
+                tasks[i].priority = Some(level);
             }
         }
         if !component.children.is_empty() {

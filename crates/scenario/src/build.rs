@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
-use rtvmm_core::machine::{MachineConfig, Overheads, ReplenishMode};
+use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
-use rtvmm_core::policy::{CreditConfig, PolicyKind};
+use rtvmm_core::policy::{CreditConfig, PolicyKind, RtdsMode};
 use rtvmm_core::time::TimeParseError;
 use rtvmm_core::Nanos;
 use rtvmm_sim::{Change, DomainSpec, SystemSpec, TimedChange};
@@ -331,11 +331,25 @@ impl Builder<'_> {
                 )?
                 .unwrap_or(Nanos::ZERO),
         };
+        let overhead_charge = match raw.overhead_charge.as_deref() {
+            None => defaults.overhead_charge,
+            Some(text) => OverheadCharge::from_name(text.trim()).ok_or_else(|| {
+                self.err(
+                    at("overhead_charge"),
+                    ErrorKind::UnknownName {
+                        what: "overhead charge",
+                        name: text.to_string(),
+                        expected: "incoming, none".to_string(),
+                    },
+                )
+            })?,
+        };
         Ok(MachineConfig {
             pcpus,
             quantum,
             replenishment,
             overheads,
+            overhead_charge,
         })
     }
 
@@ -361,18 +375,49 @@ impl Builder<'_> {
             None => PolicyKind::Deferrable,
             Some(name) => self.policy_kind(name, &at("policy"))?,
         };
+        for (old, given) in [
+            ("timeslice", raw.timeslice.is_some()),
+            ("accounting_period", raw.accounting_period.is_some()),
+        ] {
+            if given {
+                return Err(self.err(
+                    at(old),
+                    ErrorKind::Invalid(
+                        "replaced by credit = { tick = \"10ms\", ticks_per_slice = 3, \
+                         ticks_per_accounting = 3 } (Xen 4.0's defaults: a 30 ms slice and \
+                         accounting every 30 ms)"
+                            .to_string(),
+                    ),
+                ));
+            }
+        }
         let defaults = CreditConfig::default();
+        let raw_credit = raw.credit.unwrap_or_default();
         let credit = CreditConfig {
-            timeslice: self
-                .opt_time(raw.timeslice.as_ref(), &at("timeslice"), true)?
-                .unwrap_or(defaults.timeslice),
-            accounting_period: self
-                .opt_time(
-                    raw.accounting_period.as_ref(),
-                    &at("accounting_period"),
-                    true,
-                )?
-                .unwrap_or(defaults.accounting_period),
+            tick: self
+                .opt_time(raw_credit.tick.as_ref(), &at("credit.tick"), true)?
+                .unwrap_or(defaults.tick),
+            ticks_per_slice: match raw_credit.ticks_per_slice {
+                None => defaults.ticks_per_slice,
+                Some(n) => self.u32_field(n, &at("credit.ticks_per_slice"), 1)?,
+            },
+            ticks_per_accounting: match raw_credit.ticks_per_accounting {
+                None => defaults.ticks_per_accounting,
+                Some(n) => self.u32_field(n, &at("credit.ticks_per_accounting"), 1)?,
+            },
+        };
+        let rtds = match raw.rtds.and_then(|r| r.mode) {
+            None => RtdsMode::default(),
+            Some(text) => RtdsMode::from_name(text.trim()).ok_or_else(|| {
+                self.err(
+                    at("rtds.mode"),
+                    ErrorKind::UnknownName {
+                        what: "RTDS mode",
+                        name: text.to_string(),
+                        expected: "event, quantum".to_string(),
+                    },
+                )
+            })?,
         };
         let arinc653 = match (raw.major_frame, raw.minor_frames) {
             (None, None) => None,
@@ -397,7 +442,14 @@ impl Builder<'_> {
                 })
             }
         };
-        Ok((policy, SchedulerSettings { credit, arinc653 }))
+        Ok((
+            policy,
+            SchedulerSettings {
+                credit,
+                rtds,
+                arinc653,
+            },
+        ))
     }
 
     /// `base` carries the event number for domains added by an event.

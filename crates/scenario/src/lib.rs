@@ -50,14 +50,17 @@
 //!
 //! [machine]                        # every key optional
 //! pcpus = 1                        # one pcpu in this version (more is an error)
-//! quantum = "1ms"                  # the scheduler tick
-//! replenishment = "exact"          # or "tick"
+//! quantum = "1ms"                  # the RT-Xen servers' tick (Credit has its own, below;
+//!                                  # SEDF, RTDS and ARINC 653 are event-driven)
+//! replenishment = "exact"          # or "tick" (ticking servers only: at the next tick)
 //! overhead = { do_schedule = "150ns", context_switch = "1.5us" }   # default 0ns each
+//! overhead_charge = "incoming"     # who pays for overhead: the VCPU chosen (default,
+//!                                  # as Xen) or "none"
 //!
 //! [scheduler]
 //! policy = "deferrable"            # any name or alias of `rtvmm policies`; default deferrable
-//! timeslice = "30ms"               # Credit only (default 30ms)
-//! accounting_period = "30ms"       # Credit only (default 30ms)
+//! credit = { tick = "10ms", ticks_per_slice = 3, ticks_per_accounting = 3 }  # Xen 4.0
+//! rtds = { mode = "event" }        # RTDS: "event" (Xen 4.7+, default) or "quantum" (4.5)
 //! major_frame = "20ms"             # ARINC 653 only: its table, required for that policy
 //! minor_frames = [{ domain = "d1", runtime = "5ms" }, { domain = "d2", runtime = "10ms" }]
 //!
@@ -136,7 +139,7 @@ mod validate;
 
 use std::path::Path;
 
-use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind};
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_sim::SystemSpec;
 
@@ -164,6 +167,7 @@ pub struct ArincTableSpec {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedulerSettings {
     pub credit: CreditConfig,
+    pub rtds: RtdsMode,
     pub arinc653: Option<ArincTableSpec>,
 }
 

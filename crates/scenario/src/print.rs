@@ -7,7 +7,7 @@ use std::fmt::Write;
 use rtvmm_core::guest::{Arrival, TaskSpec};
 use rtvmm_core::machine::ReplenishMode;
 use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::{CreditConfig, PolicyConfig};
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, RtdsMode};
 use rtvmm_sim::{Change, DomainSpec};
 
 use crate::Scenario;
@@ -68,21 +68,35 @@ impl Scenario {
             time(m.overheads.do_schedule),
             time(m.overheads.context_switch)
         );
+        let _ = writeln!(w, "overhead_charge = {}", quote(m.overhead_charge.name()));
 
         let _ = writeln!(w, "\n[scheduler]");
         let _ = writeln!(w, "policy = {}", quote(self.system.policy.kind().name()));
-        let uses_credit = std::iter::once(&self.system.policy)
-            .chain(self.system.changes.iter().filter_map(|c| match &c.change {
-                Change::SwapPolicy(p) => Some(p),
-                _ => None,
+        let policies = || {
+            std::iter::once(&self.system.policy).chain(self.system.changes.iter().filter_map(|c| {
+                match &c.change {
+                    Change::SwapPolicy(p) => Some(p),
+                    _ => None,
+                }
             }))
-            .any(|p| matches!(p, PolicyConfig::Credit(_)));
+        };
+        let uses_credit = policies().any(|p| matches!(p, PolicyConfig::Credit(_)));
         if uses_credit || self.scheduler.credit != CreditConfig::default() {
-            let _ = writeln!(w, "timeslice = {}", time(self.scheduler.credit.timeslice));
+            let c = &self.scheduler.credit;
             let _ = writeln!(
                 w,
-                "accounting_period = {}",
-                time(self.scheduler.credit.accounting_period)
+                "credit = {{ tick = {}, ticks_per_slice = {}, ticks_per_accounting = {} }}",
+                time(c.tick),
+                c.ticks_per_slice,
+                c.ticks_per_accounting
+            );
+        }
+        let uses_rtds = policies().any(|p| matches!(p, PolicyConfig::Rtds(_)));
+        if uses_rtds || self.scheduler.rtds != RtdsMode::default() {
+            let _ = writeln!(
+                w,
+                "rtds = {{ mode = {} }}",
+                quote(self.scheduler.rtds.name())
             );
         }
         if let Some(table) = &self.scheduler.arinc653 {

@@ -48,6 +48,7 @@ pub(crate) struct RawMachine {
     pub quantum: Option<RawTime>,
     pub replenishment: Option<String>,
     pub overhead: Option<RawOverhead>,
+    pub overhead_charge: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -61,10 +62,28 @@ pub(crate) struct RawOverhead {
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawScheduler {
     pub policy: Option<String>,
-    pub timeslice: Option<RawTime>,
-    pub accounting_period: Option<RawTime>,
+    pub credit: Option<RawCredit>,
+    pub rtds: Option<RawRtds>,
+    /// Replaced by `credit = { .. }`: read only to say so.
+    pub timeslice: Option<toml::Value>,
+    /// Replaced by `credit = { .. }`: read only to say so.
+    pub accounting_period: Option<toml::Value>,
     pub major_frame: Option<RawTime>,
     pub minor_frames: Option<Vec<RawMinorFrame>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCredit {
+    pub tick: Option<RawTime>,
+    pub ticks_per_slice: Option<i64>,
+    pub ticks_per_accounting: Option<i64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRtds {
+    pub mode: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

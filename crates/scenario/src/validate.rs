@@ -51,7 +51,7 @@ impl Scenario {
                 PolicyConfig::Credit(self.scheduler.credit)
             }
             PolicyKind::Sedf => PolicyConfig::Sedf,
-            PolicyKind::Rtds => PolicyConfig::Rtds,
+            PolicyKind::Rtds => PolicyConfig::Rtds(self.scheduler.rtds),
             PolicyKind::Arinc653 => {
                 let table = self
                     .scheduler

@@ -48,6 +48,7 @@ fn machine() -> MachineConfig {
         quantum: ms(1),
         replenishment: ReplenishMode::Exact,
         overheads: Overheads::default(),
+        ..MachineConfig::default()
     }
 }
 
@@ -419,19 +420,14 @@ fn check_hierarchical_bounds(
             .iter()
             .enumerate()
             .map(|(k, ((period, budget, _), _))| {
-                // The tasks as simulated; the RM guest's priorities: by period, ties by
-                // declaration order.
+                // The tasks as simulated; the RM guest's priorities: by period, equal
+                // periods sharing a level (served first-in, first-out).
                 let tasks: Vec<(u64, u64)> = domains[k]
                     .tasks
                     .iter()
                     .map(|t| (t.period.as_ns() / 1_000_000, t.wcet.as_ns() / 1_000_000))
                     .collect();
-                let mut order: Vec<usize> = (0..tasks.len()).collect();
-                order.sort_by_key(|&i| (tasks[i].0, i));
-                let mut rank = vec![0u32; tasks.len()];
-                for (r, &i) in order.iter().enumerate() {
-                    rank[i] = r as u32;
-                }
+                let rank: Vec<u32> = tasks.iter().map(|&(p, _)| p as u32).collect();
                 // A Sporadic Server can merge unless its limit reaches its budget in ns.
                 let merging = *kind == ServerKind::Sporadic
                     && u64::from(variant.max_replenishments) < ms(*budget).as_ns();

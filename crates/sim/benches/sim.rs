@@ -24,7 +24,9 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::{Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind};
+use rtvmm_core::policy::{
+    Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, RtdsMode,
+};
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_taskset, share_pattern_table, SharePattern};
 use rtvmm_sim::{DomainSpec, Simulation, SystemSpec};
@@ -47,7 +49,7 @@ fn policy_config(kind: PolicyKind, shares: &[(Nanos, Nanos)]) -> PolicyConfig {
         PolicyKind::Crps => PolicyConfig::Crps,
         PolicyKind::Credit => PolicyConfig::Credit(CreditConfig::default()),
         PolicyKind::Sedf => PolicyConfig::Sedf,
-        PolicyKind::Rtds => PolicyConfig::Rtds,
+        PolicyKind::Rtds => PolicyConfig::Rtds(RtdsMode::Event),
         PolicyKind::Arinc653 => {
             let major_frame = Nanos::from_ms(10);
             let minor_frames = shares

@@ -183,10 +183,11 @@ impl Simulation {
                 domain: spec.name.clone(),
                 source,
             })?;
-        let guest = Guest::new(spec.guest, spec.tasks.clone());
+        // The guest starts now: its releases count from the instant the domain joins.
+        let guest = Guest::new(spec.guest, spec.tasks.clone(), self.now);
         for t in 0..spec.tasks.len() {
             if let Some(at) = guest.next_release(t) {
-                self.releases.push(Reverse((at.max(self.now), index, t)));
+                self.releases.push(Reverse((at, index, t)));
             }
         }
         if self.domain_of_vcpu.len() <= vcpu.index() {

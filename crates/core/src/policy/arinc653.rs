@@ -26,7 +26,9 @@
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{Arinc653Table, BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::{
+    Arinc653Table, BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView,
+};
 use crate::time::Nanos;
 
 /// Xen's `ARINC653_MAX_DOMAINS_PER_SCHEDULE`.
@@ -162,7 +164,13 @@ impl Policy for Arinc653 {
         self.current == Some(vcpu)
     }
 
-    fn burn(&mut self, _cx: &mut Cx, _pcpu: PcpuId, _ran: Nanos) {}
+    fn burn(&mut self, _cx: &mut Cx, _pcpu: PcpuId, _ran: Nanos, _spent: Spent) {}
+
+    /// No tick: `do_schedule` runs at minor-frame boundaries (the slice ends there) and on
+    /// block and wake only.
+    fn tick_interval(&self) -> TickInterval {
+        TickInterval::None
+    }
 
     fn do_schedule(&mut self, cx: &mut Cx, _pcpu: PcpuId) -> Decision {
         let epoch = self.start_clock(cx.now);

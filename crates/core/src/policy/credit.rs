@@ -1,66 +1,87 @@
-//! Credit: Xen's proportional-share scheduler (default as of Xen 4.0,
-//! `xen/common/sched_credit.c`, now `xen/common/sched/credit.c`; Ackaouy 2006).
+//! Credit: Xen's proportional-share scheduler as Xen 4.0 ran it (`xen/common/sched_credit.c`,
+//! Ackaouy 2006) — the Credit the RT-Xen 2011 paper measured.
 //!
 //! # Design note
+//! Names in parentheses are Xen 4.0's.
 //! - **Parameters**: `weight` (> 0) and `cap` (percent of one pcpu, 0 = none) per VCPU. Xen
-//!   sets them per domain and splits a domain's credit among its VCPUs; rtvmm domains have
-//!   one VCPU, so the VCPU is the account holder. Budget and period are not read.
-//! - **Credit** is a signed count of nanoseconds of run time (Xen counts 10 credits per ms;
-//!   here 1 credit = 1 ns, integers only). Running debits it by the time run.
-//! - **Accounting** every `accounting_period` (first one period after the policy sees its
-//!   first VCPU): each *active* VCPU is credited
-//!   `⌈accounting_period × pcpus × weight / Σ weight of active VCPUs⌉` (rounded up, as Xen
-//!   does), but never more than its cap allows in a period (`accounting_period × cap / 100`).
-//!   **Active** = has work now, or ran during the period, or is in debt (credit < 0). Xen's
-//!   "active" VCPUs are those charged since their credit last overflowed — in particular a
-//!   VCPU in debt stays active and is paid until its debt is gone; a VCPU that neither ran
-//!   nor has work nor owes anything gets nothing and does not dilute the others' share.
-//!   Then every credit is clamped to `[-accounting_period, +accounting_period]`: a mostly
-//!   idle VCPU cannot hoard more than one accounting period's worth (Xen 4.0 resets such a
-//!   VCPU to 0 instead; the rtvmm spec asks for a clamp), and a hog's debt is bounded, as in
-//!   Xen.
-//! - **Classes** — BOOST, then UNDER, then OVER. As in Xen, UNDER/OVER are (re)assigned only
-//!   at accounting: UNDER if credit ≥ 0, else OVER. Between two accounting ticks a VCPU keeps
-//!   its class whatever its credit does.
-//! - **BOOST**: a VCPU that wakes while UNDER (and not parked) becomes BOOST. It returns to
-//!   UNDER at the next accounting tick or when it is descheduled (blocked, preempted, or its
-//!   time slice ended), whichever comes first.
-//! - **Run queue**: one FIFO of waiting VCPUs with work. The pick is the first runnable VCPU
-//!   of the best class in it — the same as Xen's queue kept sorted by class with insertion at
-//!   the end of the class. A VCPU put back (time slice over, preempted) or woken goes to the
-//!   back; so VCPUs of one class take turns (round-robin).
-//! - **do_schedule**: the running VCPU goes on while it has work, is not parked, has time
-//!   slice left and no waiting VCPU has a strictly better class; otherwise it is put back and
-//!   the head runs with a fresh time slice (`CreditConfig::timeslice`, or less: what its cap
-//!   still allows in this period). OVER VCPUs run when nothing UNDER or BOOST is runnable:
-//!   work-conserving.
-//! - **Wake**: asks for a reschedule when the VCPU is runnable and the pcpu idles or its class
-//!   beats the running VCPU's (Xen's `__runq_tickle`) — a BOOSTed VCPU preempts a non-BOOST
-//!   one at once; an OVER one never preempts.
-//! - **Cap**: with `cap > 0` a VCPU that has run `accounting_period × cap / 100` in the
-//!   current accounting period is **parked** (not runnable, even on an idle pcpu) until the
-//!   next accounting tick. (Xen parks on credit below −cap at accounting; the rtvmm spec asks
-//!   for the cap per period.)
-//! - **adjust**: new weight and cap take effect at the next accounting tick.
+//!   sets them per domain and splits a domain's credit among its active VCPUs; rtvmm
+//!   domains have one VCPU, so the VCPU is the account holder. Budget and period are not
+//!   read. New values take effect at the next accounting.
+//! - **Credit** is a signed count of nanoseconds of run time (Xen: 10 credits per ms).
+//!   Constants scale with [`CreditConfig`]: one *slice's worth* is `tick × ticks_per_slice`
+//!   (`CSCHED_CREDITS_PER_TSLICE`, 30 ms), one *accounting period's worth* is
+//!   `tick × ticks_per_accounting` (`CSCHED_CREDITS_PER_ACCT`, 30 ms).
+//! - **Charging** (`burn_credits`): at every `do_schedule` and every tick the running VCPU's
+//!   credit is debited by the time it ran since it was last charged, rounded to the nearest
+//!   0.1 ms credit; the remainder (possibly negative) stays with the VCPU for its next
+//!   charge. Time is counted from the instant `do_schedule` chose it (scheduler overhead
+//!   charged to it included: [`Spent::Overhead`]).
+//! - **Classes** (`pri`): BOOST, then UNDER, then OVER. A new VCPU is UNDER.
+//! - **Run queue** (`runq`): the waiting runnable VCPUs, a VCPU inserted behind every VCPU of
+//!   its class or a better one (`__runq_insert`: before the first of a strictly lower
+//!   class): first-in, first-out within a class. The pick is its head; an empty queue picks
+//!   IDLE.
+//! - **do_schedule** (`csched_schedule`): charge the running VCPU; if it is still runnable,
+//!   insert it back (behind its class); run the head with a time slice of one slice's worth,
+//!   or IDLE with no slice (IDLE runs until a wake). So it runs when the running VCPU
+//!   blocks, when its slice ends, when a wake must preempt and when a cap parks it —
+//!   never at a tick.
+//! - **Wake** (`csched_vcpu_wake`): a VCPU that wakes while UNDER and not parked becomes
+//!   BOOST; it is inserted and asks for a reschedule only if its class is **strictly**
+//!   better than the running VCPU's (`__runq_tickle`), or the pcpu idles: a BOOST wake does
+//!   not preempt another BOOST VCPU. A VCPU that is still running (blocked and woke before
+//!   it was descheduled) just goes on.
+//! - **Tick** (`csched_tick`, every `tick`, per pcpu): the running VCPU, if any, drops from
+//!   BOOST to UNDER, is charged, and joins the active set if it was not in it
+//!   (`csched_vcpu_acct`); then, after an accounting, the run queue is re-sorted so UNDER
+//!   and BOOST VCPUs move ahead of OVER ones, keeping their order (`csched_runq_sort`). The
+//!   tick does not reschedule.
+//! - **Accounting** (`csched_acct`, one master for the machine, every `ticks_per_accounting`
+//!   ticks of pcpu 0; at an instant where both fall, the accounting comes first): a pool of
+//!   `accounting period × pcpus` (plus the magnitude of a negative credit balance left by the
+//!   previous accounting) is shared among the **active** VCPUs in proportion to weight,
+//!   rounded up; each gets at most one accounting period's worth (plus its weighted part of
+//!   that balance), less when capped (`⌈cap × accounting period / 100⌉`); what one cannot
+//!   use goes to the VCPUs after it in the active list, and a VCPU that could have used more
+//!   moves to the list's head for the next time (`credit_xtra`). Then per VCPU: credit < 0 →
+//!   OVER (and, if capped and below minus its cap share, **parked**: not runnable until an
+//!   accounting makes it UNDER again; credit floored at minus one slice's worth); credit ≥ 0
+//!   → UNDER (unparked if parked); credit above one slice's worth (**hoarding**: it did not
+//!   run enough to spend it) → it leaves the active set and its credit is reset to 0, until
+//!   a tick next finds it running. The credit balance is the sum of the active VCPUs'
+//!   credits afterwards.
+//! - **Active set** (`active_sdom`): VCPUs join at a tick that finds them running (at the
+//!   head of the list) and leave by hoarding or removal. A VCPU never found running at a
+//!   tick is never paid.
+//! - **Parking** takes the VCPU off the run queue (and off the pcpu: a reschedule);
+//!   unparking puts it back if it has work, without BOOST, preempting only a strictly lower
+//!   class.
 //!
 //! Known gaps: one run queue (the machine drives one pcpu); Xen's per-pcpu queues, load
-//! balancing and the credit2 successor are not modelled.
+//! balancing (stealing), yield and the credit2 successor are not modelled; VCPUs are
+//! their own domains (the per-domain split of credit among several VCPUs comes with
+//! multi-VCPU domains).
 
 use std::collections::VecDeque;
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{BudgetCounters, CreditConfig, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::{
+    BudgetCounters, CreditConfig, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView,
+};
 use crate::time::Nanos;
+
+/// Xen 4.0 charges run time in whole credits of 0.1 ms (`CSCHED_CREDITS_PER_MSEC` = 10).
+pub const CREDIT_UNIT: Nanos = Nanos::from_us(100);
 
 /// A VCPU's class. Declaration order is urgency order: smaller is more urgent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Class {
-    /// Woke while UNDER; until descheduled or the next accounting tick.
+pub enum Class {
+    /// Woke while UNDER; until a tick finds it running or the next accounting.
     Boost,
-    /// Credit ≥ 0 at the last accounting tick.
+    /// Credit ≥ 0 at its last accounting (or never accounted yet).
     Under,
-    /// Credit < 0 at the last accounting tick.
+    /// Credit < 0 at its last accounting.
     Over,
 }
 
@@ -70,15 +91,18 @@ struct CreditVcpu {
     vcpu: VcpuId,
     weight: u32,
     cap: u32,
-    /// Parameters set by `adjust`, applied at the next accounting tick.
+    /// Parameters set by `adjust`, applied at the next accounting.
     pending: Option<VcpuParams>,
     /// Nanoseconds of run time it may still use before it is in debt.
     credit: i64,
+    /// Run time not yet charged (Xen keeps it in `start_time`): negative after a charge
+    /// rounded up.
+    uncharged: i64,
     class: Class,
     has_work: bool,
-    /// Run time in the current accounting period (for the cap).
-    used_in_period: Nanos,
-    ran_in_period: bool,
+    parked: bool,
+    /// In the active set (paid at accounting).
+    active: bool,
     counters: BudgetCounters,
 }
 
@@ -88,42 +112,61 @@ pub struct Credit {
     pcpus: u32,
     /// Indexed by VCPU id; `None` for ids that are not (or no longer) here.
     vcpus: Vec<Option<CreditVcpu>>,
-    /// Waiting VCPUs with work (not the running one), in the order they were put back.
+    /// Waiting runnable VCPUs (not the running one), head first.
     runq: VecDeque<VcpuId>,
     /// What the last `do_schedule` chose (None = IDLE).
     current: Option<VcpuId>,
-    /// Run time of the current VCPU since it was picked.
-    slice_used: Nanos,
-    /// The next accounting tick; set when the first VCPU arrives.
-    next_accounting: Option<Nanos>,
+    /// The active set, in Xen's list order (head first).
+    active: Vec<VcpuId>,
+    /// The sum of the active VCPUs' credits after the last accounting.
+    credit_balance: i64,
+    /// Ticks of pcpu 0 so far (the master counts accounting periods in its ticks).
+    master_ticks: u64,
+    /// An accounting happened and the run queue has not been re-sorted since.
+    sort_pending: bool,
 }
 
-/// Checks Credit's tunables (for the scenario layer): both must be greater than 0.
+/// Checks Credit's tunables (for the scenario layer).
 pub fn validate_config(config: &CreditConfig) -> Result<(), String> {
-    if config.timeslice.is_zero() {
-        return Err("timeslice: must be greater than 0".to_string());
+    if config.tick.is_zero() {
+        return Err("tick: must be greater than 0".to_string());
     }
-    if config.accounting_period.is_zero() {
-        return Err("accounting_period: must be greater than 0".to_string());
+    if config.ticks_per_slice == 0 {
+        return Err("ticks_per_slice: must be at least 1".to_string());
+    }
+    if config.ticks_per_accounting == 0 {
+        return Err("ticks_per_accounting: must be at least 1".to_string());
     }
     Ok(())
 }
 
+fn as_i64(t: Nanos) -> i64 {
+    i64::try_from(t.as_ns()).unwrap_or(i64::MAX)
+}
+
+/// `⌈a / b⌉` for `a ≥ 0`, `b > 0`.
+fn div_ceil(a: i128, b: i128) -> i128 {
+    (a + b - 1) / b
+}
+
 impl Credit {
-    /// A zero timeslice or accounting period (rejected by [`validate_config`]) is raised to
-    /// 1 ns so that a bad configuration cannot make the machine loop.
+    /// A configuration [`validate_config`] refuses is raised to the smallest valid one, so
+    /// that it cannot make the machine loop.
     pub fn new(pcpus: u32, config: CreditConfig) -> Credit {
         Credit {
             config: CreditConfig {
-                timeslice: config.timeslice.max(Nanos(1)),
-                accounting_period: config.accounting_period.max(Nanos(1)),
+                tick: config.tick.max(Nanos(1)),
+                ticks_per_slice: config.ticks_per_slice.max(1),
+                ticks_per_accounting: config.ticks_per_accounting.max(1),
             },
             pcpus: pcpus.max(1),
             vcpus: Vec::new(),
             runq: VecDeque::new(),
             current: None,
-            slice_used: Nanos::ZERO,
-            next_accounting: None,
+            active: Vec::new(),
+            credit_balance: 0,
+            master_ticks: 0,
+            sort_pending: false,
         }
     }
 
@@ -143,124 +186,190 @@ impl Credit {
         self.vcpus.iter().flatten()
     }
 
-    fn period_ns(&self) -> i64 {
-        i64::try_from(self.config.accounting_period.as_ns()).unwrap_or(i64::MAX)
+    /// The VCPU's class (for tests and traces).
+    pub fn class(&self, vcpu: VcpuId) -> Class {
+        self.get(vcpu).class
     }
 
-    /// Run time a cap allows per accounting period; None without a cap.
-    fn cap_allowance(&self, cap: u32) -> Option<Nanos> {
-        (cap > 0).then(|| {
-            let ns = self.config.accounting_period.as_ns() as u128 * cap as u128 / 100;
-            Nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-        })
+    /// Whether the VCPU is parked by its cap (for tests and traces).
+    pub fn is_parked(&self, vcpu: VcpuId) -> bool {
+        self.get(vcpu).parked
     }
 
-    fn is_parked(&self, s: &CreditVcpu) -> bool {
-        self.cap_allowance(s.cap)
-            .is_some_and(|allowed| s.used_in_period >= allowed)
+    /// Whether the VCPU is in the active set (for tests and traces).
+    pub fn is_active(&self, vcpu: VcpuId) -> bool {
+        self.get(vcpu).active
+    }
+
+    fn slice_worth(&self) -> i64 {
+        as_i64(self.config.slice())
+    }
+
+    fn accounting_worth(&self) -> i64 {
+        as_i64(self.config.accounting_period())
     }
 
     fn runnable(&self, vcpu: VcpuId) -> bool {
         let s = self.get(vcpu);
-        s.has_work && !self.is_parked(s)
+        s.has_work && !s.parked
     }
 
-    /// The best class among waiting runnable VCPUs.
-    fn best_waiting_class(&self) -> Option<Class> {
-        let mut best = None;
-        for &v in &self.runq {
-            if !self.runnable(v) {
-                continue;
-            }
-            let class = self.get(v).class;
-            if class == Class::Boost {
-                // Nothing is more urgent: the rest of the queue cannot change the answer.
-                return Some(class);
-            }
-            if best.map_or(true, |b| class < b) {
-                best = Some(class);
-            }
-        }
-        best
+    /// `__runq_insert`: before the first waiting VCPU of a strictly lower class.
+    fn insert(&mut self, vcpu: VcpuId) {
+        let class = self.get(vcpu).class;
+        let at = self
+            .runq
+            .iter()
+            .position(|&v| self.get(v).class > class)
+            .unwrap_or(self.runq.len());
+        self.runq.insert(at, vcpu);
     }
 
-    /// What the current VCPU may still run: the rest of its time slice, and no more than
-    /// its cap allows in this period.
-    fn slice_left(&self, vcpu: VcpuId) -> Nanos {
-        let s = self.get(vcpu);
-        let mut left = self.config.timeslice.saturating_sub(self.slice_used);
-        if let Some(allowed) = self.cap_allowance(s.cap) {
-            left = left.min(allowed.saturating_sub(s.used_in_period));
-        }
-        left
-    }
-
-    /// The accounting clock starts when the policy sees its first VCPU.
-    fn start_clock(&mut self, now: Nanos) {
-        if self.next_accounting.is_none() {
-            self.next_accounting = Some(now + self.config.accounting_period);
-        }
-    }
-
-    /// Whether the decision in effect should change: the pcpu idles while someone is
-    /// runnable, or the running VCPU cannot go on or is beaten by a waiting class.
-    fn decision_outdated(&self) -> bool {
-        let best = self.best_waiting_class();
+    /// `__runq_tickle`: whether `vcpu`, just queued, must preempt what runs.
+    fn tickles(&self, vcpu: VcpuId) -> bool {
         match self.current {
-            None => best.is_some(),
-            Some(c) => !self.runnable(c) || best.is_some_and(|b| b < self.get(c).class),
+            None => true,
+            Some(c) => self.get(vcpu).class < self.get(c).class,
         }
     }
 
-    /// The accounting tick: pay every active VCPU its share, clamp, reassign classes, end
-    /// BOOST and parking, start a new period.
-    fn account(&mut self) {
+    /// `burn_credits`: debits the run time not yet charged, in whole 0.1 ms credits rounded
+    /// to the nearest; the rest stays uncharged.
+    fn charge(&mut self, vcpu: VcpuId) {
+        let unit = as_i64(CREDIT_UNIT);
+        let s = self.get_mut(vcpu);
+        if s.uncharged <= 0 {
+            return;
+        }
+        let units = (s.uncharged + unit / 2) / unit;
+        s.credit = s.credit.saturating_sub(units * unit);
+        s.uncharged -= units * unit;
+    }
+
+    fn activate(&mut self, vcpu: VcpuId) {
+        let s = self.get_mut(vcpu);
+        if !s.active {
+            s.active = true;
+            self.active.insert(0, vcpu);
+        }
+    }
+
+    fn deactivate(&mut self, vcpu: VcpuId) {
+        let s = self.get_mut(vcpu);
+        if s.active {
+            s.active = false;
+            self.active.retain(|&v| v != vcpu);
+        }
+    }
+
+    /// `csched_runq_sort`: UNDER and BOOST VCPUs move ahead of OVER ones, keeping order.
+    fn sort_runq(&mut self) {
+        let (ahead, behind): (VecDeque<VcpuId>, VecDeque<VcpuId>) = self
+            .runq
+            .iter()
+            .partition(|&&v| self.get(v).class != Class::Over);
+        self.runq = ahead;
+        self.runq.extend(behind);
+    }
+
+    /// The cap's share of one accounting period, `⌈cap × period / 100⌉`; None without cap.
+    fn cap_share(&self, cap: u32) -> Option<i64> {
+        (cap > 0).then(|| {
+            let share = div_ceil(cap as i128 * self.accounting_worth() as i128, 100);
+            i64::try_from(share).unwrap_or(i64::MAX)
+        })
+    }
+
+    /// `csched_acct`. Returns whether the pcpu must reschedule (a cap parked the running
+    /// VCPU, or an unparked VCPU beats what runs).
+    fn account(&mut self) -> bool {
         for s in self.vcpus.iter_mut().flatten() {
             if let Some(p) = s.pending.take() {
                 s.weight = p.weight;
                 s.cap = p.cap;
             }
         }
-        let active: Vec<bool> = self
-            .vcpus
+        let weight_total: i128 = self
+            .active
             .iter()
-            .map(|s| {
-                s.as_ref()
-                    .is_some_and(|s| s.has_work || s.ran_in_period || s.credit < 0)
-            })
-            .collect();
-        let total_weight: u128 = self
-            .iter()
-            .filter(|s| active[s.vcpu.index()])
-            .map(|s| s.weight as u128)
+            .map(|&v| self.get(v).weight as i128)
             .sum();
-        let period = self.period_ns();
-        let share_pool = self.config.accounting_period.as_ns() as u128 * self.pcpus as u128;
-        let allowances: Vec<Option<Nanos>> = self
-            .vcpus
-            .iter()
-            .map(|s| s.as_ref().and_then(|s| self.cap_allowance(s.cap)))
-            .collect();
-        for s in self.vcpus.iter_mut().flatten() {
-            if active[s.vcpu.index()] {
-                let weight = s.weight as u128;
-                // Rounded up, as Xen does, so that the shares add up to at least the pool.
-                let mut fair = (share_pool * weight).div_ceil(total_weight);
-                if let Some(allowed) = allowances[s.vcpu.index()] {
-                    fair = fair.min(allowed.as_ns() as u128);
-                }
-                let fair = i64::try_from(fair).unwrap_or(i64::MAX);
-                s.credit = s.credit.saturating_add(fair);
-            }
-            s.credit = s.credit.clamp(-period, period);
-            s.class = if s.credit >= 0 {
-                Class::Under
-            } else {
-                Class::Over
-            };
-            s.used_in_period = Nanos::ZERO;
-            s.ran_in_period = false;
+        let mut credit_total = self.accounting_worth() as i128 * self.pcpus as i128
+            - self.credit_balance.min(0) as i128;
+        let balance = self.credit_balance;
+        self.sort_pending = true;
+        if weight_total == 0 {
+            self.credit_balance = 0;
+            return false;
         }
+        let mut weight_left = weight_total;
+        let mut credit_xtra = false;
+        let mut new_balance: i64 = 0;
+        let mut resched = false;
+        let slice = self.slice_worth() as i128;
+        for vcpu in self.active.clone() {
+            let (weight, cap) = {
+                let s = self.get(vcpu);
+                (s.weight as i128, s.cap)
+            };
+            weight_left -= weight;
+            let mut peak = self.accounting_worth() as i128;
+            if balance < 0 {
+                peak += div_ceil(-(balance as i128) * weight, weight_total);
+            }
+            let cap_share = self.cap_share(cap).map(i128::from);
+            if let Some(share) = cap_share {
+                peak = peak.min(share);
+            }
+            let mut fair = div_ceil(credit_total * weight, weight_total);
+            if fair < peak {
+                credit_xtra = true;
+            } else {
+                if weight_left != 0 {
+                    // Give the VCPUs after it a chance at what it cannot use.
+                    credit_total += div_ceil((fair - peak) * weight_total, weight_left);
+                }
+                if credit_xtra {
+                    self.active.retain(|&v| v != vcpu);
+                    self.active.insert(0, vcpu);
+                }
+                fair = peak;
+            }
+            let fair = i64::try_from(fair).unwrap_or(i64::MAX);
+            let running = self.current == Some(vcpu);
+            let s = self.get_mut(vcpu);
+            s.credit = s.credit.saturating_add(fair);
+            let mut unparked = false;
+            if s.credit < 0 {
+                s.class = Class::Over;
+                if cap_share.is_some_and(|share| (s.credit as i128) < -share) && !s.parked {
+                    s.parked = true;
+                    resched |= running;
+                }
+                s.credit = s.credit.max(-(slice as i64));
+            } else {
+                s.class = Class::Under;
+                if s.parked {
+                    s.parked = false;
+                    unparked = true;
+                }
+                if s.credit as i128 > slice {
+                    s.credit = 0;
+                    self.deactivate(vcpu);
+                }
+            }
+            new_balance = new_balance.saturating_add(self.get(vcpu).credit);
+            if self.get(vcpu).parked {
+                self.runq.retain(|&v| v != vcpu);
+            }
+            if unparked && self.get(vcpu).has_work && !running {
+                // `vcpu_unpause` wakes it, still flagged parked, so without BOOST.
+                self.insert(vcpu);
+                resched |= self.tickles(vcpu);
+            }
+        }
+        self.credit_balance = new_balance;
+        resched
     }
 }
 
@@ -274,8 +383,7 @@ impl Policy for Credit {
         params.validate_credit(self.pcpus)
     }
 
-    fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
-        self.start_clock(cx.now);
+    fn insert_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
         if self.vcpus.len() <= vcpu.index() {
             self.vcpus.resize(vcpu.index() + 1, None);
         }
@@ -285,10 +393,11 @@ impl Policy for Credit {
             cap: params.cap,
             pending: None,
             credit: 0,
+            uncharged: 0,
             class: Class::Under,
             has_work: false,
-            used_in_period: Nanos::ZERO,
-            ran_in_period: false,
+            parked: false,
+            active: false,
             counters: BudgetCounters::default(),
         });
     }
@@ -298,29 +407,26 @@ impl Policy for Credit {
             self.current = None;
         }
         self.runq.retain(|&v| v != vcpu);
+        self.deactivate(vcpu);
         self.vcpus[vcpu.index()] = None;
     }
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.get_mut(vcpu).has_work = true;
+        let s = self.get_mut(vcpu);
+        s.has_work = true;
+        if s.parked {
+            // Paused by its cap: the wake waits for the unpark.
+            return false;
+        }
+        if s.class == Class::Under {
+            s.class = Class::Boost;
+        }
         if self.current == Some(vcpu) {
             // Blocked and woke again before it was descheduled: it simply goes on.
             return false;
         }
-        let parked = self.is_parked(self.get(vcpu));
-        let s = self.get_mut(vcpu);
-        if s.class == Class::Under && !parked {
-            s.class = Class::Boost;
-        }
-        self.runq.push_back(vcpu);
-        if parked {
-            return false;
-        }
-        let class = self.get(vcpu).class;
-        match self.current {
-            None => true,
-            Some(c) => class < self.get(c).class,
-        }
+        self.insert(vcpu);
+        self.tickles(vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
@@ -329,74 +435,70 @@ impl Policy for Credit {
         self.current == Some(vcpu)
     }
 
-    fn burn(&mut self, _cx: &mut Cx, _pcpu: PcpuId, ran: Nanos) {
+    fn burn(&mut self, _cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
         let Some(v) = self.current else {
             return;
         };
-        self.slice_used += ran;
         let s = self.get_mut(v);
-        let debit = i64::try_from(ran.as_ns()).unwrap_or(i64::MAX);
-        s.credit = s.credit.saturating_sub(debit);
-        s.used_in_period += ran;
-        s.ran_in_period |= !ran.is_zero();
-        s.counters.consumed += ran;
+        s.uncharged = s.uncharged.saturating_add(as_i64(ran));
+        match spent {
+            Spent::Running => s.counters.consumed += ran,
+            Spent::Overhead => s.counters.overhead += ran,
+        }
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        if let Some(c) = self.current {
-            let slice_over = self.slice_used >= self.config.timeslice;
-            if !slice_over && !self.decision_outdated() {
-                return Decision {
-                    run: Some(c),
-                    slice: Some(self.slice_left(c)),
-                };
+        if let Some(c) = self.current.take() {
+            self.charge(c);
+            if self.runnable(c) {
+                self.insert(c);
             }
-            // Descheduled: BOOST ends; with work it waits at the back of its class.
+        }
+        match self.runq.pop_front() {
+            Some(next) => {
+                self.current = Some(next);
+                Decision {
+                    run: Some(next),
+                    slice: Some(self.config.slice()),
+                }
+            }
+            None => Decision::IDLE,
+        }
+    }
+
+    fn tick_interval(&self) -> TickInterval {
+        TickInterval::Every(self.config.tick)
+    }
+
+    fn tick(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> bool {
+        let mut resched = false;
+        if pcpu == PcpuId(0) {
+            self.master_ticks += 1;
+            if self.master_ticks % self.config.ticks_per_accounting as u64 == 0 {
+                resched |= self.account();
+            }
+        }
+        if let Some(c) = self.current {
             let s = self.get_mut(c);
             if s.class == Class::Boost {
                 s.class = Class::Under;
             }
-            if s.has_work {
-                self.runq.push_back(c);
-            }
-            self.current = None;
+            self.charge(c);
+            self.activate(c);
         }
-        let Some(best) = self.best_waiting_class() else {
-            return Decision::IDLE;
-        };
-        let position = self
-            .runq
-            .iter()
-            .position(|&v| self.runnable(v) && self.get(v).class == best)
-            .expect("the best class has a runnable VCPU");
-        let next = self
-            .runq
-            .remove(position)
-            .expect("position is in the queue");
-        self.current = Some(next);
-        self.slice_used = Nanos::ZERO;
-        Decision {
-            run: Some(next),
-            slice: Some(self.slice_left(next)),
+        if self.sort_pending {
+            self.sort_pending = false;
+            self.sort_runq();
         }
+        resched
     }
 
     fn next_timer(&self) -> Option<Nanos> {
-        self.next_accounting
+        None
     }
 
-    fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        let Some(due) = self.next_accounting else {
-            return false;
-        };
-        if due > cx.now {
-            return false;
-        }
-        self.account();
-        let period = self.config.accounting_period.as_ns();
-        let periods_passed = (cx.now - due).as_ns() / period + 1;
-        self.next_accounting = Some(due + Nanos(period * periods_passed));
-        self.decision_outdated()
+    fn handle_timer(&mut self, _cx: &mut Cx) -> bool {
+        false
     }
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
@@ -415,45 +517,49 @@ impl Policy for Credit {
         self.get(vcpu).counters
     }
 
+    /// The run queue holds exactly the waiting runnable VCPUs, once each, with no OVER VCPU
+    /// ahead of another class; the active list matches the flags; no credit above one
+    /// slice's worth.
     fn check_invariants(&self) -> Result<(), String> {
-        let period = self.period_ns();
+        let slice = self.slice_worth();
         for s in self.iter() {
-            if s.credit > period {
-                return Err(format!(
-                    "vcpu {:?}: credit {} above one accounting period",
-                    s.vcpu, s.credit
-                ));
-            }
             let queued = self.runq.iter().filter(|&&v| v == s.vcpu).count();
-            let should_queue = s.has_work && self.current != Some(s.vcpu);
+            let should_queue = self.runnable(s.vcpu) && self.current != Some(s.vcpu);
             if queued != usize::from(should_queue) {
                 return Err(format!(
-                    "vcpu {:?}: queued {queued} times (has work: {}, running: {})",
+                    "vcpu {:?}: queued {queued} times (has work: {}, parked: {}, running: {})",
                     s.vcpu,
                     s.has_work,
+                    s.parked,
                     self.current == Some(s.vcpu)
                 ));
             }
-            if let Some(allowed) = self.cap_allowance(s.cap) {
-                if s.used_in_period > allowed {
-                    return Err(format!(
-                        "vcpu {:?}: ran {} in the period, above its cap's {}",
-                        s.vcpu, s.used_in_period, allowed
-                    ));
-                }
+            if s.credit > slice {
+                return Err(format!(
+                    "vcpu {:?}: credit {} above one slice's worth {slice}",
+                    s.vcpu, s.credit
+                ));
+            }
+            if s.active != self.active.contains(&s.vcpu) {
+                return Err(format!(
+                    "vcpu {:?}: active flag {} disagrees with the active list",
+                    s.vcpu, s.active
+                ));
             }
         }
         if self.runq.len()
-            != self.iter().filter(|s| s.has_work).count()
-                - usize::from(self.current.is_some_and(|c| self.get(c).has_work))
+            != self.iter().filter(|s| self.runnable(s.vcpu)).count()
+                - usize::from(self.current.is_some_and(|c| self.runnable(c)))
         {
             return Err("run queue holds unknown vcpus".to_string());
         }
-        if self.current.is_some() && self.slice_used > self.config.timeslice {
-            return Err(format!(
-                "time slice overrun: {} of {}",
-                self.slice_used, self.config.timeslice
-            ));
+        if !self.sort_pending {
+            let classes: Vec<Class> = self.runq.iter().map(|&v| self.get(v).class).collect();
+            if let Some(first_over) = classes.iter().position(|&c| c == Class::Over) {
+                if classes[first_over..].iter().any(|&c| c != Class::Over) {
+                    return Err(format!("run queue out of class order: {classes:?}"));
+                }
+            }
         }
         Ok(())
     }
@@ -468,13 +574,6 @@ mod tests {
         Nanos::from_ms(x)
     }
 
-    fn config() -> CreditConfig {
-        CreditConfig {
-            timeslice: ms(30),
-            accounting_period: ms(30),
-        }
-    }
-
     fn params(weight: u32, cap: u32) -> VcpuParams {
         let mut p = VcpuParams::server(ms(1), ms(10), 0);
         p.weight = weight;
@@ -482,32 +581,9 @@ mod tests {
         p
     }
 
-    /// Runs `vcpu` alone from `from` for `run`, then it blocks.
-    fn run_and_block(credit: &mut Credit, log: &mut EventLog, vcpu: VcpuId, from: u64, run: u64) {
-        let mut cx = Cx { now: ms(from), log };
-        credit.burn(&mut cx, PcpuId(0), Nanos::ZERO);
-        credit.wake(&mut cx, vcpu);
-        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(vcpu));
-        let mut cx = Cx {
-            now: ms(from + run),
-            log,
-        };
-        credit.burn(&mut cx, PcpuId(0), ms(run));
-        credit.sleep(&mut cx, vcpu);
-        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)), Decision::IDLE);
-        assert_eq!(credit.check_invariants(), Ok(()));
-    }
-
-    /// Charges `ran_ms` to whatever runs, then processes the accounting tick at `at`.
-    fn accounting_at(credit: &mut Credit, log: &mut EventLog, at: u64, ran_ms: u64) {
-        let mut cx = Cx { now: ms(at), log };
-        credit.burn(&mut cx, PcpuId(0), ms(ran_ms));
-        credit.handle_timer(&mut cx);
-    }
-
     #[test]
     fn validation_reads_weight_and_cap_only() {
-        let credit = Credit::new(2, config());
+        let credit = Credit::new(2, CreditConfig::default());
         assert_eq!(credit.validate(&params(256, 200)), Ok(()));
         assert_eq!(credit.validate(&params(0, 0)), Err(ParamError::WeightZero));
         assert_eq!(
@@ -522,21 +598,102 @@ mod tests {
             Ok(()),
             "budget and period are not read"
         );
-        assert!(validate_config(&config()).is_ok());
-        assert!(validate_config(&CreditConfig {
-            timeslice: Nanos::ZERO,
-            ..config()
-        })
-        .is_err());
+        assert!(validate_config(&CreditConfig::default()).is_ok());
+        for bad in [
+            CreditConfig {
+                tick: Nanos::ZERO,
+                ..CreditConfig::default()
+            },
+            CreditConfig {
+                ticks_per_slice: 0,
+                ..CreditConfig::default()
+            },
+            CreditConfig {
+                ticks_per_accounting: 0,
+                ..CreditConfig::default()
+            },
+        ] {
+            assert!(validate_config(&bad).is_err(), "{bad:?}");
+        }
     }
 
-    /// a never runs (inactive); b runs 1 ms per period, so it alone shares the pool: +30 ms
-    /// each period, −1 ms used. 29 ms after the first tick, 58 → clamped to 30 after the
-    /// second.
+    /// Charges round to the nearest 0.1 ms and carry the rest: 0.26 ms → 0.3 ms debited,
+    /// −0.04 ms carried; then 0.14 ms more (0.10 net) → 0.1 ms debited, nothing carried.
     #[test]
-    fn mostly_idle_vcpu_cannot_hoard_more_than_a_period() {
+    fn charges_round_to_the_nearest_tenth_of_a_millisecond_and_carry_the_rest() {
         let mut log = EventLog::new(false);
-        let mut credit = Credit::new(1, config());
+        let mut credit = Credit::new(1, CreditConfig::default());
+        let v = VcpuId(0);
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        credit.insert_vcpu(&mut cx, v, &params(256, 0));
+        credit.wake(&mut cx, v);
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(v));
+        credit.burn(&mut cx, PcpuId(0), Nanos::from_us(260), Spent::Running);
+        credit.tick(&mut cx, PcpuId(0));
+        assert_eq!(credit.view(v).credit, Some(-300_000));
+        assert_eq!(credit.get(v).uncharged, -40_000);
+        credit.burn(&mut cx, PcpuId(0), Nanos::from_us(140), Spent::Running);
+        credit.do_schedule(&mut cx, PcpuId(0));
+        assert_eq!(credit.view(v).credit, Some(-400_000));
+        assert_eq!(credit.get(v).uncharged, 0);
+    }
+
+    /// Three active VCPUs, weights 512/256/256, one pcpu, 30 ms accounting, no balance:
+    /// shares ⌈30·512/1024⌉ = 15, 7.5, 7.5 ms — each below its peak of 30 ms.
+    #[test]
+    fn accounting_shares_the_pool_by_weight_among_active_vcpus() {
+        let mut log = EventLog::new(false);
+        let mut credit = Credit::new(1, CreditConfig::default());
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        for (i, w) in [512, 256, 256, 256].into_iter().enumerate() {
+            credit.insert_vcpu(&mut cx, VcpuId(i as u32), &params(w, 0));
+        }
+        for i in 0..3 {
+            credit.activate(VcpuId(i));
+        }
+        credit.account();
+        let credits: Vec<Option<i64>> = (0..4).map(|i| credit.view(VcpuId(i)).credit).collect();
+        assert_eq!(
+            credits,
+            vec![Some(15_000_000), Some(7_500_000), Some(7_500_000), Some(0)],
+            "the fourth is not active: not paid"
+        );
+    }
+
+    /// A capped VCPU's unused share goes to the VCPUs after it in the active list. Active
+    /// list (head first): a (cap 10 %: ⌈10 × 30 / 100⌉ = 3 ms), b. Equal weights: fair 15 ms
+    /// each; a gets its peak 3 ms and leaves (15 − 3)·512/256 = 24 ms more to the pool, so b
+    /// is paid ⌈(30 + 24)·256/512⌉ = 27 ms.
+    #[test]
+    fn unused_capped_share_goes_to_the_vcpus_after_it() {
+        let mut log = EventLog::new(false);
+        let mut credit = Credit::new(1, CreditConfig::default());
+        let (a, b) = (VcpuId(0), VcpuId(1));
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        credit.insert_vcpu(&mut cx, a, &params(256, 10));
+        credit.insert_vcpu(&mut cx, b, &params(256, 0));
+        credit.activate(b);
+        credit.activate(a);
+        credit.account();
+        assert_eq!(credit.view(a).credit, Some(3_000_000));
+        assert_eq!(credit.view(b).credit, Some(27_000_000));
+    }
+
+    /// Hoarding: a VCPU paid above one slice's worth leaves the active set with credit 0;
+    /// one in debt below a slice's worth is floored there.
+    #[test]
+    fn hoarders_leave_the_active_set_and_debt_is_floored() {
+        let mut log = EventLog::new(false);
+        let mut credit = Credit::new(1, CreditConfig::one_ms());
         let (a, b) = (VcpuId(0), VcpuId(1));
         let mut cx = Cx {
             now: ms(0),
@@ -544,52 +701,16 @@ mod tests {
         };
         credit.insert_vcpu(&mut cx, a, &params(256, 0));
         credit.insert_vcpu(&mut cx, b, &params(256, 0));
-        run_and_block(&mut credit, &mut log, b, 0, 1);
-        accounting_at(&mut credit, &mut log, 30, 0);
-        assert_eq!(credit.view(a).credit, Some(0), "inactive: not paid");
-        assert_eq!(credit.view(b).credit, Some(ms(29).as_ns() as i64));
-        run_and_block(&mut credit, &mut log, b, 40, 1);
-        accounting_at(&mut credit, &mut log, 60, 0);
-        assert_eq!(credit.view(b).credit, Some(ms(30).as_ns() as i64));
-    }
-
-    /// b runs 25 ms and a 5 ms in the first period (15 ms each paid: b −10, a +10); b then
-    /// sleeps through the second period in debt. In debt it stays active: at 60 a and b
-    /// share the pool (15 ms each), so b is back to +5 and a, who ran 30 ms, is at −5.
-    #[test]
-    fn vcpu_in_debt_stays_active_while_sleeping() {
-        let mut log = EventLog::new(false);
-        let mut credit = Credit::new(1, config());
-        let (a, b) = (VcpuId(0), VcpuId(1));
-        let mut cx = Cx {
-            now: ms(0),
-            log: &mut log,
-        };
-        credit.insert_vcpu(&mut cx, a, &params(256, 0));
-        credit.insert_vcpu(&mut cx, b, &params(256, 0));
-        credit.wake(&mut cx, b);
-        credit.wake(&mut cx, a);
-        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(b));
-        let mut cx = Cx {
-            now: ms(25),
-            log: &mut log,
-        };
-        credit.burn(&mut cx, PcpuId(0), ms(25));
-        credit.sleep(&mut cx, b);
-        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
-        accounting_at(&mut credit, &mut log, 30, 5);
-        let ms_i64 = |x: i64| x * 1_000_000;
-        assert_eq!(credit.view(b).credit, Some(ms_i64(-10)));
-        assert_eq!(credit.view(a).credit, Some(ms_i64(10)));
-        let mut cx = Cx {
-            now: ms(55),
-            log: &mut log,
-        };
-        credit.burn(&mut cx, PcpuId(0), ms(25));
-        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
-        accounting_at(&mut credit, &mut log, 60, 5);
-        assert_eq!(credit.view(b).credit, Some(ms_i64(5)));
-        assert_eq!(credit.view(a).credit, Some(ms_i64(-5)));
+        credit.activate(a);
+        credit.activate(b);
+        credit.get_mut(b).credit = -10_000_000;
+        // Pool 3 ms (one_ms: 3 ticks of 1 ms), 1.5 ms each: a at 1.5 ms > one slice (1 ms).
+        credit.account();
+        assert_eq!(credit.view(a).credit, Some(0));
+        assert!(!credit.is_active(a));
+        assert_eq!(credit.class(a), Class::Under);
+        assert_eq!(credit.view(b).credit, Some(-1_000_000), "floored at −1 ms");
+        assert_eq!(credit.class(b), Class::Over);
         assert_eq!(credit.check_invariants(), Ok(()));
     }
 }

@@ -44,6 +44,7 @@ mod tests {
     use crate::model::{PcpuId, VcpuId, VcpuParams};
     use crate::policy::fp::Charge;
     use crate::policy::Policy;
+    use crate::policy::Spent;
     use crate::time::Nanos;
 
     fn ms(x: u64) -> Nanos {
@@ -65,7 +66,7 @@ mod tests {
         let d = p.do_schedule(&mut cx, PcpuId(0));
         assert_eq!((d.run, d.slice), (Some(a), Some(ms(1))));
         cx.now = ms(1);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         // a (work, budget 0) is above H = b (no work): b lends to a.
         let d = p.do_schedule(&mut cx, PcpuId(0));
         assert_eq!((d.run, d.slice), (Some(a), Some(ms(2))));
@@ -77,7 +78,7 @@ mod tests {
             }
         );
         cx.now = ms(3);
-        p.burn(&mut cx, PcpuId(0), ms(2));
+        p.burn(&mut cx, PcpuId(0), ms(2), Spent::Running);
         assert_eq!(p.view(a).remaining_budget, Some(Nanos::ZERO));
         assert_eq!(p.view(b).remaining_budget, Some(Nanos::ZERO));
         assert_eq!(p.counters(b).lent, ms(2));

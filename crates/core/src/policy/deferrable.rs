@@ -5,19 +5,22 @@
 //!   to B (unused budget is lost) — [`ServerSet::replenish_due`].
 //! - **Consumption**: only while the VCPU itself runs. A VCPU that blocks keeps its budget
 //!   until the next boundary ("deferred").
-//! - **do_schedule**: the running VCPU goes back to its queue (RunQ if it has work, RdyQ if
-//!   not — here: its `has_work` state), then `queuePick(RunQ)` runs: the highest-priority
-//!   VCPU with work and budget left; if none, IDLE. The slice is the chosen VCPU's remaining
-//!   budget, so the machine reschedules when it runs out.
+//! - **do_schedule** (at every quantum tick and on the events below): the running VCPU goes
+//!   back to its queue (RunQ if it has work, RdyQ if not — here: its `has_work` state),
+//!   behind every VCPU of its priority; then `queuePick(RunQ)` runs: the highest-priority
+//!   VCPU with work and budget left; if none, IDLE. So equal priorities take turns quantum by
+//!   quantum (see `fp.rs`). The slice is the chosen VCPU's remaining budget, so the machine
+//!   reschedules when it runs out.
 //! - **Preemption**: a wake or a replenishment asks for a reschedule only when the VCPU then
-//!   has work and budget and beats what runs (or the pcpu idles).
+//!   has work and budget and beats what runs (or the pcpu idles); a VCPU that wakes goes
+//!   behind its equals, so it never preempts one of the same priority.
 //!
 //! Known gap: one pcpu per instance (global fixed priority comes with the multicore work).
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::fp::ServerSet;
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::fp::{Charge, ServerSet};
+use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
 pub struct Deferrable {
@@ -68,6 +71,7 @@ impl Policy for Deferrable {
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = true;
+        self.servers.requeue(vcpu);
         self.preempts(vcpu)
     }
 
@@ -76,15 +80,17 @@ impl Policy for Deferrable {
         self.current == Some(vcpu)
     }
 
-    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos) {
+    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
         if let Some(v) = self.current {
-            let s = self.servers.get_mut(v);
-            let taken = s.take_budget(cx, ran);
-            s.counters.consumed += taken;
+            // A budget that runs out ends the slice: the machine reschedules then.
+            self.servers.charge(cx, Charge::Own(v), ran, spent);
         }
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
+        if let Some(c) = self.current {
+            self.servers.requeue(c);
+        }
         let decision = match self.servers.pick_with_work() {
             Some(s) => Decision {
                 run: Some(s.vcpu),
@@ -96,20 +102,30 @@ impl Policy for Deferrable {
         decision
     }
 
+    fn tick_interval(&self) -> TickInterval {
+        TickInterval::Quantum
+    }
+
     fn next_timer(&self) -> Option<Nanos> {
         self.servers.next_boundary()
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
         let current = self.current;
-        let current_key = current.map(|c| self.servers.get(c).key());
-        let mut resched = false;
-        self.servers.replenish_due(cx, |s| {
-            // The running VCPU's slice grew with its budget: reschedule to re-arm it.
-            let beats_current = current_key.map_or(true, |k| s.key() < k);
-            resched |= Some(s.vcpu) == current || (s.has_work && beats_current);
-        });
-        resched
+        let mut current_replenished = false;
+        let any = self.servers.replenish_due(
+            cx,
+            |v| Some(v) == current,
+            |s| current_replenished |= Some(s.vcpu) == current,
+        );
+        // The running VCPU's slice grew with its budget: reschedule to re-arm it. Otherwise
+        // only a VCPU that now beats what runs matters (a replenished VCPU went behind its
+        // equals, so it does not beat an equal-priority current one).
+        any && (current_replenished
+            || self
+                .servers
+                .pick_with_work()
+                .is_some_and(|s| Some(s.vcpu) != current && self.preempts(s.vcpu)))
     }
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {

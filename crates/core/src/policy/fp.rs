@@ -8,7 +8,13 @@
 //! when a policy's pick finds nothing.
 //!
 //! **Priority** (one total order, used everywhere): smaller `priority` number first, then
-//! smaller VCPU id (declaration order). [`ServerSet`] keeps `servers` sorted by it.
+//! the RunQ's first-in, first-out order among equal priorities, as in RT-Xen's RunQ: a
+//! VCPU is (re)inserted behind every VCPU of its priority whenever it enters the RunQ — when
+//! it wakes, when it is replenished while waiting, and when it is put back after running
+//! (every `do_schedule`: [`ServerSet::requeue`]). Equal-priority VCPUs therefore take turns
+//! quantum by quantum; declaration order only breaks ties until the first of these. Where a
+//! rule speaks of a "lower-priority" VCPU (WCPS, CRPS) it means one behind in this order.
+//! [`ServerSet`] keeps `servers` sorted by it.
 //!
 //! **Fixed vs live state**: `params` are the VCPU's configured parameters; `remaining` and
 //! `next_boundary` are live. Parameters changed at run time wait in `pending` and are applied
@@ -24,7 +30,7 @@
 
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
 /// One server VCPU.
@@ -41,13 +47,17 @@ pub struct Server {
     pub next_boundary: Nanos,
     pub has_work: bool,
     pub counters: BudgetCounters,
+    /// The RunQ stamp: when the VCPU last entered the RunQ (a counter, not a time). Among
+    /// equal priorities the smaller stamp is ahead. Set only by [`ServerSet`].
+    queued: u64,
 }
 
 impl Server {
-    /// The priority key: the one total order of the fixed-priority servers.
+    /// The priority key: the one total order of the fixed-priority servers (priority, then
+    /// first-in, first-out among equals).
     #[inline]
-    pub fn key(&self) -> (u32, VcpuId) {
-        (self.params.priority, self.vcpu)
+    pub fn key(&self) -> (u32, u64) {
+        (self.params.priority, self.queued)
     }
 
     /// Takes up to `amount` from the remaining budget and returns what was taken; reports
@@ -74,6 +84,10 @@ pub struct ServerSet {
     /// every hook. Boundaries move only in `insert`, `remove` and `replenish_due`, which
     /// refresh it (through `reorder`, or directly).
     earliest_boundary: Option<Nanos>,
+    /// The next RunQ stamp to hand out.
+    next_stamp: u64,
+    /// Replenished VCPUs waiting to be requeued (kept to avoid allocating per boundary).
+    to_requeue: Vec<VcpuId>,
 }
 
 impl ServerSet {
@@ -85,6 +99,7 @@ impl ServerSet {
         } else {
             (Nanos::ZERO, now + params.offset)
         };
+        let queued = self.stamp();
         self.servers.push(Server {
             vcpu,
             params: params.clone(),
@@ -93,8 +108,33 @@ impl ServerSet {
             next_boundary,
             has_work: false,
             counters: BudgetCounters::default(),
+            queued,
         });
         self.reorder();
+    }
+
+    fn stamp(&mut self) -> u64 {
+        self.next_stamp += 1;
+        self.next_stamp
+    }
+
+    /// Puts the VCPU behind every VCPU of its priority: it (re)enters the RunQ.
+    pub fn requeue(&mut self, vcpu: VcpuId) {
+        let stamp = self.stamp();
+        let from = self.position[vcpu.index()].expect("unknown server vcpu");
+        let priority = self.servers[from].params.priority;
+        self.servers[from].queued = stamp;
+        // Its new place is after the last VCPU of the same or a higher priority.
+        let mut to = from;
+        while to + 1 < self.servers.len() && self.servers[to + 1].params.priority <= priority {
+            to += 1;
+        }
+        if to > from {
+            self.servers[from..=to].rotate_left(1);
+            for i in from..=to {
+                self.position[self.servers[i].vcpu.index()] = Some(i);
+            }
+        }
     }
 
     pub fn remove(&mut self, vcpu: VcpuId) {
@@ -175,12 +215,20 @@ impl ServerSet {
     /// CRPS: at every boundary `offset + k·P` at or before `now`, the remaining budget is
     /// **set** to B (unused budget is lost), pending parameters take effect, and the next
     /// boundary moves to the first grid point after `now` (whole missed periods are skipped:
-    /// with tick-timed replenishment a boundary may be processed late). Calls `replenished`
-    /// with each replenished server.
-    pub fn replenish_due(&mut self, cx: &mut Cx, mut replenished: impl FnMut(&Server)) -> bool {
+    /// with tick-timed replenishment a boundary may be processed late). A replenished VCPU
+    /// with work that is not part of the decision in effect (`in_effect`) is requeued (it
+    /// re-enters the RunQ); the running one is requeued at the next `do_schedule`. Calls
+    /// `replenished` with each replenished server.
+    pub fn replenish_due(
+        &mut self,
+        cx: &mut Cx,
+        in_effect: impl Fn(VcpuId) -> bool,
+        mut replenished: impl FnMut(&Server),
+    ) -> bool {
         let now = cx.now;
         let mut any = false;
         let mut reorder = false;
+        let mut to_requeue = std::mem::take(&mut self.to_requeue);
         for s in self.servers.iter_mut() {
             if s.next_boundary > now {
                 continue;
@@ -188,6 +236,9 @@ impl ServerSet {
             if let Some(p) = s.pending.take() {
                 reorder |= p.priority != s.params.priority;
                 s.params = p;
+            }
+            if s.has_work && !in_effect(s.vcpu) {
+                to_requeue.push(s.vcpu);
             }
             let period = s.params.period;
             // Move to the first boundary strictly after now.
@@ -204,6 +255,11 @@ impl ServerSet {
         } else if any {
             self.refresh_earliest_boundary();
         }
+        for &vcpu in &to_requeue {
+            self.requeue(vcpu);
+        }
+        to_requeue.clear();
+        self.to_requeue = to_requeue;
         any
     }
 
@@ -270,6 +326,17 @@ pub enum Charge {
 }
 
 impl Charge {
+    /// The VCPUs named by this charge: the budget owner first, then the runner (when they
+    /// differ). At the next `do_schedule` they are put back in this order.
+    pub fn vcpus(self) -> [Option<VcpuId>; 2] {
+        match self {
+            Charge::Nothing => [None, None],
+            Charge::Own(v) | Charge::IdledAway(v) => [Some(v), None],
+            Charge::Both { server, runner } => [Some(server), Some(runner)],
+            Charge::Lent { lender, runner } => [Some(lender), Some(runner)],
+        }
+    }
+
     /// Whether `vcpu`'s budget (or run) is part of this charge.
     pub fn involves(self, vcpu: VcpuId) -> bool {
         match self {
@@ -411,35 +478,54 @@ impl ServerSet {
         }
     }
 
-    /// Charges `ran` nanoseconds of `charge` to the budgets and counters it names.
-    pub fn charge(&mut self, cx: &mut Cx, charge: Charge, ran: Nanos) {
+    /// Puts the VCPUs of the decision that was in effect back in the RunQ, behind their
+    /// equals (called by `do_schedule` before it decides).
+    pub fn put_back(&mut self, charge: Charge) {
+        for vcpu in charge.vcpus().into_iter().flatten() {
+            if self.contains(vcpu) {
+                self.requeue(vcpu);
+            }
+        }
+    }
+
+    /// Charges `ran` nanoseconds of `charge` to the budgets and counters it names. Overhead
+    /// charged to the decision consumes the same budgets and is counted as `overhead`.
+    /// Returns whether a budget it charged ran out (the decision's slice is over: the
+    /// machine reschedules at its end, which may come after overhead).
+    pub fn charge(&mut self, cx: &mut Cx, charge: Charge, ran: Nanos, spent: Spent) -> bool {
+        let overhead = spent == Spent::Overhead;
+        let mut exhausted = false;
+        let mut take =
+            |s: &mut Server, cx: &mut Cx, counter: fn(&mut BudgetCounters) -> &mut Nanos| {
+                let taken = s.take_budget(cx, ran);
+                *if overhead {
+                    &mut s.counters.overhead
+                } else {
+                    counter(&mut s.counters)
+                } += taken;
+                exhausted |= !taken.is_zero() && s.remaining.is_zero();
+                taken
+            };
         match charge {
             Charge::Nothing => {}
             Charge::Own(v) => {
-                let s = self.get_mut(v);
-                let taken = s.take_budget(cx, ran);
-                s.counters.consumed += taken;
+                take(self.get_mut(v), cx, |c| &mut c.consumed);
             }
             Charge::IdledAway(h) => {
-                let s = self.get_mut(h);
-                let taken = s.take_budget(cx, ran);
-                s.counters.idled += taken;
+                take(self.get_mut(h), cx, |c| &mut c.idled);
             }
             Charge::Both { server, runner } => {
-                let s = self.get_mut(server);
-                let taken = s.take_budget(cx, ran);
-                s.counters.consumed += taken;
-                let r = self.get_mut(runner);
-                let taken = r.take_budget(cx, ran);
-                r.counters.consumed += taken;
+                take(self.get_mut(server), cx, |c| &mut c.consumed);
+                take(self.get_mut(runner), cx, |c| &mut c.consumed);
             }
             Charge::Lent { lender, runner } => {
-                let s = self.get_mut(lender);
-                let taken = s.take_budget(cx, ran);
-                s.counters.lent += taken;
-                self.get_mut(runner).counters.borrowed += taken;
+                let taken = take(self.get_mut(lender), cx, |c| &mut c.lent);
+                if !overhead {
+                    self.get_mut(runner).counters.borrowed += taken;
+                }
             }
         }
+        exhausted
     }
 
     /// Throws the VCPU's remaining budget away (Polling Server) and returns the amount.
@@ -495,8 +581,8 @@ pub trait PeriodicRule: Send + 'static {
 ///   lengthens the budget in use does not ask: the old slice ends early and the next
 ///   `do_schedule` re-arms it.
 /// - **Invariant**: the plan in effect is the plan the rule makes now, unless a reschedule
-///   is owed (asked for, or a VCPU in the plan was removed, and `do_schedule` has not run
-///   yet).
+///   is owed (asked for, a budget of the plan ran out, or a VCPU in the plan was removed,
+///   and `do_schedule` has not run yet).
 pub struct PeriodicFamily<R> {
     servers: ServerSet,
     /// What the last `do_schedule` decided.
@@ -558,6 +644,7 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = true;
+        self.servers.requeue(vcpu);
         self.must_reschedule(false)
     }
 
@@ -568,15 +655,22 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
         self.must_reschedule(running)
     }
 
-    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos) {
+    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
         R::time_passed(&mut self.servers, cx, self.active, ran);
-        self.servers.charge(cx, self.active.charge, ran);
+        // A budget that ran out ends the decision's slice: the machine reschedules then
+        // (after the overhead, if it ran out while overhead was charged to it).
+        self.reschedule_owed |= self.servers.charge(cx, self.active.charge, ran, spent);
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
+        self.servers.put_back(self.active.charge);
         self.active = R::plan(&self.servers);
         self.reschedule_owed = false;
         self.servers.decision(self.active)
+    }
+
+    fn tick_interval(&self) -> TickInterval {
+        TickInterval::Quantum
     }
 
     fn next_timer(&self) -> Option<Nanos> {
@@ -584,7 +678,9 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        self.servers.replenish_due(cx, |_| {});
+        let charge = self.active.charge;
+        self.servers
+            .replenish_due(cx, |v| charge.involves(v), |_| {});
         self.must_reschedule(false)
     }
 

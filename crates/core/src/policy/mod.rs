@@ -3,10 +3,18 @@
 //! # How the machine drives a policy
 //! The [`Machine`](crate::machine::Machine) owns time, the pcpus and the overhead model;
 //! a policy owns its queues and budgets. Before any hook that can change state, the machine
-//! calls [`Policy::burn`] with the time the current decision has been in effect (overhead
-//! excluded), so a policy always sees its budgets up to date. Then, in a fixed order:
-//! due timers ([`Policy::handle_timer`]), the tick ([`Policy::tick`]), and — when anything
-//! asked for it — [`Policy::do_schedule`].
+//! calls [`Policy::burn`] with the time the current decision has been in effect, so a
+//! policy always sees its budgets up to date. Then, in a fixed order: due timers
+//! ([`Policy::handle_timer`]), the tick ([`Policy::tick`]), and — when anything asked for
+//! it — [`Policy::do_schedule`].
+//!
+//! # Which policies tick
+//! Each policy says how it wants the periodic tick ([`Policy::tick_interval`]), as in Xen:
+//! the RT-Xen servers tick every scheduling quantum and reschedule at every tick
+//! ([`TickInterval::Quantum`]); Credit has its own 10 ms tick that charges the running VCPU
+//! without rescheduling by itself ([`TickInterval::Every`]); SEDF, RTDS and ARINC 653 are
+//! event-driven ([`TickInterval::None`]): they are called back only when a slice they
+//! returned ends, a timer of theirs is due, or a VCPU blocks or wakes.
 //!
 //! Hooks are named like Xen's (`xen/common/sched/*.c`): `insert_vcpu`, `remove_vcpu`,
 //! `wake`, `sleep`, `do_schedule`, `tick`, `adjust`. A policy never reads a clock: `cx.now`
@@ -45,6 +53,31 @@ impl Decision {
     };
 }
 
+/// How a policy wants the periodic scheduler tick (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TickInterval {
+    /// Every scheduling quantum of the machine; every tick calls `do_schedule`, and with
+    /// tick-timed replenishment ([`ReplenishMode::Tick`](crate::machine::ReplenishMode))
+    /// the policy's due timers are processed at the tick (the RT-Xen servers).
+    Quantum,
+    /// The policy's own tick of this interval (greater than 0); `do_schedule` runs after it
+    /// only when [`Policy::tick`] asks. The policy's timers are always exact.
+    Every(Nanos),
+    /// No tick: event-driven. The policy's timers are always exact.
+    None,
+}
+
+/// What the time passed to [`Policy::burn`] was spent on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spent {
+    /// The decision was in effect: its VCPU ran (or the pcpu idled on its behalf).
+    Running,
+    /// Scheduler overhead before the decision took effect, charged to the decision as if
+    /// it were running (`overhead_charge = "incoming"`): Xen measures a VCPU's run time
+    /// from the instant `do_schedule` began choosing it.
+    Overhead,
+}
+
 /// How a VCPU's budget was spent, for the per-VCPU metrics. Policies that have no budget
 /// leave the fields they do not use at zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,6 +92,9 @@ pub struct BudgetCounters {
     pub lent: Nanos,
     /// Run time this VCPU got on another VCPU's budget (CRPS).
     pub borrowed: Nanos,
+    /// Budget (Credit: credit; SEDF: slice) consumed by scheduler overhead charged to this
+    /// VCPU ([`Spent::Overhead`]); not included in the fields above.
+    pub overhead: Nanos,
 }
 
 impl std::ops::AddAssign for BudgetCounters {
@@ -68,6 +104,7 @@ impl std::ops::AddAssign for BudgetCounters {
         self.discarded += o.discarded;
         self.lent += o.lent;
         self.borrowed += o.borrowed;
+        self.overhead += o.overhead;
     }
 }
 
@@ -106,15 +143,22 @@ pub trait Policy: Send {
     /// machine reschedules anyway when the VCPU is the one running).
     fn sleep(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool;
 
-    /// Charges `ran` nanoseconds of the decision last returned for `pcpu` (the time it was
-    /// in effect, overhead excluded). Called before every other state-changing hook.
-    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos);
+    /// Charges `ran` nanoseconds of the decision last returned for `pcpu`: time it was in
+    /// effect, or scheduler overhead charged to it (`spent`). Called before every other
+    /// state-changing hook.
+    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos, spent: Spent);
 
     /// Chooses what `pcpu` runs from `cx.now`.
     fn do_schedule(&mut self, cx: &mut Cx, pcpu: PcpuId) -> Decision;
 
-    /// The periodic scheduler tick on `pcpu`. The machine calls `do_schedule` after it.
-    fn tick(&mut self, _cx: &mut Cx, _pcpu: PcpuId) {}
+    /// How this policy wants the periodic tick. Read by the machine when the policy starts.
+    fn tick_interval(&self) -> TickInterval;
+
+    /// The periodic scheduler tick on `pcpu`. Returns whether `do_schedule` must run now.
+    /// The default (the RT-Xen servers) does nothing else and always asks.
+    fn tick(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> bool {
+        true
+    }
 
     /// The earliest instant at which the policy's own timers (replenishments, accounting)
     /// are due, if any.
@@ -268,20 +312,83 @@ pub struct Arinc653Table {
     pub minor_frames: Vec<MinorFrame>,
 }
 
-/// Credit's tunables.
+/// Credit's tunables (Xen 4.0's `CSCHED_MSECS_PER_TICK`, `CSCHED_TICKS_PER_TSLICE` and
+/// `CSCHED_TICKS_PER_ACCT`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CreditConfig {
-    /// Xen's `tslice_ms` (default 30 ms; the papers used 1 ms).
-    pub timeslice: Nanos,
-    /// The accounting period (Xen: 30 ms).
-    pub accounting_period: Nanos,
+    /// The per-pcpu tick that charges the running VCPU (Xen 4.0: 10 ms).
+    pub tick: Nanos,
+    /// The time slice in ticks (Xen 4.0: 3, so 30 ms).
+    pub ticks_per_slice: u32,
+    /// The accounting period in ticks (Xen 4.0: 3, so 30 ms).
+    pub ticks_per_accounting: u32,
+}
+
+impl CreditConfig {
+    /// The papers' "1 ms" setting: a 1 ms tick and a 1 ms time slice (accounting every
+    /// 3 ticks, as in Xen).
+    pub fn one_ms() -> CreditConfig {
+        CreditConfig {
+            tick: Nanos::from_ms(1),
+            ticks_per_slice: 1,
+            ticks_per_accounting: 3,
+        }
+    }
+
+    /// The time slice: `tick × ticks_per_slice` (saturating).
+    pub fn slice(&self) -> Nanos {
+        Nanos(
+            self.tick
+                .as_ns()
+                .saturating_mul(self.ticks_per_slice as u64),
+        )
+    }
+
+    /// The accounting period: `tick × ticks_per_accounting` (saturating).
+    pub fn accounting_period(&self) -> Nanos {
+        Nanos(
+            self.tick
+                .as_ns()
+                .saturating_mul(self.ticks_per_accounting as u64),
+        )
+    }
 }
 
 impl Default for CreditConfig {
+    /// Xen 4.0's defaults: 10 ms tick, 30 ms slice, 30 ms accounting.
     fn default() -> Self {
         CreditConfig {
-            timeslice: Nanos::from_ms(30),
-            accounting_period: Nanos::from_ms(30),
+            tick: Nanos::from_ms(10),
+            ticks_per_slice: 3,
+            ticks_per_accounting: 3,
+        }
+    }
+}
+
+/// When RTDS calls `do_schedule` (see `rtds.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RtdsMode {
+    /// Xen 4.7 and later: a replenishment timer, `do_schedule` on budget exhaustion, block,
+    /// preempting wake and replenishment; no periodic call.
+    #[default]
+    Event,
+    /// Xen 4.5: rescheduled at least every quantum (a `do_schedule` at every quantum tick).
+    Quantum,
+}
+
+impl RtdsMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            RtdsMode::Event => "event",
+            RtdsMode::Quantum => "quantum",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<RtdsMode> {
+        match name {
+            "event" => Some(RtdsMode::Event),
+            "quantum" => Some(RtdsMode::Quantum),
+            _ => None,
         }
     }
 }
@@ -297,7 +404,7 @@ pub enum PolicyConfig {
     Crps,
     Credit(CreditConfig),
     Sedf,
-    Rtds,
+    Rtds(RtdsMode),
     Arinc653(Arinc653Table),
 }
 
@@ -312,7 +419,7 @@ impl PolicyConfig {
             PolicyConfig::Crps => PolicyKind::Crps,
             PolicyConfig::Credit(_) => PolicyKind::Credit,
             PolicyConfig::Sedf => PolicyKind::Sedf,
-            PolicyConfig::Rtds => PolicyKind::Rtds,
+            PolicyConfig::Rtds(_) => PolicyKind::Rtds,
             PolicyConfig::Arinc653(_) => PolicyKind::Arinc653,
         }
     }
@@ -328,7 +435,7 @@ impl PolicyConfig {
             PolicyConfig::Crps => Box::new(crps::Crps::new(pcpus)),
             PolicyConfig::Credit(config) => Box::new(credit::Credit::new(pcpus, *config)),
             PolicyConfig::Sedf => Box::new(sedf::Sedf::new(pcpus)),
-            PolicyConfig::Rtds => Box::new(rtds::Rtds::new(pcpus)),
+            PolicyConfig::Rtds(mode) => Box::new(rtds::Rtds::new(pcpus, *mode)),
             PolicyConfig::Arinc653(table) => {
                 Box::new(arinc653::Arinc653::new(pcpus, table.clone()))
             }

@@ -43,6 +43,7 @@ mod tests {
     use crate::model::{PcpuId, VcpuId, VcpuParams};
     use crate::policy::fp::Charge;
     use crate::policy::Policy;
+    use crate::policy::Spent;
     use crate::time::Nanos;
 
     fn ms(x: u64) -> Nanos {
@@ -72,7 +73,7 @@ mod tests {
         assert_eq!(p.active().charge, Charge::IdledAway(hi));
         assert!(!p.wake(&mut cx, lo), "lo waits behind the idle hi");
         cx.now = ms(1);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         assert_eq!(p.view(hi).remaining_budget, Some(ms(1)));
         assert_eq!(p.counters(hi).idled, ms(1));
         assert_eq!(p.view(lo).remaining_budget, Some(ms(4)));

@@ -64,6 +64,7 @@ mod tests {
     use crate::event::{CoreEvent, EventLog};
     use crate::model::{PcpuId, VcpuId, VcpuParams};
     use crate::policy::Policy;
+    use crate::policy::Spent;
 
     fn ms(x: u64) -> Nanos {
         Nanos::from_ms(x)
@@ -88,7 +89,7 @@ mod tests {
             let d = p.do_schedule(&mut cx, PcpuId(0));
             assert_eq!((d.run, d.slice), (Some(mid), Some(ms(2))));
             cx.now = ms(1);
-            p.burn(&mut cx, PcpuId(0), ms(1));
+            p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
             // hi (above the runner, no work) lost its budget; lo (below) kept it.
             assert_eq!(p.view(hi).remaining_budget, Some(Nanos::ZERO));
             assert_eq!(p.counters(hi).discarded, ms(2));
@@ -101,7 +102,7 @@ mod tests {
             // hi has work but no budget, nobody else has work: IDLE.
             assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, None);
             cx.now = ms(2);
-            p.burn(&mut cx, PcpuId(0), ms(1));
+            p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
             assert_eq!(p.view(mid).remaining_budget, Some(Nanos::ZERO));
             assert_eq!(p.view(lo).remaining_budget, Some(Nanos::ZERO));
             p.check_invariants().unwrap();

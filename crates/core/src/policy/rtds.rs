@@ -37,7 +37,9 @@
 
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::{
+    BudgetCounters, Decision, Policy, PolicyKind, RtdsMode, Spent, TickInterval, VcpuView,
+};
 use crate::time::Nanos;
 
 /// Xen's lower bound on both budget and period (`RTDS_MIN_BUDGET`, 10 µs): below it the
@@ -104,6 +106,8 @@ impl RtVcpu {
 
 /// The RTDS policy for the pcpus of one pool.
 pub struct Rtds {
+    /// When `do_schedule` runs: event-driven (Xen 4.7+) or at every quantum (Xen 4.5).
+    mode: RtdsMode,
     /// Indexed by VCPU id; `None` for ids that are not (or no longer) here.
     vcpus: Vec<Option<RtVcpu>>,
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
@@ -116,8 +120,9 @@ pub struct Rtds {
 }
 
 impl Rtds {
-    pub fn new(pcpus: u32) -> Rtds {
+    pub fn new(pcpus: u32, mode: RtdsMode) -> Rtds {
         Rtds {
+            mode,
             vcpus: Vec::new(),
             current: vec![None; pcpus.max(1) as usize],
             next_replenishment: None,
@@ -274,14 +279,17 @@ impl Policy for Rtds {
         self.is_running(vcpu)
     }
 
-    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos) {
+    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos, spent: Spent) {
         let Some(v) = self.current[pcpu.index()] else {
             return;
         };
         let s = self.get_mut(v);
         let taken = ran.min(s.remaining);
         s.remaining -= taken;
-        s.counters.consumed += taken;
+        match spent {
+            Spent::Running => s.counters.consumed += taken,
+            Spent::Overhead => s.counters.overhead += taken,
+        }
         if !taken.is_zero() && s.remaining.is_zero() {
             s.on_exhausted(cx);
         }
@@ -312,6 +320,13 @@ impl Policy for Rtds {
             self.refresh_timer();
         }
         decision
+    }
+
+    fn tick_interval(&self) -> TickInterval {
+        match self.mode {
+            RtdsMode::Event => TickInterval::None,
+            RtdsMode::Quantum => TickInterval::Quantum,
+        }
     }
 
     fn next_timer(&self) -> Option<Nanos> {
@@ -416,7 +431,7 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let rtds = Rtds::new(1);
+        let rtds = Rtds::new(1, RtdsMode::Event);
         let mut p = params(2, 10, false);
         assert_eq!(rtds.validate(&p), Ok(()));
         p.budget = Nanos::from_us(9);
@@ -445,7 +460,7 @@ mod tests {
     #[test]
     fn extratime_refills_one_level_down_and_deadline_resets_it() {
         let mut log = EventLog::new(false);
-        let mut rtds = Rtds::new(1);
+        let mut rtds = Rtds::new(1, RtdsMode::Event);
         let v = VcpuId(0);
         let mut cx = Cx {
             now: ms(0),
@@ -458,7 +473,7 @@ mod tests {
             now: ms(2),
             log: &mut log,
         };
-        rtds.burn(&mut cx, PcpuId(0), ms(2));
+        rtds.burn(&mut cx, PcpuId(0), ms(2), Spent::Running);
         assert_eq!(rtds.level(v), 1);
         assert_eq!(rtds.view(v).remaining_budget, Some(ms(2)));
         assert_eq!(rtds.view(v).deadline, Some(ms(5)));
@@ -466,7 +481,7 @@ mod tests {
             now: ms(5),
             log: &mut log,
         };
-        rtds.burn(&mut cx, PcpuId(0), ms(3));
+        rtds.burn(&mut cx, PcpuId(0), ms(3), Spent::Running);
         assert_eq!(rtds.level(v), 2, "a second refill, one more level down");
         assert!(
             rtds.handle_timer(&mut cx),
@@ -480,7 +495,7 @@ mod tests {
     #[test]
     fn adjust_cuts_now_and_grows_at_next_replenishment() {
         let mut log = EventLog::new(false);
-        let mut rtds = Rtds::new(1);
+        let mut rtds = Rtds::new(1, RtdsMode::Event);
         let v = VcpuId(0);
         let mut cx = Cx {
             now: ms(0),

@@ -34,7 +34,7 @@ use std::collections::VecDeque;
 
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
 /// How long an extra-time run lasts before the next VCPU's turn (Xen 4.0's
@@ -234,7 +234,7 @@ impl Policy for Sedf {
         self.current_vcpu() == Some(vcpu)
     }
 
-    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos) {
+    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
         match self.current {
             None => {}
             Some((_, RunMode::Extra)) => self.extra_used += ran,
@@ -242,7 +242,10 @@ impl Policy for Sedf {
                 let s = self.get_mut(v);
                 let taken = ran.min(s.remaining);
                 s.remaining -= taken;
-                s.counters.consumed += taken;
+                match spent {
+                    Spent::Running => s.counters.consumed += taken,
+                    Spent::Overhead => s.counters.overhead += taken,
+                }
                 if !taken.is_zero() && s.remaining.is_zero() {
                     cx.emit(|| CoreEvent::BudgetExhausted { vcpu: v });
                 }
@@ -303,6 +306,11 @@ impl Policy for Sedf {
                 Decision::IDLE
             }
         }
+    }
+
+    /// No tick: event-driven, as Xen 4.0's SEDF (see the design note).
+    fn tick_interval(&self) -> TickInterval {
+        TickInterval::None
     }
 
     fn next_timer(&self) -> Option<Nanos> {
@@ -413,7 +421,7 @@ mod tests {
             now: ms(1),
             log: &mut log,
         };
-        sedf.burn(&mut cx, PcpuId(0), ms(1));
+        sedf.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         assert_eq!(sedf.view(v).remaining_budget, Some(ms(1)));
         // Processed late (tick-timed): 5 and 10 have passed; the next boundary is 15.
         let mut cx = Cx {
@@ -442,7 +450,7 @@ mod tests {
             now: ms(1),
             log: &mut log,
         };
-        sedf.burn(&mut cx, PcpuId(0), ms(1));
+        sedf.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         sedf.sleep(&mut cx, VcpuId(0));
         assert_eq!(sedf.do_schedule(&mut cx, PcpuId(0)), Decision::IDLE);
         let mut cx = Cx {

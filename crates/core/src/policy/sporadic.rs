@@ -67,7 +67,7 @@ use std::collections::VecDeque;
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::fp::{Charge, Plan, ServerSet};
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, VcpuView};
+use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
 /// One pending replenishment: `amount` is added to the budget at `due`.
@@ -240,6 +240,11 @@ impl Sporadic {
         }
         if replenished {
             self.refresh_next_due();
+            // A waiting VCPU re-enters the RunQ behind its equals; the one in effect is put
+            // back at the next do_schedule.
+            if self.servers.get(vcpu).has_work && !self.active.charge.involves(vcpu) {
+                self.servers.requeue(vcpu);
+            }
         }
         if replenished && self.servers.get(vcpu).pending.is_some() {
             self.apply_params(cx, vcpu, true);
@@ -338,6 +343,7 @@ impl Policy for Sporadic {
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = true;
+        self.servers.requeue(vcpu);
         self.track_activation(cx.now, vcpu);
         self.must_reschedule(false)
     }
@@ -350,12 +356,15 @@ impl Policy for Sporadic {
         self.must_reschedule(running)
     }
 
-    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos) {
+    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
         let Charge::Own(vcpu) = self.active.charge else {
             return;
         };
-        let taken = self.servers.take_budget(cx, vcpu, ran);
-        self.servers.get_mut(vcpu).counters.consumed += taken;
+        let before = self.servers.get(vcpu).remaining;
+        // A budget that runs out ends the slice: the machine reschedules then (after the
+        // overhead, if it ran out while overhead was charged to it).
+        self.reschedule_owed |= self.servers.charge(cx, Charge::Own(vcpu), ran, spent);
+        let taken = before - self.servers.get(vcpu).remaining;
         if !taken.is_zero() {
             // A decision runs an active VCPU, so a chunk is open; should the VCPU have
             // stopped being active while the decision waited out overhead, what it ran is
@@ -371,9 +380,14 @@ impl Policy for Sporadic {
 
     fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
         // Chunks follow activity, not the pcpu: a preempted VCPU keeps its chunk open.
+        self.servers.put_back(self.active.charge);
         self.active = self.servers.plan_own_budget();
         self.reschedule_owed = false;
         self.servers.decision(self.active)
+    }
+
+    fn tick_interval(&self) -> TickInterval {
+        TickInterval::Quantum
     }
 
     fn next_timer(&self) -> Option<Nanos> {
@@ -504,12 +518,12 @@ mod tests {
         let mut at = ms(0);
         for &(from, to) in stretches {
             cx.now = ms(from);
-            p.burn(&mut cx, PcpuId(0), ms(from) - at);
+            p.burn(&mut cx, PcpuId(0), ms(from) - at, Spent::Running);
             p.wake(&mut cx, v);
             assert_eq!(p.activation(v), Some(ms(from)));
             assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(v));
             cx.now = ms(to);
-            p.burn(&mut cx, PcpuId(0), ms(to - from));
+            p.burn(&mut cx, PcpuId(0), ms(to - from), Spent::Running);
             p.sleep(&mut cx, v);
             assert_eq!(p.activation(v), None);
             p.do_schedule(&mut cx, PcpuId(0));
@@ -559,11 +573,11 @@ mod tests {
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(hi));
         assert_eq!(p.activation(lo), Some(ms(0)));
         cx.now = ms(1);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         p.sleep(&mut cx, hi);
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
         cx.now = ms(3);
-        p.burn(&mut cx, PcpuId(0), ms(2));
+        p.burn(&mut cx, PcpuId(0), ms(2), Spent::Running);
         p.sleep(&mut cx, lo);
         p.do_schedule(&mut cx, PcpuId(0));
         assert_eq!(p.pending_replenishments(hi), vec![due(10, 1)]);
@@ -588,23 +602,23 @@ mod tests {
         p.wake(&mut cx, lo);
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
         cx.now = ms(1);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         assert_eq!(p.activation(lo), None, "out of budget: no longer active");
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, None);
         cx.now = ms(9);
-        p.burn(&mut cx, PcpuId(0), ms(8));
+        p.burn(&mut cx, PcpuId(0), ms(8), Spent::Running);
         assert!(p.wake(&mut cx, hi));
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(hi));
         cx.now = ms(10);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         assert!(!p.handle_timer(&mut cx), "lo's budget does not preempt hi");
         assert_eq!(p.activation(lo), Some(ms(10)));
         p.check_invariants().unwrap();
         cx.now = ms(11);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
         cx.now = ms(12);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, None);
         assert_eq!(p.pending_replenishments(lo), vec![due(20, 1)]);
         assert_eq!(p.pending_replenishments(hi), vec![due(19, 2)]);
@@ -626,7 +640,7 @@ mod tests {
         p.wake(&mut cx, b);
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
         cx.now = ms(1);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         // b is at rest (active since 0 but nothing consumed, nothing pending): budget 3
         // and priority 0 apply now; the extra 1 ms comes one new period (8 ms) later; its
         // chunk begins anew at the change; b now beats a.
@@ -643,18 +657,18 @@ mod tests {
         assert_eq!(p.view(a).remaining_budget, Some(ms(1)));
         p.check_invariants().unwrap();
         cx.now = ms(3);
-        p.burn(&mut cx, PcpuId(0), ms(2));
+        p.burn(&mut cx, PcpuId(0), ms(2), Spent::Running);
         // b's chunk [1,3) is paid back at 1 + 8 = 9.
         assert_eq!(p.pending_replenishments(b), vec![due(9, 1), due(9, 2)]);
         assert_eq!(p.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
         cx.now = ms(4);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         p.sleep(&mut cx, a);
         // a's chunk, activated at 0, consumed 2 ([0,1) and [3,4)): one payback at 10.
         assert_eq!(p.pending_replenishments(a), vec![due(10, 2)]);
         p.do_schedule(&mut cx, PcpuId(0));
         cx.now = ms(10);
-        p.burn(&mut cx, PcpuId(0), ms(6));
+        p.burn(&mut cx, PcpuId(0), ms(6), Spent::Running);
         p.handle_timer(&mut cx);
         // At 10: +2; the books hold 2 > 1: the new budget applies and the surplus goes.
         assert_eq!(p.view(a).remaining_budget, Some(ms(1)));
@@ -677,11 +691,11 @@ mod tests {
         p.wake(&mut cx, v);
         p.do_schedule(&mut cx, PcpuId(0));
         cx.now = ms(1);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         // A reschedule chose v again, after 1 ms of overhead (not burned).
         p.do_schedule(&mut cx, PcpuId(0));
         cx.now = ms(3);
-        p.burn(&mut cx, PcpuId(0), ms(1));
+        p.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
         p.sleep(&mut cx, v);
         p.do_schedule(&mut cx, PcpuId(0));
         assert_eq!(p.pending_replenishments(v), vec![due(10, 2)]);

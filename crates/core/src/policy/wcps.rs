@@ -43,6 +43,7 @@ mod tests {
     use crate::model::{PcpuId, VcpuId, VcpuParams};
     use crate::policy::fp::Charge;
     use crate::policy::Policy;
+    use crate::policy::Spent;
     use crate::time::Nanos;
 
     fn ms(x: u64) -> Nanos {
@@ -79,7 +80,7 @@ mod tests {
         let d = p.do_schedule(&mut cx, PcpuId(0));
         assert_eq!((d.run, d.slice), (Some(mid), Some(ms(2))));
         cx.now = ms(2);
-        p.burn(&mut cx, PcpuId(0), ms(2));
+        p.burn(&mut cx, PcpuId(0), ms(2), Spent::Running);
         assert_eq!(p.view(hi).remaining_budget, Some(ms(1)));
         assert_eq!(p.view(mid).remaining_budget, Some(Nanos::ZERO));
         assert_eq!(p.counters(hi).consumed, ms(2));

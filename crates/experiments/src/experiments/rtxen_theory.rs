@@ -72,12 +72,16 @@ pub fn analysis_servers(
     domains
         .iter()
         .map(|d| {
-            let mut order: Vec<usize> = (0..d.tasks.len()).collect();
-            order.sort_by_key(|&i| (d.tasks[i].period, i));
-            let mut rank = vec![0u32; d.tasks.len()];
-            for (r, &i) in order.iter().enumerate() {
-                rank[i] = r as u32;
-            }
+            // The rm guest's priority levels: by period, equal periods sharing one (served
+            // first-in, first-out, so they interfere both ways in the analysis).
+            let mut periods: Vec<Nanos> = d.tasks.iter().map(|t| t.period).collect();
+            periods.sort_unstable();
+            periods.dedup();
+            let rank: Vec<u32> = d
+                .tasks
+                .iter()
+                .map(|t| periods.partition_point(|&p| p < t.period) as u32)
+                .collect();
             let tasks = d
                 .tasks
                 .iter()
@@ -517,7 +521,7 @@ mod tests {
     use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 
     #[test]
-    fn servers_are_given_in_ms_with_rm_task_priorities() {
+    fn servers_are_given_in_ms_with_rm_task_priority_levels() {
         let domains = vec![ServerDomain {
             name: "d1".into(),
             budget: Nanos::from_ms(2),
@@ -533,7 +537,8 @@ mod tests {
         let servers = analysis_servers(&domains, ServerKind::Periodic).unwrap();
         assert_eq!((servers[0].budget, servers[0].period), (2, 10));
         let priorities: Vec<u32> = servers[0].tasks.iter().map(|t| t.priority).collect();
-        assert_eq!(priorities, vec![1, 0, 2]);
+        // Equal periods share a level: the rm guest serves them first-in, first-out.
+        assert_eq!(priorities, vec![1, 0, 1]);
         assert_eq!(servers[0].tasks[0].period, 50);
         // A non-whole millisecond is refused, not rounded.
         let mut odd = domains.clone();

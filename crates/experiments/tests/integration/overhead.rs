@@ -25,9 +25,17 @@ fn counts_follow_the_tick_and_overhead_is_the_sum_of_its_costs() {
     assert_eq!(csv.rows.len(), 6);
     for row in &csv.rows {
         let ticks = csv.u64(row, "duration_ns") / 1_000_000;
-        // The machine calls do_schedule after every 1 ms tick, and a switch needs a call.
-        assert!(csv.u64(row, "do_schedule_calls") >= ticks, "{}", row[0]);
-        assert!(csv.u64(row, "context_switches") <= csv.u64(row, "do_schedule_calls"));
+        let calls = csv.u64(row, "do_schedule_calls");
+        // The RT-Xen servers call do_schedule after every 1 ms tick; Credit (its own 10 ms
+        // tick, which does not reschedule) and SEDF (event-driven) only when Xen's did:
+        // fewer calls than ticks, at 70 % load with 25 tasks still many.
+        if ["credit", "sedf"].contains(&row[0].as_str()) {
+            assert!(calls < ticks && calls > ticks / 10, "{}: {calls}", row[0]);
+        } else {
+            assert!(calls >= ticks, "{}", row[0]);
+        }
+        // A switch needs a call.
+        assert!(csv.u64(row, "context_switches") <= calls);
         // No overhead model by default.
         assert_eq!(csv.u64(row, "overhead_ns"), 0);
     }

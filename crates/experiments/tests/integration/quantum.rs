@@ -27,9 +27,18 @@ fn quantum_sweep_files_and_facts() {
     // 2 cost sets × 3 quanta × 10 costs.
     assert_eq!(csv.rows.len(), 60);
     // 1 ms quantum, xen costs: domain 1 is the highest-priority server with half the
-    // pcpu, overhead does not consume budget, and its task needs at most half: no miss.
+    // pcpu; the 1.65 µs switch into it comes out of its budget, so it delivers 998.35 µs
+    // per 2 ms: a task needing at most 45 % never misses, one needing 50 % does.
     for row in csv.select(&[("overheads", "xen"), ("quantum_ns", "1000000")]) {
-        assert_eq!(csv.u64(row, "d1_missed"), 0, "cost {} ms", row[3]);
+        let cost = csv.u64(row, "cost_ms");
+        if cost <= 45 {
+            assert_eq!(csv.u64(row, "d1_missed"), 0, "cost {cost} ms");
+        } else if cost == 50 {
+            assert!(
+                csv.u64(row, "d1_missed") > 0,
+                "cost {cost} ms: budget pays for switches"
+            );
+        }
     }
     // 10 µs quantum, host costs: a 10 µs do_schedule on every 10 µs tick leaves no time
     // to run anything, so domain 1 misses even at the smallest cost.

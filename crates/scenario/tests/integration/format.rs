@@ -2,9 +2,9 @@
 //! full parameter sets, and the normalised form that parses back to the same scenario.
 
 use rtvmm_core::guest::{Arrival, GuestScheduler};
-use rtvmm_core::machine::ReplenishMode;
+use rtvmm_core::machine::{OverheadCharge, ReplenishMode};
 use rtvmm_core::model::{DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
-use rtvmm_core::policy::{PolicyConfig, PolicyKind};
+use rtvmm_core::policy::{PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::Change;
@@ -23,10 +23,12 @@ seed = 9
 quantum = "500us"
 replenishment = "tick"
 overhead = { do_schedule = "150ns", context_switch = "1.5us" }
+overhead_charge = "none"
 
 [scheduler]
 policy = "ds"
-timeslice = "1ms"
+credit = { tick = "1ms", ticks_per_slice = 1 }
+rtds = { mode = "quantum" }
 major_frame = "20ms"
 minor_frames = [{ domain = "a", runtime = "5ms" }, { domain = "late", runtime = "5ms" }]
 
@@ -231,14 +233,17 @@ fn tasks_are_converted() {
 fn policy_configurations_use_the_scheduler_section() {
     let s = parse(RICH);
     assert_eq!(s.policy(), PolicyKind::Deferrable);
-    assert!(matches!(
+    assert_eq!(
         s.system.changes[2].change,
-        Change::SwapPolicy(PolicyConfig::Rtds)
-    ));
+        Change::SwapPolicy(PolicyConfig::Rtds(RtdsMode::Quantum))
+    );
+    assert_eq!(s.system.machine.overhead_charge, OverheadCharge::None);
     match s.policy_config(PolicyKind::Credit).unwrap() {
         PolicyConfig::Credit(c) => {
-            assert_eq!(c.timeslice, MS(1));
-            assert_eq!(c.accounting_period, MS(30));
+            assert_eq!(c.tick, MS(1));
+            assert_eq!(c.slice(), MS(1));
+            assert_eq!(c.ticks_per_accounting, 3, "Xen's default, not given");
+            assert_eq!(c.accounting_period(), MS(3));
         }
         other => panic!("{other:?}"),
     }
@@ -264,6 +269,7 @@ pcpus = 1
 quantum = "1ms"
 replenishment = "exact"
 overhead = { do_schedule = "0ns", context_switch = "0ns" }
+overhead_charge = "incoming"
 
 [scheduler]
 policy = "deferrable"
@@ -299,9 +305,14 @@ fn normalised_form_round_trips() {
 #[test]
 fn credit_settings_appear_when_credit_is_used() {
     let normal = parse(RICH).to_toml();
-    assert!(normal.contains("timeslice = \"1ms\""), "{normal}");
+    assert!(
+        normal
+            .contains("credit = { tick = \"1ms\", ticks_per_slice = 1, ticks_per_accounting = 3 }"),
+        "{normal}"
+    );
+    assert!(normal.contains("rtds = { mode = \"quantum\" }"), "{normal}");
     assert!(normal.contains("major_frame = \"20ms\""), "{normal}");
-    assert!(!parse(BASE).to_toml().contains("timeslice"));
+    assert!(!parse(BASE).to_toml().contains("credit ="));
 }
 
 #[test]

@@ -6,7 +6,7 @@ use crate::util::*;
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::model::{VcpuId, VcpuParams};
 use rtvmm_core::policy::{
-    Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, VcpuView,
+    Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, RtdsMode, VcpuView,
 };
 use rtvmm_core::Nanos;
 use rtvmm_sim::timeline::{timeline, Interval};
@@ -39,10 +39,12 @@ fn weight_cap(weight: u32, cap: u32) -> VcpuParams {
     p
 }
 
-fn credit(timeslice_ms: u64, accounting_ms: u64) -> PolicyConfig {
+/// Credit with a tick of `tick_ms`, a slice and an accounting period in ticks.
+fn credit(tick_ms: u64, ticks_per_slice: u32, ticks_per_accounting: u32) -> PolicyConfig {
     PolicyConfig::Credit(CreditConfig {
-        timeslice: ms(timeslice_ms),
-        accounting_period: ms(accounting_ms),
+        tick: ms(tick_ms),
+        ticks_per_slice,
+        ticks_per_accounting,
     })
 }
 
@@ -86,30 +88,33 @@ fn run_observing(
 }
 
 // ---------------------------------------------------------------------------------------
-// Credit
+// Credit (Xen 4.0)
 // ---------------------------------------------------------------------------------------
 
-/// Three equal CPU hogs, time slice 2 ms, accounting every 12 ms: they take turns, 2 ms
-/// each, in wake order. Everyone wakes UNDER at 0 and is BOOSTed, but a BOOST VCPU does not
-/// preempt another, and each loses BOOST when its slice ends. At each accounting tick each
-/// is paid 12 × 256/768 = 4 ms, exactly what it ran: credits return to 0.
+/// Three equal CPU hogs; tick 1 ms, slice 2 ticks, accounting every 6 ticks. They take
+/// turns, 2 ms each, in wake order. All wake UNDER at 0 and are BOOSTed; a BOOST VCPU does
+/// not preempt another; the tick that finds each running drops it to UNDER and makes it
+/// active, and a VCPU put back at its slice's end goes behind the BOOSTed ones.
 /// ```text
 /// t(ms)  0    5    10   15   20
 /// d1     ██    ██    ██    ██
 /// d2       ██    ██    ██    ██
 /// d3         ██    ██    ██    ██
 /// ```
+/// Credits are charged at ticks and at `do_schedule`. At 6 the accounting (before the
+/// tick) pays each active VCPU ⌈6 × 256/768⌉ = 2 ms: d1 −2+2 = 0, d2 −2+2 = 0, d3 −1+2 = 1,
+/// and the tick then charges d3 its last 1 ms: 0.
 #[test]
 fn credit_round_robin_with_the_timeslice() {
     let spec = system(
-        credit(2, 12),
+        credit(1, 2, 6),
         vec![
             dom("d1", weight_cap(256, 0), vec![busy("a")]),
             dom("d2", weight_cap(256, 0), vec![busy("b")]),
             dom("d3", weight_cap(256, 0), vec![busy("c")]),
         ],
     );
-    let (schedule, views, _) = run_observing(&spec, ms(24), &[ms(11), ms(13), ms(24)]);
+    let (schedule, views, _) = run_observing(&spec, ms(24), &[ms(5), ms(6)]);
     assert_schedule(
         &schedule,
         "0-2 d1, 2-4 d2, 4-6 d3, 6-8 d1, 8-10 d2, 10-12 d3, \
@@ -118,63 +123,89 @@ fn credit_round_robin_with_the_timeslice() {
     let credits = |i: usize| views[i].iter().map(|v| v.credit).collect::<Vec<_>>();
     assert_eq!(
         credits(0),
-        vec![cr(-4), cr(-4), cr(-3)],
+        vec![cr(-2), cr(-2), cr(-1)],
         "debited by run time"
     );
-    assert_eq!(
-        credits(1),
-        vec![cr(-1), cr(0), cr(0)],
-        "paid 4 ms each at 12"
-    );
-    assert_eq!(credits(2), vec![cr(0), cr(0), cr(0)]);
+    assert_eq!(credits(1), vec![cr(0), cr(0), cr(0)], "paid 2 ms each at 6");
 }
 
-/// Weights 512/256/256, time slice 2 ms, accounting every 12 ms. Shares per period: 6, 3,
-/// 3 ms. Classes change only at accounting ticks (as in Xen), so whoever is UNDER after a
-/// tick keeps the pcpu against OVER VCPUs until the next one.
+/// A BOOSTed wake waits behind another BOOSTed VCPU for the rest of its slice. Xen 4.0's
+/// defaults (tick 10 ms, slice 30 ms, accounting 30 ms). d1 has a 40 ms job at 0, d2 a
+/// 2 ms job at 5.
 /// ```text
-/// t(ms)   0-12: round-robin, 4 ms each.  At 12: d1 −4+6 = +2 UNDER, d2, d3 −4+3 = −1 OVER
-///        12-24: d1 alone (UNDER).        At 24: d1 2−12+6 = −4 OVER, d2, d3 −1+3 = +2 UNDER
-///        24-36: d2, d3 take turns.       At 36: d1 −4+6 = +2 UNDER, d2, d3 2−6+3 = −1 OVER
-///        36-48: d1 alone.
+/// t(ms)  0         5         30 32        42
+/// d1     ██████████████████████   ██████████
+/// d2               (waits)    ██
 /// ```
+/// d1 wakes BOOST at 0 and runs. d2 wakes at 5, BOOST too: not strictly better, no
+/// preemption. The tick at 10 drops d1 to UNDER, but the tick does not reschedule: d2
+/// waits for d1's slice to end at 30, where d1 goes back behind it. At 30 the accounting
+/// pays d1 (the only active VCPU) 30: −20+30 = 10, and the tick charges 10 more: 0. d2,
+/// never found running by a tick, is never active: not paid.
 #[test]
-fn credit_weights_split_the_pool_and_classes_change_at_accounting() {
+fn credit_boosted_wake_waits_behind_a_boosted_vcpu_for_its_slice() {
     let spec = system(
-        credit(2, 12),
+        credit(10, 3, 3),
         vec![
-            dom("d1", weight_cap(512, 0), vec![busy("a")]),
+            dom("d1", weight_cap(256, 0), vec![jobs_at("long", &[0], 40)]),
+            dom("d2", weight_cap(256, 0), vec![jobs_at("short", &[5], 2)]),
+        ],
+    );
+    let (schedule, views, _) = run_observing(&spec, ms(60), &[ms(29), ms(60)]);
+    assert_schedule(&schedule, "0-30 d1, 30-32 d2, 32-42 d1, 42-60 idle");
+    let credits = |i: usize| views[i].iter().map(|v| v.credit).collect::<Vec<_>>();
+    assert_eq!(credits(0), vec![cr(-20), cr(0)]);
+    // At 60 d1 (−8 at the tick of 40, −2 when it blocked at 42) is paid 30: 20.
+    assert_eq!(credits(1), vec![cr(20), cr(-2)]);
+}
+
+/// A VCPU goes OVER and loses to UNDER ones at the next slice. Three equal hogs, Xen
+/// 4.0's defaults.
+/// ```text
+/// t(ms)  0-30 d1, 30-60 d2, 60-90 d3, 90-120 d1, 120-150 d2, 150-180 d1
+/// ```
+/// At 30 only d1 is active: paid 30 (−20+30 = 10, then −10 at the tick: 0). At 60 d2 and
+/// d1 share the pool: d2 −20+15 = −5 OVER (−15 after the tick), d1 0+15 = 15. At 90 all
+/// three share it (10 each): d3 −20+10 = −10 OVER, d2 −15+10 = −5 OVER, d1 25 UNDER — so at
+/// the slice's end the UNDER d1 runs, ahead of the OVER d2 that waited longer. At 120 d2 is
+/// back to UNDER (−5+10 = 5) and runs; at 150 d2 (−15+10 = −5) is OVER again and d1 runs
+/// ahead of d3 (0, UNDER), which it was queued ahead of.
+#[test]
+fn credit_over_vcpu_loses_to_under_ones_at_the_next_slice() {
+    let spec = system(
+        credit(10, 3, 3),
+        vec![
+            dom("d1", weight_cap(256, 0), vec![busy("a")]),
             dom("d2", weight_cap(256, 0), vec![busy("b")]),
             dom("d3", weight_cap(256, 0), vec![busy("c")]),
         ],
     );
-    let (schedule, views, _) = run_observing(&spec, ms(48), &[ms(12), ms(24), ms(36)]);
+    let (schedule, views, _) = run_observing(&spec, ms(180), &[ms(60), ms(90), ms(120)]);
     assert_schedule(
         &schedule,
-        "0-2 d1, 2-4 d2, 4-6 d3, 6-8 d1, 8-10 d2, 10-12 d3, 12-24 d1, \
-         24-26 d2, 26-28 d3, 28-30 d2, 30-32 d3, 32-34 d2, 34-36 d3, 36-48 d1",
+        "0-30 d1, 30-60 d2, 60-90 d3, 90-120 d1, 120-150 d2, 150-180 d1",
     );
     let credits = |i: usize| views[i].iter().map(|v| v.credit).collect::<Vec<_>>();
-    assert_eq!(credits(0), vec![cr(2), cr(-1), cr(-1)]);
-    assert_eq!(credits(1), vec![cr(-4), cr(2), cr(2)]);
-    assert_eq!(credits(2), vec![cr(2), cr(-1), cr(-1)]);
+    assert_eq!(credits(0), vec![cr(15), cr(-15), cr(0)]);
+    assert_eq!(credits(1), vec![cr(25), cr(-5), cr(-20)]);
+    assert_eq!(credits(2), vec![cr(5), cr(5), cr(-10)]);
 }
 
-/// BOOST on wake. d1 is a CPU hog; d2 is mostly idle (1 ms jobs at 40 and 70). Time slice
-/// and accounting period 30 ms, equal weights.
+/// BOOST on wake preempts a CPU hog (a strictly better class). d1 is a hog; d2 is mostly
+/// idle (1 ms jobs at 40 and 70). Xen 4.0's defaults.
 /// ```text
 /// t(ms)  0        30  40 41        60  70 71       90      (not to scale)
 /// d1     ████████████████  ████████████████  ██████████
 /// d2                     ██                ██
 /// ```
-/// At 30 only d1 is active (d2 neither ran nor has work nor owes): paid 30 → credit 0,
-/// UNDER. At 40 d2 wakes UNDER → BOOST and preempts d1 at once. At 60 both are active
-/// (d2 ran): 15 ms each — d1 0−29+15 = −14 (OVER), d2 0−1+15 = +14. At 70 d2 wakes UNDER
-/// again → BOOST, and preempts the OVER hog at once.
+/// At 40 d2 wakes UNDER → BOOST and preempts the UNDER hog at once. It blocks at 41
+/// without a tick having found it running: it stays BOOST and never becomes active, so it
+/// is never paid (−1, then −2) and preempts again at 70. d1 is paid 30 at each accounting
+/// as the only active VCPU: −19+30 = 11 at 60 (1 after the tick), −18+30 = 12 at 90 (2).
 #[test]
 fn credit_boost_on_wake_preempts_a_cpu_hog() {
     let spec = system(
-        credit(30, 30),
+        credit(10, 3, 3),
         vec![
             dom("d1", weight_cap(256, 0), vec![busy("hog")]),
             dom("d2", weight_cap(256, 0), vec![jobs_at("io", &[40, 70], 1)]),
@@ -184,26 +215,24 @@ fn credit_boost_on_wake_preempts_a_cpu_hog() {
     assert_schedule(&schedule, "0-40 d1, 40-41 d2, 41-70 d1, 70-71 d2, 71-90 d1");
     let credits = |i: usize| views[i].iter().map(|v| v.credit).collect::<Vec<_>>();
     assert_eq!(credits(0), vec![cr(0), cr(0)], "d2 inactive: not paid");
-    assert_eq!(credits(1), vec![cr(-14), cr(14)]);
-    // d1: −14 −10 −19 +15; d2: 14 −1 +15.
-    assert_eq!(credits(2), vec![cr(-28), cr(28)]);
+    assert_eq!(credits(1), vec![cr(1), cr(-1)]);
+    assert_eq!(credits(2), vec![cr(2), cr(-2)]);
 }
 
-/// No BOOST while OVER. Weights d1 512, d2 256 (shares 20 and 10 ms per 30 ms period); time
-/// slice 30 ms. d1 is a hog; d2 has a 25 ms job at 0 and a 1 ms job at 65.
+/// No BOOST while OVER, and classes matter only where the queue is read. Weights d1 512,
+/// d2 256; Xen 4.0's defaults. d1 is a hog; d2 has a 25 ms job at 0 and a 1 ms job at 65.
 /// ```text
-/// t(ms)  0          30        55          65          90 91      100   (not to scale)
-/// d1     ████████████           ██████████████████████████  ███████
-/// d2                 ██████████            (waits)       ██
+/// t(ms)  0-30 d1, 30-55 d2, 55-145 d1, 145-146 d2, 146-150 d1
 /// ```
-/// Both wake at 0 BOOSTed; d1 runs first (wake order) for its whole slice. At 30: d1
-/// −30+20 = −10 OVER, d2 0+10 = +10 UNDER → d2 runs its job to 55. At 60: d1 −10−5+20 = +5
-/// UNDER, d2 10−25+10 = −5 OVER. d2 wakes at 65 OVER: no BOOST, no preemption; it waits
-/// until the tick at 90 makes it UNDER (−5+10) and d1 OVER (5−30+20 = −5).
+/// Both wake BOOSTed at 0; d1 runs its slice, then d2 its job. At 60 both are active:
+/// d2 −25+10 = −15 OVER, d1 0+20 = 20 (15 after the tick). d2 wakes at 65 OVER: no BOOST,
+/// no preemption, queued behind. At 85 d1's slice ends but d1 (UNDER) is put back ahead
+/// of the OVER d2 and runs on. At 90 d2 is still OVER (−5); at 120 it is UNDER (5), but
+/// only a slice's end reads the queue: at 145 d1 goes behind d2 and d2 runs.
 #[test]
 fn credit_no_boost_for_an_over_vcpu() {
     let spec = system(
-        credit(30, 30),
+        credit(10, 3, 3),
         vec![
             dom("d1", weight_cap(512, 0), vec![busy("hog")]),
             dom(
@@ -213,47 +242,73 @@ fn credit_no_boost_for_an_over_vcpu() {
             ),
         ],
     );
-    let (schedule, views, _) = run_observing(&spec, ms(100), &[ms(30), ms(61), ms(90)]);
+    let (schedule, views, _) = run_observing(&spec, ms(150), &[ms(61), ms(90), ms(121)]);
     assert_schedule(
         &schedule,
-        "0-30 d1, 30-55 d2, 55-90 d1, 90-91 d2, 91-100 d1",
+        "0-30 d1, 30-55 d2, 55-145 d1, 145-146 d2, 146-150 d1",
     );
     let credits = |i: usize| views[i].iter().map(|v| v.credit).collect::<Vec<_>>();
-    assert_eq!(credits(0), vec![cr(-10), cr(10)]);
-    assert_eq!(credits(1), vec![cr(4), cr(-5)]);
+    assert_eq!(credits(0), vec![cr(15), cr(-15)]);
+    assert_eq!(credits(1), vec![cr(5), cr(-5)]);
     assert_eq!(credits(2), vec![cr(-5), cr(5)]);
 }
 
-/// Cap parking. d1 is a hog with cap 25 % (5 ms per 20 ms accounting period); d2 has 5 ms
-/// jobs at 0 and 21. Time slice 10 ms.
+/// Credit in µs, as the policy reports it (ns).
+fn cr_us(credit_us: i64) -> Option<i64> {
+    Some(credit_us * 1_000)
+}
+
+/// A capped domain is parked. d1 is a hog with cap 25 % (⌈25 × 30/100⌉ = 7.5 ms per
+/// accounting), d2 a hog without cap; Xen 4.0's defaults.
 /// ```text
-/// t(ms)  0    5    10   15   20   25   30   35   40   45   50   55   60
-/// d1     █████               █     ████          █████
-/// d2          █████           █████
-/// idle             ██████████          ██████████     ███████████████
+/// t(ms)  0-30 d1, 30-120 d2, 120-150 d1, 150-160 d2
 /// ```
-/// d1 runs its 5 ms and is parked: the pcpu idles 10-20 although d1 has work. At 20 it is
-/// unparked (and paid min(10, cap 5) = 5 → credit 0); d2 (paid 10 → +5, UNDER) wakes at 21
-/// BOOSTed and preempts; d1 uses its last 4 ms 26-30 and is parked again.
+/// At 30 d1, the only active VCPU, is paid its capped peak 7.5: −20+7.5 = −12.5 < −7.5:
+/// OVER and parked, off the pcpu at once (−22.5 after the tick). d2 runs. At 60 the
+/// negative balance (−12.5) is added to the pool (42.5): d1 gets 7.5 (−15, still parked),
+/// d2 ⌈42.5/2⌉ = 21.25. At 90 d1 (−7.5) is not below −7.5 but still OVER: parked. At 120
+/// it reaches 0, UNDER: unparked without BOOST, queued; d2 (UNDER) is not preempted, but at
+/// its slice's end it goes behind d1. At 150 d1 is parked again.
 #[test]
-fn credit_cap_parks_until_the_next_accounting() {
+fn credit_cap_parks_until_an_accounting_makes_it_under() {
     let spec = system(
-        credit(10, 20),
+        credit(10, 3, 3),
         vec![
             dom("d1", weight_cap(256, 25), vec![busy("hog")]),
-            dom("d2", weight_cap(256, 0), vec![jobs_at("j", &[0, 21], 5)]),
+            dom("d2", weight_cap(256, 0), vec![busy("other")]),
         ],
     );
-    let (schedule, views, _) = run_observing(&spec, ms(60), &[ms(20), ms(60)]);
+    let (schedule, views, _) = run_observing(&spec, ms(160), &[ms(30), ms(60), ms(120)]);
+    assert_schedule(&schedule, "0-30 d1, 30-120 d2, 120-150 d1, 150-160 d2");
+    let credits = |i: usize| views[i].iter().map(|v| v.credit).collect::<Vec<_>>();
+    assert_eq!(credits(0), vec![cr_us(-22_500), cr(0)]);
+    assert_eq!(credits(1), vec![cr_us(-15_000), cr_us(-8_750)]);
+    assert_eq!(credits(2), vec![cr(0), cr(-10)]);
+}
+
+/// Credit calls `do_schedule` only when Xen 4.0's did: two equal hogs, Xen's defaults,
+/// 290 ms. The tick (every 10 ms) never reschedules; each 30 ms slice's end does: 10 calls
+/// (0, 30, …, 270), each a switch — after the first accounting the two alternate (the
+/// one that just ran is OVER or behind the other UNDER one). A quantum-driven machine would
+/// have called it 290 times.
+#[test]
+fn credit_do_schedule_counts_on_two_domains() {
+    let spec = system(
+        credit(10, 3, 3),
+        vec![
+            dom("d1", weight_cap(256, 0), vec![busy("a")]),
+            dom("d2", weight_cap(256, 0), vec![busy("b")]),
+        ],
+    );
+    let (schedule, _, sim) = run_observing(&spec, ms(290), &[]);
     assert_schedule(
         &schedule,
-        "0-5 d1, 5-10 d2, 10-20 idle, 20-21 d1, 21-26 d2, 26-30 d1, 30-40 idle, \
-         40-45 d1, 45-60 idle",
+        "0-30 d1, 30-60 d2, 60-90 d1, 90-120 d2, 120-150 d1, 150-180 d2, 180-210 d1, \
+         210-240 d2, 240-270 d1, 270-290 d2",
     );
-    let credits = |i: usize| views[i].iter().map(|v| v.credit).collect::<Vec<_>>();
-    assert_eq!(credits(0), vec![cr(0), cr(5)]);
-    // At 60 d2 has neither run since 40 nor work: inactive, not paid.
-    assert_eq!(credits(1), vec![cr(0), cr(10)]);
+    let stats = sim.machine().pcpu_stats(rtvmm_core::model::PcpuId(0));
+    assert_eq!(stats.do_schedule_calls, 10);
+    assert_eq!(stats.context_switches, 10);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -386,7 +441,7 @@ fn sedf_extratime_vcpus_take_turns() {
 /// d1: budget 2, period 5 (extratime varies); d2: budget 1, period 4, no extratime; both busy.
 fn rtds_extra_case(d1_extra: bool) -> SystemSpec {
     system(
-        PolicyConfig::Rtds,
+        PolicyConfig::Rtds(RtdsMode::Event),
         vec![
             dom("d1", bp(2, 5, d1_extra), vec![busy("a")]),
             dom("d2", bp(1, 4, false), vec![busy("b")]),
@@ -463,7 +518,7 @@ fn rtds_extratime_runs_at_a_lower_level() {
 #[test]
 fn rtds_deadline_skips_whole_periods() {
     let spec = system(
-        PolicyConfig::Rtds,
+        PolicyConfig::Rtds(RtdsMode::Event),
         vec![
             dom("d1", bp(2, 5, false), vec![jobs_at("j", &[0, 17], 1)]),
             dom("d2", bp(3, 8, false), vec![busy("b")]),
@@ -502,7 +557,7 @@ fn hot_swap_from_deferrable_to_rtds_keeps_work() {
     );
     spec.changes.push(TimedChange {
         at: ms(30),
-        change: Change::SwapPolicy(PolicyConfig::Rtds),
+        change: Change::SwapPolicy(PolicyConfig::Rtds(RtdsMode::Event)),
     });
     let (schedule, views, sim) = run_observing(&spec, ms(50), &[ms(50)]);
     assert_schedule(
@@ -610,6 +665,77 @@ fn arinc653_new_table_takes_effect_at_once() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Which policies tick
+// ---------------------------------------------------------------------------------------
+
+/// d1 (budget/slice 2, period 10, priority 1) and d2 (3, 10, priority 2), both busy, for
+/// 100 ms; ARINC 653 runs the same shares as minor frames of 2 and 3 ms in a 10 ms frame.
+/// Every policy gives the same schedule — per 10 ms: d1 2 ms, d2 3 ms, idle 5 ms — but
+/// calls `do_schedule` as Xen's would:
+/// - SEDF, RTDS (event-driven, Xen 4.7+) and ARINC 653: only at 0, 2 and 5 of each period
+///   (start or replenishment, d1's slice or frame over, d2's over): 30 calls;
+/// - RTDS in `quantum` mode (Xen 4.5) and the Deferrable Server: at every 1 ms tick, and the
+///   events all fall on ticks: 100 calls (0 to 99).
+#[test]
+fn each_policy_calls_do_schedule_as_xen_does() {
+    let domains = vec![
+        dom("d1", VcpuParams::server(ms(2), ms(10), 1), vec![busy("a")]),
+        dom("d2", VcpuParams::server(ms(3), ms(10), 2), vec![busy("b")]),
+    ];
+    let cases = [
+        (PolicyConfig::Sedf, 30),
+        (PolicyConfig::Rtds(RtdsMode::Event), 30),
+        (PolicyConfig::Arinc653(table(10, &[(0, 2), (1, 3)])), 30),
+        (PolicyConfig::Rtds(RtdsMode::Quantum), 100),
+        (PolicyConfig::Deferrable, 100),
+    ];
+    for (policy, calls) in cases {
+        let spec = system(policy.clone(), domains.clone());
+        let (schedule, _, sim) = run_observing(&spec, ms(99), &[]);
+        let expected: Vec<String> = (0..10)
+            .flat_map(|k| {
+                let t = 10 * k;
+                let mut slots = vec![
+                    format!("{t}-{} d1", t + 2),
+                    format!("{}-{} d2", t + 2, t + 5),
+                ];
+                if k < 9 {
+                    slots.push(format!("{}-{} idle", t + 5, t + 10));
+                } else {
+                    slots.push(format!("{}-99 idle", t + 5));
+                }
+                slots
+            })
+            .collect();
+        assert_schedule(&schedule, &expected.join(", "));
+        let stats = sim.machine().pcpu_stats(rtvmm_core::model::PcpuId(0));
+        assert_eq!(stats.do_schedule_calls, calls, "{policy:?}");
+    }
+}
+
+/// A hot swap moves to the new policy's tick: SEDF (no tick) until 50 ms, then the
+/// Deferrable Server, whose 1 ms ticks start at the swap. Same system as above: SEDF calls
+/// at 0, 2, 5, …, 40, 42, 45 (15); the Deferrable Server at 50 (the swap) and at every tick
+/// 51 … 99 (50).
+#[test]
+fn hot_swap_moves_to_the_new_policys_tick() {
+    let mut spec = system(
+        PolicyConfig::Sedf,
+        vec![
+            dom("d1", VcpuParams::server(ms(2), ms(10), 1), vec![busy("a")]),
+            dom("d2", VcpuParams::server(ms(3), ms(10), 2), vec![busy("b")]),
+        ],
+    );
+    spec.changes.push(TimedChange {
+        at: ms(50),
+        change: Change::SwapPolicy(PolicyConfig::Deferrable),
+    });
+    let (_, _, sim) = run_observing(&spec, ms(99), &[]);
+    let stats = sim.machine().pcpu_stats(rtvmm_core::model::PcpuId(0));
+    assert_eq!(stats.do_schedule_calls, 15 + 50);
+}
+
+// ---------------------------------------------------------------------------------------
 // Robustness
 // ---------------------------------------------------------------------------------------
 
@@ -621,10 +747,10 @@ fn arinc653_new_table_takes_effect_at_once() {
 fn baselines_keep_their_invariants_with_tick_replenishment_and_overheads() {
     use rtvmm_core::machine::{Overheads, ReplenishMode};
     let policies = [
-        credit(1, 30),
-        credit(30, 30),
+        credit(1, 1, 3),
+        credit(10, 3, 3),
         PolicyConfig::Sedf,
-        PolicyConfig::Rtds,
+        PolicyConfig::Rtds(RtdsMode::Event),
         PolicyConfig::Arinc653(table(10, &[(0, 3), (1, 2), (2, 4)])),
     ];
     for policy in policies {

@@ -366,6 +366,103 @@ fn sporadic_merges_the_replenishment_one_beyond_the_limit_into_the_latest() {
 // Behaviour every server policy shows, one scenario run under each.
 // ---------------------------------------------------------------------------------------
 
+// ---------------------------------------------------------------------------------------
+// Equal priorities: first-in, first-out
+// ---------------------------------------------------------------------------------------
+
+const FP_SERVERS: [PolicyConfig; 6] = [
+    PolicyConfig::Deferrable,
+    PolicyConfig::Periodic,
+    PolicyConfig::Polling,
+    PolicyConfig::Sporadic,
+    PolicyConfig::Wcps,
+    PolicyConfig::Crps,
+];
+
+/// Two busy VCPUs of equal priority (B 5, P 10, priority 1 both) take turns quantum by
+/// quantum under every fixed-priority server: at each tick's `do_schedule` the one that
+/// ran is put back behind the other.
+/// ```text
+/// ms   0  1  2  3  4  5  6  7  8  9  10 ...
+/// d1   █     █     █     █     █     █
+/// d2      █     █     █     █     █     █
+/// ```
+/// At 10 both are replenished (the Sporadic Server's paybacks fall due, one period after
+/// both became active at 0); d2, running, is put back behind d1 at the tick, so the
+/// alternation goes on unchanged.
+#[test]
+fn equal_priorities_take_turns_each_quantum() {
+    for policy in FP_SERVERS {
+        let spec = system(
+            policy.clone(),
+            vec![
+                domain("d1", 5, 10, 1, vec![busy("a")]),
+                domain("d2", 5, 10, 1, vec![busy("b")]),
+            ],
+        );
+        let (schedule, _) = run(&spec, ms(20));
+        let expected: Vec<String> = (0..20)
+            .map(|t| format!("{t}-{} d{}", t + 1, 1 + t % 2))
+            .collect();
+        assert_schedule(&schedule, &expected.join(", "));
+    }
+}
+
+/// An idle VCPU of equal priority: d1 (B 10, P 10, priority 1) busy, d2 (B 10, P 10,
+/// priority 1) never has work. d1 wakes at 0 and goes behind d2.
+/// - PTPS: H alternates — d2 ahead, no work: the pcpu idles on d2's budget; at the next
+///   tick d2 is put back behind d1, which runs; and so on. d1 gets half the pcpu.
+/// - WCPS: d2 ahead without work lets d1 (behind it, so "lower priority") run on both
+///   budgets. At each tick both are put back, the budget owner d2 first and the runner d1
+///   last, so d2 stays ahead: d1 never stops, and d2's whole budget is consumed.
+/// - CRPS: likewise d2 lends its whole budget to d1; d1 never stops.
+/// - Deferrable, Polling, Sporadic pick the VCPU with work: d1 never stops.
+/// ```text
+/// ms     0  1  2  3  4 ...
+/// PTPS   ░  █  ░  █  ░  █ ...   (░: idle on d2's budget)
+/// WCPS   █  █  █  █  █  █ ...
+/// ```
+#[test]
+fn idle_equal_priority_vcpu_halves_progress_only_under_ptps() {
+    for policy in FP_SERVERS {
+        let spec = system(
+            policy.clone(),
+            vec![
+                domain("d1", 10, 10, 1, vec![busy("a")]),
+                domain("d2", 10, 10, 1, Vec::new()),
+            ],
+        );
+        let (schedule, sim) = run(&spec, ms(20));
+        let progress = sim.machine().vcpu_stats(sim.domains()[0].vcpu).run;
+        if policy == PolicyConfig::Periodic {
+            let expected: Vec<String> = (0..20)
+                .map(|t| format!("{t}-{} {}", t + 1, if t % 2 == 0 { "idle" } else { "d1" }))
+                .collect();
+            assert_schedule(&schedule, &expected.join(", "));
+            assert_eq!(progress, ms(10), "halved");
+            assert_eq!(counters(&sim, 1).idled, ms(10), "d2's budget idled away");
+        } else {
+            assert_schedule(&schedule, "0-20 d1");
+            assert_eq!(progress, ms(20), "{policy:?}");
+        }
+        if policy == PolicyConfig::Wcps {
+            assert_eq!(
+                counters(&sim, 1).consumed,
+                ms(20),
+                "d2's budget paid for d1's run"
+            );
+        }
+        if policy == PolicyConfig::Crps {
+            assert_eq!(counters(&sim, 1).lent, ms(20), "d2 lent its whole budget");
+            assert_eq!(
+                counters(&sim, 0).consumed,
+                Nanos::ZERO,
+                "d1's own budget untouched"
+            );
+        }
+    }
+}
+
 /// hi (B2, P5, prio 1) gets a 1 ms job at 1.5 ms, between two ticks; lo (B4, P10, prio 2)
 /// is busy. Where the rule lets hi run at once, its wake preempts mid-slice (at 1.5, not at
 /// the tick at 2).

@@ -27,9 +27,11 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use rtvmm_core::event::CoreEvent;
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
-use rtvmm_core::machine::{MachineConfig, Overheads, ReplenishMode};
+use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::{PcpuId, VcpuId, VcpuParams};
-use rtvmm_core::policy::{Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind};
+use rtvmm_core::policy::{
+    Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, RtdsMode,
+};
 use rtvmm_core::Nanos;
 use rtvmm_sim::driver::GuestEvent;
 use rtvmm_sim::results::RunResults;
@@ -45,8 +47,9 @@ use rtvmm_sim::{DomainSpec, Simulation, SystemSpec, TraceEvent};
 #[derive(Clone, Debug)]
 struct Scenario {
     spec: SystemSpec,
-    /// Credit's time slice (the other Credit tunables stay at Xen's defaults).
-    credit_timeslice: Nanos,
+    /// Credit's tunables (Xen 4.0's defaults or the papers' 1 ms setting) and RTDS's mode.
+    credit: CreditConfig,
+    rtds: RtdsMode,
     /// The time unit the scenario was drawn in (1 ms or 100 µs).
     unit: u64,
     seed: u64,
@@ -113,7 +116,7 @@ fn arb_domain(unit: u64, index: usize, draws: Draws) -> impl Strategy<Value = Do
     (
         2u64..=20,                                    // period, in units
         1u64..=100,                                   // budget, in percent of the period
-        1u32..=4,                                     // priority (ties go by declaration order)
+        1u32..=4,                                     // priority (ties are FIFO)
         0u64..=3,                                     // offset, in units (0 mostly)
         1u32..=512,                                   // Credit weight
         prop::sample::select(vec![0u32, 0, 30, 100]), // Credit cap
@@ -166,13 +169,18 @@ fn arb_scenario(
                 0u8..3,        // overheads on when 0 (and allowed)
                 0u64..=20_000, // do_schedule cost, ns
                 0u64..=50_000, // context switch cost, ns
-                prop::sample::select(vec![Nanos::from_ms(1), Nanos::from_ms(30)]),
+                (
+                    prop::sample::select(vec![CreditConfig::one_ms(), CreditConfig::default()]),
+                    prop::sample::select(vec![RtdsMode::Event, RtdsMode::Quantum]),
+                    prop::sample::select(vec![OverheadCharge::Incoming, OverheadCharge::None]),
+                ),
                 any::<u64>(),
                 100u64..=250, // run length, ms
             )
         })
         .prop_map(
-            move |(unit, domains, quantum, ticked, on, ds, cs, credit_timeslice, seed, end)| {
+            move |(unit, domains, quantum, ticked, on, ds, cs, modes, seed, end)| {
+                let (credit, rtds, overhead_charge) = modes;
                 let overheads = if overheads && on == 0 {
                     Overheads {
                         do_schedule: Nanos(ds),
@@ -192,12 +200,14 @@ fn arb_scenario(
                                 ReplenishMode::Exact
                             },
                             overheads,
+                            overhead_charge,
                         },
                         policy: PolicyConfig::Deferrable,
                         domains,
                         changes: Vec::new(),
                     },
-                    credit_timeslice,
+                    credit,
+                    rtds,
                     unit,
                     seed,
                     end: Nanos::from_ms(end),
@@ -220,12 +230,9 @@ fn policy_config(kind: PolicyKind, scenario: &Scenario) -> PolicyConfig {
         PolicyKind::Sporadic => PolicyConfig::Sporadic,
         PolicyKind::Wcps => PolicyConfig::Wcps,
         PolicyKind::Crps => PolicyConfig::Crps,
-        PolicyKind::Credit => PolicyConfig::Credit(CreditConfig {
-            timeslice: scenario.credit_timeslice,
-            ..CreditConfig::default()
-        }),
+        PolicyKind::Credit => PolicyConfig::Credit(scenario.credit),
         PolicyKind::Sedf => PolicyConfig::Sedf,
-        PolicyKind::Rtds => PolicyConfig::Rtds,
+        PolicyKind::Rtds => PolicyConfig::Rtds(scenario.rtds),
         PolicyKind::Arinc653 => {
             let minor_frames: Vec<MinorFrame> = scenario
                 .spec
@@ -259,7 +266,8 @@ fn implemented() -> &'static [PolicyKind] {
                 domains: Vec::new(),
                 changes: Vec::new(),
             },
-            credit_timeslice: Nanos::from_ms(30),
+            credit: CreditConfig::default(),
+            rtds: RtdsMode::Event,
             unit: 1_000_000,
             seed: 0,
             end: Nanos::ZERO,
@@ -520,10 +528,12 @@ proptest! {
         })
     ) {
         let mut scenario = scenario;
-        // The lowest priority: the largest (priority, declaration index).
+        // The lowest priority: the largest (priority, declaration index), made strictly the
+        // lowest — equal priorities take turns (FIFO), so they do disturb each other.
         let lowest = (0..scenario.spec.domains.len())
             .max_by_key(|&i| (scenario.spec.domains[i].vcpu.priority, i))
             .expect("a domain");
+        scenario.spec.domains[lowest].vcpu.priority += 1;
         // Its tasks must not draw from the shared random stream (see `Draws`).
         for t in &mut scenario.spec.domains[lowest].tasks {
             t.min_exec = t.wcet;
@@ -607,7 +617,8 @@ fn isolation_breaks_with_overheads_as_documented() {
             ],
             changes: Vec::new(),
         },
-        credit_timeslice: ms(30),
+        credit: CreditConfig::default(),
+        rtds: RtdsMode::Event,
         unit: 1_000_000,
         seed: 1,
         end: ms(40),

@@ -43,3 +43,31 @@ fn added_domain_preempts_and_removed_domain_stops() {
     assert_eq!(sim.domains()[1].removed_at, Some(ms(22)));
     assert_eq!(sim.machine().vcpu_stats(sim.domains()[2].vcpu).run, ms(4));
 }
+
+/// A domain added at 1.2 s releases its tasks from then on: its 10 ms task (1 ms jobs,
+/// offset 0) releases at 1.2 s, 1.21 s, …: 10 jobs in the next 100 ms, every one finished
+/// within its deadline (the domain has the highest priority and 2 ms per 10 ms). It does not
+/// get the 120 jobs it "would have had" since time 0.
+#[test]
+fn domain_added_at_run_time_releases_from_the_instant_it_joins() {
+    let mut spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 5, 10, 1, vec![busy("b")])],
+    );
+    spec.changes = vec![TimedChange {
+        at: ms(1200),
+        change: Change::AddDomain(domain("late", 2, 10, 0, vec![periodic("t", 10, 1)])),
+    }];
+    let mut sim = rtvmm_sim::Simulation::new(&spec, 1, false).expect("valid system");
+    sim.set_check_invariants(true);
+    sim.run_until(ms(1299)).expect("run");
+    let late = &sim.domains()[1];
+    let finished = &late.finished[0];
+    let releases: Vec<_> = finished.iter().map(|j| j.release).collect();
+    let expected: Vec<_> = (0..10).map(|k| ms(1200 + 10 * k)).collect();
+    assert_eq!(releases, expected);
+    assert!(finished
+        .iter()
+        .all(|j| j.finish.is_some_and(|f| f <= j.deadline)));
+    assert_eq!(sim.pending_jobs(1).count(), 0, "nothing left over");
+}

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
-use rtvmm_core::machine::{MachineConfig, Overheads, ReplenishMode};
+use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::PolicyConfig;
 use rtvmm_core::Nanos;
@@ -64,6 +64,7 @@ pub fn machine() -> MachineConfig {
         quantum: ms(1),
         replenishment: ReplenishMode::Exact,
         overheads: Overheads::default(),
+        overhead_charge: OverheadCharge::Incoming,
     }
 }
 
