@@ -14,7 +14,8 @@
 //!   and returns its VCPU (or IDLE) with a slice that ends at the frame's end, so frame
 //!   boundaries are exact whatever the replenishment mode (the policy has no timers).
 //! - **Wake** asks for a reschedule only when the VCPU owns the current minor frame and the
-//!   pcpu idles.
+//!   pcpu idles. No tick: `do_schedule` runs at minor-frame boundaries (where the slice it
+//!   returned ends) and on block and wake only, as in Xen.
 //! - Budgets, priorities, weights: not read. `adjust` changes nothing; a new table comes
 //!   with a hot swap.
 //! - Tables are checked by [`validate_table`] (at most 64 minor frames, every runtime > 0,

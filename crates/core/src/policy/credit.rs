@@ -124,6 +124,8 @@ pub struct Credit {
     master_ticks: u64,
     /// An accounting happened and the run queue has not been re-sorted since.
     sort_pending: bool,
+    /// Reused by the accounting and the sort, so that neither allocates.
+    scratch: Vec<VcpuId>,
 }
 
 /// Checks Credit's tunables (for the scenario layer).
@@ -167,6 +169,7 @@ impl Credit {
             credit_balance: 0,
             master_ticks: 0,
             sort_pending: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -264,12 +267,21 @@ impl Credit {
 
     /// `csched_runq_sort`: UNDER and BOOST VCPUs move ahead of OVER ones, keeping order.
     fn sort_runq(&mut self) {
-        let (ahead, behind): (VecDeque<VcpuId>, VecDeque<VcpuId>) = self
-            .runq
-            .iter()
-            .partition(|&&v| self.get(v).class != Class::Over);
-        self.runq = ahead;
-        self.runq.extend(behind);
+        let mut over = std::mem::take(&mut self.scratch);
+        over.clear();
+        let mut kept = 0;
+        for i in 0..self.runq.len() {
+            let v = self.runq[i];
+            if self.get(v).class == Class::Over {
+                over.push(v);
+            } else {
+                self.runq[kept] = v;
+                kept += 1;
+            }
+        }
+        self.runq.truncate(kept);
+        self.runq.extend(over.iter().copied());
+        self.scratch = over;
     }
 
     /// The cap's share of one accounting period, `⌈cap × period / 100⌉`; None without cap.
@@ -307,7 +319,11 @@ impl Credit {
         let mut new_balance: i64 = 0;
         let mut resched = false;
         let slice = self.slice_worth() as i128;
-        for vcpu in self.active.clone() {
+        // The list as it was: moves to its head do not change the order of this pass.
+        let mut order = std::mem::take(&mut self.scratch);
+        order.clear();
+        order.extend_from_slice(&self.active);
+        for &vcpu in &order {
             let (weight, cap) = {
                 let s = self.get(vcpu);
                 (s.weight as i128, s.cap)
@@ -369,6 +385,7 @@ impl Credit {
             }
         }
         self.credit_balance = new_balance;
+        self.scratch = order;
         resched
     }
 }

@@ -26,6 +26,11 @@
 //!   its key beats the worst running VCPU's key.
 //! - **Insertion**: the first period starts at `now + offset`. With an offset the VCPU has no
 //!   budget until then (with `extratime`: an extra-level budget).
+//! - **When it runs** ([`RtdsMode`]): `Event` (default; Xen 4.7 and later) — the
+//!   replenishment timer, and `do_schedule` on budget exhaustion (the slice ends), block,
+//!   preempting wake and replenishment, with no periodic call; `Quantum` (Xen 4.5, which
+//!   returned `min(budget left, 1 ms)` from `do_schedule`) — additionally a `do_schedule` at
+//!   every quantum tick, so at least one per quantum.
 //! - **adjust**: new parameters wait for the VCPU's next replenishment; the remaining budget
 //!   is cut to the new budget at once, and a larger budget is not granted early. The current
 //!   period still ends at the old deadline; later periods use the new period. (Xen applies

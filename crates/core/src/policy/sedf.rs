@@ -27,6 +27,10 @@
 //!   or when a VCPU with extratime wakes on an idle pcpu.
 //! - **adjust**: new parameters take effect at the next boundary; the remaining slice is cut
 //!   to the new slice at once, and a larger slice is not granted early.
+//! - **When it runs** (Xen 4.0's SEDF is event-driven, no tick): `do_schedule` runs when the
+//!   slice it returned ends (the running VCPU's slice, or its extra-time quantum), at a
+//!   period boundary that asks for it (the boundary timer: a replenished VCPU that beats
+//!   what runs, or the running one's slice re-armed), on block, and on a preempting wake.
 //!
 //! Known gap: one pcpu per instance (Xen's SEDF was per-pcpu too).
 
