@@ -136,18 +136,15 @@ const VCPUS_PER_DOMAIN: usize = 1;
 /// What can go wrong before there is a report to show.
 #[derive(Debug, Error)]
 pub enum AnalyzeError {
-    /// The input file cannot be read.
-    #[error("cannot read {file}: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
+    /// The input file cannot be read. (`error`, not `source`: the message says it once.)
+    #[error("cannot read {file}: {error}")]
+    Io { file: String, error: std::io::Error },
     /// The scenario is invalid.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
     /// The CARTS file is invalid.
-    #[error("{file}: {source}")]
-    Carts { file: String, source: CartsError },
+    #[error("{file}: {error}")]
+    Carts { file: String, error: CartsError },
     /// An option does not fit the input (unknown domain, empty range, ...).
     #[error("{0}")]
     BadOption(String),
@@ -319,13 +316,13 @@ impl Input {
             .extension()
             .is_some_and(|x| x.eq_ignore_ascii_case("xml"))
         {
-            let text = std::fs::read_to_string(path).map_err(|source| AnalyzeError::Io {
+            let text = std::fs::read_to_string(path).map_err(|error| AnalyzeError::Io {
                 file: file.clone(),
-                source,
+                error,
             })?;
-            let system = parse_carts(&text).map_err(|source| AnalyzeError::Carts {
+            let system = parse_carts(&text).map_err(|error| AnalyzeError::Carts {
                 file: file.clone(),
-                source,
+                error,
             })?;
             Ok(Input::Carts { file, system })
         } else {
@@ -916,9 +913,9 @@ fn prepare_carts(
 ) -> Result<Vec<Prepared>, AnalyzeError> {
     let specs = system
         .to_domains(options.sbf)
-        .map_err(|source| AnalyzeError::Carts {
+        .map_err(|error| AnalyzeError::Carts {
             file: file.to_string(),
-            source,
+            error,
         })?;
     notes.push(
         "CARTS tasks are taken as periodic, released together at time 0 (the harmonic sbf's \
