@@ -804,3 +804,133 @@ fn sim_writes_every_job_as_csv() {
     let missed = csv.lines().filter(|l| l.ends_with(",missed")).count() as u64;
     assert_eq!(missed, results["missed"].as_u64().unwrap());
 }
+
+#[test]
+fn no_input_makes_rtvmm_panic_a_long_name_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "d".repeat(65_534);
+    let domain = write(
+        dir.path(),
+        "domain.toml",
+        &SMALL.replace("name = \"d1\"", &format!("name = \"{long}\"")),
+    );
+    let task = write(
+        dir.path(),
+        "task.toml",
+        &SMALL.replace("name = \"t1\"", &format!("name = \"{long}\"")),
+    );
+    let carts = write(
+        dir.path(),
+        "long.xml",
+        &format!(
+            "<system os_scheduler=\"RM\"><component name=\"{long}\" scheduler=\"RM\">\
+             <task name=\"t\" p=\"10\" e=\"1\"/></component></system>"
+        ),
+    );
+    for args in [
+        vec!["analyze", domain.as_str()],
+        vec!["analyze", task.as_str(), "--rta"],
+        vec!["check", domain.as_str()],
+        vec!["sim", task.as_str()],
+        vec!["analyze", carts.as_str()],
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert!(
+            err.contains("65534 characters: a name has at most 255"),
+            "{args:?}: {}",
+            &err[..err.len().min(300)]
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn errors_say_each_cause_once_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let typed = write(
+        dir.path(),
+        "typed.toml",
+        &SMALL.replace("vcpu = { budget = \"2ms\", period = \"10ms\" }", "vcpu = 3"),
+    );
+    let pcpus = write(
+        dir.path(),
+        "pcpus.toml",
+        &format!("{SMALL}[machine]\npcpus = 0\n"),
+    );
+    for (args, needle) in [
+        (
+            vec!["analyze", "/nonexistent/carts.xml"],
+            "No such file or directory",
+        ),
+        (
+            vec!["compare", "/nonexistent/a.json", &small],
+            "No such file or directory",
+        ),
+        (
+            vec![
+                "experiment",
+                "csa-arinc",
+                "--quick",
+                "--workload",
+                "/nonexistent/w.toml",
+            ],
+            "No such file or directory",
+        ),
+        (
+            vec!["sim", "/nonexistent/s.toml"],
+            "No such file or directory",
+        ),
+        (
+            vec!["check", &typed],
+            "domain 'd1': vcpu: expected a table such as { budget = \"2ms\", period = \"10ms\" }",
+        ),
+        (
+            vec!["check", &pcpus],
+            "[machine]: pcpus: must be at least 1",
+        ),
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_readable(&err);
+    }
+}
+
+#[test]
+fn a_generated_file_says_how_it_was_made_in_words_and_its_command_remakes_it() {
+    let o = rtvmm(&[
+        "gen",
+        "uunifast",
+        "--log-uniform",
+        "--periods",
+        "5..50",
+        "--etf",
+        "0.5",
+        "--server-period",
+        "5ms",
+        "--seed",
+        "3",
+    ]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    let header: String = text
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_readable(&header);
+    let flat = header.replace("\n# ", " ");
+    assert!(flat.contains("periods log-uniform in [5ms, 50ms]"), "{header}");
+    let command = header
+        .split('`')
+        .nth(1)
+        .expect("the header quotes its command");
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let again = rtvmm(&args);
+    assert_exit(&again, 0);
+    assert_eq!(stdout(&again), text, "{command} makes another file");
+}

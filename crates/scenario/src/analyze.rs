@@ -148,6 +148,14 @@ pub enum AnalyzeError {
     /// An option does not fit the input (unknown domain, empty range, ...).
     #[error("{0}")]
     BadOption(String),
+    /// A CARTS component or task name longer than [`crate::MAX_NAME_CHARS`].
+    #[error("{file}: line {line}: {what} name: {length} characters: a name has at most {max}", max = crate::MAX_NAME_CHARS)]
+    NameTooLong {
+        file: String,
+        line: u32,
+        what: &'static str,
+        length: usize,
+    },
     /// `--emit` cannot produce its output.
     #[error("cannot emit: {0}")]
     Emit(String),
@@ -324,6 +332,7 @@ impl Input {
                 file: file.clone(),
                 error,
             })?;
+            check_carts_names(&file, &system)?;
             Ok(Input::Carts { file, system })
         } else {
             Ok(Input::Scenario(Scenario::load_for_analysis(path)?))
@@ -337,6 +346,32 @@ impl Input {
             Input::Carts { file, .. } => file,
         }
     }
+}
+
+/// Refuses CARTS names longer than [`crate::MAX_NAME_CHARS`], as a scenario does.
+fn check_carts_names(file: &str, system: &CartsSystem) -> Result<(), AnalyzeError> {
+    let too_long = |what, name: &str, line| {
+        let length = name.chars().count();
+        (length > crate::MAX_NAME_CHARS).then(|| AnalyzeError::NameTooLong {
+            file: file.to_string(),
+            line,
+            what,
+            length,
+        })
+    };
+    let mut components: Vec<_> = system.components.iter().collect();
+    while let Some(c) = components.pop() {
+        if let Some(e) = too_long("component", &c.name, c.line) {
+            return Err(e);
+        }
+        for t in &c.tasks {
+            if let Some(e) = too_long("task", &t.name, t.line) {
+                return Err(e);
+            }
+        }
+        components.extend(c.children.iter());
+    }
+    Ok(())
 }
 
 /// One task in the report. Times in ns are the task's own (deadline cut to the period);
@@ -1999,8 +2034,10 @@ fn render(rows: &[Vec<String>]) -> String {
     for row in rows {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
-            // `{:<w$}` pads by characters, as the widths are counted.
-            let _ = write!(line, "{cell:<w$}", w = widths[c] + 2);
+            // Padded by hand: `{:<w$}` panics for a width past u16::MAX.
+            line.push_str(cell);
+            let pad = widths[c] + 2 - cell.chars().count();
+            line.push_str(&" ".repeat(pad));
         }
         out.push_str(line.trim_end());
         out.push('\n');

@@ -179,6 +179,10 @@ impl Builder<'_> {
                 ErrorKind::Invalid("must not be empty".to_string()),
             ));
         }
+        let length = name.chars().count();
+        if length > crate::MAX_NAME_CHARS {
+            return Err(self.err(at.clone(), ErrorKind::NameTooLong { length }));
+        }
         Ok(name)
     }
 

@@ -197,6 +197,8 @@ pub enum ErrorKind {
     PrioritiesMixed { without: String },
     #[error("{at} is before the previous event's time {previous}: list events in time order")]
     EventsOutOfOrder { at: Nanos, previous: Nanos },
+    #[error("{length} characters: a name has at most {max}", max = crate::MAX_NAME_CHARS)]
+    NameTooLong { length: usize },
     #[error("{0}")]
     Invalid(String),
 }
