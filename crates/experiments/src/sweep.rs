@@ -131,8 +131,13 @@ where
     W: Fn(&T) -> Result<R, ExperimentError> + Sync,
     N: Fn(&T) -> String + Sync,
 {
+    // Never more threads than runs: `-j 100000` must not spawn 100000 threads.
+    let threads = match options.jobs {
+        0 => 0,
+        jobs => jobs.min(items.len().max(1)),
+    };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs)
+        .num_threads(threads)
         .build()
         .map_err(|e| ExperimentError::option("--jobs", e.to_string()))?;
     let bar = progress_bar(label, items.len(), options);
@@ -201,6 +206,23 @@ mod tests {
         let order: Vec<u64> = out.results.iter().map(|r| r.unwrap().0).collect();
         assert_eq!(order, items);
         assert!(!out.interrupted());
+    }
+
+    #[test]
+    fn a_huge_jobs_count_starts_no_more_threads_than_runs() {
+        let mut options = Options::quick("unused");
+        options.jobs = 100_000;
+        let items = [1u32, 2, 3];
+        let out = sweep(
+            "t",
+            &items,
+            &options,
+            &RunCounter::new(),
+            |i| i.to_string(),
+            |_| Ok(rayon::current_num_threads()),
+        )
+        .unwrap();
+        assert!(out.results.iter().all(|t| *t == Some(3)), "{out:?}");
     }
 
     #[test]
