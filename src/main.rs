@@ -125,8 +125,8 @@ enum Command {
     /// Re-run a published evaluation (`list` describes them; `all` runs every one)
     ///
     /// Writes raw CSV, SVG and PNG figures, Markdown tables and report.md to --out. Runs of
-    /// a sweep run in parallel on all cores; Ctrl-C stops starting new runs and writes what
-    /// is finished.
+    /// a sweep run in parallel on all cores; SIGINT (Ctrl-C) or SIGTERM stops starting new
+    /// runs and writes what is finished, every file marked partial.
     #[command(after_help = EXIT_CODES)]
     Experiment(ExperimentArgs),
     /// Generate a task set as a scenario file (rtxen, csa, arinc, uunifast)

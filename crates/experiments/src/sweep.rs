@@ -1,5 +1,5 @@
-//! Running a sweep: many independent runs, in parallel, with a progress bar, and with
-//! Ctrl-C keeping what is done.
+//! Running a sweep: many independent runs, in parallel, with a progress bar, and with a
+//! cancel flag that keeps what is done.
 //!
 //! # Determinism
 //! Each run is a pure function of its description (the simulator is deterministic), and
