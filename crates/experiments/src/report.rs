@@ -493,6 +493,22 @@ impl<'a> Output<'a> {
         report.wall_time = wall_time;
         report.host = host;
         let dir = self.options.out.clone();
+        // An input (a --workload file) is never overwritten.
+        for name in report.files().iter().map(String::as_str).chain([MANIFEST]) {
+            let path = dir.join(name);
+            if let Some(input) = self
+                .options
+                .workloads
+                .iter()
+                .find(|w| files::same_file(&path, w))
+            {
+                return Err(files::OutputError::SameAsInput {
+                    output: path,
+                    input: input.clone(),
+                }
+                .into());
+            }
+        }
         let partial = report.partial_note();
         let mut written = Vec::new();
         let mut file = |name: &str, bytes: &[u8]| -> Result<(), ExperimentError> {

@@ -300,3 +300,20 @@ fn generated_arinc_scenarios_parse_and_say_they_are_generated() {
     }
     assert!(arinc_scenario(8, 1, Nanos::from_secs(1), PolicyKind::Periodic).is_err());
 }
+
+#[test]
+fn an_input_in_the_out_directory_is_never_overwritten() {
+    use rtvmm_gen::arinc::arinc_suite;
+    let dir = tempfile::tempdir().unwrap();
+    // A workload file that has the name of a file the experiment writes.
+    let suite = arinc_suite(1);
+    let text = rtvmm_gen::workload_file::workload_to_toml(&suite[0]).unwrap();
+    let input = dir.path().join("report.md");
+    std::fs::write(&input, &text).unwrap();
+    let mut options = Options::quick(dir.path());
+    options.workloads = vec![input.clone()];
+    options.duration = Some(Nanos::from_ms(200));
+    let err = run_experiment("csa-arinc", &options).unwrap_err();
+    assert!(matches!(err, ExperimentError::Output(_)), "{err}");
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
+}
