@@ -924,7 +924,10 @@ fn a_generated_file_says_how_it_was_made_in_words_and_its_command_remakes_it() {
         .join("\n");
     assert_readable(&header);
     let flat = header.replace("\n# ", " ");
-    assert!(flat.contains("periods log-uniform in [5ms, 50ms]"), "{header}");
+    assert!(
+        flat.contains("periods log-uniform in [5ms, 50ms]"),
+        "{header}"
+    );
     let command = header
         .split('`')
         .nth(1)
