@@ -1,33 +1,44 @@
 //! `rtvmm`: the command line. It parses flags, calls the libraries and maps errors to exit
 //! codes — no scheduling logic lives here.
 //!
-//! Exit codes: 0 success; 1 run-time failure (the simulation failed, an output file could
-//! not be written); 2 usage error or bad input (unknown flag or policy, a scenario file
-//! that cannot be read or is invalid).
+//! Exit codes, one rule for every command ([`EXIT_CODES`]): 0 success; 1 a run failed or
+//! writing an output failed; 2 bad usage or bad input, unusable output paths included
+//! (found before anything runs); 128 + the signal's number (130 SIGINT, 143 SIGTERM) for
+//! an experiment stopped by a signal, with what finished written and marked partial.
+//!
+//! Every output file is checked before anything runs and written atomically
+//! ([`rtvmm_experiments::files`]).
 
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
 use rtvmm_analysis::{GuestScheduler as AnalysisGuest, SbfMode};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
-use rtvmm_experiments::{CompareArgs, ExperimentArgs, ExperimentError, GenArgs};
+use rtvmm_experiments::files::{self, AtomicFile, WriteError};
+use rtvmm_experiments::{Cancel, CompareArgs, ExperimentArgs, ExperimentError, GenArgs, RunHook};
 use rtvmm_scenario::analyze;
 use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::trace::TraceFormat;
 
 const EXIT_CODES: &str = "\
-Exit codes:
-  0  success
-  1  run-time failure (the simulation failed, an output file could not be written)
-  2  usage error or bad input (unknown flag or policy, unreadable or invalid scenario)
-  130  an experiment was interrupted by Ctrl-C (what was finished is written)";
+Exit codes (every command):
+  0    success
+  1    a run failed, or writing an output failed (a full disk): no output file is left
+       half-written, a previous one stays as it was
+  2    usage error or bad input: an unknown flag or name, an input that cannot be read or
+       is invalid, an output path that cannot be used (its directory missing or not
+       writable, the same file as an input, or given twice); found before anything runs
+  130  an experiment stopped by SIGINT (Ctrl-C), 143 by SIGTERM (128 + the signal's
+       number): runs in progress finish, what finished is written and marked partial; a
+       second signal stops at once";
 
 #[derive(Parser)]
 #[command(
@@ -114,8 +125,8 @@ enum Command {
     /// Re-run a published evaluation (`list` describes them; `all` runs every one)
     ///
     /// Writes raw CSV, SVG and PNG figures, Markdown tables and report.md to --out. Runs of
-    /// a sweep run in parallel on all cores; Ctrl-C stops starting new runs and writes what
-    /// is finished.
+    /// a sweep run in parallel on all cores; SIGINT (Ctrl-C) or SIGTERM stops starting new
+    /// runs and writes what is finished, every file marked partial.
     #[command(after_help = EXIT_CODES)]
     Experiment(ExperimentArgs),
     /// Generate a task set as a scenario file (rtxen, csa, arinc, uunifast)
@@ -194,8 +205,8 @@ enum Failure {
     BadInput(anyhow::Error),
     /// Run-time failure: exit code 1.
     Runtime(anyhow::Error),
-    /// Ctrl-C during an experiment: exit code 130.
-    Interrupted,
+    /// An experiment stopped by a signal: exit code 128 + its number.
+    Interrupted { signal: i32 },
 }
 
 fn bad_input(e: impl Into<anyhow::Error>) -> Failure {
@@ -208,7 +219,37 @@ fn runtime(e: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let outcome = match cli.command {
+    // A panic is a bug in rtvmm: say so in one line (`guarded` turns it into exit 1).
+    panic::set_hook(Box::new(|info| {
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("rtvmm: internal error{at}: {message}");
+    }));
+    let outcome = guarded("running the command", || run(cli));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadInput(e)) => {
+            eprintln!("rtvmm: error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Runtime(e)) => {
+            eprintln!("rtvmm: error: {e:#}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Interrupted { signal }) => ExitCode::from((128 + signal) as u8),
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
         Command::Policies => policies(),
         Command::Check {
             scenario,
@@ -238,44 +279,94 @@ fn main() -> ExitCode {
             policies,
             print_scenario,
         } => demo_command(duration, seed, policies, print_scenario),
-    };
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::BadInput(e)) => {
-            eprintln!("rtvmm: error: {e:#}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Runtime(e)) => {
-            eprintln!("rtvmm: error: {e:#}");
-            ExitCode::from(1)
-        }
-        Err(Failure::Interrupted) => ExitCode::from(130),
     }
 }
 
-/// Bad options, unknown names and unreadable inputs are the user's to fix (exit 2); the
-/// rest happened while running (exit 1).
+/// Bad options, unknown names, unreadable inputs and unusable output paths are the
+/// user's to fix (exit 2); the rest happened while running (exit 1).
 fn experiment_failure(e: ExperimentError) -> Failure {
     match e {
         ExperimentError::UnknownExperiment { .. }
         | ExperimentError::NotImplemented(_)
         | ExperimentError::InvalidOption { .. }
         | ExperimentError::UnsupportedPolicy { .. }
+        | ExperimentError::Read { .. }
         | ExperimentError::Json { .. }
+        | ExperimentError::Output(_)
         | ExperimentError::Gen(_) => bad_input(e),
-        ExperimentError::Io { ref source, .. } if source.kind() == io::ErrorKind::NotFound => {
-            bad_input(e)
-        }
-        _ => runtime(e),
+        ExperimentError::Write(_)
+        | ExperimentError::Plot { .. }
+        | ExperimentError::Font(_)
+        | ExperimentError::Sim { .. }
+        | ExperimentError::RunPanicked { .. }
+        | ExperimentError::Analysis(_) => runtime(e),
     }
 }
 
+/// SIGINT and SIGTERM while an experiment runs. The first sets the cancel flag (runs in
+/// progress finish, the rest are skipped, what finished is written and marked partial)
+/// and records which signal came; a second exits at once with 128 + its number. Returns
+/// the recorded signal (0 until one comes).
+fn handle_signals(cancel: &Cancel) -> io::Result<Arc<AtomicUsize>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    let which = Arc::new(AtomicUsize::new(0));
+    for signal in [SIGINT, SIGTERM] {
+        // In this order: the shutdown checks the flag before this signal sets it.
+        flag::register_conditional_shutdown(signal, 128 + signal, cancel.flag())?;
+        flag::register_usize(signal, Arc::clone(&which), signal as usize)?;
+        flag::register(signal, cancel.flag())?;
+    }
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            let name = if signal == SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            eprintln!(
+                "\nrtvmm: {name}: finishing the runs in progress, skipping the rest, then \
+                 writing what is done (marked partial); {name} again stops at once"
+            );
+        }
+    });
+    Ok(which)
+}
+
+/// For the tests of the signal path: `RTVMM_TEST_RAISE=SIGTERM:N` (or `SIGINT:N`) makes
+/// the process send itself that signal once N runs have finished.
+fn test_raise_hook() -> Option<RunHook> {
+    let spec = std::env::var("RTVMM_TEST_RAISE").ok()?;
+    let (name, after) = spec.split_once(':')?;
+    let signal = match name {
+        "SIGINT" => signal_hook::consts::SIGINT,
+        "SIGTERM" => signal_hook::consts::SIGTERM,
+        _ => return None,
+    };
+    let after: usize = after.parse().ok()?;
+    Some(RunHook(Arc::new(move |finished| {
+        if finished == after {
+            let _ = signal_hook::low_level::raise(signal);
+        }
+    })))
+}
+
 fn experiment_command(args: &ExperimentArgs) -> Result<(), Failure> {
-    let output = rtvmm_experiments::run_experiment_command(args).map_err(experiment_failure)?;
+    let cancel = Cancel::new();
+    let which = handle_signals(&cancel)
+        .context("installing the SIGINT/SIGTERM handlers")
+        .map_err(runtime)?;
+    let output = rtvmm_experiments::run_experiment_command(args, &cancel, test_raise_hook())
+        .map_err(experiment_failure)?;
     print(&output.text)?;
     if output.interrupted {
-        eprintln!("rtvmm: interrupted: the runs that finished are written");
-        return Err(Failure::Interrupted);
+        let signal = match which.load(Ordering::SeqCst) {
+            0 => signal_hook::consts::SIGINT,
+            s => s as i32,
+        };
+        eprintln!("rtvmm: interrupted: the runs that finished are written, marked partial");
+        return Err(Failure::Interrupted { signal });
     }
     Ok(())
 }
@@ -369,6 +460,13 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
         Some([]) => None,
     };
     let input = analyze::Input::load(&args.input).map_err(bad_input)?;
+    let outputs: Vec<&Path> = args
+        .json
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(emit.iter().filter_map(|(_, out)| out.as_deref()))
+        .collect();
+    files::check_outputs(&[&args.input], &outputs).map_err(bad_input)?;
     let options = analyze::Options {
         quantum: args.quantum,
         sbf: args.sbf,
@@ -381,23 +479,36 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
     let report = guarded("analysing", || {
         analyze::analyze(&input, &options).map_err(bad_input)
     })?;
+    // Everything is produced before any file is written.
+    let emitted = match &emit {
+        None => None,
+        Some((kind, out)) => {
+            let text = if kind == "xl" {
+                report.xl_commands()
+            } else {
+                analyze::emit_scenario(&input, &report).map_err(bad_input)?
+            };
+            Some((kind, out, text))
+        }
+    };
+    let mut written = Vec::new();
     let mut text = String::new();
     if let Some(out) = &args.json {
-        write_text(out, "report", &report.to_json())?;
+        written.push(text_file(out, &report.to_json())?);
     }
-    if let Some((kind, out)) = &emit {
-        let emitted = if kind == "xl" {
-            report.xl_commands()
-        } else {
-            analyze::emit_scenario(&input, &report).map_err(bad_input)?
-        };
+    let mut stdout_only = None;
+    if let Some((kind, out, emitted)) = emitted {
         match out {
-            None => return print(&emitted),
+            None => stdout_only = Some(emitted),
             Some(out) => {
-                write_text(out, kind, &emitted)?;
+                written.push(text_file(out, &emitted)?);
                 text.push_str(&format!("{kind}: {}\n", out.display()));
             }
         }
+    }
+    files::commit_all(written).map_err(runtime)?;
+    if let Some(emitted) = stdout_only {
+        return print(&emitted);
     }
     let mut table = report.table(args.rta);
     if let Some(out) = &args.json {
@@ -406,15 +517,31 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
     print(&(table + &text))
 }
 
-/// Writes a whole text file (with a final newline).
-fn write_text(path: &Path, what: &str, text: &str) -> Result<(), Failure> {
-    let mut file = create(path, what)?;
-    let newline: &[u8] = if text.ends_with('\n') { b"" } else { b"\n" };
-    file.write_all(text.as_bytes())
-        .and_then(|()| file.write_all(newline))
-        .and_then(|()| file.flush())
-        .with_context(|| format!("writing the {what} to {}", path.display()))
-        .map_err(runtime)
+/// A whole text file (with a final newline), written but not yet in place (see
+/// [`files::commit_all`]).
+fn text_file(path: &Path, text: &str) -> Result<AtomicFile, Failure> {
+    output_file(path, |file| {
+        file.write_all(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            file.write_all(b"\n")?;
+        }
+        Ok(())
+    })
+}
+
+/// An output file filled by `fill`, not yet in place (see [`files::commit_all`]).
+fn output_file(
+    path: &Path,
+    fill: impl FnOnce(&mut AtomicFile) -> io::Result<()>,
+) -> Result<AtomicFile, Failure> {
+    let mut file = AtomicFile::create(path).map_err(runtime)?;
+    fill(&mut file).map_err(|error| {
+        runtime(WriteError {
+            path: path.to_path_buf(),
+            error,
+        })
+    })?;
+    Ok(file)
 }
 
 /// The normalised scenario under a comment that says what it holds (the comment is the
@@ -428,14 +555,6 @@ fn normalised(scenario: &Scenario) -> String {
         scenario.system.changes.len(),
         scenario.to_toml()
     )
-}
-
-/// Creates an output file, reporting the path on failure.
-fn create(path: &Path, what: &str) -> Result<BufWriter<File>, Failure> {
-    File::create(path)
-        .map(BufWriter::new)
-        .with_context(|| format!("cannot create the {what} file {}", path.display()))
-        .map_err(runtime)
 }
 
 fn sim(
@@ -456,6 +575,11 @@ fn sim(
     let scenario = guarded("checking the scenario", || {
         load(path, policy, duration, seed)
     })?;
+    let outputs: Vec<&Path> = [&json, &trace, &jobs]
+        .into_iter()
+        .filter_map(|o| o.as_deref())
+        .collect();
+    files::check_outputs(&[path], &outputs).map_err(bad_input)?;
     let run = guarded("simulating", || {
         let record = rtvmm_scenario::Record {
             trace: trace.is_some(),
@@ -472,32 +596,23 @@ fn sim(
         run.wall.as_secs_f64() * 1e3,
         run.speed()
     ));
+    let mut written = Vec::new();
     if let Some(out) = &json {
-        let mut file = create(out, "results")?;
-        file.write_all(run.results.to_json().as_bytes())
-            .and_then(|()| file.write_all(b"\n"))
-            .and_then(|()| file.flush())
-            .with_context(|| format!("writing the results to {}", out.display()))
-            .map_err(runtime)?;
+        written.push(text_file(out, &run.results.to_json())?);
         text.push_str(&format!("results: {}\n", out.display()));
     }
     if let (Some(out), Some(format), Some(recorded)) = (&trace, trace_format, &run.trace) {
-        let mut file = create(out, "trace")?;
-        recorded
-            .write(&mut file, format)
-            .and_then(|()| file.flush())
-            .with_context(|| format!("writing the trace to {}", out.display()))
-            .map_err(runtime)?;
+        written.push(output_file(out, |file| recorded.write(file, format))?);
         text.push_str(&format!("trace: {}\n", out.display()));
     }
     if let (Some(out), Some(rows)) = (&jobs, &run.jobs) {
-        let mut file = create(out, "jobs")?;
-        rtvmm_sim::results::write_jobs_csv(&mut file, rows)
-            .and_then(|()| file.flush())
-            .with_context(|| format!("writing the jobs to {}", out.display()))
-            .map_err(runtime)?;
+        written.push(output_file(out, |file| {
+            rtvmm_sim::results::write_jobs_csv(file, rows)
+        })?);
         text.push_str(&format!("jobs: {}\n", out.display()));
     }
+    // All or nothing: no file is replaced until every one is written.
+    files::commit_all(written).map_err(runtime)?;
     print(&text)
 }
 

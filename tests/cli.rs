@@ -1,5 +1,7 @@
-//! The `rtvmm` binary, run as a user runs it: exit codes (0 ok, 1 run-time failure,
-//! 2 usage or bad input), what each command prints, and the files `sim` writes.
+//! The `rtvmm` binary, run as a user runs it: exit codes (0 ok, 1 a run or a write failed,
+//! 2 usage or bad input incl. unusable output paths, 130/143 an experiment stopped by
+//! SIGINT/SIGTERM), what each command prints, the files `sim` writes, and that no
+//! output ever destroys an input or is left half-written.
 
 mod common;
 
@@ -176,14 +178,260 @@ fn arinc653_without_a_table_exits_2() {
     );
 }
 
+/// A path whose directory cannot exist (its parent is a regular file): unusable for
+/// anyone, root included.
+fn unusable(dir: &std::path::Path, name: &str) -> String {
+    let file = dir.join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    file.join(name).display().to_string()
+}
+
 #[test]
-fn unwritable_output_exits_1() {
+fn unusable_output_paths_exit_2_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let small = write(dir.path(), "small.toml", SMALL);
-    let out = dir.path().join("no/such/dir/results.json");
-    let o = rtvmm(&["sim", &small, "--json", out.to_str().unwrap()]);
+    let missing_dir = dir.path().join("no/such/dir/results.json");
+    let missing_dir = missing_dir.to_str().unwrap();
+    let under_file = unusable(dir.path(), "out.json");
+    let a_dir = dir.path().to_str().unwrap().to_string();
+    let analysis = example("analysis.toml");
+    for args in [
+        vec!["sim", &small, "--json", missing_dir],
+        vec!["sim", &small, "--trace", &under_file],
+        vec!["sim", &small, "--jobs", &a_dir],
+        vec!["analyze", &analysis, "--json", missing_dir],
+        vec!["analyze", &analysis, "--emit", "scenario", &under_file],
+        vec!["gen", "rtxen", "--out", missing_dir],
+        vec![
+            "experiment",
+            "rtxen-overhead",
+            "--quick",
+            "--no-progress",
+            "--out",
+            &under_file,
+        ],
+        vec![
+            "experiment",
+            "all",
+            "--quick",
+            "--no-progress",
+            "--out",
+            &under_file,
+        ],
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert!(err.starts_with("rtvmm: error: "), "{args:?}: {err}");
+        let lower = err.to_lowercase();
+        assert!(
+            lower.contains("does not exist")
+                || lower.contains("not a directory")
+                || lower.contains("is a directory"),
+            "{args:?}: {err}"
+        );
+        assert_readable(&err);
+        assert!(stdout(&o).is_empty(), "{args:?} ran: {}", stdout(&o));
+    }
+}
+
+#[test]
+fn an_output_that_is_an_input_is_refused_and_the_input_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let dotted = dir.path().join(".").join("small.toml");
+    let link = dir.path().join("link.toml");
+    std::os::unix::fs::symlink(&small, &link).unwrap();
+    for out in [
+        small.clone(),
+        dotted.display().to_string(),
+        link.display().to_string(),
+    ] {
+        for args in [
+            vec!["sim", small.as_str(), "--json", &out],
+            vec!["sim", small.as_str(), "--trace", "t.json", "--jobs", &out],
+            vec!["analyze", small.as_str(), "--json", &out],
+            vec!["analyze", small.as_str(), "--emit", "scenario", &out],
+        ] {
+            let o = rtvmm(&args);
+            assert_exit(&o, 2);
+            assert!(stderr(&o).contains("is the input file"), "{}", stderr(&o));
+            assert_eq!(std::fs::read_to_string(&small).unwrap(), SMALL);
+        }
+    }
+}
+
+#[test]
+fn two_outputs_with_one_path_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let out = dir.path().join("out.json");
+    let same = dir.path().join(".").join("out.json");
+    let (out, same) = (out.to_str().unwrap(), same.to_str().unwrap());
+    for args in [
+        vec!["sim", small.as_str(), "--json", out, "--trace", same],
+        vec!["sim", small.as_str(), "--json", out, "--jobs", out],
+        vec![
+            "analyze",
+            small.as_str(),
+            "--json",
+            out,
+            "--emit",
+            "xl",
+            same,
+        ],
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 2);
+        assert!(
+            stderr(&o).contains("same file as the output"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(!dir.path().join("out.json").exists(), "{args:?} wrote");
+    }
+}
+
+#[test]
+fn a_failed_write_exits_1_and_replaces_no_file() {
+    // /dev/full takes no byte: writing it fails like a full disk.
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let json = write(dir.path(), "r.json", "previous");
+    let o = rtvmm(&["sim", &small, "--json", &json, "--jobs", "/dev/full"]);
     assert_exit(&o, 1);
-    assert!(stderr(&o).contains("results.json"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot write /dev/full"),
+        "{}",
+        stderr(&o)
+    );
+    assert_readable(&stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&json).unwrap(),
+        "previous",
+        "--json replaced although --trace failed"
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 2, "a temporary file was left behind");
+    for args in [
+        vec!["analyze", small.as_str(), "--json", "/dev/full"],
+        vec!["gen", "rtxen", "--out", "/dev/full"],
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 1);
+        assert_readable(&stderr(&o));
+    }
+}
+
+#[test]
+fn every_command_follows_one_exit_code_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let invalid = write(dir.path(), "bad.toml", &SMALL.replace("\"3ms\"", "3"));
+    let json = dir.path().join("r.json").display().to_string();
+    let missing = dir.path().join("missing.toml").display().to_string();
+    let missing_json = dir.path().join("missing.json").display().to_string();
+    let bad_out = unusable(dir.path(), "out");
+    let out = dir.path().join("out").display().to_string();
+    let gen_out = dir.path().join("gen.toml").display().to_string();
+    let cases: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["policies"], 0),
+        (vec!["policies", "--bogus"], 2),
+        (vec!["demo", "--duration", "100ms", "--policy", "ds"], 0),
+        (vec!["demo", "--policy", "nope"], 2),
+        (vec!["sim", &small, "--json", &json], 0),
+        (vec!["sim", &missing], 2),
+        (vec!["sim", &invalid], 2),
+        (vec!["sim", &small, "--json", &bad_out], 2),
+        (vec!["sim", &small, "--json", "/dev/full"], 1),
+        (vec!["check", &small], 0),
+        (vec!["check", &missing], 2),
+        (vec!["check", &invalid], 2),
+        (vec!["analyze", &small], 0),
+        (vec!["analyze", &missing], 2),
+        (vec!["analyze", "/nonexistent/carts.xml"], 2),
+        (vec!["analyze", &small, "--json", &bad_out], 2),
+        (vec!["analyze", &small, "--json", "/dev/full"], 1),
+        (vec!["gen", "rtxen", "--out", &gen_out], 0),
+        (vec!["gen", "rtxen", "--duration", "0s"], 2),
+        (vec!["gen", "rtxen", "--out", &bad_out], 2),
+        (vec!["gen", "rtxen", "--out", "/dev/full"], 1),
+        (vec!["compare", &json, &json], 0),
+        (vec!["compare", &json, &missing_json], 2),
+        (vec!["compare", &json, &small], 2),
+        (vec!["experiment", "list"], 0),
+        (vec!["experiment", "nope"], 2),
+        (
+            vec!["experiment", "rtxen-overhead", "--quick", "--out", &bad_out],
+            2,
+        ),
+        (
+            vec![
+                "experiment",
+                "csa-arinc",
+                "--quick",
+                "--workload",
+                &missing,
+                "--out",
+                &out,
+            ],
+            2,
+        ),
+    ];
+    for (args, code) in cases {
+        let o = rtvmm(&args);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{args:?}\nstdout:\n{}\nstderr:\n{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        if code != 0 {
+            assert_readable(&stderr(&o));
+        }
+    }
+}
+
+#[test]
+fn an_experiment_stopped_by_a_signal_exits_128_plus_it_and_marks_its_files_partial() {
+    for (signal, code) in [("SIGINT", 130), ("SIGTERM", 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("ovh");
+        let o = rtvmm_env(
+            &[
+                "experiment",
+                "rtxen-overhead",
+                "--quick",
+                "--no-progress",
+                "-j",
+                "1",
+                "--duration",
+                "200ms",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[("RTVMM_TEST_RAISE", &format!("{signal}:2"))],
+        );
+        assert_exit(&o, code);
+        assert!(stderr(&o).contains(signal), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("interrupted: 2 of 6 runs done"),
+            "{}",
+            stdout(&o)
+        );
+        let csv = std::fs::read_to_string(out.join("overhead.csv")).unwrap();
+        assert!(
+            csv.starts_with("# partial: interrupted after 2 of 6 runs\n"),
+            "{csv}"
+        );
+        assert_eq!(csv.lines().count(), 1 + 1 + 2, "mark, header, two runs");
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(
+            md.contains("Partial: interrupted after 2 of 6 runs"),
+            "{md}"
+        );
+    }
 }
 
 #[test]
@@ -192,8 +440,12 @@ fn help_documents_the_exit_codes() {
         let o = rtvmm(&args);
         assert_exit(&o, 0);
         let text = stdout(&o);
-        assert!(text.contains("Exit codes:"), "{text}");
-        assert!(text.contains("2  usage error or bad input"), "{text}");
+        assert!(text.contains("Exit codes (every command):"), "{text}");
+        assert!(text.contains("2    usage error or bad input"), "{text}");
+        assert!(
+            text.contains("130  an experiment stopped by SIGINT"),
+            "{text}"
+        );
     }
 }
 
@@ -551,4 +803,137 @@ fn sim_writes_every_job_as_csv() {
     );
     let missed = csv.lines().filter(|l| l.ends_with(",missed")).count() as u64;
     assert_eq!(missed, results["missed"].as_u64().unwrap());
+}
+
+#[test]
+fn no_input_makes_rtvmm_panic_a_long_name_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = "d".repeat(65_534);
+    let domain = write(
+        dir.path(),
+        "domain.toml",
+        &SMALL.replace("name = \"d1\"", &format!("name = \"{long}\"")),
+    );
+    let task = write(
+        dir.path(),
+        "task.toml",
+        &SMALL.replace("name = \"t1\"", &format!("name = \"{long}\"")),
+    );
+    let carts = write(
+        dir.path(),
+        "long.xml",
+        &format!(
+            "<system os_scheduler=\"RM\"><component name=\"{long}\" scheduler=\"RM\">\
+             <task name=\"t\" p=\"10\" e=\"1\"/></component></system>"
+        ),
+    );
+    for args in [
+        vec!["analyze", domain.as_str()],
+        vec!["analyze", task.as_str(), "--rta"],
+        vec!["check", domain.as_str()],
+        vec!["sim", task.as_str()],
+        vec!["analyze", carts.as_str()],
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert!(
+            err.contains("65534 characters: a name has at most 255"),
+            "{args:?}: {}",
+            &err[..err.len().min(300)]
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn errors_say_each_cause_once_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = write(dir.path(), "small.toml", SMALL);
+    let typed = write(
+        dir.path(),
+        "typed.toml",
+        &SMALL.replace("vcpu = { budget = \"2ms\", period = \"10ms\" }", "vcpu = 3"),
+    );
+    let pcpus = write(
+        dir.path(),
+        "pcpus.toml",
+        &format!("{SMALL}[machine]\npcpus = 0\n"),
+    );
+    for (args, needle) in [
+        (
+            vec!["analyze", "/nonexistent/carts.xml"],
+            "No such file or directory",
+        ),
+        (
+            vec!["compare", "/nonexistent/a.json", &small],
+            "No such file or directory",
+        ),
+        (
+            vec![
+                "experiment",
+                "csa-arinc",
+                "--quick",
+                "--workload",
+                "/nonexistent/w.toml",
+            ],
+            "No such file or directory",
+        ),
+        (
+            vec!["sim", "/nonexistent/s.toml"],
+            "No such file or directory",
+        ),
+        (
+            vec!["check", &typed],
+            "domain 'd1': vcpu: expected a table such as { budget = \"2ms\", period = \"10ms\" }",
+        ),
+        (
+            vec!["check", &pcpus],
+            "[machine]: pcpus: must be at least 1",
+        ),
+    ] {
+        let o = rtvmm(&args);
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_readable(&err);
+    }
+}
+
+#[test]
+fn a_generated_file_says_how_it_was_made_in_words_and_its_command_remakes_it() {
+    let o = rtvmm(&[
+        "gen",
+        "uunifast",
+        "--log-uniform",
+        "--periods",
+        "5..50",
+        "--etf",
+        "0.5",
+        "--server-period",
+        "5ms",
+        "--seed",
+        "3",
+    ]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    let header: String = text
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_readable(&header);
+    let flat = header.replace("\n# ", " ");
+    assert!(
+        flat.contains("periods log-uniform in [5ms, 50ms]"),
+        "{header}"
+    );
+    let command = header
+        .split('`')
+        .nth(1)
+        .expect("the header quotes its command");
+    let args: Vec<&str> = command.split_whitespace().skip(1).collect();
+    let again = rtvmm(&args);
+    assert_exit(&again, 0);
+    assert_eq!(stdout(&again), text, "{command} makes another file");
 }

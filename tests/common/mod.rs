@@ -5,10 +5,47 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn rtvmm(args: &[&str]) -> Output {
+    rtvmm_env(args, &[])
+}
+
+/// Runs `rtvmm` with extra environment variables.
+pub fn rtvmm_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtvmm"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run rtvmm")
+}
+
+/// Asserts that an error message says each thing once: no cause repeated (`x: y: y`),
+/// no OS error twice, no Rust type names.
+pub fn assert_readable(message: &str) {
+    for line in message.lines() {
+        let parts: Vec<&str> = line.split(": ").collect();
+        for pair in parts.windows(2) {
+            assert_ne!(pair[0].trim(), pair[1].trim(), "repeated in: {line}");
+        }
+        assert!(
+            line.matches("(os error").count() <= 1,
+            "an OS error twice in: {line}"
+        );
+        for internal in [
+            "expected struct",
+            "expected i64",
+            "expected u64",
+            "Nanos(",
+            "Some(",
+            "IoError",
+            "Custom {",
+            "kind: ",
+            "at path \"",
+        ] {
+            assert!(
+                !line.contains(internal),
+                "Rust internals ({internal}) in: {line}"
+            );
+        }
+    }
 }
 
 pub fn stdout(o: &Output) -> String {

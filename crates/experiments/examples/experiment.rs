@@ -4,7 +4,7 @@
 //! cargo run --release -p rtvmm-experiments --example experiment -- rtxen-capacity --out /tmp/cap
 //! ```
 use clap::Parser;
-use rtvmm_experiments::{run_experiment_command, ExperimentArgs};
+use rtvmm_experiments::{run_experiment_command, Cancel, ExperimentArgs};
 
 #[derive(Parser)]
 struct Cli {
@@ -15,7 +15,8 @@ struct Cli {
 fn main() {
     let cli = Cli::parse();
     let started = std::time::Instant::now();
-    match run_experiment_command(&cli.args) {
+    // No signal handling here: the `rtvmm` binary owns it.
+    match run_experiment_command(&cli.args, &Cancel::new(), None) {
         Ok(out) => {
             print!("{}", out.text);
             eprintln!("total wall time: {:.2} s", started.elapsed().as_secs_f64());

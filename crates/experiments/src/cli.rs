@@ -18,11 +18,12 @@ use rtvmm_gen::rtxen::SharePattern;
 
 use crate::error::ExperimentError;
 use crate::experiments::{self, REGISTRY};
+use crate::files;
 use crate::gen::{
     arinc_scenario, csa_scenario, rtxen_scenario, scenario_toml, uunifast_scenario, Sampler,
     UunifastParams,
 };
-use crate::options::{parse_overheads, parse_policies, Options, DEFAULT_SEED};
+use crate::options::{parse_overheads, parse_policies, Cancel, Options, RunHook, DEFAULT_SEED};
 use rtvmm_gen::csa::CsaParams;
 
 /// `rtvmm experiment NAME|list|all`.
@@ -95,16 +96,28 @@ impl ExperimentArgs {
     }
 }
 
-/// What a command produced: text for stdout, and whether it was cut short by Ctrl-C
-/// (the binary may exit with 130 then).
+/// What a command produced: text for stdout, and whether it was cut short by its cancel
+/// flag (the binary exits with 128 + the signal's number then).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommandOutput {
     pub text: String,
     pub interrupted: bool,
 }
 
-/// `rtvmm experiment NAME|list|all`.
-pub fn run_experiment_command(args: &ExperimentArgs) -> Result<CommandOutput, ExperimentError> {
+/// `rtvmm experiment NAME|list|all`. `cancel` stops starting runs (the binary sets it on
+/// SIGINT and SIGTERM); `on_run_done` is called after each run. Every output directory
+/// is created and proven writable, and the font found, before the first run.
+pub fn run_experiment_command(
+    args: &ExperimentArgs,
+    cancel: &Cancel,
+    on_run_done: Option<RunHook>,
+) -> Result<CommandOutput, ExperimentError> {
+    let options = |name: &str| -> Result<Options, ExperimentError> {
+        let mut o = args.options(name)?;
+        o.cancel = cancel.clone();
+        o.on_run_done = on_run_done.clone();
+        Ok(o)
+    };
     match args.name.as_str() {
         "list" => Ok(CommandOutput {
             text: experiments::list(),
@@ -113,12 +126,17 @@ pub fn run_experiment_command(args: &ExperimentArgs) -> Result<CommandOutput, Ex
         "all" => {
             let mut text = String::new();
             let mut interrupted = false;
-            for e in REGISTRY.iter().filter(|e| e.run.is_some()) {
-                if crate::sweep::interrupted() {
+            let all: Vec<_> = REGISTRY.iter().filter(|e| e.run.is_some()).collect();
+            crate::plot::ensure_font()?;
+            for e in &all {
+                files::prepare_dir(&options(e.name)?.out)?;
+            }
+            for e in all {
+                if cancel.is_cancelled() {
                     interrupted = true;
                     break;
                 }
-                let report = crate::run_experiment(e.name, &args.options(e.name)?)?;
+                let report = crate::run_experiment(e.name, &options(e.name)?)?;
                 interrupted |= report.interrupted();
                 text.push_str(&report.summary());
                 text.push('\n');
@@ -126,7 +144,7 @@ pub fn run_experiment_command(args: &ExperimentArgs) -> Result<CommandOutput, Ex
             Ok(CommandOutput { text, interrupted })
         }
         name => {
-            let report = crate::run_experiment(name, &args.options(name)?)?;
+            let report = crate::run_experiment(name, &options(name)?)?;
             Ok(CommandOutput {
                 text: report.summary(),
                 interrupted: report.interrupted(),
@@ -272,6 +290,12 @@ fn common_parts(
         .duration
         .parse()
         .map_err(|e| ExperimentError::option("--duration", format!("{e}")))?;
+    if duration.is_zero() {
+        return Err(ExperimentError::option(
+            "--duration",
+            "must be greater than 0 (a scenario runs for a positive time)",
+        ));
+    }
     let policy = match &common.policy {
         None => default_policy,
         Some(name) => PolicyKind::from_name(name).ok_or_else(|| {
@@ -284,7 +308,7 @@ fn common_parts(
 fn deliver(text: String, common: &GenCommon) -> Result<String, ExperimentError> {
     match &common.out {
         Some(path) => {
-            std::fs::write(path, &text).map_err(|e| ExperimentError::io(path, e))?;
+            files::write_file(path, text.as_bytes())?;
             Ok(format!("wrote {}\n", path.display()))
         }
         None => Ok(text),
@@ -292,7 +316,17 @@ fn deliver(text: String, common: &GenCommon) -> Result<String, ExperimentError> 
 }
 
 /// `rtvmm gen ...`: the scenario TOML (or, with `--out`, a line saying where it went).
+/// An unusable `--out` is refused before anything is generated.
 pub fn run_gen(args: &GenArgs) -> Result<String, ExperimentError> {
+    let common = match &args.kind {
+        GenKind::Rtxen { common, .. }
+        | GenKind::Csa { common, .. }
+        | GenKind::Arinc { common, .. }
+        | GenKind::Uunifast { common, .. } => common,
+    };
+    if let Some(out) = &common.out {
+        files::check_outputs(&[], &[out])?;
+    }
     match &args.kind {
         GenKind::Rtxen {
             pattern,

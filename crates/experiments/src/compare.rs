@@ -15,10 +15,10 @@ use crate::report::markdown_table;
 
 /// Reads a results file written by `rtvmm sim --json` (or by the host executor).
 pub fn load_results(path: &Path) -> Result<RunResults, ExperimentError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::io(path, e))?;
-    serde_json::from_str(&text).map_err(|source| ExperimentError::Json {
+    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::read(path, e))?;
+    serde_json::from_str(&text).map_err(|error| ExperimentError::Json {
         path: path.to_path_buf(),
-        source,
+        error,
     })
 }
 

@@ -1,9 +1,15 @@
 //! The crate's one error type. The CLI turns it into a message and an exit code.
+//!
+//! Each message says its cause once: a variant whose text includes an inner error does
+//! not also return it from `source()` (reporters that walk the chain, such as `anyhow`'s
+//! `{:#}`, would print it twice).
 
 use std::path::PathBuf;
 
 use rtvmm_gen::GenError;
 use rtvmm_sim::SimError;
+
+use crate::files::{OutputError, WriteError};
 
 /// Why an experiment, `gen` or `compare` could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -16,38 +22,61 @@ pub enum ExperimentError {
     InvalidOption { option: String, problem: String },
     #[error("policy {policy} cannot run this experiment: {reason}")]
     UnsupportedPolicy { policy: String, reason: String },
-    #[error("{path}: {source}")]
-    Io {
+    /// An input file cannot be read.
+    #[error("cannot read {path}: {error}")]
+    Read {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: {source}")]
-    Csv { path: PathBuf, source: csv::Error },
-    #[error("{path}: not a results file: {source}")]
+    #[error("{path}: not a results file: {error}")]
     Json {
         path: PathBuf,
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
+    /// An output path or directory that cannot be used, found before anything ran.
+    #[error("{0}")]
+    Output(OutputError),
+    /// Writing an output failed (the previous file, if any, is untouched).
+    #[error("{0}")]
+    Write(WriteError),
     #[error("figure {path}: {message}")]
     Plot { path: PathBuf, message: String },
     #[error("no font for figures: {0}")]
     Font(String),
-    #[error("run '{run}': {source}")]
-    Sim { run: String, source: SimError },
+    #[error("run '{run}': {error}")]
+    Sim { run: String, error: SimError },
     #[error("run '{run}' panicked: {message}")]
     RunPanicked { run: String, message: String },
     #[error("task-set generator: {0}")]
-    Gen(#[from] GenError),
+    Gen(GenError),
     #[error("analysis: {0}")]
     Analysis(String),
 }
 
+impl From<GenError> for ExperimentError {
+    fn from(e: GenError) -> ExperimentError {
+        ExperimentError::Gen(e)
+    }
+}
+
+impl From<OutputError> for ExperimentError {
+    fn from(e: OutputError) -> ExperimentError {
+        ExperimentError::Output(e)
+    }
+}
+
+impl From<WriteError> for ExperimentError {
+    fn from(e: WriteError) -> ExperimentError {
+        ExperimentError::Write(e)
+    }
+}
+
 impl ExperimentError {
-    /// An I/O error on `path`.
-    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> ExperimentError {
-        ExperimentError::Io {
+    /// An input file that cannot be read.
+    pub(crate) fn read(path: impl Into<PathBuf>, error: std::io::Error) -> ExperimentError {
+        ExperimentError::Read {
             path: path.into(),
-            source,
+            error,
         }
     }
 

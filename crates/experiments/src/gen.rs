@@ -430,16 +430,9 @@ pub fn uunifast_scenario(p: &UunifastParams) -> Result<Scenario, ExperimentError
     let total: f64 = load.iter().sum();
     Ok(Scenario {
         name: format!("{}-{}-tasks", p.sampler.name(), p.tasks),
-        command: format!(
-            "rtvmm gen uunifast --tasks {} --utilisation {} --domains {} --sampler {} --seed {}",
-            p.tasks,
-            p.utilisation,
-            p.domains,
-            p.sampler.name(),
-            p.seed
-        ),
+        command: uunifast_command(p),
         description: format!(
-            "{} task utilisations summing to {} drawn with {}, periods {:?}, WCET = round(u·p) \
+            "{} task utilisations summing to {} drawn with {}, periods {}, WCET = round(u·p) \
              µs; tasks spread round robin over {} domains with bandwidth-matched servers of \
              period {} (budget = domain utilisation × period rounded up to the {} quantum; \
              not a schedulability guarantee); generated utilisation {total:.4}; seed {}",
@@ -458,6 +451,36 @@ pub fn uunifast_scenario(p: &UunifastParams) -> Result<Scenario, ExperimentError
         policy: p.policy,
         domains,
     })
+}
+
+/// The `rtvmm gen uunifast` command that makes the same scenario.
+fn uunifast_command(p: &UunifastParams) -> String {
+    let mut command = format!(
+        "rtvmm gen uunifast --tasks {} --utilisation {} --domains {} --sampler {}",
+        p.tasks,
+        p.utilisation,
+        p.domains,
+        p.sampler.name(),
+    );
+    match &p.periods {
+        PeriodDistribution::Uniform { min, max, .. } => {
+            let _ = write!(command, " --periods {min}..{max}");
+        }
+        PeriodDistribution::LogUniform { min, max, .. } => {
+            let _ = write!(command, " --periods {min}..{max} --log-uniform");
+        }
+        // Not reachable from the command line.
+        PeriodDistribution::Harmonic { .. } | PeriodDistribution::HarmonicSet(_) => {}
+    }
+    if let Some(etf) = p.etf {
+        let _ = write!(command, " --etf {etf}");
+    }
+    let _ = write!(
+        command,
+        " --server-period {} --seed {}",
+        p.server_period, p.seed
+    );
+    command
 }
 
 #[cfg(test)]

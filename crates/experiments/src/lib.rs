@@ -7,8 +7,9 @@
 //! experiment runs in seconds.
 //!
 //! - [`experiments`]: the registry, one file per experiment.
-//! - [`sweep`]: independent runs in parallel (rayon), a progress bar, Ctrl-C keeps what is
-//!   done; results by run index, so the same seed gives the same CSV bytes.
+//! - [`sweep`]: independent runs in parallel (rayon), a progress bar, a cancel flag that
+//!   keeps what is done; results by run index, so the same seed gives the same CSV bytes.
+//! - [`files`]: output paths checked before anything runs, files written atomically.
 //! - [`report`]: the [`report::Output`] an experiment writes through, and `report.md`.
 //! - [`plot`]: line, bar and box charts as SVG + PNG.
 //! - [`system`]: a server scenario under any policy (credit weights, SEDF slices), and
@@ -30,6 +31,7 @@ pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod experiments;
+pub mod files;
 pub mod gen;
 pub mod host;
 pub mod interfaces;
@@ -47,12 +49,13 @@ pub use cli::{
     GenArgs,
 };
 pub use error::ExperimentError;
-pub use options::Options;
+pub use options::{Cancel, Options, RunHook};
 pub use report::{Output, Report};
 
-/// Runs the experiment `name` with `options`: its runs, its files, then `report.md`.
-/// An interrupted sweep still writes everything for the runs that finished (see
-/// [`Report::interrupted`]).
+/// Runs the experiment `name` with `options`: its runs, then its files and `report.md`
+/// (see [`Output`]: written at the end, atomically, marked partial when interrupted).
+/// An interrupted sweep ([`Options::cancel`]) still writes everything for the runs that
+/// finished (see [`Report::interrupted`]).
 pub fn run_experiment(name: &str, options: &Options) -> Result<Report, ExperimentError> {
     let experiment = experiments::find(name)?;
     let run = experiment
@@ -66,10 +69,5 @@ pub fn run_experiment(name: &str, options: &Options) -> Result<Report, Experimen
         options,
     )?;
     run(&mut output)?;
-    let mut report = output.into_report();
-    report.wall_time = started.elapsed();
-    report.host = Some(host::HostInfo::probe());
-    let path = options.out.join("report.md");
-    std::fs::write(&path, report.to_markdown()).map_err(|e| ExperimentError::io(&path, e))?;
-    Ok(report)
+    output.finish(started.elapsed(), Some(host::HostInfo::probe()))
 }

@@ -1,6 +1,9 @@
 //! What every experiment accepts: where to write, how big, which seed, which policies.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use rtvmm_core::machine::Overheads;
 use rtvmm_core::policy::PolicyKind;
@@ -34,10 +37,67 @@ pub struct Options {
     pub jobs: usize,
     /// Show a progress bar on stderr (only ever drawn when stderr is a terminal).
     pub progress: bool,
-    /// Behave as if Ctrl-C came once this many runs were started (for tests of the
+    /// Behave as if cancelled once this many runs were started (for tests of the
     /// interruption path; `None` in normal use).
     pub stop_after_runs: Option<usize>,
+    /// Set by the caller (the binary does on SIGINT and SIGTERM) to stop starting runs:
+    /// runs in progress finish, and the experiment writes what is done, marked partial.
+    pub cancel: Cancel,
+    /// Called after each run of the experiment finishes, with the number finished so far.
+    pub on_run_done: Option<RunHook>,
 }
+
+/// A cancel flag: clones share it. The library only reads it; no signal handler is
+/// installed here (the binary owns signals).
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Asks every sweep that reads this flag to start no more runs.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// The flag itself, for a signal handler to set.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.0)
+    }
+}
+
+/// Two handles are equal when they share one flag.
+impl PartialEq for Cancel {
+    fn eq(&self, other: &Cancel) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Cancel {}
+
+/// A progress callback: `f(runs finished so far)`, called from the sweep's threads.
+#[derive(Clone)]
+pub struct RunHook(pub Arc<dyn Fn(usize) + Send + Sync>);
+
+impl fmt::Debug for RunHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RunHook")
+    }
+}
+
+impl PartialEq for RunHook {
+    fn eq(&self, other: &RunHook) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RunHook {}
 
 impl Options {
     /// Defaults: full scale, seed [`DEFAULT_SEED`], all cores, progress bar on.
@@ -53,6 +113,8 @@ impl Options {
             jobs: 0,
             progress: true,
             stop_after_runs: None,
+            cancel: Cancel::new(),
+            on_run_done: None,
         }
     }
 

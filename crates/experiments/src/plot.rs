@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use image::ImageEncoder as _;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -255,6 +256,17 @@ impl Chart {
             Chart::Box(c) => &c.title,
         }
     }
+
+    /// The same chart under another title.
+    pub fn titled(&self, title: String) -> Chart {
+        let mut chart = self.clone();
+        match &mut chart {
+            Chart::Line(c) => c.title = title,
+            Chart::Bar(c) => c.title = title,
+            Chart::Box(c) => c.title = title,
+        }
+        chart
+    }
 }
 
 /// The points of an empirical CDF of `samples` as a step curve, with values above `clip`
@@ -290,21 +302,30 @@ fn plot_err(path: &Path, e: impl std::fmt::Display) -> ExperimentError {
     }
 }
 
-/// Writes `chart` as `<stem>.svg` and `<stem>.png`; returns both paths.
-pub fn render(chart: &Chart, stem: &Path) -> Result<(PathBuf, PathBuf), ExperimentError> {
+/// Renders `chart` as SVG text and PNG bytes, in memory (the caller writes them; see
+/// [`crate::files`]). `name` names the figure in errors.
+pub fn render(chart: &Chart, name: &Path) -> Result<(String, Vec<u8>), ExperimentError> {
     ensure_font()?;
-    let svg = stem.with_extension("svg");
-    let png = stem.with_extension("png");
+    let svg_path = name.with_extension("svg");
+    let png_path = name.with_extension("png");
+    let mut svg = String::new();
     {
-        let root = SVGBackend::new(&svg, FIGURE_SIZE).into_drawing_area();
-        draw(&root, chart).map_err(|e| plot_err(&svg, e))?;
-        root.present().map_err(|e| plot_err(&svg, e))?;
+        let root = SVGBackend::with_string(&mut svg, FIGURE_SIZE).into_drawing_area();
+        draw(&root, chart).map_err(|e| plot_err(&svg_path, e))?;
+        root.present().map_err(|e| plot_err(&svg_path, e))?;
     }
+    let (w, h) = FIGURE_SIZE;
+    let mut pixels = vec![0u8; w as usize * h as usize * 3];
     {
-        let root = BitMapBackend::new(&png, FIGURE_SIZE).into_drawing_area();
-        draw(&root, chart).map_err(|e| plot_err(&png, e))?;
-        root.present().map_err(|e| plot_err(&png, e))?;
+        let root = BitMapBackend::with_buffer(&mut pixels, FIGURE_SIZE).into_drawing_area();
+        draw(&root, chart).map_err(|e| plot_err(&png_path, e))?;
+        root.present().map_err(|e| plot_err(&png_path, e))?;
     }
+    // The encoder and settings `plotters` itself saves PNGs with: the same bytes.
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&pixels, w, h, image::ColorType::Rgb8)
+        .map_err(|e| plot_err(&png_path, e))?;
     Ok((svg, png))
 }
 

@@ -9,7 +9,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use std::io::Write as _;
+
 use crate::error::ExperimentError;
+use crate::files::{self, AtomicFile, WriteError};
 use crate::host::HostInfo;
 use crate::options::{describe_overheads, Options};
 use crate::plot::{render, Chart};
@@ -80,6 +83,23 @@ impl Report {
         self.runs_done < self.runs_total
     }
 
+    /// `partial: interrupted after N of M runs`, the mark of every file of an
+    /// interrupted run; `None` when complete.
+    pub fn partial_note(&self) -> Option<String> {
+        self.interrupted().then(|| {
+            format!(
+                "partial: interrupted after {} of {} runs",
+                self.runs_done, self.runs_total
+            )
+        })
+    }
+
+    /// `N of M runs` when interrupted.
+    fn partial_runs(&self) -> Option<String> {
+        self.interrupted()
+            .then(|| format!("{} of {} runs", self.runs_done, self.runs_total))
+    }
+
     /// "complete: M runs" or "interrupted: N of M runs done".
     pub fn status(&self) -> String {
         if self.interrupted() {
@@ -148,12 +168,11 @@ impl Report {
         let mut md = String::new();
         let _ = writeln!(md, "# {} — {}\n", self.experiment, self.title);
         let _ = writeln!(md, "{}\n", self.description.trim());
-        if self.interrupted() {
+        if let Some(note) = self.partial_note() {
             let _ = writeln!(
                 md,
-                "> **Interrupted: {} of {} runs done.** Tables and figures show the finished \
-                 runs only.\n",
-                self.runs_done, self.runs_total
+                "> **{}.** Tables, figures and CSVs show the finished runs only.\n",
+                capitalised(&note)
             );
         }
         let _ = writeln!(md, "## Run\n");
@@ -262,22 +281,64 @@ pub fn command_line(experiment: &str, options: &Options) -> String {
     cmd
 }
 
+/// A file an experiment produced, written when the experiment ends (see
+/// [`Output::finish`]), once it is known whether the run is complete.
+enum Pending {
+    Csv {
+        file: String,
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+    Table {
+        file: String,
+        title: String,
+        markdown: String,
+    },
+    Figure {
+        stem: String,
+        chart: Chart,
+    },
+}
+
+/// The name of the manifest every experiment leaves in its output directory.
+pub const MANIFEST: &str = "rtvmm-manifest.txt";
+
 /// The writer an experiment uses for everything it produces.
+///
+/// Nothing is written while the experiment runs: CSVs, tables and figures are kept and
+/// written by [`Output::finish`], each atomically (see [`crate::files`]), so that a
+/// failed experiment leaves the directory as it was and an interrupted one marks every
+/// file it writes as partial:
+///
+/// - CSV: a first line `# partial: interrupted after N of M runs` (a complete run's
+///   CSV has no such line and is byte-for-byte what it always was);
+/// - Markdown tables and `report.md`: a `**Partial: interrupted after N of M runs.**`
+///   banner under the title;
+/// - figures: `(partial: N of M runs)` after the title, in the SVG and the PNG;
+/// - the manifest ([`MANIFEST`]): `status: partial: interrupted after N of M runs`.
+///
+/// The manifest lists the files this experiment wrote. When an experiment writes into a
+/// directory that holds a manifest, the files it lists and this run does not write are
+/// removed — so a reused `--out` holds no stale files of another run or experiment — and
+/// nothing else is ever removed.
 pub struct Output<'a> {
     pub options: &'a Options,
     counter: RunCounter,
     report: Report,
+    pending: Vec<Pending>,
 }
 
 impl<'a> Output<'a> {
-    /// A fresh output for `experiment` into `options.out` (created if missing).
+    /// A fresh output for `experiment` into `options.out`: the directory is created and
+    /// proven writable, and the figure font found, before anything runs.
     pub fn new(
         experiment: &str,
         title: &str,
         description: &str,
         options: &'a Options,
     ) -> Result<Output<'a>, ExperimentError> {
-        std::fs::create_dir_all(&options.out).map_err(|e| ExperimentError::io(&options.out, e))?;
+        files::prepare_dir(&options.out)?;
+        crate::plot::ensure_font()?;
         let mut parameters = vec![
             ("seed".to_string(), options.seed.to_string()),
             (
@@ -305,6 +366,7 @@ impl<'a> Output<'a> {
                 wall_time: Duration::ZERO,
                 host: None,
             },
+            pending: Vec::new(),
         })
     }
 
@@ -350,33 +412,28 @@ impl<'a> Output<'a> {
         Ok(outcome)
     }
 
-    /// Writes `file` (a `.csv` name) with `header` and `rows`, and lists it in the report.
+    /// Keeps `file` (a `.csv` name) with `header` and `rows` for the end, and lists it in
+    /// the report.
     pub fn csv(
         &mut self,
         file: &str,
         title: &str,
         header: &[&str],
         rows: &[Vec<String>],
-    ) -> Result<PathBuf, ExperimentError> {
-        let path = self.options.out.join(file);
-        let csv_err = |source| ExperimentError::Csv {
-            path: path.clone(),
-            source,
-        };
-        let mut writer = csv::Writer::from_path(&path).map_err(csv_err)?;
-        writer.write_record(header).map_err(csv_err)?;
-        for row in rows {
-            writer.write_record(row).map_err(csv_err)?;
-        }
-        writer.flush().map_err(|e| ExperimentError::io(&path, e))?;
+    ) -> Result<(), ExperimentError> {
+        self.pending.push(Pending::Csv {
+            file: file.to_string(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: rows.to_vec(),
+        });
         self.report.sections.push(Section::Data {
             title: title.to_string(),
             file: file.to_string(),
         });
-        Ok(path)
+        Ok(())
     }
 
-    /// Writes a Markdown table to `<stem>.md` and puts it in the report.
+    /// Keeps a Markdown table for `<stem>.md` and puts it in the report.
     pub fn table(
         &mut self,
         stem: &str,
@@ -390,21 +447,26 @@ impl<'a> Output<'a> {
             rows,
             file: format!("{stem}.md"),
         };
-        let path = self.options.out.join(&table.file);
-        let text = format!("# {}\n\n{}", table.title, table.to_markdown());
-        std::fs::write(&path, text).map_err(|e| ExperimentError::io(&path, e))?;
+        self.pending.push(Pending::Table {
+            file: table.file.clone(),
+            title: table.title.clone(),
+            markdown: table.to_markdown(),
+        });
         self.report.sections.push(Section::Table(table));
         Ok(())
     }
 
-    /// Renders `chart` to `<stem>.svg` and `<stem>.png` and puts it in the report.
+    /// Keeps `chart` for `<stem>.svg` and `<stem>.png` and puts it in the report.
     pub fn figure(
         &mut self,
         stem: &str,
         chart: &Chart,
         caption: &str,
     ) -> Result<(), ExperimentError> {
-        render(chart, &self.options.out.join(stem))?;
+        self.pending.push(Pending::Figure {
+            stem: stem.to_string(),
+            chart: chart.clone(),
+        });
         self.report.sections.push(Section::Figure(Figure {
             title: chart.title().to_string(),
             caption: caption.to_string(),
@@ -414,9 +476,196 @@ impl<'a> Output<'a> {
         Ok(())
     }
 
-    /// The report so far (the framework completes it).
+    /// The report so far, without writing anything.
     pub fn into_report(self) -> Report {
         self.report
+    }
+
+    /// Completes the report (`wall_time`, `host`) and writes every file, `report.md` and
+    /// the manifest: each is written beside its target and all are renamed into place at
+    /// the end; files of the previous manifest that this run does not write are removed.
+    pub fn finish(
+        self,
+        wall_time: Duration,
+        host: Option<HostInfo>,
+    ) -> Result<Report, ExperimentError> {
+        let mut report = self.report;
+        report.wall_time = wall_time;
+        report.host = host;
+        let dir = self.options.out.clone();
+        // An input (a --workload file) is never overwritten.
+        for name in report.files().iter().map(String::as_str).chain([MANIFEST]) {
+            let path = dir.join(name);
+            if let Some(input) = self
+                .options
+                .workloads
+                .iter()
+                .find(|w| files::same_file(&path, w))
+            {
+                return Err(files::OutputError::SameAsInput {
+                    output: path,
+                    input: input.clone(),
+                }
+                .into());
+            }
+        }
+        let partial = report.partial_note();
+        let mut written = Vec::new();
+        let mut file = |name: &str, bytes: &[u8]| -> Result<(), ExperimentError> {
+            let mut f = AtomicFile::create(&dir.join(name))?;
+            f.write_all(bytes).map_err(|error| WriteError {
+                path: dir.join(name),
+                error,
+            })?;
+            written.push(f);
+            Ok(())
+        };
+        for p in &self.pending {
+            match p {
+                Pending::Csv {
+                    file: name,
+                    header,
+                    rows,
+                } => {
+                    file(
+                        name,
+                        &csv_bytes(&dir.join(name), partial.as_deref(), header, rows)?,
+                    )?;
+                }
+                Pending::Table {
+                    file: name,
+                    title,
+                    markdown,
+                } => {
+                    let banner = partial
+                        .as_deref()
+                        .map(|p| format!("> **{}.**\n\n", capitalised(p)))
+                        .unwrap_or_default();
+                    file(name, format!("# {title}\n\n{banner}{markdown}").as_bytes())?;
+                }
+                Pending::Figure { stem, chart } => {
+                    let chart = match &report.partial_runs() {
+                        Some(runs) => chart.titled(format!("{} (partial: {runs})", chart.title())),
+                        None => chart.clone(),
+                    };
+                    let (svg, png) = render(&chart, &dir.join(stem))?;
+                    file(&format!("{stem}.svg"), svg.as_bytes())?;
+                    file(&format!("{stem}.png"), &png)?;
+                }
+            }
+        }
+        file("report.md", report.to_markdown().as_bytes())?;
+        // Every byte on disk before any old file goes: a full disk stops here.
+        for f in &mut written {
+            f.finish()?;
+        }
+        let names = report.files();
+        let previous = read_manifest(&dir);
+        // The manifest first lists the old files too: a run stopped half-way still lists
+        // everything an rtvmm run wrote here.
+        let mut all = previous.clone();
+        all.extend(names.iter().filter(|n| !previous.contains(n)).cloned());
+        files::write_file(
+            &dir.join(MANIFEST),
+            manifest(&report.experiment, "writing", &all).as_bytes(),
+        )?;
+        remove_stale(&dir, &previous, &names, self.options);
+        files::commit_all(written)?;
+        let status = match &partial {
+            Some(p) => p.clone(),
+            None => "complete".to_string(),
+        };
+        files::write_file(
+            &dir.join(MANIFEST),
+            manifest(&report.experiment, &status, &names).as_bytes(),
+        )?;
+        Ok(report)
+    }
+}
+
+/// `Partial: …` from `partial: …`.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// A CSV's bytes: the header and rows, after a `# partial: …` line when partial.
+fn csv_bytes(
+    path: &Path,
+    partial: Option<&str>,
+    header: &[String],
+    rows: &[Vec<String>],
+) -> Result<Vec<u8>, ExperimentError> {
+    let mut bytes = Vec::new();
+    if let Some(p) = partial {
+        bytes.extend_from_slice(format!("# {p}\n").as_bytes());
+    }
+    let csv_err = |e: csv::Error| {
+        ExperimentError::Write(WriteError {
+            path: path.to_path_buf(),
+            error: std::io::Error::other(e.to_string()),
+        })
+    };
+    let mut writer = csv::Writer::from_writer(bytes);
+    writer.write_record(header).map_err(csv_err)?;
+    for row in rows {
+        writer.write_record(row).map_err(csv_err)?;
+    }
+    writer
+        .into_inner()
+        .map_err(|e| csv_err(e.into_error().into()))
+}
+
+/// The manifest's text.
+fn manifest(experiment: &str, status: &str, names: &[String]) -> String {
+    let mut text = format!(
+        "# Written by `rtvmm experiment {experiment}`: the files it wrote in this directory.\n\
+         # An experiment writing here again first removes the files listed (and no others).\n\
+         experiment: {experiment}\nstatus: {status}\n"
+    );
+    for n in names {
+        let _ = writeln!(text, "file: {n}");
+    }
+    text
+}
+
+/// The file names a previous manifest in `dir` lists (only plain names in `dir`).
+fn read_manifest(dir: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(dir.join(MANIFEST)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let Some(name) = line.strip_prefix("file: ") else {
+            continue;
+        };
+        let plain = {
+            let mut parts = Path::new(name).components();
+            matches!(
+                (parts.next(), parts.next()),
+                (Some(std::path::Component::Normal(_)), None)
+            )
+        };
+        if plain && name != MANIFEST && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// Removes the regular files `previous` lists that this run does not write (never an
+/// input of this run, never a symlink or a directory).
+fn remove_stale(dir: &Path, previous: &[String], now: &[String], options: &Options) {
+    for name in previous.iter().filter(|n| !now.contains(n)) {
+        let path = dir.join(name);
+        let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+        let is_input = options.workloads.iter().any(|w| files::same_file(w, &path));
+        if is_file && !is_input {
+            let _ = std::fs::remove_file(&path);
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! Running a sweep: many independent runs, in parallel, with a progress bar, and with
-//! Ctrl-C keeping what is done.
+//! Running a sweep: many independent runs, in parallel, with a progress bar, and with a
+//! cancel flag that keeps what is done.
 //!
 //! # Determinism
 //! Each run is a pure function of its description (the simulator is deterministic), and
@@ -7,14 +7,14 @@
 //! everything written from them is the same bytes for the same seed.
 //!
 //! # Interruption
-//! The first Ctrl-C sets a process-wide flag: runs already started finish, runs not yet
-//! started are skipped (their slot is `None`), and the experiment writes what it has and
-//! says "interrupted: N of M runs done". A second Ctrl-C exits at once (status 130).
+//! When the caller sets [`Options::cancel`] (the binary does on SIGINT and SIGTERM), runs
+//! already started finish, runs not yet started are skipped (their slot is `None`), and
+//! the experiment writes what it has, marked partial (see [`crate::report`]). No signal
+//! handler is installed here.
 
 use std::io::IsTerminal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -22,37 +22,6 @@ use rayon::prelude::*;
 
 use crate::error::ExperimentError;
 use crate::options::Options;
-
-/// Set by Ctrl-C (or by [`request_interrupt`]).
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-static HANDLER: Once = Once::new();
-
-/// Installs the Ctrl-C handler (once per process; a no-op if the program installed its
-/// own handler first).
-pub fn install_interrupt_handler() {
-    HANDLER.call_once(|| {
-        let _ = ctrlc::set_handler(|| {
-            if INTERRUPTED.swap(true, Ordering::SeqCst) {
-                eprintln!("\ninterrupted twice: exiting without writing results");
-                std::process::exit(130);
-            }
-            eprintln!(
-                "\ninterrupt: finishing the runs in progress, skipping the rest, then writing \
-                 what is done (Ctrl-C again to abort)"
-            );
-        });
-    });
-}
-
-/// Asks running and future sweeps to stop starting runs, as Ctrl-C does.
-pub fn request_interrupt() {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Whether an interruption was requested.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
 
 /// What a sweep produced.
 #[derive(Debug)]
@@ -83,6 +52,7 @@ impl<R> SweepOutcome<R> {
 #[derive(Debug, Default)]
 pub struct RunCounter {
     started: AtomicUsize,
+    finished: AtomicUsize,
 }
 
 impl RunCounter {
@@ -92,7 +62,7 @@ impl RunCounter {
 
     /// Claims the right to start one run; `false` when the sweep must stop.
     fn claim(&self, options: &Options) -> bool {
-        if interrupted() {
+        if options.cancel.is_cancelled() {
             return false;
         }
         match options.stop_after_runs {
@@ -161,9 +131,13 @@ where
     W: Fn(&T) -> Result<R, ExperimentError> + Sync,
     N: Fn(&T) -> String + Sync,
 {
-    install_interrupt_handler();
+    // Never more threads than runs: `-j 100000` must not spawn 100000 threads.
+    let threads = match options.jobs {
+        0 => 0,
+        jobs => jobs.min(items.len().max(1)),
+    };
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.jobs)
+        .num_threads(threads)
         .build()
         .map_err(|e| ExperimentError::option("--jobs", e.to_string()))?;
     let bar = progress_bar(label, items.len(), options);
@@ -183,6 +157,10 @@ where
                         })
                     });
                 bar.inc(1);
+                let finished = counter.finished.fetch_add(1, Ordering::SeqCst) + 1;
+                if let Some(hook) = &options.on_run_done {
+                    (hook.0)(finished);
+                }
                 Some(outcome)
             })
             .collect()
@@ -228,6 +206,23 @@ mod tests {
         let order: Vec<u64> = out.results.iter().map(|r| r.unwrap().0).collect();
         assert_eq!(order, items);
         assert!(!out.interrupted());
+    }
+
+    #[test]
+    fn a_huge_jobs_count_starts_no_more_threads_than_runs() {
+        let mut options = Options::quick("unused");
+        options.jobs = 100_000;
+        let items = [1u32, 2, 3];
+        let out = sweep(
+            "t",
+            &items,
+            &options,
+            &RunCounter::new(),
+            |i| i.to_string(),
+            |_| Ok(rayon::current_num_threads()),
+        )
+        .unwrap();
+        assert!(out.results.iter().all(|t| *t == Some(3)), "{out:?}");
     }
 
     #[test]

@@ -151,9 +151,9 @@ pub fn simulate_with<X>(
     duration: Nanos,
     extract: impl FnOnce(&Simulation) -> X,
 ) -> Result<(RunResults, X), ExperimentError> {
-    let sim_err = |source| ExperimentError::Sim {
+    let sim_err = |error| ExperimentError::Sim {
         run: scenario.to_string(),
-        source,
+        error,
     };
     let mut sim = Simulation::new(system, seed, false).map_err(sim_err)?;
     sim.set_check_invariants(false);

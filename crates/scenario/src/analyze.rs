@@ -136,21 +136,26 @@ const VCPUS_PER_DOMAIN: usize = 1;
 /// What can go wrong before there is a report to show.
 #[derive(Debug, Error)]
 pub enum AnalyzeError {
-    /// The input file cannot be read.
-    #[error("cannot read {file}: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
+    /// The input file cannot be read. (`error`, not `source`: the message says it once.)
+    #[error("cannot read {file}: {error}")]
+    Io { file: String, error: std::io::Error },
     /// The scenario is invalid.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
     /// The CARTS file is invalid.
-    #[error("{file}: {source}")]
-    Carts { file: String, source: CartsError },
+    #[error("{file}: {error}")]
+    Carts { file: String, error: CartsError },
     /// An option does not fit the input (unknown domain, empty range, ...).
     #[error("{0}")]
     BadOption(String),
+    /// A CARTS component or task name longer than [`crate::MAX_NAME_CHARS`].
+    #[error("{file}: line {line}: {what} name: {length} characters: a name has at most {max}", max = crate::MAX_NAME_CHARS)]
+    NameTooLong {
+        file: String,
+        line: u32,
+        what: &'static str,
+        length: usize,
+    },
     /// `--emit` cannot produce its output.
     #[error("cannot emit: {0}")]
     Emit(String),
@@ -319,14 +324,15 @@ impl Input {
             .extension()
             .is_some_and(|x| x.eq_ignore_ascii_case("xml"))
         {
-            let text = std::fs::read_to_string(path).map_err(|source| AnalyzeError::Io {
+            let text = std::fs::read_to_string(path).map_err(|error| AnalyzeError::Io {
                 file: file.clone(),
-                source,
+                error,
             })?;
-            let system = parse_carts(&text).map_err(|source| AnalyzeError::Carts {
+            let system = parse_carts(&text).map_err(|error| AnalyzeError::Carts {
                 file: file.clone(),
-                source,
+                error,
             })?;
+            check_carts_names(&file, &system)?;
             Ok(Input::Carts { file, system })
         } else {
             Ok(Input::Scenario(Scenario::load_for_analysis(path)?))
@@ -340,6 +346,32 @@ impl Input {
             Input::Carts { file, .. } => file,
         }
     }
+}
+
+/// Refuses CARTS names longer than [`crate::MAX_NAME_CHARS`], as a scenario does.
+fn check_carts_names(file: &str, system: &CartsSystem) -> Result<(), AnalyzeError> {
+    let too_long = |what, name: &str, line| {
+        let length = name.chars().count();
+        (length > crate::MAX_NAME_CHARS).then(|| AnalyzeError::NameTooLong {
+            file: file.to_string(),
+            line,
+            what,
+            length,
+        })
+    };
+    let mut components: Vec<_> = system.components.iter().collect();
+    while let Some(c) = components.pop() {
+        if let Some(e) = too_long("component", &c.name, c.line) {
+            return Err(e);
+        }
+        for t in &c.tasks {
+            if let Some(e) = too_long("task", &t.name, t.line) {
+                return Err(e);
+            }
+        }
+        components.extend(c.children.iter());
+    }
+    Ok(())
 }
 
 /// One task in the report. Times in ns are the task's own (deadline cut to the period);
@@ -923,9 +955,9 @@ fn prepare_carts(
 ) -> Result<Vec<Prepared>, AnalyzeError> {
     let specs = system
         .to_domains(options.sbf)
-        .map_err(|source| AnalyzeError::Carts {
+        .map_err(|error| AnalyzeError::Carts {
             file: file.to_string(),
-            source,
+            error,
         })?;
     notes.push(
         "CARTS tasks are taken as periodic, released together at time 0 (the harmonic sbf's \
@@ -2016,8 +2048,10 @@ fn render(rows: &[Vec<String>]) -> String {
     for row in rows {
         let mut line = String::new();
         for (c, cell) in row.iter().enumerate() {
-            // `{:<w$}` pads by characters, as the widths are counted.
-            let _ = write!(line, "{cell:<w$}", w = widths[c] + 2);
+            // Padded by hand: `{:<w$}` panics for a width past u16::MAX.
+            line.push_str(cell);
+            let pad = widths[c] + 2 - cell.chars().count();
+            line.push_str(&" ".repeat(pad));
         }
         out.push_str(line.trim_end());
         out.push('\n');

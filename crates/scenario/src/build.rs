@@ -20,28 +20,12 @@ use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings};
 
 /// Parses and converts; does not run the policies' checks (the caller does).
 pub(crate) fn build(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-    let raw: RawScenario = toml::from_str(text).map_err(|e| syntax_error(file, text, &e))?;
+    let raw: RawScenario = crate::raw::parse(text, file)?;
     Builder { file }.scenario(raw)
 }
 
-fn syntax_error(file: &str, text: &str, error: &toml::de::Error) -> ScenarioError {
-    let (line, column) = match error.span() {
-        Some(span) => line_and_column(text, span.start),
-        None => (1, 1),
-    };
-    ScenarioError::new(
-        file,
-        Location::default(),
-        ErrorKind::Syntax {
-            line,
-            column,
-            message: error.message().trim().to_string(),
-        },
-    )
-}
-
 /// 1-based line and column (in characters) of a byte offset.
-fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     let mut end = offset.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -194,6 +178,10 @@ impl Builder<'_> {
                 at.clone(),
                 ErrorKind::Invalid("must not be empty".to_string()),
             ));
+        }
+        let length = name.chars().count();
+        if length > crate::MAX_NAME_CHARS {
+            return Err(self.err(at.clone(), ErrorKind::NameTooLong { length }));
         }
         Ok(name)
     }
@@ -791,12 +779,12 @@ impl Builder<'_> {
                         )),
                     ));
                 }
-                let raw_domain: RawDomain = value.try_into().map_err(|e: toml::de::Error| {
-                    self.err(
-                        domain_at.clone(),
-                        ErrorKind::Invalid(e.message().trim().to_string()),
-                    )
-                })?;
+                let raw_domain: RawDomain =
+                    value.clone().try_into().map_err(|e: toml::de::Error| {
+                        let (at, message) = crate::raw::locate_added_domain(&value, here.clone())
+                            .unwrap_or((domain_at.clone(), e.message().trim().to_string()));
+                        self.err(at, ErrorKind::Invalid(message))
+                    })?;
                 let declared = drafts.len();
                 drafts.push(self.domain(raw_domain, declared, here.clone())?);
                 EventDraft::AddDomain(declared)

@@ -96,15 +96,27 @@ impl ScenarioError {
 
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = self.kind.to_string();
+        // Some messages name their field themselves (the machine's "pcpus: must be at
+        // least 1"): the field is then said once.
+        let names_field = self
+            .location
+            .field
+            .as_ref()
+            .is_some_and(|field| kind.starts_with(&format!("{field}: ")));
+        let location = if names_field {
+            Location {
+                field: None,
+                ..(*self.location).clone()
+            }
+        } else {
+            (*self.location).clone()
+        };
         match &self.kind {
             ErrorKind::Syntax { line, column, .. } => {
-                write!(
-                    f,
-                    "{}:{line}:{column}: {}{}",
-                    self.file, self.location, self.kind
-                )
+                write!(f, "{}:{line}:{column}: {location}{kind}", self.file)
             }
-            _ => write!(f, "{}: {}{}", self.file, self.location, self.kind),
+            _ => write!(f, "{}: {location}{kind}", self.file),
         }
     }
 }
@@ -185,6 +197,8 @@ pub enum ErrorKind {
     PrioritiesMixed { without: String },
     #[error("{at} is before the previous event's time {previous}: list events in time order")]
     EventsOutOfOrder { at: Nanos, previous: Nanos },
+    #[error("{length} characters: a name has at most {max}", max = crate::MAX_NAME_CHARS)]
+    NameTooLong { length: usize },
     #[error("{0}")]
     Invalid(String),
 }

@@ -65,7 +65,8 @@
 //! minor_frames = [{ domain = "d1", runtime = "5ms" }, { domain = "d2", runtime = "10ms" }]
 //!
 //! [[domain]]
-//! name = "d1"                      # unique in the file, added domains included
+//! name = "d1"                      # unique in the file, added domains included; names
+//!                                  # have at most 255 characters
 //! guest = "rm"                     # rm | dm | fp | edf; default rm
 //! vcpu = { budget = "2ms", period = "10ms", priority = 1 }
 //!
@@ -147,6 +148,11 @@ pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
 pub use run::{run, Record, RecordedTrace, Run};
 pub use validate::ARINC653_MAX_MINOR_FRAMES;
+
+/// The longest name (of a scenario, domain, task, CARTS component or task) accepted, in
+/// characters: names go into tables, traces and `xl` commands, and a longer one is a
+/// mistake, not a name.
+pub const MAX_NAME_CHARS: usize = 255;
 
 /// One minor frame of an ARINC 653 table, by domain name.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -25,9 +25,13 @@ fn time(t: rtvmm_core::Nanos) -> String {
 /// The VCPU's keys; `offset` only where the format has it (not in `sched-set`).
 fn vcpu_fields(params: &VcpuParams, with_offset: bool) -> Vec<String> {
     let mut fields = Vec::new();
-    // Budget and period both zero means "not given" (policies without servers).
-    if !(params.budget.is_zero() && params.period.is_zero()) {
+    // Zero means "not given" (policies without servers; a `sched-set` may give a budget
+    // to a domain without a period, or the reverse): a zero is never written, as the
+    // format refuses it.
+    if !params.budget.is_zero() {
         fields.push(format!("budget = {}", time(params.budget)));
+    }
+    if !params.period.is_zero() {
         fields.push(format!("period = {}", time(params.period)));
     }
     fields.push(format!("priority = {}", params.priority));

@@ -2,8 +2,17 @@
 //! conversion (in `build.rs`) can say *which* domain or task lacks a field, and times kept
 //! as written, so that a bare number is reported as such instead of as a type error.
 //! Unknown keys are rejected here (`deny_unknown_fields`), with their line and column.
+//!
+//! A value of the wrong shape (`vcpu = 3`, `priority = "x"`) is a serde error that knows
+//! its line and column but not which domain, task or key it is in, and names Rust types
+//! ("expected struct RawVcpu", "expected i64"). [`parse`] then finds the place by
+//! deserializing the document piece by piece ([`locate`]) and says it in words:
+//! `domain 'd1', task 't': priority: expected a whole number, found the string "x"`.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
+
+use crate::error::{ErrorKind, Location, ScenarioError};
 
 /// A time value as it appears in the file.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,7 +37,10 @@ impl<'de> Deserialize<'de> for RawTime {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a scenario: name, duration, seed, [machine], [scheduler], [[domain]] and [[event]] tables"
+)]
 pub(crate) struct RawScenario {
     pub name: Option<String>,
     pub duration: Option<RawTime>,
@@ -42,7 +54,10 @@ pub(crate) struct RawScenario {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table with pcpus, quantum, replenishment, overhead"
+)]
 pub(crate) struct RawMachine {
     pub pcpus: Option<i64>,
     pub quantum: Option<RawTime>,
@@ -52,14 +67,20 @@ pub(crate) struct RawMachine {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { do_schedule = \"150ns\", context_switch = \"1.5us\" }"
+)]
 pub(crate) struct RawOverhead {
     pub do_schedule: Option<RawTime>,
     pub context_switch: Option<RawTime>,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table with policy, timeslice, accounting_period, major_frame, minor_frames"
+)]
 pub(crate) struct RawScheduler {
     pub policy: Option<String>,
     pub credit: Option<RawCredit>,
@@ -87,14 +108,20 @@ pub(crate) struct RawRtds {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { domain = \"d1\", runtime = \"5ms\" }"
+)]
 pub(crate) struct RawMinorFrame {
     pub domain: Option<String>,
     pub runtime: Option<RawTime>,
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table with name, guest, vcpu and task"
+)]
 pub(crate) struct RawDomain {
     pub name: Option<String>,
     pub guest: Option<String>,
@@ -104,7 +131,10 @@ pub(crate) struct RawDomain {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { budget = \"2ms\", period = \"10ms\" }"
+)]
 pub(crate) struct RawVcpu {
     pub budget: Option<RawTime>,
     pub period: Option<RawTime>,
@@ -117,7 +147,7 @@ pub(crate) struct RawVcpu {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table with name, period, wcet, …")]
 pub(crate) struct RawTask {
     pub name: Option<String>,
     pub kind: Option<String>,
@@ -137,7 +167,7 @@ pub(crate) struct RawTask {
 /// One `[[event]]`: the union of every action's fields; which ones an action accepts is
 /// checked in the conversion.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a table with at, action, …")]
 pub(crate) struct RawEvent {
     pub at: Option<RawTime>,
     pub action: Option<String>,
@@ -151,4 +181,211 @@ pub(crate) struct RawEvent {
     pub cap: Option<i64>,
     pub extratime: Option<bool>,
     pub max_replenishments: Option<i64>,
+}
+
+/// Parses the file as written. A value of the wrong shape is reported where it is, in
+/// words; TOML syntax errors keep the parser's message.
+pub(crate) fn parse(text: &str, file: &str) -> Result<RawScenario, ScenarioError> {
+    let error = match toml::from_str::<RawScenario>(text) {
+        Ok(raw) => return Ok(raw),
+        Err(e) => e,
+    };
+    let (line, column) = match error.span() {
+        Some(span) => crate::build::line_and_column(text, span.start),
+        None => (1, 1),
+    };
+    let (location, message) = match toml::from_str::<toml::Table>(text) {
+        Ok(document) => locate(&document)
+            .unwrap_or_else(|| (Location::default(), in_words(error.message().trim()))),
+        Err(_) => (Location::default(), error.message().trim().to_string()),
+    };
+    Err(ScenarioError::new(
+        file,
+        location,
+        ErrorKind::Syntax {
+            line,
+            column,
+            message,
+        },
+    ))
+}
+
+/// The first key of `table` whose value `T` refuses, and serde's message for it. Every
+/// field of the raw types is optional, so a table of that one key fails only for it.
+fn bad_key<T: DeserializeOwned>(table: &toml::Table) -> Option<(&str, &toml::Value, String)> {
+    table.iter().find_map(|(key, value)| {
+        let mut single = toml::Table::new();
+        single.insert(key.clone(), value.clone());
+        T::deserialize(toml::Value::Table(single))
+            .err()
+            .map(|e| (key.as_str(), value, e.message().trim().to_string()))
+    })
+}
+
+/// `value` as `T`, or serde's message.
+fn refused<T: DeserializeOwned>(value: &toml::Value) -> Option<String> {
+    T::deserialize(value.clone())
+        .err()
+        .map(|e| e.message().trim().to_string())
+}
+
+/// Where in the document a value of the wrong shape is, and what is wrong, in words.
+pub(crate) fn locate(document: &toml::Table) -> Option<(Location, String)> {
+    let (key, value, message) = bad_key::<RawScenario>(document)?;
+    let found = match (key, value) {
+        ("machine", toml::Value::Table(t)) => {
+            let at = |field: String| Location {
+                section: Some("[machine]"),
+                ..Location::top(&field)
+            };
+            match bad_key::<RawMachine>(t) {
+                Some(("overhead", toml::Value::Table(o), m)) => match bad_key::<RawOverhead>(o) {
+                    Some((k, _, m)) => (at(format!("overhead.{k}")), m),
+                    None => (at("overhead".into()), m),
+                },
+                Some((k, _, m)) => (at(k.to_string()), m),
+                None => (Location::top("machine"), message),
+            }
+        }
+        ("scheduler", toml::Value::Table(t)) => {
+            let at = |field: String| Location {
+                section: Some("[scheduler]"),
+                ..Location::top(&field)
+            };
+            match bad_key::<RawScheduler>(t) {
+                Some(("minor_frames", toml::Value::Array(frames), m)) => frames
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, f)| match f {
+                        toml::Value::Table(f) => bad_key::<RawMinorFrame>(f)
+                            .map(|(k, _, m)| (at(format!("minor_frames[{}].{k}", i + 1)), m)),
+                        other => refused::<RawMinorFrame>(other)
+                            .map(|m| (at(format!("minor_frames[{}]", i + 1)), m)),
+                    })
+                    .unwrap_or((at("minor_frames".into()), m)),
+                Some((k, _, m)) => (at(k.to_string()), m),
+                None => (Location::top("scheduler"), message),
+            }
+        }
+        ("domain", toml::Value::Array(domains)) => domains
+            .iter()
+            .find_map(|d| locate_domain(d, Location::default()))
+            .unwrap_or((Location::top("domain"), message)),
+        ("event", toml::Value::Array(events)) => events
+            .iter()
+            .enumerate()
+            .find_map(|(i, e)| {
+                let at = Location {
+                    event: Some(i + 1),
+                    ..Location::default()
+                };
+                locate_event(e, at)
+            })
+            .unwrap_or((Location::top("event"), message)),
+        (key, _) => (Location::top(key), message),
+    };
+    Some(without_repeated_field(found))
+}
+
+fn locate_event(value: &toml::Value, at: Location) -> Option<(Location, String)> {
+    let toml::Value::Table(t) = value else {
+        return refused::<RawEvent>(value).map(|m| (at, m));
+    };
+    let (key, value, message) = bad_key::<RawEvent>(t)?;
+    Some(match (key, value) {
+        ("domain", toml::Value::Table(_)) => {
+            locate_domain(value, at.clone()).unwrap_or((at.field("domain"), message))
+        }
+        (key, _) => (at.field(key), message),
+    })
+}
+
+/// Where an added domain's table (`add-domain`) is wrong, in words; `at` is its event.
+pub(crate) fn locate_added_domain(value: &toml::Value, at: Location) -> Option<(Location, String)> {
+    locate_domain(value, at).map(without_repeated_field)
+}
+
+/// Where a `[[domain]]` (or an added domain's table) is wrong. `at` carries the event
+/// number for an added domain.
+fn locate_domain(value: &toml::Value, at: Location) -> Option<(Location, String)> {
+    let toml::Value::Table(t) = value else {
+        return refused::<RawDomain>(value).map(|m| (at, m));
+    };
+    let here = Location {
+        domain: t.get("name").and_then(|n| n.as_str()).map(str::to_string),
+        ..at
+    };
+    let (key, value, message) = bad_key::<RawDomain>(t)?;
+    Some(match (key, value) {
+        ("vcpu", toml::Value::Table(v)) => match bad_key::<RawVcpu>(v) {
+            Some((k, _, m)) => (here.field(&format!("vcpu.{k}")), m),
+            None => (here.field("vcpu"), message),
+        },
+        ("task", toml::Value::Array(tasks)) => tasks
+            .iter()
+            .find_map(|task| {
+                let toml::Value::Table(task) = task else {
+                    return refused::<RawTask>(task).map(|m| (here.field("task"), m));
+                };
+                let at = Location {
+                    task: task
+                        .get("name")
+                        .and_then(|n| n.as_str())
+                        .map(str::to_string),
+                    ..here.clone()
+                };
+                bad_key::<RawTask>(task).map(|(k, _, m)| (at.field(k), m))
+            })
+            .unwrap_or((here.field("task"), message)),
+        (key, _) => (here.field(key), message),
+    })
+}
+
+/// An unknown key names itself: no field before it.
+fn without_repeated_field((mut location, message): (Location, String)) -> (Location, String) {
+    if message.starts_with("unknown field") {
+        location.field = None;
+    }
+    (location, in_words(&message))
+}
+
+/// serde's message in words: `invalid type: string "x", expected i64` becomes
+/// `expected a whole number, found the string "x"`.
+pub(crate) fn in_words(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("unknown field ") {
+        return format!("unknown key {rest}");
+    }
+    let Some(rest) = message.strip_prefix("invalid type: ") else {
+        return message.to_string();
+    };
+    let Some((found, expected)) = rest.split_once(", expected ") else {
+        return message.to_string();
+    };
+    let expected = match expected {
+        "i64" | "u64" | "i32" | "u32" => "a whole number",
+        "a sequence" => "an array",
+        "a boolean" => "true or false",
+        other => other,
+    };
+    let quoted = |prefix: &str| {
+        found
+            .strip_prefix(prefix)
+            .map(|v| v.trim_matches('`').to_string())
+    };
+    let found = if let Some(v) = quoted("integer ") {
+        format!("the number {v}")
+    } else if let Some(v) = quoted("floating point ") {
+        format!("the number {v}")
+    } else if let Some(v) = quoted("boolean ") {
+        v
+    } else if found.starts_with("string ") {
+        format!("the {found}")
+    } else if found == "sequence" {
+        "an array".to_string()
+    } else if found == "map" {
+        "a table".to_string()
+    } else {
+        found.to_string()
+    };
+    format!("expected {expected}, found {found}")
 }

@@ -91,12 +91,11 @@ pub struct DomainRun {
 /// Errors while setting up or changing a simulated system.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
-    #[error("domain '{domain}': {source}")]
-    Machine {
-        domain: String,
-        source: MachineError,
-    },
-    #[error("{0}")]
+    // `error`, not `source`: the message includes it, and a reporter walking the chain
+    // would print it twice.
+    #[error("domain '{domain}': {error}")]
+    Machine { domain: String, error: MachineError },
+    #[error(transparent)]
     Machine0(#[from] MachineError),
     #[error("change at {at}: no domain named '{domain}'")]
     UnknownDomain { at: Nanos, domain: String },
@@ -179,9 +178,9 @@ impl Simulation {
         let vcpu = self
             .machine
             .add_vcpu(self.now, DomainId(index as u32), spec.vcpu.clone())
-            .map_err(|source| SimError::Machine {
+            .map_err(|error| SimError::Machine {
                 domain: spec.name.clone(),
-                source,
+                error,
             })?;
         // The guest starts now: its releases count from the instant the domain joins.
         let guest = Guest::new(spec.guest, spec.tasks.clone(), self.now);
@@ -223,7 +222,7 @@ impl Simulation {
                 let vcpu = self.domains[i].vcpu;
                 self.machine
                     .adjust(now, vcpu, params.clone())
-                    .map_err(|source| SimError::Machine { domain, source })?;
+                    .map_err(|error| SimError::Machine { domain, error })?;
                 self.domains[i].spec.vcpu = params;
             }
             Change::SwapPolicy(policy) => self.machine.swap_policy(now, policy)?,

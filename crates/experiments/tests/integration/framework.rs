@@ -9,7 +9,9 @@ use rtvmm_experiments::system::{build_system, machine, simulate};
 use rtvmm_experiments::{run_experiment, ExperimentError, Options};
 use rtvmm_gen::rtxen::SharePattern;
 
-use crate::util::Csv;
+use rtvmm_experiments::report::MANIFEST;
+
+use crate::util::{csv_bytes, Csv};
 
 #[test]
 fn list_describes_every_experiment_including_planned_ones() {
@@ -44,7 +46,7 @@ fn unknown_and_planned_experiments_are_errors_that_say_so() {
 }
 
 #[test]
-fn an_interrupted_sweep_writes_what_is_done_and_says_so() {
+fn an_interrupted_sweep_writes_what_is_done_and_marks_every_file_partial() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = Options::quick(dir.path());
     options.stop_after_runs = Some(2);
@@ -53,11 +55,106 @@ fn an_interrupted_sweep_writes_what_is_done_and_says_so() {
     let report = run_experiment("rtxen-overhead", &options).unwrap();
     assert!(report.interrupted());
     assert_eq!(report.status(), "interrupted: 2 of 6 runs done");
+    let mark = "partial: interrupted after 2 of 6 runs";
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    assert!(md.contains("Interrupted: 2 of 6 runs done"), "{md}");
+    assert!(
+        md.contains("**Partial: interrupted after 2 of 6 runs.**"),
+        "{md}"
+    );
+    let csv_text = std::fs::read_to_string(dir.path().join("overhead.csv")).unwrap();
+    assert!(csv_text.starts_with(&format!("# {mark}\n")), "{csv_text}");
     let csv = Csv::read(&dir.path().join("overhead.csv"));
     assert_eq!(csv.rows.len(), 2);
-    assert!(dir.path().join("overhead.png").exists());
+    for file in report.files() {
+        let path = dir.path().join(&file);
+        assert!(path.exists(), "{file} written");
+        let marked = if file.ends_with(".png") {
+            // The title is drawn; the report and the manifest name the figure as partial.
+            continue;
+        } else {
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .to_lowercase()
+                .contains("partial")
+        };
+        assert!(marked, "{file} is not marked partial");
+    }
+    let manifest = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+    assert!(
+        manifest.contains(&format!("status: {mark}\n")),
+        "{manifest}"
+    );
+
+    // A complete run into the same directory carries no mark, and its CSV is the bytes
+    // of a run into a fresh directory.
+    let fresh = tempfile::tempdir().unwrap();
+    for out in [dir.path(), fresh.path()] {
+        let mut options = Options::quick(out);
+        options.duration = Some(Nanos::from_ms(200));
+        assert!(!run_experiment("rtxen-overhead", &options)
+            .unwrap()
+            .interrupted());
+    }
+    assert_eq!(csv_bytes(dir.path()), csv_bytes(fresh.path()));
+    let manifest = std::fs::read_to_string(dir.path().join(MANIFEST)).unwrap();
+    assert!(manifest.contains("status: complete\n"), "{manifest}");
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(!md.to_lowercase().contains("partial"), "{md}");
+}
+
+#[test]
+fn a_reused_out_directory_keeps_no_stale_files_and_nothing_it_did_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = Options::quick(dir.path());
+    options.duration = Some(Nanos::from_ms(200));
+    let first = run_experiment("rtxen-overhead", &options).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "mine").unwrap();
+    let second = run_experiment("eval-affinity", &options).unwrap();
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut expected = second.files();
+    expected.push("notes.txt".to_string());
+    expected.push(MANIFEST.to_string());
+    expected.sort();
+    assert_eq!(left, expected, "first run wrote {:?}", first.files());
+    assert!(first.files().iter().any(|f| !second.files().contains(f)));
+}
+
+#[test]
+fn a_manifest_never_removes_files_outside_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let outside = dir.path().join("precious.csv");
+    std::fs::write(&outside, "keep").unwrap();
+    std::fs::write(
+        out.join(MANIFEST),
+        "experiment: x\nstatus: complete\nfile: ../precious.csv\nfile: /etc/hostname\n",
+    )
+    .unwrap();
+    let mut options = Options::quick(&out);
+    options.duration = Some(Nanos::from_ms(200));
+    run_experiment("rtxen-overhead", &options).unwrap();
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep");
+}
+
+#[test]
+fn an_unusable_out_directory_is_refused_before_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let mut options = Options::quick(file.join("out"));
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = runs.clone();
+    options.on_run_done = Some(rtvmm_experiments::RunHook(std::sync::Arc::new(move |_| {
+        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    })));
+    let err = run_experiment("rtxen-overhead", &options).unwrap_err();
+    assert!(matches!(err, ExperimentError::Output(_)), "{err}");
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
 #[test]
@@ -202,4 +299,21 @@ fn generated_arinc_scenarios_parse_and_say_they_are_generated() {
         }
     }
     assert!(arinc_scenario(8, 1, Nanos::from_secs(1), PolicyKind::Periodic).is_err());
+}
+
+#[test]
+fn an_input_in_the_out_directory_is_never_overwritten() {
+    use rtvmm_gen::arinc::arinc_suite;
+    let dir = tempfile::tempdir().unwrap();
+    // A workload file that has the name of a file the experiment writes.
+    let suite = arinc_suite(1);
+    let text = rtvmm_gen::workload_file::workload_to_toml(&suite[0]).unwrap();
+    let input = dir.path().join("report.md");
+    std::fs::write(&input, &text).unwrap();
+    let mut options = Options::quick(dir.path());
+    options.workloads = vec![input.clone()];
+    options.duration = Some(Nanos::from_ms(200));
+    let err = run_experiment("csa-arinc", &options).unwrap_err();
+    assert!(matches!(err, ExperimentError::Output(_)), "{err}");
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
 }

@@ -29,8 +29,11 @@ pub struct Csv {
 
 impl Csv {
     pub fn read(path: &Path) -> Csv {
-        let mut reader =
-            csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // `#` lines: the mark of a partial run.
+        let mut reader = csv::ReaderBuilder::new()
+            .comment(Some(b'#'))
+            .from_path(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let header = reader
             .headers()
             .expect("header")

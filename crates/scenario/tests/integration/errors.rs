@@ -222,7 +222,7 @@ fn unknown_key_with_line_and_column() {
             message,
         } => {
             assert_eq!((*line, *column), (10, 10), "{e}");
-            assert!(message.contains("unknown field `budgt`"), "{message}");
+            assert!(message.contains("unknown key `budgt`"), "{message}");
             assert!(
                 message.contains("`budget`"),
                 "lists the known keys: {message}"
@@ -232,7 +232,7 @@ fn unknown_key_with_line_and_column() {
     }
     assert!(
         e.to_string()
-            .starts_with("bad.toml:10:10: unknown field `budgt`"),
+            .starts_with("bad.toml:10:10: domain 'd1': unknown key `budgt`"),
         "{e}"
     );
 }
@@ -650,7 +650,7 @@ fn added_domain_errors_name_the_event_and_domain() {
     );
     let e = error(&text);
     assert!(
-        matches!(&e.kind, ErrorKind::Invalid(m) if m.contains("unknown field `vcpus`")),
+        matches!(&e.kind, ErrorKind::Invalid(m) if m.contains("unknown key `vcpus`")),
         "{e}"
     );
 
@@ -674,4 +674,89 @@ fn unreadable_file() {
             .starts_with("/nonexistent/dir/missing.toml: cannot read the file"),
         "{e}"
     );
+}
+
+/// A value of the wrong type names the domain, task and key it is in, in words — not
+/// serde's `expected struct RawTask` or `expected i64`.
+#[test]
+fn values_of_the_wrong_type_are_located_and_said_in_words() {
+    let cases = [
+        (
+            edit(BASE, VCPU, "vcpu = 3"),
+            "bad.toml:10:8: domain 'd1': vcpu: expected a table such as { budget = \"2ms\", \
+             period = \"10ms\" }, found the number 3",
+        ),
+        (
+            edit(BASE, "wcet = \"5ms\"", "wcet = \"5ms\"\npriority = \"x\""),
+            "bad.toml:16:12: domain 'd1', task 't1': priority: expected a whole number, \
+             found the string \"x\"",
+        ),
+        (
+            edit(BASE, "seed = 3", "seed = 1.5"),
+            "bad.toml:3:8: seed: expected a whole number, found the number 1.5",
+        ),
+        (
+            edit(BASE, VCPU, "vcpu = { budget = \"2ms\", period = \"10ms\", extratime = \"yes\" }"),
+            "bad.toml:10:55: domain 'd1': vcpu.extratime: expected true or false, found the \
+             string \"yes\"",
+        ),
+        (
+            edit(BASE, "seed = 3\n", "seed = 3\n[machine]\npcpus = \"one\"\n"),
+            "bad.toml:5:9: [machine]: pcpus: expected a whole number, found the string \"one\"",
+        ),
+        (
+            format!(
+                "{BASE}\n[[event]]\nat = \"5ms\"\naction = \"add-domain\"\n\
+                 domain = {{ name = \"d2\", task = [{{ name = \"t\", period = \"4ms\", wcet = \"1ms\", \
+                 priority = true }}] }}\n"
+            ),
+            "bad.toml: event 1, domain 'd2', task 't': priority: expected a whole number, found true",
+        ),
+    ];
+    for (text, expected) in cases {
+        let e = error(&text);
+        assert_eq!(e.to_string(), expected, "{text}");
+    }
+    let e = error(&edit(BASE, "wcet = \"5ms\"", "wcet = \"5ms\"\nbogus = 1"));
+    let message = e.to_string();
+    assert!(
+        message.starts_with("bad.toml:16:1: domain 'd1', task 't1': unknown key `bogus`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_field_is_named_once() {
+    let e = error(&edit(
+        BASE,
+        "seed = 3\n",
+        "seed = 3\n[machine]\npcpus = 0\n",
+    ));
+    assert_names(&e, None, None, Some("pcpus"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: [machine]: pcpus: must be at least 1"
+    );
+}
+
+#[test]
+fn names_have_a_length_limit() {
+    let long = "x".repeat(rtvmm_scenario::MAX_NAME_CHARS + 1);
+    let ok = "y".repeat(rtvmm_scenario::MAX_NAME_CHARS);
+    parse(&edit(BASE, "name = \"t1\"", &format!("name = \"{ok}\"")));
+    for (old, domain, task) in [
+        ("name = \"d1\"", None, None),
+        ("name = \"t1\"", Some("d1"), None),
+        ("name = \"base\"", None, None),
+    ] {
+        let e = error(&edit(BASE, old, &format!("name = \"{long}\"")));
+        assert!(
+            matches!(e.kind, ErrorKind::NameTooLong { length: 256 }),
+            "{e}"
+        );
+        assert_names(&e, domain, task, Some("name"));
+        assert!(e
+            .to_string()
+            .ends_with("256 characters: a name has at most 255"));
+    }
 }

@@ -5,8 +5,11 @@
 //! - `format`: defaults, derived values, events, the normalised form round-trips.
 //! - `examples`: every file in the repository's `examples/` parses and runs under every
 //!   policy it can.
+//! - `roundtrip`: the normalised form and `analyze --emit scenario` check and simulate
+//!   to the same bytes, over generated scenarios (a property test).
 
 mod errors;
 mod examples;
 mod format;
+mod roundtrip;
 mod util;
