@@ -71,6 +71,9 @@ struct GenScenario {
     priorities: bool,
     tick_replenishment: bool,
     overhead: bool,
+    /// Bit 0: `overhead_charge = "none"`; bit 1: Credit's 1 ms setting (else a 10 ms tick,
+    /// 2 ticks per slice); bit 2: RTDS in quantum mode.
+    knobs: u8,
     seed: u64,
     domains: Vec<GenDomain>,
     events: Vec<(u64, GenEvent)>,
@@ -166,12 +169,12 @@ fn scenario() -> impl Strategy<Value = GenScenario> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
-        0u64..1000,
+        (0u8..8, 0u64..1000),
         prop::collection::vec(domain(), 1..=3),
         prop::collection::vec((0u64..150, event()), 0..=3),
     )
         .prop_map(
-            |(policy, servers, priorities, tick, overhead, seed, domains, mut events)| {
+            |(policy, servers, priorities, tick, overhead, (knobs, seed), domains, mut events)| {
                 events.sort_by_key(|(at, _)| *at);
                 GenScenario {
                     policy,
@@ -179,6 +182,7 @@ fn scenario() -> impl Strategy<Value = GenScenario> {
                     priorities,
                     tick_replenishment: tick,
                     overhead,
+                    knobs,
                     seed,
                     domains,
                     events,
@@ -217,12 +221,22 @@ fn to_toml(g: &GenScenario) -> String {
     if g.overhead {
         t.push_str("overhead = { do_schedule = \"150ns\", context_switch = \"1.5us\" }\n");
     }
+    if g.knobs & 1 != 0 {
+        t.push_str("overhead_charge = \"none\"\n");
+    }
     t.push_str(&format!(
         "\n[scheduler]\npolicy = \"{}\"\n",
         g.policy.name()
     ));
     if policies.contains(&PolicyKind::Credit) {
-        t.push_str("timeslice = \"10ms\"\n");
+        t.push_str(if g.knobs & 2 != 0 {
+            "credit = { tick = \"1ms\", ticks_per_slice = 1 }\n"
+        } else {
+            "credit = { tick = \"10ms\", ticks_per_slice = 2 }\n"
+        });
+    }
+    if policies.contains(&PolicyKind::Rtds) && g.knobs & 4 != 0 {
+        t.push_str("rtds = { mode = \"quantum\" }\n");
     }
     if policies.contains(&PolicyKind::Arinc653) {
         let frames: Vec<String> = all_domains
