@@ -224,7 +224,7 @@ impl Pcpu {
 pub struct Machine {
     config: MachineConfig,
     policy_config: PolicyConfig,
-    policy: Box<dyn Policy>,
+    policy: PolicySlot,
     vcpus: Vec<VcpuEntry>,
     pcpus: Vec<Pcpu>,
     now: Nanos,
@@ -234,10 +234,50 @@ pub struct Machine {
     /// mode).
     tick: Option<Nanos>,
     quantum_tick: bool,
-    /// The policy's `next_timer()`, remembered until the policy next changes (`None` =
-    /// not known): the driver polls far more often than the policy changes. Every call of
-    /// a `&mut` hook of the policy must be followed by `policy_changed()`.
-    policy_timer: Cell<Option<Option<Nanos>>>,
+}
+
+/// The policy and its next timer, remembered until the policy next changes: the driver
+/// polls [`Machine::poll_timeout`] far more often than the policy changes. The policy is
+/// reached mutably only through [`PolicySlot::get_mut`], which forgets the remembered
+/// timer, so no hook can leave it stale.
+struct PolicySlot {
+    policy: Box<dyn Policy>,
+    /// `None`: not known since the last change.
+    timer: Cell<Option<Option<Nanos>>>,
+}
+
+impl PolicySlot {
+    fn new(policy: Box<dyn Policy>) -> PolicySlot {
+        PolicySlot {
+            policy,
+            timer: Cell::new(None),
+        }
+    }
+
+    #[inline]
+    fn get(&self) -> &dyn Policy {
+        self.policy.as_ref()
+    }
+
+    /// The policy, for a hook that may change it: the remembered timer is forgotten.
+    #[inline]
+    fn get_mut(&mut self) -> &mut dyn Policy {
+        self.timer.set(None);
+        self.policy.as_mut()
+    }
+
+    /// The policy's [`Policy::next_timer`], remembered until the next [`Self::get_mut`].
+    #[inline]
+    fn next_timer(&self) -> Option<Nanos> {
+        match self.timer.get() {
+            Some(due) => due,
+            None => {
+                let due = self.policy.next_timer();
+                self.timer.set(Some(due));
+                due
+            }
+        }
+    }
 }
 
 impl Machine {
@@ -252,6 +292,11 @@ impl Machine {
             return Err(MachineError::QuantumZero);
         }
         let built = policy.build(config.pcpus);
+        Ok(Self::with_policy(config, policy, built))
+    }
+
+    /// A machine driving `built` (the policy `policy` describes); `config` is valid.
+    fn with_policy(config: MachineConfig, policy: PolicyConfig, built: Box<dyn Policy>) -> Machine {
         let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), config.quantum);
         let pcpus = (0..config.pcpus)
             .map(|_| Pcpu {
@@ -264,9 +309,9 @@ impl Machine {
                 stats: PcpuStats::default(),
             })
             .collect();
-        Ok(Machine {
+        Machine {
             config,
-            policy: built,
+            policy: PolicySlot::new(built),
             policy_config: policy,
             vcpus: Vec::new(),
             pcpus,
@@ -274,8 +319,7 @@ impl Machine {
             log: EventLog::new(false),
             tick,
             quantum_tick,
-            policy_timer: Cell::new(None),
-        })
+        }
     }
 
     /// The tick interval of a policy (None: no tick) and whether it is the quantum tick.
@@ -294,31 +338,12 @@ impl Machine {
         self.config.replenishment == ReplenishMode::Tick && self.quantum_tick
     }
 
-    /// The policy's next timer, from the cache when the policy has not changed since.
-    #[inline]
-    fn policy_timer(&self) -> Option<Nanos> {
-        match self.policy_timer.get() {
-            Some(due) => due,
-            None => {
-                let due = self.policy.next_timer();
-                self.policy_timer.set(Some(due));
-                due
-            }
-        }
-    }
-
-    /// Forgets the cached timer: called after every hook that may change the policy.
-    #[inline]
-    fn policy_changed(&self) {
-        self.policy_timer.set(None);
-    }
-
     pub fn config(&self) -> &MachineConfig {
         &self.config
     }
 
     pub fn policy_kind(&self) -> PolicyKind {
-        self.policy.kind()
+        self.policy.get().kind()
     }
 
     pub fn policy_config(&self) -> &PolicyConfig {
@@ -327,7 +352,7 @@ impl Machine {
 
     /// The policy, for its views and counters.
     pub fn policy(&self) -> &dyn Policy {
-        self.policy.as_ref()
+        self.policy.get()
     }
 
     /// Turns event recording on or off (off by default).
@@ -355,6 +380,7 @@ impl Machine {
     ) -> Result<VcpuId, MachineError> {
         let id = VcpuId(self.vcpus.len() as u32);
         self.policy
+            .get()
             .validate(&params)
             .map_err(|error| MachineError::Param { vcpu: id.0, error })?;
         self.account(now);
@@ -362,8 +388,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        self.policy.insert_vcpu(&mut cx, id, &params);
-        self.policy_changed();
+        self.policy.get_mut().insert_vcpu(&mut cx, id, &params);
         self.vcpus.push(VcpuEntry {
             domain,
             params,
@@ -394,10 +419,9 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let counters = self.policy.counters(vcpu);
+        let counters = self.policy.get().counters(vcpu);
         self.vcpus[vcpu.index()].earlier_counters += counters;
-        self.policy.remove_vcpu(&mut cx, vcpu);
-        self.policy_changed();
+        self.policy.get_mut().remove_vcpu(&mut cx, vcpu);
         let e = &mut self.vcpus[vcpu.index()];
         e.present = false;
         e.has_work = false;
@@ -414,6 +438,7 @@ impl Machine {
     ) -> Result<(), MachineError> {
         self.entry(vcpu)?;
         self.policy
+            .get()
             .validate(&params)
             .map_err(|error| MachineError::Param {
                 vcpu: vcpu.0,
@@ -424,8 +449,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let resched = self.policy.adjust(&mut cx, vcpu, &params);
-        self.policy_changed();
+        let resched = self.policy.get_mut().adjust(&mut cx, vcpu, &params);
         if resched {
             self.pcpus[0].request(ScheduleReason::Reconfigure);
         }
@@ -463,11 +487,10 @@ impl Machine {
             policy.wake(&mut cx, VcpuId(i as u32));
         }
         for (i, e) in self.vcpus.iter_mut().enumerate().filter(|(_, e)| e.present) {
-            e.earlier_counters += self.policy.counters(VcpuId(i as u32));
+            e.earlier_counters += self.policy.get().counters(VcpuId(i as u32));
         }
         let (tick, quantum_tick) = Self::resolve_tick(policy.tick_interval(), self.config.quantum);
-        self.policy = policy;
-        self.policy_changed();
+        self.policy = PolicySlot::new(policy);
         self.policy_config = config;
         self.tick = tick;
         self.quantum_tick = quantum_tick;
@@ -494,8 +517,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let resched = self.policy.wake(&mut cx, vcpu);
-        self.policy_changed();
+        let resched = self.policy.get_mut().wake(&mut cx, vcpu);
         if resched {
             self.pcpus[0].request(ScheduleReason::Preempt);
         }
@@ -514,8 +536,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let asked = self.policy.sleep(&mut cx, vcpu);
-        self.policy_changed();
+        let asked = self.policy.get_mut().sleep(&mut cx, vcpu);
         let p = &mut self.pcpus[0];
         if p.current() == Some(vcpu) {
             p.request(ScheduleReason::Block);
@@ -551,7 +572,7 @@ impl Machine {
         let e = &self.vcpus[vcpu.index()];
         let mut total = e.earlier_counters;
         if e.present {
-            total += self.policy.counters(vcpu);
+            total += self.policy.get().counters(vcpu);
         }
         total
     }
@@ -603,7 +624,7 @@ impl Machine {
                 }
             }
         }
-        self.policy.check_invariants()
+        self.policy.get().check_invariants()
     }
 
     /// Whether the guest of `vcpu` has work, as last reported.
@@ -632,7 +653,7 @@ impl Machine {
             }
         }
         if !self.timers_at_tick() {
-            if let Some(due) = self.policy_timer() {
+            if let Some(due) = self.policy.next_timer() {
                 t = t.min(due.max(self.now));
             }
         }
@@ -643,13 +664,12 @@ impl Machine {
     /// policy timers, the tick, the end of a slice; then `do_schedule` if any asked for it.
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.account_inline(now);
-        if !self.timers_at_tick() && self.policy_timer().is_some_and(|due| due <= now) {
+        if !self.timers_at_tick() && self.policy.next_timer().is_some_and(|due| due <= now) {
             let mut cx = Cx {
                 now,
                 log: &mut self.log,
             };
-            let resched = self.policy.handle_timer(&mut cx);
-            self.policy_changed();
+            let resched = self.policy.get_mut().handle_timer(&mut cx);
             if resched {
                 self.pcpus[0].request(ScheduleReason::Preempt);
             }
@@ -661,11 +681,10 @@ impl Machine {
                     now,
                     log: &mut self.log,
                 };
-                let mut resched = self.policy.tick(&mut cx, PcpuId(i as u32));
+                let mut resched = self.policy.get_mut().tick(&mut cx, PcpuId(i as u32));
                 if timers_at_tick {
-                    resched |= self.policy.handle_timer(&mut cx);
+                    resched |= self.policy.get_mut().handle_timer(&mut cx);
                 }
-                self.policy_changed();
                 let every = self
                     .tick
                     .expect("a pcpu with a next tick has a tick interval");
@@ -705,8 +724,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let decision = self.policy.do_schedule(&mut cx, pcpu);
-        self.policy_changed();
+        let decision = self.policy.get_mut().do_schedule(&mut cx, pcpu);
         debug_assert!(
             decision.slice != Some(Nanos::ZERO),
             "a zero slice would loop"
@@ -823,8 +841,9 @@ impl Machine {
                                 now: end,
                                 log: &mut self.log,
                             };
-                            self.policy.burn(&mut cx, pcpu, spent, Spent::Overhead);
-                            self.policy_changed();
+                            self.policy
+                                .get_mut()
+                                .burn(&mut cx, pcpu, spent, Spent::Overhead);
                         }
                         if until > now {
                             break;
@@ -852,12 +871,336 @@ impl Machine {
                             now,
                             log: &mut self.log,
                         };
-                        self.policy.burn(&mut cx, pcpu, ran, Spent::Running);
-                        self.policy_changed();
+                        self.policy
+                            .get_mut()
+                            .burn(&mut cx, pcpu, ran, Spent::Running);
                         break;
                     }
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The machine alone, driven with a fake policy that records what it is asked: the
+    //! tick grid, when `do_schedule` runs, slices, overhead and who pays for it, and the
+    //! time-accounting identity.
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::model::ParamError;
+    use crate::policy::{BudgetCounters, VcpuView};
+
+    fn us(x: u64) -> Nanos {
+        Nanos::from_us(x)
+    }
+
+    fn ms(x: u64) -> Nanos {
+        Nanos::from_ms(x)
+    }
+
+    /// What the fake policy saw, shared with the test.
+    #[derive(Default, Debug)]
+    struct Seen {
+        ticks: Vec<Nanos>,
+        schedules: Vec<Nanos>,
+        timers: Vec<Nanos>,
+        running: Nanos,
+        overhead: Nanos,
+    }
+
+    /// Runs the lowest-id VCPU with work, with a fixed slice; ticks as told; one timer.
+    struct Fake {
+        tick: TickInterval,
+        tick_asks: bool,
+        slice: Option<Nanos>,
+        timer: Option<Nanos>,
+        has_work: Vec<bool>,
+        seen: Arc<Mutex<Seen>>,
+    }
+
+    impl Policy for Fake {
+        fn kind(&self) -> PolicyKind {
+            PolicyKind::Deferrable
+        }
+        fn validate(&self, _: &VcpuParams) -> Result<(), ParamError> {
+            Ok(())
+        }
+        fn insert_vcpu(&mut self, _: &mut Cx, vcpu: VcpuId, _: &VcpuParams) {
+            self.has_work.resize(vcpu.index() + 1, false);
+        }
+        fn remove_vcpu(&mut self, _: &mut Cx, vcpu: VcpuId) {
+            self.has_work[vcpu.index()] = false;
+        }
+        fn wake(&mut self, _: &mut Cx, vcpu: VcpuId) -> bool {
+            self.has_work[vcpu.index()] = true;
+            true
+        }
+        fn sleep(&mut self, _: &mut Cx, vcpu: VcpuId) -> bool {
+            self.has_work[vcpu.index()] = false;
+            false
+        }
+        fn burn(&mut self, _: &mut Cx, _: PcpuId, ran: Nanos, spent: Spent) {
+            let mut seen = self.seen.lock().unwrap();
+            match spent {
+                Spent::Running => seen.running += ran,
+                Spent::Overhead => seen.overhead += ran,
+            }
+        }
+        fn do_schedule(&mut self, cx: &mut Cx, _: PcpuId) -> Decision {
+            self.seen.lock().unwrap().schedules.push(cx.now);
+            let run = self
+                .has_work
+                .iter()
+                .position(|&w| w)
+                .map(|i| VcpuId(i as u32));
+            Decision {
+                run,
+                slice: run.and(self.slice),
+            }
+        }
+        fn tick_interval(&self) -> TickInterval {
+            self.tick
+        }
+        fn tick(&mut self, cx: &mut Cx, _: PcpuId) -> bool {
+            self.seen.lock().unwrap().ticks.push(cx.now);
+            self.tick_asks
+        }
+        fn next_timer(&self) -> Option<Nanos> {
+            self.timer
+        }
+        fn handle_timer(&mut self, cx: &mut Cx) -> bool {
+            // Called at every tick in tick mode: only a due timer is processed.
+            if self.timer.is_some_and(|due| due <= cx.now) {
+                self.seen.lock().unwrap().timers.push(cx.now);
+                self.timer = None;
+            }
+            false
+        }
+        fn adjust(&mut self, _: &mut Cx, _: VcpuId, _: &VcpuParams) -> bool {
+            false
+        }
+        fn view(&self, _: VcpuId) -> VcpuView {
+            VcpuView::default()
+        }
+        fn counters(&self, _: VcpuId) -> BudgetCounters {
+            BudgetCounters::default()
+        }
+        fn check_invariants(&self) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    fn machine(config: MachineConfig, fake: Fake) -> Machine {
+        Machine::with_policy(config, PolicyConfig::Deferrable, Box::new(fake))
+    }
+
+    fn fake(tick: TickInterval, slice: Option<Nanos>) -> (Fake, Arc<Mutex<Seen>>) {
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let fake = Fake {
+            tick,
+            tick_asks: false,
+            slice,
+            timer: None,
+            has_work: Vec::new(),
+            seen: Arc::clone(&seen),
+        };
+        (fake, seen)
+    }
+
+    /// Drives the machine as a driver does until `end`.
+    fn run_until(m: &mut Machine, end: Nanos) {
+        loop {
+            let due = m.poll_timeout();
+            if due > end {
+                break;
+            }
+            m.handle_timeout(due);
+        }
+        m.advance(end);
+        assert_eq!(m.check_invariants(), Ok(()));
+    }
+
+    /// A policy's own tick (3 ms) lies on a grid from its start; a tick that does not ask
+    /// for `do_schedule` gets none.
+    #[test]
+    fn ticks_follow_the_policys_interval_and_reschedule_only_when_asked() {
+        let (mut policy, seen) = fake(TickInterval::Every(ms(3)), None);
+        policy.tick_asks = false;
+        let mut m = machine(MachineConfig::default(), policy);
+        let v = m
+            .add_vcpu(
+                Nanos::ZERO,
+                DomainId(0),
+                VcpuParams::server(ms(1), ms(2), 1),
+            )
+            .unwrap();
+        m.wake(Nanos::ZERO, v);
+        run_until(&mut m, ms(10));
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.ticks, vec![ms(3), ms(6), ms(9)]);
+        assert_eq!(seen.schedules, vec![Nanos::ZERO], "only the first decision");
+        assert_eq!(m.pcpu_stats(PcpuId(0)).do_schedule_calls, 1);
+    }
+
+    /// The quantum tick reschedules at every quantum; no tick at all leaves only events.
+    #[test]
+    fn quantum_tick_reschedules_every_quantum_and_no_tick_never() {
+        let (mut policy, seen) = fake(TickInterval::Quantum, None);
+        policy.tick_asks = true;
+        let mut m = machine(MachineConfig::default(), policy);
+        m.add_vcpu(
+            Nanos::ZERO,
+            DomainId(0),
+            VcpuParams::server(ms(1), ms(2), 1),
+        )
+        .unwrap();
+        run_until(&mut m, ms(3));
+        assert_eq!(
+            seen.lock().unwrap().schedules,
+            vec![ms(0), ms(1), ms(2), ms(3)]
+        );
+
+        let (policy, seen) = fake(TickInterval::None, Some(ms(2)));
+        let mut m = machine(MachineConfig::default(), policy);
+        let v = m
+            .add_vcpu(
+                Nanos::ZERO,
+                DomainId(0),
+                VcpuParams::server(ms(1), ms(2), 1),
+            )
+            .unwrap();
+        m.wake(Nanos::ZERO, v);
+        run_until(&mut m, ms(5));
+        // The first decision, then the end of each 2 ms slice.
+        assert_eq!(seen.lock().unwrap().schedules, vec![ms(0), ms(2), ms(4)]);
+        assert!(seen.lock().unwrap().ticks.is_empty());
+    }
+
+    /// Tick-timed replenishment holds a due timer back to the next tick only for a policy
+    /// with the quantum tick; a policy with its own tick or none gets it on time.
+    #[test]
+    fn tick_mode_delays_timers_only_for_the_quantum_tick() {
+        let config = MachineConfig {
+            replenishment: ReplenishMode::Tick,
+            ..MachineConfig::default()
+        };
+        for (tick, due) in [
+            (TickInterval::Quantum, ms(2)),
+            (TickInterval::Every(ms(10)), us(1500)),
+            (TickInterval::None, us(1500)),
+        ] {
+            let (mut policy, seen) = fake(tick, None);
+            policy.timer = Some(us(1500));
+            let mut m = machine(config, policy);
+            m.add_vcpu(
+                Nanos::ZERO,
+                DomainId(0),
+                VcpuParams::server(ms(1), ms(2), 1),
+            )
+            .unwrap();
+            run_until(&mut m, ms(3));
+            assert_eq!(seen.lock().unwrap().timers, vec![due], "{tick:?}");
+        }
+    }
+
+    /// Overhead and who pays for it. One VCPU busy from 0, slices of 1 ms, no tick;
+    /// `do_schedule` costs 100 µs and a switch 50 µs. With the overhead charged to the
+    /// incoming VCPU its slice runs from the `do_schedule` (0 → 1 ms), the 150 µs of the
+    /// first switch are burned as overhead, and each later reschedule (no switch) costs
+    /// 100 µs of its next slice. With "none" the slice starts after the overhead and nobody
+    /// is charged. In both, busy + idle + overhead is the elapsed time, exactly.
+    #[test]
+    fn overhead_is_charged_as_configured_and_time_adds_up() {
+        for charge in [OverheadCharge::Incoming, OverheadCharge::None] {
+            let config = MachineConfig {
+                overheads: Overheads {
+                    do_schedule: us(100),
+                    context_switch: us(50),
+                },
+                overhead_charge: charge,
+                ..MachineConfig::default()
+            };
+            let (policy, seen) = fake(TickInterval::None, Some(ms(1)));
+            let mut m = machine(config, policy);
+            let v = m
+                .add_vcpu(
+                    Nanos::ZERO,
+                    DomainId(0),
+                    VcpuParams::server(ms(1), ms(2), 1),
+                )
+                .unwrap();
+            m.wake(Nanos::ZERO, v);
+            run_until(&mut m, ms(3));
+            let stats = m.pcpu_stats(PcpuId(0));
+            assert_eq!(
+                stats.busy + stats.idle + stats.overhead,
+                ms(3),
+                "{charge:?}"
+            );
+            let seen = seen.lock().unwrap();
+            match charge {
+                OverheadCharge::Incoming => {
+                    // Decisions at 0, 1 and 2 ms: 150 + 100 + 100 µs of overhead.
+                    assert_eq!(seen.schedules, vec![ms(0), ms(1), ms(2), ms(3)]);
+                    assert_eq!(stats.overhead, us(350));
+                    assert_eq!(seen.overhead, us(350), "all of it charged");
+                    assert_eq!(stats.busy, ms(3) - us(350));
+                }
+                OverheadCharge::None => {
+                    // Slices of 1 ms after each overhead: decisions at 0, 1.15, 2.25 ms.
+                    assert_eq!(seen.schedules, vec![ms(0), us(1150), us(2250)]);
+                    assert_eq!(stats.overhead, us(350));
+                    assert_eq!(seen.overhead, Nanos::ZERO, "nobody charged");
+                    assert_eq!(stats.busy, ms(3) - us(350));
+                }
+            }
+            // The policy was told of every nanosecond not spent in uncharged overhead.
+            assert_eq!(
+                seen.running + seen.overhead + (stats.overhead - seen.overhead),
+                ms(3)
+            );
+        }
+    }
+
+    /// Several events at one instant cost one `do_schedule`; a slice used up by overhead
+    /// ends as soon as the overhead does.
+    #[test]
+    fn events_at_one_instant_cost_one_reschedule_and_overhead_can_use_a_slice_up() {
+        let config = MachineConfig {
+            overheads: Overheads {
+                do_schedule: us(300),
+                context_switch: Nanos::ZERO,
+            },
+            ..MachineConfig::default()
+        };
+        let (policy, seen) = fake(TickInterval::None, Some(us(200)));
+        let mut m = machine(config, policy);
+        let a = m
+            .add_vcpu(
+                Nanos::ZERO,
+                DomainId(0),
+                VcpuParams::server(ms(1), ms(2), 1),
+            )
+            .unwrap();
+        let b = m
+            .add_vcpu(
+                Nanos::ZERO,
+                DomainId(1),
+                VcpuParams::server(ms(1), ms(2), 1),
+            )
+            .unwrap();
+        m.wake(Nanos::ZERO, a);
+        m.wake(Nanos::ZERO, b);
+        run_until(&mut m, us(700));
+        // 0: one decision for both wakes; its 200 µs slice is gone when the 300 µs of
+        // overhead end, so the next decision comes at 300 µs, and again at 600 µs.
+        assert_eq!(
+            seen.lock().unwrap().schedules,
+            vec![us(0), us(300), us(600)]
+        );
+        assert_eq!(m.pcpu_stats(PcpuId(0)).busy, Nanos::ZERO);
     }
 }

@@ -27,6 +27,7 @@
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::table::VcpuTable;
 use crate::policy::{
     Arinc653Table, BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView,
 };
@@ -70,9 +71,8 @@ pub struct Arinc653 {
     table: Arinc653Table,
     /// When the first major frame starts; set at the first call that knows the time.
     epoch: Option<Nanos>,
-    /// Indexed by VCPU id: present and has work.
-    has_work: Vec<bool>,
-    present: Vec<bool>,
+    /// Whether each present VCPU has work.
+    has_work: VcpuTable<bool>,
     /// What the last `do_schedule` chose (None = IDLE).
     current: Option<VcpuId>,
 }
@@ -82,8 +82,7 @@ impl Arinc653 {
         Arinc653 {
             table,
             epoch: None,
-            has_work: Vec::new(),
-            present: Vec::new(),
+            has_work: VcpuTable::new(),
             current: None,
         }
     }
@@ -114,17 +113,9 @@ impl Arinc653 {
         Some((None, major - into_major))
     }
 
+    /// Present and has work (a table may name VCPUs that are absent).
     fn is_ready(&self, vcpu: VcpuId) -> bool {
-        let i = vcpu.index();
-        self.present.get(i).copied().unwrap_or(false)
-            && self.has_work.get(i).copied().unwrap_or(false)
-    }
-
-    fn ensure_slot(&mut self, vcpu: VcpuId) {
-        if self.present.len() <= vcpu.index() {
-            self.present.resize(vcpu.index() + 1, false);
-            self.has_work.resize(vcpu.index() + 1, false);
-        }
+        self.has_work.try_get(vcpu).copied().unwrap_or(false)
     }
 }
 
@@ -140,28 +131,25 @@ impl Policy for Arinc653 {
 
     fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, _params: &VcpuParams) {
         self.start_clock(cx.now);
-        self.ensure_slot(vcpu);
-        self.present[vcpu.index()] = true;
-        self.has_work[vcpu.index()] = false;
+        self.has_work.insert(vcpu, false);
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
         if self.current == Some(vcpu) {
             self.current = None;
         }
-        self.present[vcpu.index()] = false;
-        self.has_work[vcpu.index()] = false;
+        self.has_work.remove(vcpu);
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
         let epoch = self.start_clock(cx.now);
-        self.has_work[vcpu.index()] = true;
+        *self.has_work.get_mut(vcpu) = true;
         self.current.is_none()
             && matches!(self.frame_at(epoch, cx.now), Some((Some(owner), _)) if owner == vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.has_work[vcpu.index()] = false;
+        *self.has_work.get_mut(vcpu) = false;
         self.current == Some(vcpu)
     }
 
@@ -208,7 +196,7 @@ impl Policy for Arinc653 {
 
     fn check_invariants(&self) -> Result<(), String> {
         if let Some(c) = self.current {
-            if !self.present.get(c.index()).copied().unwrap_or(false) {
+            if !self.has_work.contains(c) {
                 return Err(format!("runs vcpu {c:?}, which is not present"));
             }
             if !self.table.minor_frames.iter().any(|f| f.vcpu == c) {

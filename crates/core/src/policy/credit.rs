@@ -66,6 +66,7 @@ use std::collections::VecDeque;
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::table::VcpuTable;
 use crate::policy::{
     BudgetCounters, CreditConfig, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView,
 };
@@ -110,8 +111,7 @@ struct CreditVcpu {
 pub struct Credit {
     config: CreditConfig,
     pcpus: u32,
-    /// Indexed by VCPU id; `None` for ids that are not (or no longer) here.
-    vcpus: Vec<Option<CreditVcpu>>,
+    vcpus: VcpuTable<CreditVcpu>,
     /// Waiting runnable VCPUs (not the running one), head first.
     runq: VecDeque<VcpuId>,
     /// What the last `do_schedule` chose (None = IDLE).
@@ -162,7 +162,7 @@ impl Credit {
                 ticks_per_accounting: config.ticks_per_accounting.max(1),
             },
             pcpus: pcpus.max(1),
-            vcpus: Vec::new(),
+            vcpus: VcpuTable::new(),
             runq: VecDeque::new(),
             current: None,
             active: Vec::new(),
@@ -174,19 +174,15 @@ impl Credit {
     }
 
     fn get(&self, vcpu: VcpuId) -> &CreditVcpu {
-        self.vcpus[vcpu.index()]
-            .as_ref()
-            .expect("unknown credit vcpu")
+        self.vcpus.get(vcpu)
     }
 
     fn get_mut(&mut self, vcpu: VcpuId) -> &mut CreditVcpu {
-        self.vcpus[vcpu.index()]
-            .as_mut()
-            .expect("unknown credit vcpu")
+        self.vcpus.get_mut(vcpu)
     }
 
     fn iter(&self) -> impl Iterator<Item = &CreditVcpu> {
-        self.vcpus.iter().flatten()
+        self.vcpus.iter()
     }
 
     /// The VCPU's class (for tests and traces).
@@ -295,7 +291,7 @@ impl Credit {
     /// `csched_acct`. Returns whether the pcpu must reschedule (a cap parked the running
     /// VCPU, or an unparked VCPU beats what runs).
     fn account(&mut self) -> bool {
-        for s in self.vcpus.iter_mut().flatten() {
+        for s in self.vcpus.iter_mut() {
             if let Some(p) = s.pending.take() {
                 s.weight = p.weight;
                 s.cap = p.cap;
@@ -401,22 +397,22 @@ impl Policy for Credit {
     }
 
     fn insert_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
-        if self.vcpus.len() <= vcpu.index() {
-            self.vcpus.resize(vcpu.index() + 1, None);
-        }
-        self.vcpus[vcpu.index()] = Some(CreditVcpu {
+        self.vcpus.insert(
             vcpu,
-            weight: params.weight,
-            cap: params.cap,
-            pending: None,
-            credit: 0,
-            uncharged: 0,
-            class: Class::Under,
-            has_work: false,
-            parked: false,
-            active: false,
-            counters: BudgetCounters::default(),
-        });
+            CreditVcpu {
+                vcpu,
+                weight: params.weight,
+                cap: params.cap,
+                pending: None,
+                credit: 0,
+                uncharged: 0,
+                class: Class::Under,
+                has_work: false,
+                parked: false,
+                active: false,
+                counters: BudgetCounters::default(),
+            },
+        );
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
@@ -425,7 +421,7 @@ impl Policy for Credit {
         }
         self.runq.retain(|&v| v != vcpu);
         self.deactivate(vcpu);
-        self.vcpus[vcpu.index()] = None;
+        self.vcpus.remove(vcpu);
     }
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {

@@ -30,6 +30,7 @@
 
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::table::VcpuTable;
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
@@ -78,8 +79,8 @@ impl Server {
 #[derive(Clone, Debug, Default)]
 pub struct ServerSet {
     servers: Vec<Server>,
-    /// `position[vcpu id]` = index in `servers`.
-    position: Vec<Option<usize>>,
+    /// Each VCPU's index in `servers`.
+    position: VcpuTable<usize>,
     /// What [`ServerSet::next_boundary`] returns, kept because the machine asks after
     /// every hook. Boundaries move only in `insert`, `remove` and `replenish_due`, which
     /// refresh it (through `reorder`, or directly).
@@ -121,7 +122,7 @@ impl ServerSet {
     /// Puts the VCPU behind every VCPU of its priority: it (re)enters the RunQ.
     pub fn requeue(&mut self, vcpu: VcpuId) {
         let stamp = self.stamp();
-        let from = self.position[vcpu.index()].expect("unknown server vcpu");
+        let from = *self.position.get(vcpu);
         let priority = self.servers[from].params.priority;
         self.servers[from].queued = stamp;
         // Its new place is after the last VCPU of the same or a higher priority.
@@ -132,7 +133,7 @@ impl ServerSet {
         if to > from {
             self.servers[from..=to].rotate_left(1);
             for i in from..=to {
-                self.position[self.servers[i].vcpu.index()] = Some(i);
+                self.position.insert(self.servers[i].vcpu, i);
             }
         }
     }
@@ -144,13 +145,9 @@ impl ServerSet {
 
     fn reorder(&mut self) {
         self.servers.sort_by_key(|s| s.key());
-        self.position.clear();
+        self.position = VcpuTable::new();
         for (i, s) in self.servers.iter().enumerate() {
-            let id = s.vcpu.index();
-            if self.position.len() <= id {
-                self.position.resize(id + 1, None);
-            }
-            self.position[id] = Some(i);
+            self.position.insert(s.vcpu, i);
         }
         self.refresh_earliest_boundary();
     }
@@ -161,17 +158,17 @@ impl ServerSet {
 
     #[inline]
     pub fn get(&self, vcpu: VcpuId) -> &Server {
-        &self.servers[self.position[vcpu.index()].expect("unknown server vcpu")]
+        &self.servers[*self.position.get(vcpu)]
     }
 
     #[inline]
     pub fn get_mut(&mut self, vcpu: VcpuId) -> &mut Server {
-        let i = self.position[vcpu.index()].expect("unknown server vcpu");
+        let i = *self.position.get(vcpu);
         &mut self.servers[i]
     }
 
     pub fn contains(&self, vcpu: VcpuId) -> bool {
-        self.position.get(vcpu.index()).copied().flatten().is_some()
+        self.position.contains(vcpu)
     }
 
     /// All servers, highest priority first.

@@ -28,12 +28,14 @@ pub mod arinc653;
 pub mod credit;
 pub mod crps;
 pub mod deferrable;
+pub mod edf;
 pub mod fp;
 pub mod periodic;
 pub mod polling;
 pub mod rtds;
 pub mod sedf;
 pub mod sporadic;
+pub mod table;
 pub mod wcps;
 
 /// What `do_schedule` decided for one pcpu.

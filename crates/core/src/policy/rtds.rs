@@ -42,6 +42,7 @@
 
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::edf::{EdfMember, EdfServer, EdfSet};
 use crate::policy::{
     BudgetCounters, Decision, Policy, PolicyKind, RtdsMode, Spent, TickInterval, VcpuView,
 };
@@ -51,61 +52,45 @@ use crate::time::Nanos;
 /// scheduler's own overhead dominates.
 pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(10);
 
-/// One RTDS VCPU.
+/// One RTDS VCPU: an EDF server (see `edf.rs`) and its priority level.
 #[derive(Clone, Debug)]
 struct RtVcpu {
-    vcpu: VcpuId,
-    params: VcpuParams,
-    /// Parameters set by `adjust`, applied at the next replenishment.
-    pending: Option<VcpuParams>,
-    /// Remaining budget at the current level, in `[0, params.budget]`.
-    remaining: Nanos,
-    /// End of the current period.
-    deadline: Nanos,
+    server: EdfServer,
     /// 0 = real-time level; each extratime refill moves one level down (a larger number).
     level: u32,
-    has_work: bool,
-    counters: BudgetCounters,
+}
+
+impl EdfMember for RtVcpu {
+    fn server(&self) -> &EdfServer {
+        &self.server
+    }
+    fn server_mut(&mut self) -> &mut EdfServer {
+        &mut self.server
+    }
 }
 
 impl RtVcpu {
     /// The priority key: level, then deadline, then VCPU id. Smaller is more urgent.
     #[inline]
     fn key(&self) -> (u32, Nanos, VcpuId) {
-        (self.level, self.deadline, self.vcpu)
-    }
-
-    fn eligible(&self) -> bool {
-        self.has_work && !self.remaining.is_zero()
+        (self.level, self.server.deadline, self.server.vcpu)
     }
 
     /// The budget reached zero: with extratime, a fresh budget one level down.
     fn on_exhausted(&mut self, cx: &mut Cx) {
-        let vcpu = self.vcpu;
-        cx.emit(|| CoreEvent::BudgetExhausted { vcpu });
-        if self.params.extratime {
+        let s = &mut self.server;
+        if s.params.extratime {
             self.level += 1;
-            self.remaining = self.params.budget;
-            let budget = self.remaining;
+            s.remaining = s.params.budget;
+            let (vcpu, budget) = (s.vcpu, s.remaining);
             cx.emit(|| CoreEvent::Replenish { vcpu, budget });
         }
     }
 
-    /// Xen's `rt_update_deadline`, called when `now >= deadline`: pending parameters take
-    /// effect, the deadline moves past `now` by whole periods, the budget is full again at
-    /// level 0.
+    /// Xen's `rt_update_deadline`: the EDF replenishment, back at level 0.
     fn replenish(&mut self, cx: &mut Cx) {
-        debug_assert!(cx.now >= self.deadline);
-        if let Some(p) = self.pending.take() {
-            self.params = p;
-        }
-        let period = self.params.period.as_ns();
-        let periods_passed = (cx.now - self.deadline).as_ns() / period + 1;
-        self.deadline += Nanos(period * periods_passed);
-        self.remaining = self.params.budget;
+        self.server.replenish(cx);
         self.level = 0;
-        let (vcpu, budget) = (self.vcpu, self.remaining);
-        cx.emit(|| CoreEvent::Replenish { vcpu, budget });
     }
 }
 
@@ -113,41 +98,33 @@ impl RtVcpu {
 pub struct Rtds {
     /// When `do_schedule` runs: event-driven (Xen 4.7+) or at every quantum (Xen 4.5).
     mode: RtdsMode,
-    /// Indexed by VCPU id; `None` for ids that are not (or no longer) here.
-    vcpus: Vec<Option<RtVcpu>>,
+    /// The VCPUs, with the earliest deadline of those that have a replenishment timer
+    /// remembered: every hook that changes `has_work`, `current` or a deadline refreshes
+    /// it (burn and adjust change none of them).
+    vcpus: EdfSet<RtVcpu>,
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
     current: Vec<Option<VcpuId>>,
-    /// What [`Policy::next_timer`] returns: the earliest deadline of a VCPU with a
-    /// replenishment timer (with work, or running). The machine asks after every hook, so
-    /// it is kept rather than recomputed; every hook that changes `has_work`, `current` or
-    /// a deadline calls [`Rtds::refresh_timer`] (burn and adjust change none of them).
-    next_replenishment: Option<Nanos>,
 }
 
 impl Rtds {
     pub fn new(pcpus: u32, mode: RtdsMode) -> Rtds {
         Rtds {
             mode,
-            vcpus: Vec::new(),
+            vcpus: EdfSet::default(),
             current: vec![None; pcpus.max(1) as usize],
-            next_replenishment: None,
         }
     }
 
-    /// The earliest deadline among the VCPUs that have a replenishment timer.
-    fn earliest_timer(&self) -> Option<Nanos> {
-        let mut earliest: Option<Nanos> = None;
-        for s in self.iter() {
-            if s.has_work || self.is_running(s.vcpu) {
-                earliest = Some(earliest.map_or(s.deadline, |e| e.min(s.deadline)));
-            }
-        }
-        earliest
-    }
-
-    /// Recomputes `next_replenishment` after a change it depends on.
+    /// Like Xen's replenishment queue, only VCPUs with work (or running) have a timer.
     fn refresh_timer(&mut self) {
-        self.next_replenishment = self.earliest_timer();
+        let current = &self.current;
+        self.vcpus
+            .refresh_timer(|m| m.server.has_work || current.contains(&Some(m.server.vcpu)));
+    }
+
+    fn earliest_timer(&self) -> Option<Nanos> {
+        self.vcpus
+            .earliest_deadline(|m| m.server.has_work || self.is_running(m.server.vcpu))
     }
 
     /// Whether `vcpu` is what another pcpu than `pcpu` runs.
@@ -158,25 +135,9 @@ impl Rtds {
             .any(|(p, c)| p != pcpu.index() && *c == Some(vcpu))
     }
 
-    fn get(&self, vcpu: VcpuId) -> &RtVcpu {
-        self.vcpus[vcpu.index()]
-            .as_ref()
-            .expect("unknown rtds vcpu")
-    }
-
-    fn get_mut(&mut self, vcpu: VcpuId) -> &mut RtVcpu {
-        self.vcpus[vcpu.index()]
-            .as_mut()
-            .expect("unknown rtds vcpu")
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &RtVcpu> {
-        self.vcpus.iter().flatten()
-    }
-
     /// The priority level of a VCPU (0 = real-time), for tests.
     pub fn level(&self, vcpu: VcpuId) -> u32 {
-        self.get(vcpu).level
+        self.vcpus.get(vcpu).level
     }
 
     fn is_running(&self, vcpu: VcpuId) -> bool {
@@ -186,8 +147,8 @@ impl Rtds {
     /// Whether an eligible `vcpu` should take a pcpu now: some pcpu idles, or it beats the
     /// least urgent running VCPU.
     fn should_tickle(&self, vcpu: VcpuId) -> bool {
-        let s = self.get(vcpu);
-        if !s.eligible() || self.is_running(vcpu) {
+        let m = self.vcpus.get(vcpu);
+        if !m.server.eligible() || self.is_running(vcpu) {
             return false;
         }
         let mut worst_running = None;
@@ -195,13 +156,13 @@ impl Rtds {
             match c {
                 None => return true,
                 Some(c) => {
-                    let k = self.get(*c).key();
+                    let k = self.vcpus.get(*c).key();
                     worst_running =
                         Some(worst_running.map_or(k, |w: (u32, Nanos, VcpuId)| w.max(k)));
                 }
             }
         }
-        worst_running.is_some_and(|w| s.key() < w)
+        worst_running.is_some_and(|w| m.key() < w)
     }
 }
 
@@ -231,29 +192,16 @@ impl Policy for Rtds {
     }
 
     fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
-        let mut s = RtVcpu {
-            vcpu,
-            params: params.clone(),
-            pending: None,
-            remaining: params.budget,
-            deadline: cx.now + params.period,
+        let mut m = RtVcpu {
+            server: EdfServer::new(cx.now, vcpu, params),
             level: 0,
-            has_work: false,
-            counters: BudgetCounters::default(),
         };
-        if !params.offset.is_zero() {
-            // No budget before the first period starts.
-            s.remaining = Nanos::ZERO;
-            s.deadline = cx.now + params.offset;
-            if params.extratime {
-                s.level = 1;
-                s.remaining = params.budget;
-            }
+        if !params.offset.is_zero() && params.extratime {
+            // Before its first period, only an extra-level budget.
+            m.level = 1;
+            m.server.remaining = params.budget;
         }
-        if self.vcpus.len() <= vcpu.index() {
-            self.vcpus.resize(vcpu.index() + 1, None);
-        }
-        self.vcpus[vcpu.index()] = Some(s);
+        self.vcpus.insert(m);
         self.refresh_timer();
     }
 
@@ -263,23 +211,23 @@ impl Policy for Rtds {
                 *c = None;
             }
         }
-        self.vcpus[vcpu.index()] = None;
+        self.vcpus.remove(vcpu);
         self.refresh_timer();
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
-        let s = self.get_mut(vcpu);
-        s.has_work = true;
+        let m = self.vcpus.get_mut(vcpu);
+        m.server.has_work = true;
         // Sleeping VCPUs have no replenishment timer: catch up now (Xen's rt_unit_wake).
-        if cx.now >= s.deadline {
-            s.replenish(cx);
+        if cx.now >= m.server.deadline {
+            m.replenish(cx);
         }
         self.refresh_timer();
         self.should_tickle(vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.get_mut(vcpu).has_work = false;
+        self.vcpus.server_mut(vcpu).has_work = false;
         self.refresh_timer();
         self.is_running(vcpu)
     }
@@ -288,35 +236,22 @@ impl Policy for Rtds {
         let Some(v) = self.current[pcpu.index()] else {
             return;
         };
-        let s = self.get_mut(v);
-        let taken = ran.min(s.remaining);
-        s.remaining -= taken;
-        match spent {
-            Spent::Running => s.counters.consumed += taken,
-            Spent::Overhead => s.counters.overhead += taken,
-        }
-        if !taken.is_zero() && s.remaining.is_zero() {
-            s.on_exhausted(cx);
+        let m = self.vcpus.get_mut(v);
+        if m.server.consume(cx, ran, spent) {
+            m.on_exhausted(cx);
         }
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
         // With one pcpu nothing runs elsewhere; skip asking.
         let several_pcpus = self.current.len() > 1;
-        let mut best: Option<&RtVcpu> = None;
-        for s in self.iter() {
-            if !s.eligible() || (several_pcpus && self.runs_elsewhere(s.vcpu, pcpu)) {
-                continue;
-            }
-            // Keys are unique (they end with the VCPU id): the minimum is the pick.
-            if best.map_or(true, |b| s.key() < b.key()) {
-                best = Some(s);
-            }
-        }
-        let decision = match best {
-            Some(s) => Decision {
-                run: Some(s.vcpu),
-                slice: Some(s.remaining),
+        let decision = match self.vcpus.pick(
+            |m| !(several_pcpus && self.runs_elsewhere(m.server.vcpu, pcpu)),
+            RtVcpu::key,
+        ) {
+            Some(m) => Decision {
+                run: Some(m.server.vcpu),
+                slice: Some(m.server.remaining),
             },
             None => Decision::IDLE,
         };
@@ -335,8 +270,8 @@ impl Policy for Rtds {
     }
 
     fn next_timer(&self) -> Option<Nanos> {
-        debug_assert_eq!(self.next_replenishment, self.earliest_timer());
-        self.next_replenishment
+        debug_assert_eq!(self.vcpus.next_timer(), self.earliest_timer());
+        self.vcpus.next_timer()
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
@@ -344,15 +279,16 @@ impl Policy for Rtds {
         let mut replenished = false;
         // A VCPU's due test reads its own state and `current`; replenishing another VCPU
         // changes neither, so one pass in id order replenishes exactly the VCPUs due on entry.
-        for i in 0..self.vcpus.len() {
-            let Some(s) = &self.vcpus[i] else {
+        for i in 0..self.vcpus.capacity() {
+            let v = VcpuId(i as u32);
+            if !self.vcpus.contains(v) {
                 continue;
-            };
-            let v = s.vcpu;
+            }
+            let s = self.vcpus.server(v);
             if !((s.has_work || self.is_running(v)) && s.deadline <= cx.now) {
                 continue;
             }
-            self.get_mut(v).replenish(cx);
+            self.vcpus.get_mut(v).replenish(cx);
             replenished = true;
             // A running VCPU's slice changed with its budget: re-arm it.
             resched |= self.is_running(v) || self.should_tickle(v);
@@ -364,14 +300,12 @@ impl Policy for Rtds {
     }
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
-        let s = self.get_mut(vcpu);
-        s.remaining = s.remaining.min(params.budget);
-        s.pending = Some(params.clone());
+        self.vcpus.server_mut(vcpu).adjust(params);
         self.is_running(vcpu)
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
-        let s = self.get(vcpu);
+        let s = self.vcpus.server(vcpu);
         VcpuView {
             remaining_budget: Some(s.remaining),
             deadline: Some(s.deadline),
@@ -380,34 +314,23 @@ impl Policy for Rtds {
     }
 
     fn counters(&self, vcpu: VcpuId) -> BudgetCounters {
-        self.get(vcpu).counters
+        self.vcpus.server(vcpu).counters
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        if self.next_replenishment != self.earliest_timer() {
-            return Err(format!(
-                "cached next replenishment {:?} differs from the earliest timer {:?}",
-                self.next_replenishment,
-                self.earliest_timer()
-            ));
-        }
-        for s in self.iter() {
-            if s.remaining > s.params.budget {
-                return Err(format!(
-                    "vcpu {:?}: remaining budget {} above budget {}",
-                    s.vcpu, s.remaining, s.params.budget
-                ));
-            }
-            if s.level > 0 && !s.params.extratime {
+        self.vcpus
+            .check(|m| m.server.has_work || self.is_running(m.server.vcpu))?;
+        for m in self.vcpus.iter() {
+            if m.level > 0 && !m.server.params.extratime {
                 return Err(format!(
                     "vcpu {:?}: at extra level {} without extratime",
-                    s.vcpu, s.level
+                    m.server.vcpu, m.level
                 ));
             }
         }
         for (p, c) in self.current.iter().enumerate() {
             if let Some(v) = c {
-                if self.vcpus.get(v.index()).and_then(|s| s.as_ref()).is_none() {
+                if !self.vcpus.contains(*v) {
                     return Err(format!("pcpu {p} runs unknown vcpu {v:?}"));
                 }
                 if self.current.iter().filter(|o| *o == c).count() > 1 {

@@ -36,8 +36,9 @@
 
 use std::collections::VecDeque;
 
-use crate::event::{CoreEvent, Cx};
+use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::edf::{EdfServer, EdfSet};
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
@@ -45,35 +46,19 @@ use crate::time::Nanos;
 /// `EXTRA_QUANTUM`, 500 µs).
 pub const EXTRA_QUANTUM: Nanos = Nanos::from_us(500);
 
-/// One SEDF VCPU.
-#[derive(Clone, Debug)]
-struct SedfVcpu {
-    vcpu: VcpuId,
-    params: VcpuParams,
-    /// Parameters set by `adjust`, applied at the next boundary.
-    pending: Option<VcpuParams>,
-    /// Remaining slice in the current period, in `[0, params.budget]`.
-    remaining: Nanos,
-    /// End of the current period (the next boundary).
-    deadline: Nanos,
-    has_work: bool,
-    counters: BudgetCounters,
+/// The EDF key: deadline, then VCPU id. Smaller is more urgent.
+#[inline]
+fn key(s: &EdfServer) -> (Nanos, VcpuId) {
+    (s.deadline, s.vcpu)
 }
 
-impl SedfVcpu {
-    /// The EDF key: deadline, then VCPU id. Smaller is more urgent.
-    #[inline]
-    fn key(&self) -> (Nanos, VcpuId) {
-        (self.deadline, self.vcpu)
-    }
+fn wants_extra_time(s: &EdfServer) -> bool {
+    s.has_work && s.remaining.is_zero() && s.params.extratime
+}
 
-    fn has_slice_and_work(&self) -> bool {
-        self.has_work && !self.remaining.is_zero()
-    }
-
-    fn wants_extra_time(&self) -> bool {
-        self.has_work && self.remaining.is_zero() && self.params.extratime
-    }
+/// Every SEDF VCPU has a boundary timer, with or without work.
+fn timed(_: &EdfServer) -> bool {
+    true
 }
 
 /// What the running VCPU runs on.
@@ -87,55 +72,25 @@ enum RunMode {
 
 /// The SEDF policy for one pcpu.
 pub struct Sedf {
-    /// Indexed by VCPU id; `None` for ids that are not (or no longer) here.
-    vcpus: Vec<Option<SedfVcpu>>,
+    /// The VCPUs (slice = budget), with the earliest deadline remembered: deadlines change
+    /// only in `insert_vcpu`, `remove_vcpu` and `handle_timer`, which refresh it.
+    servers: EdfSet<EdfServer>,
     /// What the last `do_schedule` chose (None = IDLE) and on what.
     current: Option<(VcpuId, RunMode)>,
     /// Extra time the current VCPU has used in its current extra run.
     extra_used: Nanos,
     /// The round-robin order for extra time: every VCPU, next turn first.
     extra_order: VecDeque<VcpuId>,
-    /// What [`Policy::next_timer`] returns: the earliest deadline of any VCPU. The machine
-    /// asks after every hook, so it is kept rather than recomputed; deadlines change only in
-    /// `insert_vcpu`, `remove_vcpu` and `handle_timer`, which call [`Sedf::refresh_timer`].
-    next_boundary: Option<Nanos>,
 }
 
 impl Sedf {
     pub fn new(_pcpus: u32) -> Sedf {
         Sedf {
-            vcpus: Vec::new(),
+            servers: EdfSet::default(),
             current: None,
             extra_used: Nanos::ZERO,
             extra_order: VecDeque::new(),
-            next_boundary: None,
         }
-    }
-
-    /// The earliest deadline of any VCPU.
-    fn earliest_deadline(&self) -> Option<Nanos> {
-        self.iter().map(|s| s.deadline).min()
-    }
-
-    /// Recomputes `next_boundary` after a deadline changed.
-    fn refresh_timer(&mut self) {
-        self.next_boundary = self.earliest_deadline();
-    }
-
-    fn get(&self, vcpu: VcpuId) -> &SedfVcpu {
-        self.vcpus[vcpu.index()]
-            .as_ref()
-            .expect("unknown sedf vcpu")
-    }
-
-    fn get_mut(&mut self, vcpu: VcpuId) -> &mut SedfVcpu {
-        self.vcpus[vcpu.index()]
-            .as_mut()
-            .expect("unknown sedf vcpu")
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &SedfVcpu> {
-        self.vcpus.iter().flatten()
     }
 
     fn current_vcpu(&self) -> Option<VcpuId> {
@@ -144,12 +99,12 @@ impl Sedf {
 
     /// Whether `vcpu`, just woken or replenished, should take the pcpu now.
     fn preempts(&self, vcpu: VcpuId) -> bool {
-        let s = self.get(vcpu);
+        let s = self.servers.get(vcpu);
         match self.current {
             Some((c, _)) if c == vcpu => false,
-            None => s.has_slice_and_work() || s.wants_extra_time(),
-            Some((_, RunMode::Extra)) => s.has_slice_and_work(),
-            Some((c, RunMode::Slice)) => s.has_slice_and_work() && s.key() < self.get(c).key(),
+            None => s.eligible() || wants_extra_time(s),
+            Some((_, RunMode::Extra)) => s.eligible(),
+            Some((c, RunMode::Slice)) => s.eligible() && key(s) < key(self.servers.get(c)),
         }
     }
 
@@ -157,20 +112,6 @@ impl Sedf {
     fn end_extra_turn(&mut self, vcpu: VcpuId) {
         self.extra_order.retain(|&v| v != vcpu);
         self.extra_order.push_back(vcpu);
-    }
-
-    /// The boundary rule: at every boundary at or before `now` the slice is set to s, pending
-    /// parameters apply, and the deadline moves to the first grid point after `now`.
-    fn replenish(s: &mut SedfVcpu, cx: &mut Cx) {
-        if let Some(p) = s.pending.take() {
-            s.params = p;
-        }
-        let period = s.params.period.as_ns();
-        let periods_passed = (cx.now - s.deadline).as_ns() / period + 1;
-        s.deadline += Nanos(period * periods_passed);
-        s.remaining = s.params.budget;
-        let (vcpu, budget) = (s.vcpu, s.remaining);
-        cx.emit(|| CoreEvent::Replenish { vcpu, budget });
     }
 }
 
@@ -197,26 +138,9 @@ impl Policy for Sedf {
     }
 
     fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
-        let (remaining, deadline) = if params.offset.is_zero() {
-            (params.budget, cx.now + params.period)
-        } else {
-            // No slice before the first period starts.
-            (Nanos::ZERO, cx.now + params.offset)
-        };
-        if self.vcpus.len() <= vcpu.index() {
-            self.vcpus.resize(vcpu.index() + 1, None);
-        }
-        self.vcpus[vcpu.index()] = Some(SedfVcpu {
-            vcpu,
-            params: params.clone(),
-            pending: None,
-            remaining,
-            deadline,
-            has_work: false,
-            counters: BudgetCounters::default(),
-        });
+        self.servers.insert(EdfServer::new(cx.now, vcpu, params));
         self.extra_order.push_back(vcpu);
-        self.refresh_timer();
+        self.servers.refresh_timer(timed);
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
@@ -224,17 +148,17 @@ impl Policy for Sedf {
             self.current = None;
         }
         self.extra_order.retain(|&v| v != vcpu);
-        self.vcpus[vcpu.index()] = None;
-        self.refresh_timer();
+        self.servers.remove(vcpu);
+        self.servers.refresh_timer(timed);
     }
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.get_mut(vcpu).has_work = true;
+        self.servers.get_mut(vcpu).has_work = true;
         self.preempts(vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.get_mut(vcpu).has_work = false;
+        self.servers.get_mut(vcpu).has_work = false;
         self.current_vcpu() == Some(vcpu)
     }
 
@@ -243,30 +167,17 @@ impl Policy for Sedf {
             None => {}
             Some((_, RunMode::Extra)) => self.extra_used += ran,
             Some((v, RunMode::Slice)) => {
-                let s = self.get_mut(v);
-                let taken = ran.min(s.remaining);
-                s.remaining -= taken;
-                match spent {
-                    Spent::Running => s.counters.consumed += taken,
-                    Spent::Overhead => s.counters.overhead += taken,
-                }
-                if !taken.is_zero() && s.remaining.is_zero() {
-                    cx.emit(|| CoreEvent::BudgetExhausted { vcpu: v });
-                }
+                self.servers.get_mut(v).consume(cx, ran, spent);
             }
         }
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        // 1. EDF among VCPUs with work and slice left. Keys are unique (they end with the
-        // VCPU id): the minimum is the pick.
-        let mut best: Option<&SedfVcpu> = None;
-        for s in self.iter() {
-            if s.has_slice_and_work() && best.map_or(true, |b| s.key() < b.key()) {
-                best = Some(s);
-            }
-        }
-        let edf = best.map(|s| (s.vcpu, s.remaining));
+        // 1. EDF among VCPUs with work and slice left.
+        let edf = self
+            .servers
+            .pick(|_| true, key)
+            .map(|s| (s.vcpu, s.remaining));
         let extra_runner = match self.current {
             Some((v, RunMode::Extra)) => Some(v),
             _ => None,
@@ -283,7 +194,7 @@ impl Policy for Sedf {
         }
         // 2. Extra time, round-robin: the current extra run goes on until its quantum ends.
         if let Some(x) = extra_runner {
-            if self.get(x).wants_extra_time() && self.extra_used < EXTRA_QUANTUM {
+            if wants_extra_time(self.servers.get(x)) && self.extra_used < EXTRA_QUANTUM {
                 return Decision {
                     run: Some(x),
                     slice: Some(EXTRA_QUANTUM - self.extra_used),
@@ -295,7 +206,7 @@ impl Policy for Sedf {
             .extra_order
             .iter()
             .copied()
-            .find(|&v| self.get(v).wants_extra_time());
+            .find(|&v| wants_extra_time(self.servers.get(v)));
         self.extra_used = Nanos::ZERO;
         match next {
             Some(v) => {
@@ -318,8 +229,11 @@ impl Policy for Sedf {
     }
 
     fn next_timer(&self) -> Option<Nanos> {
-        debug_assert_eq!(self.next_boundary, self.earliest_deadline());
-        self.next_boundary
+        debug_assert_eq!(
+            self.servers.next_timer(),
+            self.servers.earliest_deadline(timed)
+        );
+        self.servers.next_timer()
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
@@ -327,34 +241,29 @@ impl Policy for Sedf {
         let mut replenished = false;
         // A VCPU's due test reads only its own deadline, which only its own replenishment
         // changes: one pass in id order replenishes exactly the VCPUs due on entry.
-        for i in 0..self.vcpus.len() {
-            let Some(s) = self.vcpus[i].as_mut() else {
-                continue;
-            };
-            if s.deadline > cx.now {
+        for i in 0..self.servers.capacity() {
+            let v = VcpuId(i as u32);
+            if !self.servers.contains(v) || self.servers.get(v).deadline > cx.now {
                 continue;
             }
-            let v = s.vcpu;
-            Sedf::replenish(s, cx);
+            self.servers.get_mut(v).replenish(cx);
             replenished = true;
             // The running VCPU's slice changed (or it can leave extra time): re-arm it.
             resched |= self.current_vcpu() == Some(v) || self.preempts(v);
         }
         if replenished {
-            self.refresh_timer();
+            self.servers.refresh_timer(timed);
         }
         resched
     }
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
-        let s = self.get_mut(vcpu);
-        s.remaining = s.remaining.min(params.budget);
-        s.pending = Some(params.clone());
+        self.servers.get_mut(vcpu).adjust(params);
         self.current_vcpu() == Some(vcpu)
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
-        let s = self.get(vcpu);
+        let s = self.servers.get(vcpu);
         VcpuView {
             remaining_budget: Some(s.remaining),
             deadline: Some(s.deadline),
@@ -363,24 +272,12 @@ impl Policy for Sedf {
     }
 
     fn counters(&self, vcpu: VcpuId) -> BudgetCounters {
-        self.get(vcpu).counters
+        self.servers.get(vcpu).counters
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        if self.next_boundary != self.earliest_deadline() {
-            return Err(format!(
-                "cached next boundary {:?} differs from the earliest deadline {:?}",
-                self.next_boundary,
-                self.earliest_deadline()
-            ));
-        }
-        for s in self.iter() {
-            if s.remaining > s.params.budget {
-                return Err(format!(
-                    "vcpu {:?}: remaining slice {} above slice {}",
-                    s.vcpu, s.remaining, s.params.budget
-                ));
-            }
+        self.servers.check(timed)?;
+        for s in self.servers.iter() {
             if self.extra_order.iter().filter(|&&v| v == s.vcpu).count() != 1 {
                 return Err(format!(
                     "vcpu {:?}: not exactly once in the extra-time order",
@@ -388,7 +285,7 @@ impl Policy for Sedf {
                 ));
             }
         }
-        if self.extra_order.len() != self.iter().count() {
+        if self.extra_order.len() != self.servers.iter().count() {
             return Err("extra-time order holds unknown vcpus".to_string());
         }
         if let Some((RunMode::Extra, used)) = self.current.map(|(_, m)| (m, self.extra_used)) {

@@ -67,6 +67,7 @@ use std::collections::VecDeque;
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::fp::{Charge, Plan, ServerSet};
+use crate::policy::table::VcpuTable;
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
@@ -105,8 +106,7 @@ impl Books {
 
 pub struct Sporadic {
     servers: ServerSet,
-    /// `books[vcpu id]`; `None` for ids that are not (or no longer) members.
-    books: Vec<Option<Books>>,
+    books: VcpuTable<Books>,
     /// What the last `do_schedule` decided.
     active: Plan,
     /// A reschedule was asked for (or is due) and `do_schedule` has not run since.
@@ -122,7 +122,7 @@ impl Sporadic {
     pub fn new(_pcpus: u32) -> Sporadic {
         Sporadic {
             servers: ServerSet::default(),
-            books: Vec::new(),
+            books: VcpuTable::new(),
             active: Plan::IDLE,
             reschedule_owed: false,
             next_due: None,
@@ -133,7 +133,6 @@ impl Sporadic {
     fn earliest_due(&self) -> Option<Nanos> {
         self.books
             .iter()
-            .flatten()
             .filter_map(|b| b.pending.front().map(|r| r.due))
             .min()
     }
@@ -153,15 +152,11 @@ impl Sporadic {
     }
 
     fn books(&self, vcpu: VcpuId) -> &Books {
-        self.books[vcpu.index()]
-            .as_ref()
-            .expect("unknown sporadic vcpu")
+        self.books.get(vcpu)
     }
 
     fn books_mut(&mut self, vcpu: VcpuId) -> &mut Books {
-        self.books[vcpu.index()]
-            .as_mut()
-            .expect("unknown sporadic vcpu")
+        self.books.get_mut(vcpu)
     }
 
     /// Whether the decision must be made again now; remembers a "yes".
@@ -322,10 +317,7 @@ impl Policy for Sporadic {
                 amount: params.budget,
             });
         }
-        if self.books.len() <= vcpu.index() {
-            self.books.resize(vcpu.index() + 1, None);
-        }
-        self.books[vcpu.index()] = Some(books);
+        self.books.insert(vcpu, books);
         self.refresh_next_due();
         // The machine reschedules after every insertion.
         self.reschedule_owed = true;
@@ -337,7 +329,7 @@ impl Policy for Sporadic {
             self.reschedule_owed = true;
         }
         self.servers.remove(vcpu);
-        self.books[vcpu.index()] = None;
+        self.books.remove(vcpu);
         self.refresh_next_due();
     }
 
@@ -395,9 +387,10 @@ impl Policy for Sporadic {
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        for index in 0..self.books.len() {
-            if self.books[index].is_some() {
-                self.replenish_due(cx, VcpuId(index as u32));
+        for index in 0..self.books.capacity() {
+            let vcpu = VcpuId(index as u32);
+            if self.books.contains(vcpu) {
+                self.replenish_due(cx, vcpu);
             }
         }
         self.must_reschedule(false)
