@@ -108,7 +108,7 @@ impl fmt::Display for Nanos {
             return write!(f, "0ns");
         }
         for (unit, scale) in [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)] {
-            if ns % scale == 0 {
+            if ns.is_multiple_of(scale) {
                 return write!(f, "{}{}", ns / scale, unit);
             }
         }
@@ -191,7 +191,7 @@ impl FromStr for Nanos {
                     .ok_or_else(overflow)?;
                 let frac: u128 = digits.parse().map_err(|_| overflow())?;
                 let scaled = frac * scale as u128;
-                if scaled % pow != 0 {
+                if !scaled.is_multiple_of(pow) {
                     return Err(TimeParseError::Fractional(text.to_string()));
                 }
                 let add = u64::try_from(scaled / pow).map_err(|_| overflow())?;

@@ -487,7 +487,10 @@ impl Policy for Credit {
         let mut resched = false;
         if pcpu == PcpuId(0) {
             self.master_ticks += 1;
-            if self.master_ticks % self.config.ticks_per_accounting as u64 == 0 {
+            if self
+                .master_ticks
+                .is_multiple_of(self.config.ticks_per_accounting as u64)
+            {
                 resched |= self.account();
             }
         }

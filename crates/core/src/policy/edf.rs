@@ -193,7 +193,7 @@ impl<T: EdfMember> EdfSet<T> {
                 continue;
             }
             let k = key(m);
-            if best.as_ref().map_or(true, |(_, b)| k < *b) {
+            if best.as_ref().is_none_or(|(_, b)| k < *b) {
                 best = Some((m, k));
             }
         }
