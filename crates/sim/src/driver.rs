@@ -12,6 +12,15 @@
 //!    work wakes its VCPU), scheduled changes, then the machine's timeouts.
 //!
 //! Ties are broken by a fixed order (domain, then task index), never by a hash.
+//!
+//! # Memory
+//! What a run keeps grows with the system and the run's length only where asked:
+//! - per task, [`TaskStats`]: counts and distributions in bounded memory (see
+//!   [`crate::stats`]) — always;
+//! - every finished job ([`DomainRun::finished`]) — unless turned off with
+//!   [`Simulation::set_keep_jobs`] (`rtvmm sim` keeps them only for `--jobs`);
+//! - the trace — only when recording;
+//! - the jobs waiting in the guests' queues.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -23,6 +32,7 @@ use rtvmm_core::model::{DomainId, PcpuId, VcpuId};
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
 
+use crate::stats::TaskStats;
 use crate::system::{Change, DomainSpec, SystemSpec, TimedChange};
 
 /// What happened to one job.
@@ -82,8 +92,11 @@ pub struct DomainRun {
     pub spec: DomainSpec,
     pub vcpu: VcpuId,
     pub guest: Guest,
-    /// Finished jobs per task, in finishing order.
+    /// Finished jobs per task, in finishing order — only while the simulation keeps its
+    /// jobs ([`Simulation::set_keep_jobs`]; on by default); otherwise empty.
     pub finished: Vec<Vec<JobRecord>>,
+    /// Counts and distributions of the finished jobs per task, always kept.
+    pub stats: Vec<TaskStats>,
     /// Set when the domain was removed: its pending jobs are not counted.
     pub removed_at: Option<Nanos>,
 }
@@ -118,6 +131,7 @@ pub struct Simulation {
     now: Nanos,
     trace: Option<Vec<(Nanos, TraceEvent)>>,
     check_invariants: bool,
+    keep_jobs: bool,
     /// The machine's `poll_timeout()` as of the end of the last `settle`; it holds until
     /// the machine is told something (`machine_told`).
     machine_due: Nanos,
@@ -140,6 +154,7 @@ impl Simulation {
             now: Nanos::ZERO,
             trace: record.then(Vec::new),
             check_invariants: cfg!(debug_assertions),
+            keep_jobs: true,
             machine_due: Nanos::ZERO,
             machine_told: true,
         };
@@ -154,6 +169,19 @@ impl Simulation {
     /// Turns the after-every-step invariant check on or off (on in debug builds).
     pub fn set_check_invariants(&mut self, on: bool) {
         self.check_invariants = on;
+    }
+
+    /// Whether to keep every finished job in [`DomainRun::finished`] (on by default;
+    /// memory grows with the number of jobs). The statistics in [`DomainRun::stats`], from
+    /// which the results are computed, are kept either way. Set it before running: jobs
+    /// finished while it is off are not kept.
+    pub fn set_keep_jobs(&mut self, on: bool) {
+        self.keep_jobs = on;
+    }
+
+    /// Whether every finished job is kept (see [`Self::set_keep_jobs`]).
+    pub fn keeps_jobs(&self) -> bool {
+        self.keep_jobs
     }
 
     pub fn machine(&self) -> &Machine {
@@ -195,6 +223,7 @@ impl Simulation {
         self.domain_of_vcpu[vcpu.index()] = index;
         self.domains.push(DomainRun {
             finished: vec![Vec::new(); spec.tasks.len()],
+            stats: vec![TaskStats::default(); spec.tasks.len()],
             spec,
             vcpu,
             guest,
@@ -335,8 +364,11 @@ impl Simulation {
                             missed,
                         },
                     );
-                    self.domains[d].finished[job.task as usize]
-                        .push(JobRecord::from_job(&job, Some(t)));
+                    let run = &mut self.domains[d];
+                    run.stats[job.task as usize].finished_job(&job, t);
+                    if self.keep_jobs {
+                        run.finished[job.task as usize].push(JobRecord::from_job(&job, Some(t)));
+                    }
                 }
                 if !has_work {
                     self.machine.block(t, v);

@@ -6,6 +6,8 @@
 //! - [`system`]: what to simulate ([`system::SystemSpec`]), in the core's types.
 //! - [`driver`]: the event loop ([`driver::Simulation`]).
 //! - [`results`]: what a run measured, and its JSON form.
+//! - [`stats`]: per-task counts and distributions in memory that does not grow with the
+//!   number of jobs.
 //! - [`timeline`]: who ran when, rebuilt from a trace, for tests.
 //! - [`trace`]: traces as Chrome/Perfetto trace-event JSON or CSV.
 //!
@@ -40,6 +42,7 @@
 //! ```
 pub mod driver;
 pub mod results;
+pub mod stats;
 pub mod system;
 pub mod timeline;
 pub mod trace;

@@ -1,7 +1,9 @@
 //! The counting rule and the JSON field names of `RunResults`.
 use crate::util::*;
+use rtvmm_core::guest::TaskSpec;
 use rtvmm_core::policy::PolicyConfig;
 use rtvmm_sim::results::RunResults;
+use rtvmm_sim::Simulation;
 
 /// d1: Deferrable (B 2, P 10), one task (period 10, wcet 3), run 25 ms.
 /// ```text
@@ -143,7 +145,7 @@ fn job_rows_follow_the_counting_rule() {
         vec![domain("d1", 2, 10, 1, vec![periodic("t", 10, 3)])],
     );
     let (_, sim) = run(&spec, ms(25));
-    let rows = rtvmm_sim::results::job_rows(&sim, ms(25));
+    let rows = rtvmm_sim::results::job_rows(&sim, ms(25)).expect("jobs kept by default");
     let got: Vec<_> = rows
         .iter()
         .map(|r| (r.seq, r.first_start, r.finish, r.outcome))
@@ -173,4 +175,85 @@ fn job_rows_follow_the_counting_rule() {
         (late.count, late.min, late.max),
         (2, ms(1).as_ns() as i64, ms(2).as_ns() as i64)
     );
+}
+
+/// Nearest-rank percentile of `values` (sorted here).
+fn nearest_rank(values: &mut [u64], p: u64) -> u64 {
+    values.sort_unstable();
+    let n = values.len() as u64;
+    values[((p * n).div_ceil(100).clamp(1, n) - 1) as usize]
+}
+
+/// A run past `EXACT_SAMPLES` jobs per task: without keeping its jobs it keeps no job
+/// record, its counts, minima, maxima and means are still exact, and its percentiles are
+/// at or above the exact ones by less than 1/1024 (checked against a run that kept every
+/// job).
+#[test]
+fn a_long_run_keeps_bounded_statistics_with_exact_counts() {
+    use rtvmm_sim::stats::EXACT_SAMPLES;
+    // Two tasks in a full-share VCPU: demands drawn in [0.1, 1] ms, so responses spread.
+    let mut t1 = periodic("t1", 2, 1);
+    t1.min_exec = us(100);
+    let mut t2 = TaskSpec::periodic("t2", us(1500), us(400));
+    t2.min_exec = us(10);
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 10, 10, 1, vec![t1, t2])],
+    );
+    let end = ms(40_000); // 20,000 and 26,667 jobs
+    let simulate = |keep: bool| {
+        let mut sim = Simulation::new(&spec, 3, false).unwrap();
+        sim.set_check_invariants(false);
+        sim.set_keep_jobs(keep);
+        sim.run_until(end).unwrap();
+        sim
+    };
+    let full = simulate(true);
+    let lean = simulate(false);
+    assert!(lean.domains()[0].finished.iter().all(Vec::is_empty));
+    let stats = &lean.domains()[0].stats;
+    assert!(stats.iter().all(|s| !s.response.is_exact()));
+    assert!(full.domains()[0].finished[0].len() > EXACT_SAMPLES);
+
+    let r = RunResults::collect(&lean, "t", 3, end);
+    assert_eq!(
+        r,
+        RunResults::collect(&full, "t", 3, end),
+        "results do not depend on keeping jobs"
+    );
+    let d = &r.domains[0];
+    let mut all: Vec<u64> = Vec::new();
+    for (t, task) in d.tasks.iter().enumerate() {
+        let mut responses: Vec<u64> = full.domains()[0].finished[t]
+            .iter()
+            .map(|j| (j.finish.unwrap() - j.release).as_ns())
+            .collect();
+        assert_eq!(task.finished, responses.len() as u64);
+        assert_eq!(task.response_ns.count, responses.len() as u64);
+        assert_eq!(task.response_ns.min, *responses.iter().min().unwrap());
+        assert_eq!(task.response_ns.max, *responses.iter().max().unwrap());
+        let sum: u128 = responses.iter().map(|&v| v as u128).sum();
+        assert_eq!(task.response_ns.mean, sum as f64 / responses.len() as f64);
+        all.extend_from_slice(&responses);
+        for (p, got) in [
+            (50, task.response_ns.p50),
+            (90, task.response_ns.p90),
+            (99, task.response_ns.p99),
+        ] {
+            let exact = nearest_rank(&mut responses, p);
+            assert!(
+                got >= exact && (got - exact) * 1024 < exact,
+                "{}: p{p} {got} vs exact {exact}",
+                task.name
+            );
+        }
+    }
+    for (p, got) in [
+        (50, d.response_ns.p50),
+        (90, d.response_ns.p90),
+        (99, d.response_ns.p99),
+    ] {
+        let exact = nearest_rank(&mut all, p);
+        assert!(got >= exact && (got - exact) * 1024 < exact, "domain p{p}");
+    }
 }
