@@ -257,3 +257,62 @@ fn a_long_run_keeps_bounded_statistics_with_exact_counts() {
         assert!(got >= exact && (got - exact) * 1024 < exact, "domain p{p}");
     }
 }
+
+/// A task that needs 2 ms every 1 ms with the whole pcpu falls one job further behind
+/// every 2 ms. Its backlog is capped: with a limit of 100 waiting jobs the run stops at
+/// the release that makes 101, naming the domain and the task.
+/// ```text
+/// releases at k ms (k = 0, 1, ...); job j finishes at 2(j+1) ms, before the release at
+/// that instant. After the release at k ms: k+1 released, ⌊k/2⌋ finished, so
+/// k+1−⌊k/2⌋ waiting: 100 at k = 198, 101 at k = 199.
+/// ```
+#[test]
+fn an_ever_growing_backlog_stops_the_run_naming_the_task() {
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 10, 10, 1, vec![periodic("hog", 1, 2)])],
+    );
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    sim.set_max_pending_jobs(100);
+    let err = sim.run_until(ms(1000)).unwrap_err();
+    assert_eq!(
+        err,
+        rtvmm_sim::SimError::Backlog {
+            at: ms(199),
+            domain: "d1".into(),
+            task: "hog".into(),
+            pending: 101,
+            limit: 100,
+            wcet: ms(2),
+            period: ms(1),
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("domain 'd1', task 'hog': 101 jobs waiting at 199ms"),
+        "{text}"
+    );
+    assert!(text.contains("wcet 2ms every 1ms"), "{text}");
+}
+
+/// Legitimate overload stays below the default cap: a domain whose task needs 10 % more
+/// than its VCPU gets, for 2 simulated minutes, builds a backlog of thousands of jobs and
+/// runs to the end.
+#[test]
+fn a_domain_overloaded_by_ten_percent_for_two_minutes_runs_to_the_end() {
+    // VCPU 5 ms every 10 ms (50 %); task 0.55 ms every 1 ms (55 %).
+    let task = TaskSpec::periodic("t", ms(1), us(550));
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 5, 10, 1, vec![task])],
+    );
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    sim.set_check_invariants(false);
+    sim.set_keep_jobs(false);
+    let end = ms(120_000);
+    sim.run_until(end).expect("below the backlog cap");
+    let waiting = sim.domains()[0].guest.queue(0).len();
+    // 120,000 released, 0.5/0.55 of them run: about 10,900 waiting.
+    assert!((10_000..12_000).contains(&waiting), "{waiting} waiting");
+    assert!(waiting < rtvmm_sim::driver::MAX_PENDING_JOBS);
+}
