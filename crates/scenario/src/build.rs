@@ -16,7 +16,7 @@ use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::raw::{
     RawDomain, RawEvent, RawMachine, RawScenario, RawScheduler, RawTask, RawTime, RawVcpu,
 };
-use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings};
+use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings, MAX_TIME};
 
 /// Parses and converts; does not run the policies' checks (the caller does).
 pub(crate) fn build(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
@@ -114,15 +114,28 @@ impl Builder<'_> {
         ScenarioError::new(self.file, location, kind)
     }
 
+    /// A time as written, at most [`MAX_TIME`].
     fn time(&self, raw: &RawTime, at: &Location) -> Result<Nanos, ScenarioError> {
         match raw {
-            RawTime::Text(text) => text.parse().map_err(|e| {
-                let kind = match e {
-                    TimeParseError::MissingUnit(value) => ErrorKind::BareNumber { value },
-                    other => ErrorKind::Time(other),
-                };
-                self.err(at.clone(), kind)
-            }),
+            RawTime::Text(text) => {
+                let t: Nanos = text.parse().map_err(|e| {
+                    let kind = match e {
+                        TimeParseError::MissingUnit(value) => ErrorKind::BareNumber { value },
+                        other => ErrorKind::Time(other),
+                    };
+                    self.err(at.clone(), kind)
+                })?;
+                if t > MAX_TIME {
+                    return Err(self.err(
+                        at.clone(),
+                        ErrorKind::TooLarge {
+                            value: t,
+                            limit: MAX_TIME,
+                        },
+                    ));
+                }
+                Ok(t)
+            }
             RawTime::Bare(value) => Err(self.err(
                 at.clone(),
                 ErrorKind::BareNumber {

@@ -1,7 +1,8 @@
 //! The checks that need the policies: each VCPU's parameters go through the policy's own
 //! [`Policy::validate`] (so the rules live in one place, in the core), through every
-//! policy the scenario switches to, in event order; and every time the run can reach must
-//! fit the 64-bit nanosecond clock.
+//! policy the scenario switches to, in event order; every time is at most [`MAX_TIME`]
+//! (see "Limits" in the crate docs for why that keeps the simulator's clock from
+//! overflowing); and the overheads leave room in the quantum.
 
 use rtvmm_core::guest::{Arrival, TaskSpec};
 use rtvmm_core::machine::{Machine, MachineError};
@@ -18,9 +19,10 @@ use crate::{ArincTableSpec, Scenario};
 /// Xen's `ARINC653_MAX_DOMAINS_PER_SCHEDULE`: at most this many minor frames per table.
 pub use rtvmm_core::policy::arinc653::MAX_MINOR_FRAMES as ARINC653_MAX_MINOR_FRAMES;
 
-/// A Poisson gap is the mean times −ln(U) with U ≥ 2⁻⁵³, so at most about 37 means; this
-/// bound keeps every drawn gap inside the clock.
-const POISSON_GAP_BOUND: u64 = 64;
+/// The largest time a scenario may hold: 10¹⁷ ns = 100,000,000 s, about 3.2 years. Why
+/// this keeps every instant the simulator computes inside its clock: "Limits" in the
+/// crate docs.
+pub const MAX_TIME: Nanos = Nanos(100_000_000 * 1_000_000_000);
 
 impl Scenario {
     fn err(&self, location: Location, kind: ErrorKind) -> ScenarioError {
@@ -147,6 +149,8 @@ impl Scenario {
         if self.duration.is_zero() {
             return Err(self.err(Location::top("duration"), ErrorKind::Zero));
         }
+        self.bounded(&Location::default(), "duration", self.duration)?;
+        self.check_machine_and_scheduler()?;
         if let Some(table) = &self.scheduler.arinc653 {
             self.arinc_table(table)?;
         }
@@ -164,12 +168,23 @@ impl Scenario {
             at.field = field.map(str::to_string);
             self.err(at, ErrorKind::Machine(e))
         })?;
+        // Both at most MAX_TIME: the sum fits.
+        let overhead = machine.overheads.do_schedule + machine.overheads.context_switch;
+        if overhead >= machine.quantum {
+            return Err(self.err(
+                Location::section("[machine]", "overhead"),
+                ErrorKind::OverheadNotBelowQuantum {
+                    overhead,
+                    quantum: machine.quantum,
+                },
+            ));
+        }
 
         let mut kind = self.system.policy.kind();
         let mut policy = self.system.policy.build(machine.pcpus);
         let mut live: Vec<(&str, &VcpuParams)> = Vec::new();
         for d in &self.system.domains {
-            self.check_domain(policy.as_ref(), kind, d, Nanos::ZERO, Location::default())?;
+            self.check_domain(policy.as_ref(), kind, d, Location::default())?;
             if live.iter().any(|(name, _)| *name == d.name) {
                 return Err(self.duplicate_domain(&d.name, Location::top("name")));
             }
@@ -181,6 +196,7 @@ impl Scenario {
                 event: Some(i + 1),
                 ..Location::default()
             };
+            self.bounded(&here, "at", c.at)?;
             if c.at < previous {
                 return Err(self.err(
                     here.field("at"),
@@ -225,7 +241,7 @@ impl Scenario {
                     if live.iter().any(|(name, _)| *name == spec.name) {
                         return Err(self.duplicate_domain(&spec.name, here.field("domain.name")));
                     }
-                    self.check_domain(policy.as_ref(), kind, spec, c.at, here.clone())?;
+                    self.check_domain(policy.as_ref(), kind, spec, here.clone())?;
                     live.push((&spec.name, &spec.vcpu));
                 }
                 Change::RemoveDomain { domain } => {
@@ -249,6 +265,48 @@ impl Scenario {
         )
     }
 
+    /// `value` of `field` at `at` is at most [`MAX_TIME`].
+    fn bounded(&self, at: &Location, field: &str, value: Nanos) -> Result<(), ScenarioError> {
+        if value > MAX_TIME {
+            return Err(self.err(
+                at.field(field),
+                ErrorKind::TooLarge {
+                    value,
+                    limit: MAX_TIME,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// The times of `[machine]` and `[scheduler]` are bounded.
+    fn check_machine_and_scheduler(&self) -> Result<(), ScenarioError> {
+        let machine = &self.system.machine;
+        let at = Location {
+            section: Some("[machine]"),
+            ..Location::default()
+        };
+        let overheads = machine.overheads;
+        self.bounded(&at, "quantum", machine.quantum)?;
+        self.bounded(&at, "overhead.do_schedule", overheads.do_schedule)?;
+        self.bounded(&at, "overhead.context_switch", overheads.context_switch)?;
+        let at = Location {
+            section: Some("[scheduler]"),
+            ..Location::default()
+        };
+        let credit = &self.scheduler.credit;
+        self.bounded(&at, "timeslice", credit.timeslice)?;
+        self.bounded(&at, "accounting_period", credit.accounting_period)?;
+        if let Some(table) = &self.scheduler.arinc653 {
+            self.bounded(&at, "major_frame", table.major_frame)?;
+            for (i, frame) in table.minor_frames.iter().enumerate() {
+                let field = format!("minor_frames[{}].runtime", i + 1);
+                self.bounded(&at, &field, frame.runtime)?;
+            }
+        }
+        Ok(())
+    }
+
     fn check_vcpu(
         &self,
         policy: &dyn Policy,
@@ -256,6 +314,13 @@ impl Scenario {
         params: &VcpuParams,
         at: Location,
     ) -> Result<(), ScenarioError> {
+        for (field, value) in [
+            ("vcpu.budget", params.budget),
+            ("vcpu.period", params.period),
+            ("vcpu.offset", params.offset),
+        ] {
+            self.bounded(&at, field, value)?;
+        }
         policy.validate(params).map_err(|error| {
             let unset = params.budget.is_zero() && params.period.is_zero();
             let kind = if unset && matches!(error, ParamError::PeriodZero | ParamError::BudgetZero)
@@ -271,14 +336,12 @@ impl Scenario {
         })
     }
 
-    /// A domain joining at `start`: its VCPU under the policy in effect, and the times its
-    /// VCPU and tasks can reach before the run ends.
+    /// A domain under the policy in effect when it joins: its VCPU and its tasks.
     fn check_domain(
         &self,
         policy: &dyn Policy,
         kind: PolicyKind,
         domain: &DomainSpec,
-        start: Nanos,
         base: Location,
     ) -> Result<(), ScenarioError> {
         let here = Location {
@@ -286,81 +349,17 @@ impl Scenario {
             ..base
         };
         self.check_vcpu(policy, kind, &domain.vcpu, here.clone())?;
-        let end = self.end_after(start, &here)?;
-        let vcpu = &domain.vcpu;
-        self.reach(
-            end,
-            &[("vcpu.offset", vcpu.offset), ("vcpu.period", vcpu.period)],
-            &here,
-        )?;
         for task in &domain.tasks {
             let at = Location {
                 task: Some(task.name.clone()),
                 ..here.clone()
             };
-            self.check_task(task, end, &at)?;
+            self.check_task(task, &at)?;
         }
         Ok(())
     }
 
-    fn end_after(&self, start: Nanos, at: &Location) -> Result<Nanos, ScenarioError> {
-        start.checked_add(self.duration).ok_or_else(|| {
-            self.err(
-                at.field(if start.is_zero() { "duration" } else { "at" }),
-                ErrorKind::Overflow {
-                    detail: format!("the run's end ({start} + duration {})", self.duration),
-                },
-            )
-        })
-    }
-
-    /// `end` plus each step in turn must fit the clock.
-    fn reach(
-        &self,
-        end: Nanos,
-        steps: &[(&str, Nanos)],
-        at: &Location,
-    ) -> Result<(), ScenarioError> {
-        let mut t = end;
-        for (field, value) in steps {
-            t = t.checked_add(*value).ok_or_else(|| {
-                self.err(
-                    at.field(field),
-                    ErrorKind::Overflow {
-                        detail: format!("{value}, added to the run's end {end},"),
-                    },
-                )
-            })?;
-        }
-        Ok(())
-    }
-
-    fn check_task(&self, task: &TaskSpec, end: Nanos, at: &Location) -> Result<(), ScenarioError> {
-        let mut steps = vec![
-            ("offset", task.offset),
-            ("period", task.period),
-            ("deadline", task.deadline),
-        ];
-        match &task.arrival {
-            Arrival::Periodic => {}
-            Arrival::Sporadic { max_extra_gap } => steps.push(("max_extra_gap", *max_extra_gap)),
-            Arrival::AperiodicTimes(times) => {
-                if let Some(&last) = times.last() {
-                    steps.push(("releases", last));
-                }
-            }
-            Arrival::Poisson { mean_gap } => {
-                let bound = mean_gap.checked_mul(POISSON_GAP_BOUND).ok_or_else(|| {
-                    self.err(
-                        at.field("mean_gap"),
-                        ErrorKind::Overflow {
-                            detail: format!("{mean_gap} × {POISSON_GAP_BOUND}"),
-                        },
-                    )
-                })?;
-                steps.push(("mean_gap", bound));
-            }
-        }
+    fn check_task(&self, task: &TaskSpec, at: &Location) -> Result<(), ScenarioError> {
         if task.wcet.is_zero() || task.period.is_zero() || task.deadline.is_zero() {
             let field = if task.wcet.is_zero() {
                 "wcet"
@@ -371,6 +370,25 @@ impl Scenario {
             };
             return Err(self.err(at.field(field), ErrorKind::Zero));
         }
-        self.reach(end, &steps, at)
+        for (field, value) in [
+            ("period", task.period),
+            ("wcet", task.wcet),
+            ("min_exec", task.min_exec),
+            ("deadline", task.deadline),
+            ("offset", task.offset),
+        ] {
+            self.bounded(at, field, value)?;
+        }
+        match &task.arrival {
+            Arrival::Periodic => Ok(()),
+            Arrival::Sporadic { max_extra_gap } => {
+                self.bounded(at, "max_extra_gap", *max_extra_gap)
+            }
+            Arrival::AperiodicTimes(times) => match times.iter().position(|&t| t > MAX_TIME) {
+                Some(i) => self.bounded(at, &format!("releases[{}]", i + 1), times[i]),
+                None => Ok(()),
+            },
+            Arrival::Poisson { mean_gap } => self.bounded(at, "mean_gap", *mean_gap),
+        }
     }
 }

@@ -5,8 +5,10 @@
 //! - `format`: defaults, derived values, events, the normalised form round-trips.
 //! - `examples`: every file in the repository's `examples/` parses and runs under every
 //!   policy it can.
+//! - `limits`: times at and above `MAX_TIME`, overheads against the quantum.
 
 mod errors;
 mod examples;
 mod format;
+mod limits;
 mod util;
