@@ -2,12 +2,12 @@
 //! derived priorities and weights, and the events resolved into full parameter sets.
 //! The policies' own parameter checks run afterwards, in [`Scenario::validate`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::{MachineConfig, Overheads, ReplenishMode};
 use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
-use rtvmm_core::policy::{CreditConfig, PolicyKind};
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind};
 use rtvmm_core::time::TimeParseError;
 use rtvmm_core::Nanos;
 use rtvmm_sim::{Change, DomainSpec, SystemSpec, TimedChange};
@@ -286,14 +286,23 @@ impl Builder<'_> {
         let (changes, swaps) = self.changes(events, &drafts, initial)?;
         scenario.system.changes = changes;
         // Policy configurations last: an ARINC 653 table names VCPUs by the order in which
-        // domains are declared, added ones included.
+        // domains are declared, added ones included. Each kind's configuration is the same
+        // for every swap to it: made once.
+        let mut configs: Vec<(PolicyKind, PolicyConfig)> = Vec::new();
         for (index, number, kind) in swaps {
-            let at = Location {
-                event: Some(number),
-                ..Location::top("policy")
+            let config = match configs.iter().find(|(k, _)| *k == kind) {
+                Some((_, config)) => config.clone(),
+                None => {
+                    let at = Location {
+                        event: Some(number),
+                        ..Location::top("policy")
+                    };
+                    let config = scenario.policy_config_at(kind, at)?;
+                    configs.push((kind, config.clone()));
+                    config
+                }
             };
-            scenario.system.changes[index].change =
-                Change::SwapPolicy(scenario.policy_config_at(kind, at)?);
+            scenario.system.changes[index].change = Change::SwapPolicy(config);
         }
         scenario.system.policy =
             scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
@@ -440,10 +449,11 @@ impl Builder<'_> {
         };
         let vcpu = raw.vcpu.unwrap_or_default();
         let (params, priority_given, weight_given) = self.vcpu(vcpu, &here)?;
-        let mut tasks: Vec<TaskSpec> = Vec::new();
+        let mut tasks: Vec<TaskSpec> = Vec::with_capacity(raw.task.len());
+        let mut names: HashSet<String> = HashSet::with_capacity(raw.task.len());
         for (i, t) in raw.task.into_iter().enumerate() {
             let task = self.task(t, i, guest, &here)?;
-            if tasks.iter().any(|other| other.name == task.name) {
+            if !names.insert(task.name.clone()) {
                 return Err(self.err(
                     Location {
                         task: Some(task.name.clone()),

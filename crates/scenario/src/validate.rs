@@ -4,6 +4,8 @@
 //! (see "Limits" in the crate docs for why that keeps the simulator's clock from
 //! overflowing); and the overheads leave room in the quantum.
 
+use std::collections::HashMap;
+
 use rtvmm_core::guest::{Arrival, TaskSpec};
 use rtvmm_core::machine::{Machine, MachineError};
 use rtvmm_core::model::{ParamError, VcpuId, VcpuParams};
@@ -93,6 +95,12 @@ impl Scenario {
                 },
             ));
         }
+        // A domain's position among those declared is the id of its VCPU; the first
+        // declaration of a name counts (duplicates are refused elsewhere).
+        let mut position: HashMap<&str, usize> = HashMap::new();
+        for (i, name) in self.declared_domains().enumerate() {
+            position.entry(name).or_insert(i);
+        }
         let mut total = Nanos::ZERO;
         let mut minor_frames = Vec::with_capacity(count);
         for (i, frame) in table.minor_frames.iter().enumerate() {
@@ -100,18 +108,15 @@ impl Scenario {
             if frame.runtime.is_zero() {
                 return Err(self.err(field("runtime"), ErrorKind::Zero));
             }
-            let vcpu = self
-                .declared_domains()
-                .position(|name| name == frame.domain)
-                .ok_or_else(|| {
-                    self.err(
-                        field("domain"),
-                        ErrorKind::UnknownDomain {
-                            name: frame.domain.clone(),
-                            when: String::new(),
-                        },
-                    )
-                })?;
+            let vcpu = *position.get(frame.domain.as_str()).ok_or_else(|| {
+                self.err(
+                    field("domain"),
+                    ErrorKind::UnknownDomain {
+                        name: frame.domain.clone(),
+                        when: String::new(),
+                    },
+                )
+            })?;
             total = total.checked_add(frame.runtime).ok_or_else(|| {
                 self.err(
                     field("runtime"),
@@ -182,13 +187,13 @@ impl Scenario {
 
         let mut kind = self.system.policy.kind();
         let mut policy = self.system.policy.build(machine.pcpus);
-        let mut live: Vec<(&str, &VcpuParams)> = Vec::new();
+        let mut live = Live::new(self.swap_targets(machine.pcpus));
         for d in &self.system.domains {
             self.check_domain(policy.as_ref(), kind, d, Location::default())?;
-            if live.iter().any(|(name, _)| *name == d.name) {
+            if live.index(&d.name).is_some() {
                 return Err(self.duplicate_domain(&d.name, Location::top("name")));
             }
-            live.push((&d.name, &d.vcpu));
+            live.insert(&d.name, &d.vcpu);
         }
         let mut previous = Nanos::ZERO;
         for (i, c) in self.system.changes.iter().enumerate() {
@@ -204,8 +209,8 @@ impl Scenario {
                 ));
             }
             previous = c.at;
-            let find = |live: &[(&str, &VcpuParams)], name: &str| {
-                live.iter().position(|(n, _)| *n == name).ok_or_else(|| {
+            let find = |live: &Live, name: &str| {
+                live.index(name).ok_or_else(|| {
                     self.err(
                         here.field("domain"),
                         ErrorKind::UnknownDomain {
@@ -223,11 +228,12 @@ impl Scenario {
                         ..here.clone()
                     };
                     self.check_vcpu(policy.as_ref(), kind, params, at)?;
-                    live[index].1 = params;
+                    live.set(index, params);
                 }
                 Change::SwapPolicy(config) => {
                     let new_policy = config.build(machine.pcpus);
-                    for (name, params) in &live {
+                    // Only when some live domain is refused: find the first, for its error.
+                    if let Some((name, params)) = live.first_refused_by(config) {
                         let at = Location {
                             domain: Some(name.to_string()),
                             ..here.clone()
@@ -238,11 +244,11 @@ impl Scenario {
                     policy = new_policy;
                 }
                 Change::AddDomain(spec) => {
-                    if live.iter().any(|(name, _)| *name == spec.name) {
+                    if live.index(&spec.name).is_some() {
                         return Err(self.duplicate_domain(&spec.name, here.field("domain.name")));
                     }
                     self.check_domain(policy.as_ref(), kind, spec, here.clone())?;
-                    live.push((&spec.name, &spec.vcpu));
+                    live.insert(&spec.name, &spec.vcpu);
                 }
                 Change::RemoveDomain { domain } => {
                     let index = find(&live, domain)?;
@@ -251,6 +257,19 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// Every policy configuration an event switches to, once each, built.
+    fn swap_targets(&self, pcpus: u32) -> Vec<(&PolicyConfig, Box<dyn Policy>)> {
+        let mut targets: Vec<(&PolicyConfig, Box<dyn Policy>)> = Vec::new();
+        for c in &self.system.changes {
+            if let Change::SwapPolicy(config) = &c.change {
+                if !targets.iter().any(|(known, _)| *known == config) {
+                    targets.push((config, config.build(pcpus)));
+                }
+            }
+        }
+        targets
     }
 
     fn duplicate_domain(&self, name: &str, mut at: Location) -> ScenarioError {
@@ -390,5 +409,99 @@ impl Scenario {
             },
             Arrival::Poisson { mean_gap } => self.bounded(at, "mean_gap", *mean_gap),
         }
+    }
+}
+
+/// The domains present at one point of the event list, and, for every policy an event
+/// switches to, how many of them that policy would refuse: each event then costs time
+/// independent of the number of domains (a swap checks one counter instead of every
+/// domain), which keeps validation linear in the size of the file.
+struct Live<'a> {
+    /// The policies events switch to.
+    targets: Vec<(&'a PolicyConfig, Box<dyn Policy>)>,
+    /// Present domains in joining order; `None` once removed.
+    slots: Vec<Option<LiveDomain<'a>>>,
+    /// Name → slot, for present domains.
+    by_name: HashMap<&'a str, usize>,
+    /// Per target: present domains whose parameters it refuses.
+    refused: Vec<usize>,
+}
+
+struct LiveDomain<'a> {
+    name: &'a str,
+    params: &'a VcpuParams,
+    /// Per target: whether it refuses `params`.
+    refused_by: Vec<bool>,
+}
+
+impl<'a> Live<'a> {
+    fn new(targets: Vec<(&'a PolicyConfig, Box<dyn Policy>)>) -> Live<'a> {
+        Live {
+            refused: vec![0; targets.len()],
+            targets,
+            slots: Vec::new(),
+            by_name: HashMap::new(),
+        }
+    }
+
+    fn index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    fn count(&mut self, slot: usize, sign: isize) {
+        if let Some(d) = &self.slots[slot] {
+            for (j, &refused) in d.refused_by.iter().enumerate() {
+                if refused {
+                    self.refused[j] = self.refused[j].wrapping_add_signed(sign);
+                }
+            }
+        }
+    }
+
+    fn domain(&self, name: &'a str, params: &'a VcpuParams) -> LiveDomain<'a> {
+        let refused_by = self
+            .targets
+            .iter()
+            .map(|(_, policy)| policy.validate(params).is_err())
+            .collect();
+        LiveDomain {
+            name,
+            params,
+            refused_by,
+        }
+    }
+
+    fn insert(&mut self, name: &'a str, params: &'a VcpuParams) {
+        let slot = self.slots.len();
+        self.slots.push(Some(self.domain(name, params)));
+        self.count(slot, 1);
+        self.by_name.insert(name, slot);
+    }
+
+    fn set(&mut self, slot: usize, params: &'a VcpuParams) {
+        self.count(slot, -1);
+        let name = self.slots[slot].as_ref().expect("present").name;
+        self.slots[slot] = Some(self.domain(name, params));
+        self.count(slot, 1);
+    }
+
+    fn remove(&mut self, slot: usize) {
+        self.count(slot, -1);
+        if let Some(d) = self.slots[slot].take() {
+            self.by_name.remove(d.name);
+        }
+    }
+
+    /// The first present domain (in joining order) that `config` refuses, if any.
+    fn first_refused_by(&self, config: &PolicyConfig) -> Option<(&'a str, &'a VcpuParams)> {
+        let j = self.targets.iter().position(|(c, _)| *c == config)?;
+        if self.refused[j] == 0 {
+            return None;
+        }
+        self.slots
+            .iter()
+            .flatten()
+            .find(|d| d.refused_by[j])
+            .map(|d| (d.name, d.params))
     }
 }

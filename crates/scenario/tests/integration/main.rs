@@ -6,9 +6,11 @@
 //! - `examples`: every file in the repository's `examples/` parses and runs under every
 //!   policy it can.
 //! - `limits`: times at and above `MAX_TIME`, overheads against the quantum.
+//! - `large`: files with tens of thousands of domains, tasks and events.
 
 mod errors;
 mod examples;
 mod format;
+mod large;
 mod limits;
 mod util;
