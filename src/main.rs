@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
+use std::ops::ControlFlow;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,12 +23,14 @@ use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::trace::TraceFormat;
 
+mod progress;
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
   1  run-time failure (the simulation failed, an output file could not be written)
   2  usage error or bad input (unknown flag or policy, unreadable or invalid scenario)
-  130  an experiment was interrupted by Ctrl-C (what was finished is written)";
+  130  interrupted by Ctrl-C: an experiment, or a long `sim` (what was finished is written)";
 
 #[derive(Parser)]
 #[command(
@@ -456,19 +459,36 @@ fn sim(
     let scenario = guarded("checking the scenario", || {
         load(path, policy, duration, seed)
     })?;
+    let long = progress::LongRun::start(
+        &scenario.system.estimate_work(scenario.duration),
+        scenario.duration,
+        scenario.system.machine.quantum,
+    );
     let run = guarded("simulating", || {
         let record = rtvmm_scenario::Record {
             trace: trace.is_some(),
             jobs: jobs.is_some(),
         };
-        rtvmm_scenario::run(&scenario, record)
-            .with_context(|| format!("simulating {}", path.display()))
-            .map_err(runtime)
+        rtvmm_scenario::run_with(&scenario, record, |now| match &long {
+            Some(long) => long.observe(now),
+            None => ControlFlow::Continue(()),
+        })
+        .with_context(|| format!("simulating {}", path.display()))
+        .map_err(runtime)
     })?;
+    if let Some(long) = &long {
+        long.finish();
+    }
     let mut text = run.results.summary();
+    if let Some(at) = run.stopped_at {
+        text.push_str(&format!(
+            "interrupted at {at} of {}: these results (and the files below) cover the first {at}\n",
+            scenario.duration
+        ));
+    }
     text.push_str(&format!(
         "simulated {} in {:.1} ms of wall-clock time ({:.0}× real time)\n",
-        scenario.duration,
+        Nanos(run.results.duration_ns),
         run.wall.as_secs_f64() * 1e3,
         run.speed()
     ));
@@ -498,7 +518,11 @@ fn sim(
             .map_err(runtime)?;
         text.push_str(&format!("jobs: {}\n", out.display()));
     }
-    print(&text)
+    print(&text)?;
+    if run.stopped_at.is_some() {
+        return Err(Failure::Interrupted);
+    }
+    Ok(())
 }
 
 fn demo_command(

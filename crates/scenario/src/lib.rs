@@ -174,7 +174,7 @@ use rtvmm_sim::SystemSpec;
 
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
-pub use run::{run, Record, RecordedTrace, Run};
+pub use run::{run, run_with, Record, RecordedTrace, Run};
 pub use validate::{ARINC653_MAX_MINOR_FRAMES, MAX_TIME};
 
 /// One minor frame of an ARINC 653 table, by domain name.

@@ -25,6 +25,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::ControlFlow;
 
 use rtvmm_core::event::CoreEvent;
 use rtvmm_core::guest::{Guest, Job};
@@ -44,6 +45,10 @@ use crate::system::{Change, DomainSpec, SystemSpec, TimedChange};
 /// experiments, minutes long, stay far below). Change it with
 /// [`Simulation::set_max_pending_jobs`].
 pub const MAX_PENDING_JOBS: usize = 1_000_000;
+
+/// How often [`Simulation::run_until_with`] reports progress: every this many steps (a
+/// few hundred times per second of wall-clock time in a release build).
+pub const PROGRESS_STEPS: u64 = 1 << 16;
 
 /// What happened to one job.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -484,14 +489,36 @@ impl Simulation {
 
     /// Runs until `end` (inclusive of everything due at `end`), then accounts time to it.
     pub fn run_until(&mut self, end: Nanos) -> Result<(), SimError> {
+        self.run_until_with(end, |_| ControlFlow::Continue(()))
+            .map(|_| ())
+    }
+
+    /// Runs until `end` as [`Self::run_until`] does, calling `progress(now)` every
+    /// [`PROGRESS_STEPS`] steps (a driver draws a progress bar from it, or asks to stop).
+    /// When `progress` returns `ControlFlow::Break(())`, the run stops at `now` instead:
+    /// everything due at `now` has been handled and time is accounted to `now`, so the
+    /// results collected with `now` as the end are those of a run that long. Returns where
+    /// the run ended: `end`, or the instant it stopped at.
+    pub fn run_until_with(
+        &mut self,
+        end: Nanos,
+        mut progress: impl FnMut(Nanos) -> ControlFlow<()>,
+    ) -> Result<Nanos, SimError> {
+        let mut steps: u64 = 0;
         while self.now < end {
             self.step(end)?;
+            steps += 1;
+            if steps % PROGRESS_STEPS == 0 && progress(self.now).is_break() {
+                break;
+            }
         }
-        self.machine.advance(end);
+        // `step` never goes past `end`: `now` is `end` or where the run stopped.
+        let reached = self.now;
+        self.machine.advance(reached);
         // Accounting may have ended an overhead and started its decision.
         self.machine_told = true;
         self.collect_core_events();
-        Ok(())
+        Ok(reached)
     }
 
     /// Every job still pending (released, unfinished) per domain and task.

@@ -48,4 +48,4 @@ pub mod timeline;
 pub mod trace;
 
 pub use driver::{SimError, Simulation, TraceEvent};
-pub use system::{Change, DomainSpec, SystemSpec, TimedChange};
+pub use system::{Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate};

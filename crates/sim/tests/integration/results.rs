@@ -2,6 +2,7 @@
 use crate::util::*;
 use rtvmm_core::guest::TaskSpec;
 use rtvmm_core::policy::PolicyConfig;
+use rtvmm_core::Nanos;
 use rtvmm_sim::results::RunResults;
 use rtvmm_sim::Simulation;
 
@@ -315,4 +316,89 @@ fn a_domain_overloaded_by_ten_percent_for_two_minutes_runs_to_the_end() {
     // 120,000 released, 0.5/0.55 of them run: about 10,900 waiting.
     assert!((10_000..12_000).contains(&waiting), "{waiting} waiting");
     assert!(waiting < rtvmm_sim::driver::MAX_PENDING_JOBS);
+}
+
+/// With a 1 ns quantum every step is one nanosecond: step k ends at k − 1 ns (the first
+/// step handles time 0). The progress hook is called after every `PROGRESS_STEPS` steps
+/// with the time reached; asking to stop at its first call ends the run at 65,535 ns,
+/// with time accounted exactly to there.
+#[test]
+fn progress_is_reported_every_so_many_steps_and_can_stop_the_run() {
+    use rtvmm_sim::driver::PROGRESS_STEPS;
+    use std::ops::ControlFlow;
+    let mut spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 2, 10, 1, vec![periodic("t", 5, 1)])],
+    );
+    spec.machine.quantum = Nanos(1);
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    let mut seen = Vec::new();
+    let end = sim
+        .run_until_with(ms(1), |now| {
+            seen.push(now);
+            if seen.len() == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    let k = PROGRESS_STEPS;
+    assert_eq!(seen, vec![Nanos(k - 1), Nanos(2 * k - 1), Nanos(3 * k - 1)]);
+    assert_eq!(end, Nanos(3 * k - 1));
+    let r = RunResults::collect(&sim, "t", 1, end);
+    let p = &r.pcpus[0];
+    assert_eq!(p.busy_ns + p.idle_ns + p.overhead_ns, end.as_ns());
+    // The task's first job (1 ms of work from 0) is still running: in flight.
+    assert_eq!((r.jobs, r.in_flight), (0, 1));
+
+    // A run that is not stopped ends at its end, whatever the hook saw.
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    let mut calls = 0;
+    let end = sim
+        .run_until_with(ms(1), |_| {
+            calls += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(end, ms(1));
+    assert_eq!(calls, 1_000_001 / k);
+}
+
+/// The work estimate, by hand: 1 s at a 1 ms quantum; a VCPU of period 10 ms; a task of
+/// period 50 ms (releases at 0, 50, ..., 1000: 21); listed releases at 1 ms, 2 ms and 2 s
+/// (2 within the run); a domain added at 500 ms with a VCPU of period 20 ms (boundaries
+/// 500, 520, ..., 1000: 26) and a task of period 100 ms, offset 10 ms (510, ..., 910: 5).
+#[test]
+fn the_work_estimate_counts_ticks_jobs_and_periods() {
+    use rtvmm_sim::{Change, TimedChange, WorkEstimate};
+    let mut spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain(
+            "d1",
+            2,
+            10,
+            1,
+            vec![periodic("p", 50, 1), jobs_at("a", &[1, 2, 2000], 1)],
+        )],
+    );
+    let mut late = periodic("late", 100, 1);
+    late.offset = ms(10);
+    spec.changes.push(TimedChange {
+        at: ms(500),
+        change: Change::AddDomain(domain("d2", 2, 20, 2, vec![late])),
+    });
+    let estimate = spec.estimate_work(ms(1000));
+    assert_eq!(
+        estimate,
+        WorkEstimate {
+            ticks: 1000,
+            jobs: 21 + 2 + 5,
+            periods: 101 + 26,
+            overheads: false,
+        }
+    );
+    assert_eq!(estimate.steps(), 1000 + 127 + 2 * 28);
+    spec.machine.overheads.do_schedule = Nanos(100);
+    assert_eq!(spec.estimate_work(ms(1000)).steps(), 2 * 1127 + 56);
 }
