@@ -11,6 +11,11 @@
 //! - [`timeline`]: who ran when, rebuilt from a trace, for tests.
 //! - [`trace`]: traces as Chrome/Perfetto trace-event JSON or CSV.
 //!
+//! Long runs: [`SystemSpec::estimate_work`] counts a run's work before it starts, and
+//! [`Simulation::run_until_with`] reports progress every so many steps to a callback that
+//! may stop the run (a binary draws the bar and handles Ctrl-C; this crate does neither).
+//! Memory: see "Memory" in [`driver`].
+//!
 //! ```
 //! use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 //! use rtvmm_core::machine::MachineConfig;
