@@ -1,6 +1,11 @@
 //! A system to simulate, in the core's types: the machine, the policy, the domains with
 //! their guests, and changes scheduled at given times. The scenario crate builds one from a
 //! TOML file; tests and experiments build them in code.
+//!
+//! Times are `u64` nanoseconds and the simulator adds them without checks in release
+//! builds. Scenario files bound every time at `rtvmm_scenario::MAX_TIME` (10¹⁷ ns), which
+//! keeps every instant the simulator forms below 2⁶³ (the argument is in that crate's
+//! docs, "Limits"); a system built in code must keep its times within the same bound.
 
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
