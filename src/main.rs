@@ -30,7 +30,8 @@ Exit codes:
   0  success
   1  run-time failure (the simulation failed, an output file could not be written)
   2  usage error or bad input (unknown flag or policy, unreadable or invalid scenario)
-  130  interrupted by Ctrl-C: an experiment, or a long `sim` (what was finished is written)";
+  130  interrupted by Ctrl-C (SIGINT): an experiment, or a long `sim` (what was finished is
+       written)";
 
 #[derive(Parser)]
 #[command(
@@ -481,8 +482,15 @@ fn sim(
     }
     let mut text = run.results.summary();
     if let Some(at) = run.stopped_at {
+        let signal = long.as_ref().map_or(0, |long| long.signal());
+        let name = if signal == signal_hook::consts::SIGTERM {
+            "SIGTERM"
+        } else {
+            "SIGINT"
+        };
         text.push_str(&format!(
-            "interrupted at {at} of {}: these results (and the files below) cover the first {at}\n",
+            "interrupted by {name} at {at} of {}: these results (and the files below) cover \
+             the first {at}\n",
             scenario.duration
         ));
     }

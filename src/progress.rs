@@ -1,11 +1,12 @@
 //! Long runs of `rtvmm sim`: said so up front, with the estimate; a progress bar on
 //! standard error while it runs (when that is a terminal, as `rtvmm experiment` does);
-//! Ctrl-C stops the simulation at the instant it has reached and keeps what it
-//! simulated (a second Ctrl-C exits at once). Short runs get none of this.
+//! SIGINT (Ctrl-C) or SIGTERM stops the simulation at the instant it has reached and
+//! keeps what it simulated (a second signal exits at once with 128 + its number). Short
+//! runs get none of this.
 
 use std::io::IsTerminal;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,6 +26,22 @@ const LONG: Duration = Duration::from_secs(3);
 pub struct LongRun {
     bar: ProgressBar,
     stop: Arc<AtomicBool>,
+    /// The signal that stopped the run (0 until one comes).
+    signal: Arc<AtomicUsize>,
+}
+
+/// SIGINT and SIGTERM: the first sets `stop` and records which came; a second exits at
+/// once with 128 + its number.
+fn handle_signals(stop: &Arc<AtomicBool>, which: &Arc<AtomicUsize>) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::flag;
+    for signal in [SIGINT, SIGTERM] {
+        // In this order: the shutdown checks the flag before this signal sets it.
+        flag::register_conditional_shutdown(signal, 128 + signal, Arc::clone(stop))?;
+        flag::register_usize(signal, Arc::clone(which), signal as usize)?;
+        flag::register(signal, Arc::clone(stop))?;
+    }
+    Ok(())
 }
 
 /// A large count as a person reads it: `72001`, `12.1 million`, `3.6 trillion`.
@@ -65,15 +82,9 @@ impl LongRun {
             return None;
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = Arc::clone(&stop);
-        // Before the announcement: a Ctrl-C after it never kills the run half-written.
-        let handled = ctrlc::set_handler(move || {
-            if flag.swap(true, Ordering::SeqCst) {
-                eprintln!("\nrtvmm: interrupted twice: exiting without results");
-                std::process::exit(130);
-            }
-        })
-        .is_ok();
+        let signal = Arc::new(AtomicUsize::new(0));
+        // Before the announcement: a signal after it never kills the run half-written.
+        let handled = handle_signals(&stop, &signal).is_ok();
         eprintln!(
             "rtvmm: a long run: about {} simulation steps ({} ticks of {quantum}, {} job \
              releases over {duration} simulated), roughly {} of wall-clock time{}",
@@ -82,7 +93,7 @@ impl LongRun {
             count(estimate.jobs),
             human(seconds),
             if handled {
-                "; Ctrl-C stops it and keeps what was simulated"
+                "; Ctrl-C (or SIGTERM) stops it and keeps what was simulated"
             } else {
                 ""
             }
@@ -101,10 +112,15 @@ impl LongRun {
             .progress_chars("=> "),
         );
         bar.enable_steady_tick(Duration::from_millis(250));
-        Some(LongRun { bar, stop })
+        Some(LongRun { bar, stop, signal })
     }
 
-    /// The simulation has reached `now`: moves the bar; `Break` after Ctrl-C.
+    /// The signal that stopped the run: SIGINT or SIGTERM's number, 0 if none came.
+    pub fn signal(&self) -> i32 {
+        self.signal.load(Ordering::SeqCst) as i32
+    }
+
+    /// The simulation has reached `now`: moves the bar; `Break` after a signal.
     pub fn observe(&self, now: Nanos) -> ControlFlow<()> {
         self.bar.set_position(now.as_ns());
         self.bar.set_message(format!("{:.3} s", now.as_secs_f64()));

@@ -48,7 +48,10 @@ fn a_long_run_says_so_up_front_and_ctrl_c_keeps_what_was_simulated() {
         announcement.contains("3.6 trillion ticks of 1ns") && announcement.contains("days"),
         "{announcement}"
     );
-    assert!(announcement.contains("Ctrl-C stops it"), "{announcement}");
+    assert!(
+        announcement.contains("Ctrl-C (or SIGTERM) stops it"),
+        "{announcement}"
+    );
     // The announcement comes after the handler is installed: Ctrl-C now stops the run.
     let interrupt = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -58,7 +61,7 @@ fn a_long_run_says_so_up_front_and_ctrl_c_keeps_what_was_simulated() {
     let out = child.wait_with_output().unwrap();
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(130), "{text}");
-    assert!(text.contains("interrupted at "), "{text}");
+    assert!(text.contains("interrupted by SIGINT at "), "{text}");
     assert!(text.contains(" of 3600s: these results"), "{text}");
     let results: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let reached = results["duration_ns"].as_u64().unwrap();
