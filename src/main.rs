@@ -10,6 +10,7 @@
 //! ([`rtvmm_experiments::files`]).
 
 use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -28,6 +29,8 @@ use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::trace::TraceFormat;
 
+mod progress;
+
 const EXIT_CODES: &str = "\
 Exit codes (every command):
   0    success
@@ -36,9 +39,9 @@ Exit codes (every command):
   2    usage error or bad input: an unknown flag or name, an input that cannot be read or
        is invalid, an output path that cannot be used (its directory missing or not
        writable, the same file as an input, or given twice); found before anything runs
-  130  an experiment stopped by SIGINT (Ctrl-C), 143 by SIGTERM (128 + the signal's
-       number): runs in progress finish, what finished is written and marked partial; a
-       second signal stops at once";
+  130  an experiment or a long `sim` stopped by SIGINT (Ctrl-C), 143 by SIGTERM (128 + the
+       signal's number): what finished is written and marked partial; a second signal
+       stops at once";
 
 #[derive(Parser)]
 #[command(
@@ -580,19 +583,43 @@ fn sim(
         .filter_map(|o| o.as_deref())
         .collect();
     files::check_outputs(&[path], &outputs).map_err(bad_input)?;
+    let long = progress::LongRun::start(
+        &scenario.system.estimate_work(scenario.duration),
+        scenario.duration,
+        scenario.system.machine.quantum,
+    );
     let run = guarded("simulating", || {
         let record = rtvmm_scenario::Record {
             trace: trace.is_some(),
             jobs: jobs.is_some(),
         };
-        rtvmm_scenario::run(&scenario, record)
-            .with_context(|| format!("simulating {}", path.display()))
-            .map_err(runtime)
+        rtvmm_scenario::run_with(&scenario, record, |now| match &long {
+            Some(long) => long.observe(now),
+            None => ControlFlow::Continue(()),
+        })
+        .with_context(|| format!("simulating {}", path.display()))
+        .map_err(runtime)
     })?;
+    if let Some(long) = &long {
+        long.finish();
+    }
     let mut text = run.results.summary();
+    if let Some(at) = run.stopped_at {
+        let signal = long.as_ref().map_or(0, |long| long.signal());
+        let name = if signal == signal_hook::consts::SIGTERM {
+            "SIGTERM"
+        } else {
+            "SIGINT"
+        };
+        text.push_str(&format!(
+            "interrupted by {name} at {at} of {}: these results (and the files below) cover \
+             the first {at}\n",
+            scenario.duration
+        ));
+    }
     text.push_str(&format!(
         "simulated {} in {:.1} ms of wall-clock time ({:.0}× real time)\n",
-        scenario.duration,
+        Nanos(run.results.duration_ns),
         run.wall.as_secs_f64() * 1e3,
         run.speed()
     ));
@@ -613,7 +640,12 @@ fn sim(
     }
     // All or nothing: no file is replaced until every one is written.
     files::commit_all(written).map_err(runtime)?;
-    print(&text)
+    print(&text)?;
+    if run.stopped_at.is_some() {
+        let signal = long.as_ref().map_or(2, |l| l.signal());
+        return Err(Failure::Interrupted { signal });
+    }
+    Ok(())
 }
 
 fn demo_command(

@@ -2,12 +2,12 @@
 //! derived priorities and weights, and the events resolved into full parameter sets.
 //! The policies' own parameter checks run afterwards, in [`Scenario::validate`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
-use rtvmm_core::policy::{CreditConfig, PolicyKind, RtdsMode};
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::time::TimeParseError;
 use rtvmm_core::Nanos;
 use rtvmm_sim::{Change, DomainSpec, SystemSpec, TimedChange};
@@ -16,7 +16,7 @@ use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::raw::{
     RawDomain, RawEvent, RawMachine, RawScenario, RawScheduler, RawTask, RawTime, RawVcpu,
 };
-use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings};
+use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings, MAX_TIME};
 
 /// Parses and converts; does not run the policies' checks (the caller does).
 pub(crate) fn build(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
@@ -98,15 +98,28 @@ impl Builder<'_> {
         ScenarioError::new(self.file, location, kind)
     }
 
+    /// A time as written, at most [`MAX_TIME`].
     fn time(&self, raw: &RawTime, at: &Location) -> Result<Nanos, ScenarioError> {
         match raw {
-            RawTime::Text(text) => text.parse().map_err(|e| {
-                let kind = match e {
-                    TimeParseError::MissingUnit(value) => ErrorKind::BareNumber { value },
-                    other => ErrorKind::Time(other),
-                };
-                self.err(at.clone(), kind)
-            }),
+            RawTime::Text(text) => {
+                let t: Nanos = text.parse().map_err(|e| {
+                    let kind = match e {
+                        TimeParseError::MissingUnit(value) => ErrorKind::BareNumber { value },
+                        other => ErrorKind::Time(other),
+                    };
+                    self.err(at.clone(), kind)
+                })?;
+                if t > MAX_TIME {
+                    return Err(self.err(
+                        at.clone(),
+                        ErrorKind::TooLarge {
+                            value: t,
+                            limit: MAX_TIME,
+                        },
+                    ));
+                }
+                Ok(t)
+            }
             RawTime::Bare(value) => Err(self.err(
                 at.clone(),
                 ErrorKind::BareNumber {
@@ -261,14 +274,23 @@ impl Builder<'_> {
         let (changes, swaps) = self.changes(events, &drafts, initial)?;
         scenario.system.changes = changes;
         // Policy configurations last: an ARINC 653 table names VCPUs by the order in which
-        // domains are declared, added ones included.
+        // domains are declared, added ones included. Each kind's configuration is the same
+        // for every swap to it: made once.
+        let mut configs: Vec<(PolicyKind, PolicyConfig)> = Vec::new();
         for (index, number, kind) in swaps {
-            let at = Location {
-                event: Some(number),
-                ..Location::top("policy")
+            let config = match configs.iter().find(|(k, _)| *k == kind) {
+                Some((_, config)) => config.clone(),
+                None => {
+                    let at = Location {
+                        event: Some(number),
+                        ..Location::top("policy")
+                    };
+                    let config = scenario.policy_config_at(kind, at)?;
+                    configs.push((kind, config.clone()));
+                    config
+                }
             };
-            scenario.system.changes[index].change =
-                Change::SwapPolicy(scenario.policy_config_at(kind, at)?);
+            scenario.system.changes[index].change = Change::SwapPolicy(config);
         }
         scenario.system.policy =
             scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
@@ -467,10 +489,11 @@ impl Builder<'_> {
         };
         let vcpu = raw.vcpu.unwrap_or_default();
         let (params, priority_given, weight_given) = self.vcpu(vcpu, &here)?;
-        let mut tasks: Vec<TaskSpec> = Vec::new();
+        let mut tasks: Vec<TaskSpec> = Vec::with_capacity(raw.task.len());
+        let mut names: HashSet<String> = HashSet::with_capacity(raw.task.len());
         for (i, t) in raw.task.into_iter().enumerate() {
             let task = self.task(t, i, guest, &here)?;
-            if tasks.iter().any(|other| other.name == task.name) {
+            if !names.insert(task.name.clone()) {
                 return Err(self.err(
                     Location {
                         task: Some(task.name.clone()),

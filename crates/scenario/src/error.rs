@@ -179,6 +179,12 @@ pub enum ErrorKind {
     Machine(MachineError),
     #[error("{detail} does not fit the 64-bit nanosecond clock (overflow)")]
     Overflow { detail: String },
+    /// A time above [`crate::MAX_TIME`]: see "Limits" in the crate docs.
+    #[error("{value} is too large: a time in a scenario is at most {limit} (about 3.2 years), so that every instant the simulator computes fits its 64-bit nanosecond clock")]
+    TooLarge { value: Nanos, limit: Nanos },
+    /// `do_schedule + context_switch ≥ quantum`.
+    #[error("do_schedule + context_switch = {overhead} is not smaller than the quantum {quantum}: a tick that switches VCPUs would spend the whole quantum in scheduler overhead, so no VCPU could make progress; lower the overheads or raise the quantum")]
+    OverheadNotBelowQuantum { overhead: Nanos, quantum: Nanos },
     #[error("not used here: {why}")]
     NotUsed { why: String },
     #[error("give either this or `{other}`, not both")]

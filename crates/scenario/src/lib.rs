@@ -127,6 +127,38 @@
 //! policy: servers and RTDS read budget/period, SEDF reads budget as its slice (extratime
 //! as set, default off), Credit reads the weights (derived from the shares unless given)
 //! with cap 0, ARINC 653 needs the table in `[scheduler]` and says so when it is missing.
+//!
+//! ## Limits
+//! - **Every time is at most [`MAX_TIME`] = 10¹⁷ ns** (`"100000000s"`, about 3.2 years):
+//!   durations, the run's length (also `--duration`), WCETs, `min_exec`, deadlines,
+//!   periods, budgets, offsets, overheads, the quantum, Credit's time slice and accounting
+//!   period, ARINC 653 frames, release times, gaps and event times. A larger value is
+//!   refused as it is read, naming the field and the limit.
+//!
+//!   *Why this bound keeps the simulator's 64-bit nanosecond clock from overflowing.* Let
+//!   M = `MAX_TIME`. The simulator never goes past the run's end, so every instant it has
+//!   reached is at most M. Every instant it computes is such an instant plus at most two
+//!   times from the scenario, or a multiple that lands within one period of one: a
+//!   periodic task's next release (`offset + k·period`, computed after a release at or
+//!   before the end: at most end + period, or join time + offset), a sporadic task's
+//!   (release + period + extra gap ≤ 3M), a job's absolute deadline (release + deadline)
+//!   and finish (now + what it still needs), the next tick (at most a quantum after now),
+//!   the end of a slice (now + budget, time slice or minor frame) or of scheduler overhead
+//!   (now + `do_schedule` + `context_switch`, less than a quantum), a server's next
+//!   replenishment or deadline (now + period or offset, or its period boundary moved to
+//!   the first one after now), Credit's next accounting (now + accounting period). The
+//!   largest is a Poisson gap: the exponential draw is the mean times −ln(1 − U) with
+//!   1 − U ≥ 2⁻⁵³, so at most 36.8 means, and the next release is at most 38M. So every
+//!   instant is below 64·M = 6.4·10¹⁸ < 2⁶³ ≈ 9.2·10¹⁸: inside the `u64` clock with room
+//!   to spare, and inside the `i64` in which lateness (finish − deadline) is computed.
+//!   Accumulated times (busy, idle, overhead, budget counters, run times) add up to at
+//!   most the run's length; sums over jobs are `u128`. The analysis converts times to
+//!   units of the quantum and checks its own bound (2⁴⁰ units), under which its products
+//!   of two times fit its 128-bit arithmetic.
+//! - **`overhead.do_schedule + overhead.context_switch` must be smaller than the
+//!   quantum**: otherwise a tick that switches VCPUs spends the whole quantum in
+//!   scheduler overhead and no VCPU can make progress.
+//! - Validation takes time linear in the size of the file (n log n where it sorts).
 
 pub mod analyze;
 pub mod demo;
@@ -146,8 +178,8 @@ use rtvmm_sim::SystemSpec;
 
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
-pub use run::{run, Record, RecordedTrace, Run};
-pub use validate::ARINC653_MAX_MINOR_FRAMES;
+pub use run::{run, run_with, Record, RecordedTrace, Run};
+pub use validate::{ARINC653_MAX_MINOR_FRAMES, MAX_TIME};
 
 /// The longest name (of a scenario, domain, task, CARTS component or task) accepted, in
 /// characters: names go into tables, traces and `xl` commands, and a longer one is a

@@ -4,6 +4,7 @@
 //! enters the results.
 
 use std::io;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use rtvmm_core::Nanos;
@@ -44,6 +45,9 @@ pub struct Run {
     pub trace: Option<RecordedTrace>,
     /// Wall-clock time of the simulation (building the system and running it).
     pub wall: Duration,
+    /// `Some(t)` when the run was stopped at `t`, before the scenario's end (see
+    /// [`run_with`]); the results then cover `[0, t]`.
+    pub stopped_at: Option<Nanos>,
 }
 
 impl Run {
@@ -60,12 +64,28 @@ impl Run {
 
 /// Runs `scenario` under its policy, seed and duration, keeping what `record` asks for.
 pub fn run(scenario: &Scenario, record: Record) -> Result<Run, SimError> {
+    run_with(scenario, record, |_| ControlFlow::Continue(()))
+}
+
+/// Runs `scenario` as [`run`] does, calling `progress` with the simulated time every
+/// [`rtvmm_sim::driver::PROGRESS_STEPS`] steps; when it returns `ControlFlow::Break(())`
+/// the run stops there and everything is collected as for a run that long (see
+/// [`Simulation::run_until_with`]). `rtvmm sim` draws its progress bar and handles Ctrl-C
+/// with it; use [`Scenario::system`]'s `estimate_work` to decide whether a run is long.
+pub fn run_with(
+    scenario: &Scenario,
+    record: Record,
+    progress: impl FnMut(Nanos) -> ControlFlow<()>,
+) -> Result<Run, SimError> {
     let started = Instant::now();
     let mut sim = Simulation::new(&scenario.system, scenario.seed, record.trace)?;
-    sim.run_until(scenario.duration)?;
+    // Without `jobs`, memory does not grow with the number of jobs: the results come from
+    // the simulation's bounded statistics either way.
+    sim.set_keep_jobs(record.jobs);
+    let end = sim.run_until_with(scenario.duration, progress)?;
     let wall = started.elapsed();
-    let results = RunResults::collect(&sim, &scenario.name, scenario.seed, scenario.duration);
-    let jobs = record.jobs.then(|| job_rows(&sim, scenario.duration));
+    let results = RunResults::collect(&sim, &scenario.name, scenario.seed, end);
+    let jobs = job_rows(&sim, end);
     let trace = record.trace.then(|| RecordedTrace {
         events: sim.take_trace(),
         names: TraceNames::from_simulation(&sim),
@@ -75,5 +95,6 @@ pub fn run(scenario: &Scenario, record: Record) -> Result<Run, SimError> {
         jobs,
         trace,
         wall,
+        stopped_at: (end < scenario.duration).then_some(end),
     })
 }

@@ -1,7 +1,10 @@
 //! The checks that need the policies: each VCPU's parameters go through the policy's own
 //! [`Policy::validate`] (so the rules live in one place, in the core), through every
-//! policy the scenario switches to, in event order; and every time the run can reach must
-//! fit the 64-bit nanosecond clock.
+//! policy the scenario switches to, in event order; every time is at most [`MAX_TIME`]
+//! (see "Limits" in the crate docs for why that keeps the simulator's clock from
+//! overflowing); and the overheads leave room in the quantum.
+
+use std::collections::HashMap;
 
 use rtvmm_core::guest::{Arrival, TaskSpec};
 use rtvmm_core::machine::{Machine, MachineError};
@@ -18,9 +21,10 @@ use crate::{ArincTableSpec, Scenario};
 /// Xen's `ARINC653_MAX_DOMAINS_PER_SCHEDULE`: at most this many minor frames per table.
 pub use rtvmm_core::policy::arinc653::MAX_MINOR_FRAMES as ARINC653_MAX_MINOR_FRAMES;
 
-/// A Poisson gap is the mean times −ln(U) with U ≥ 2⁻⁵³, so at most about 37 means; this
-/// bound keeps every drawn gap inside the clock.
-const POISSON_GAP_BOUND: u64 = 64;
+/// The largest time a scenario may hold: 10¹⁷ ns = 100,000,000 s, about 3.2 years. Why
+/// this keeps every instant the simulator computes inside its clock: "Limits" in the
+/// crate docs.
+pub const MAX_TIME: Nanos = Nanos(100_000_000 * 1_000_000_000);
 
 impl Scenario {
     fn err(&self, location: Location, kind: ErrorKind) -> ScenarioError {
@@ -91,6 +95,12 @@ impl Scenario {
                 },
             ));
         }
+        // A domain's position among those declared is the id of its VCPU; the first
+        // declaration of a name counts (duplicates are refused elsewhere).
+        let mut position: HashMap<&str, usize> = HashMap::new();
+        for (i, name) in self.declared_domains().enumerate() {
+            position.entry(name).or_insert(i);
+        }
         let mut total = Nanos::ZERO;
         let mut minor_frames = Vec::with_capacity(count);
         for (i, frame) in table.minor_frames.iter().enumerate() {
@@ -98,18 +108,15 @@ impl Scenario {
             if frame.runtime.is_zero() {
                 return Err(self.err(field("runtime"), ErrorKind::Zero));
             }
-            let vcpu = self
-                .declared_domains()
-                .position(|name| name == frame.domain)
-                .ok_or_else(|| {
-                    self.err(
-                        field("domain"),
-                        ErrorKind::UnknownDomain {
-                            name: frame.domain.clone(),
-                            when: String::new(),
-                        },
-                    )
-                })?;
+            let vcpu = *position.get(frame.domain.as_str()).ok_or_else(|| {
+                self.err(
+                    field("domain"),
+                    ErrorKind::UnknownDomain {
+                        name: frame.domain.clone(),
+                        when: String::new(),
+                    },
+                )
+            })?;
             total = total.checked_add(frame.runtime).ok_or_else(|| {
                 self.err(
                     field("runtime"),
@@ -147,6 +154,8 @@ impl Scenario {
         if self.duration.is_zero() {
             return Err(self.err(Location::top("duration"), ErrorKind::Zero));
         }
+        self.bounded(&Location::default(), "duration", self.duration)?;
+        self.check_machine_and_scheduler()?;
         if let Some(table) = &self.scheduler.arinc653 {
             self.arinc_table(table)?;
         }
@@ -164,16 +173,27 @@ impl Scenario {
             at.field = field.map(str::to_string);
             self.err(at, ErrorKind::Machine(e))
         })?;
+        // Both at most MAX_TIME: the sum fits.
+        let overhead = machine.overheads.do_schedule + machine.overheads.context_switch;
+        if overhead >= machine.quantum {
+            return Err(self.err(
+                Location::section("[machine]", "overhead"),
+                ErrorKind::OverheadNotBelowQuantum {
+                    overhead,
+                    quantum: machine.quantum,
+                },
+            ));
+        }
 
         let mut kind = self.system.policy.kind();
         let mut policy = self.system.policy.build(machine.pcpus);
-        let mut live: Vec<(&str, &VcpuParams)> = Vec::new();
+        let mut live = Live::new(self.swap_targets(machine.pcpus));
         for d in &self.system.domains {
-            self.check_domain(policy.as_ref(), kind, d, Nanos::ZERO, Location::default())?;
-            if live.iter().any(|(name, _)| *name == d.name) {
+            self.check_domain(policy.as_ref(), kind, d, Location::default())?;
+            if live.index(&d.name).is_some() {
                 return Err(self.duplicate_domain(&d.name, Location::top("name")));
             }
-            live.push((&d.name, &d.vcpu));
+            live.insert(&d.name, &d.vcpu);
         }
         let mut previous = Nanos::ZERO;
         for (i, c) in self.system.changes.iter().enumerate() {
@@ -181,6 +201,7 @@ impl Scenario {
                 event: Some(i + 1),
                 ..Location::default()
             };
+            self.bounded(&here, "at", c.at)?;
             if c.at < previous {
                 return Err(self.err(
                     here.field("at"),
@@ -188,8 +209,8 @@ impl Scenario {
                 ));
             }
             previous = c.at;
-            let find = |live: &[(&str, &VcpuParams)], name: &str| {
-                live.iter().position(|(n, _)| *n == name).ok_or_else(|| {
+            let find = |live: &Live, name: &str| {
+                live.index(name).ok_or_else(|| {
                     self.err(
                         here.field("domain"),
                         ErrorKind::UnknownDomain {
@@ -207,11 +228,12 @@ impl Scenario {
                         ..here.clone()
                     };
                     self.check_vcpu(policy.as_ref(), kind, params, at)?;
-                    live[index].1 = params;
+                    live.set(index, params);
                 }
                 Change::SwapPolicy(config) => {
                     let new_policy = config.build(machine.pcpus);
-                    for (name, params) in &live {
+                    // Only when some live domain is refused: find the first, for its error.
+                    if let Some((name, params)) = live.first_refused_by(config) {
                         let at = Location {
                             domain: Some(name.to_string()),
                             ..here.clone()
@@ -222,11 +244,11 @@ impl Scenario {
                     policy = new_policy;
                 }
                 Change::AddDomain(spec) => {
-                    if live.iter().any(|(name, _)| *name == spec.name) {
+                    if live.index(&spec.name).is_some() {
                         return Err(self.duplicate_domain(&spec.name, here.field("domain.name")));
                     }
-                    self.check_domain(policy.as_ref(), kind, spec, c.at, here.clone())?;
-                    live.push((&spec.name, &spec.vcpu));
+                    self.check_domain(policy.as_ref(), kind, spec, here.clone())?;
+                    live.insert(&spec.name, &spec.vcpu);
                 }
                 Change::RemoveDomain { domain } => {
                     let index = find(&live, domain)?;
@@ -235,6 +257,19 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+
+    /// Every policy configuration an event switches to, once each, built.
+    fn swap_targets(&self, pcpus: u32) -> Vec<(&PolicyConfig, Box<dyn Policy>)> {
+        let mut targets: Vec<(&PolicyConfig, Box<dyn Policy>)> = Vec::new();
+        for c in &self.system.changes {
+            if let Change::SwapPolicy(config) = &c.change {
+                if !targets.iter().any(|(known, _)| *known == config) {
+                    targets.push((config, config.build(pcpus)));
+                }
+            }
+        }
+        targets
     }
 
     fn duplicate_domain(&self, name: &str, mut at: Location) -> ScenarioError {
@@ -249,6 +284,54 @@ impl Scenario {
         )
     }
 
+    /// `value` of `field` at `at` is at most [`MAX_TIME`].
+    fn bounded(&self, at: &Location, field: &str, value: Nanos) -> Result<(), ScenarioError> {
+        if value > MAX_TIME {
+            return Err(self.err(
+                at.field(field),
+                ErrorKind::TooLarge {
+                    value,
+                    limit: MAX_TIME,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// The times of `[machine]` and `[scheduler]` are bounded.
+    fn check_machine_and_scheduler(&self) -> Result<(), ScenarioError> {
+        let machine = &self.system.machine;
+        let at = Location {
+            section: Some("[machine]"),
+            ..Location::default()
+        };
+        let overheads = machine.overheads;
+        self.bounded(&at, "quantum", machine.quantum)?;
+        self.bounded(&at, "overhead.do_schedule", overheads.do_schedule)?;
+        self.bounded(&at, "overhead.context_switch", overheads.context_switch)?;
+        let at = Location {
+            section: Some("[scheduler]"),
+            ..Location::default()
+        };
+        // Credit's slice and accounting period are tick multiples: bounded as products.
+        let credit = &self.scheduler.credit;
+        self.bounded(&at, "credit.tick", credit.tick)?;
+        self.bounded(&at, "credit.ticks_per_slice", credit.slice())?;
+        self.bounded(
+            &at,
+            "credit.ticks_per_accounting",
+            credit.accounting_period(),
+        )?;
+        if let Some(table) = &self.scheduler.arinc653 {
+            self.bounded(&at, "major_frame", table.major_frame)?;
+            for (i, frame) in table.minor_frames.iter().enumerate() {
+                let field = format!("minor_frames[{}].runtime", i + 1);
+                self.bounded(&at, &field, frame.runtime)?;
+            }
+        }
+        Ok(())
+    }
+
     fn check_vcpu(
         &self,
         policy: &dyn Policy,
@@ -256,6 +339,13 @@ impl Scenario {
         params: &VcpuParams,
         at: Location,
     ) -> Result<(), ScenarioError> {
+        for (field, value) in [
+            ("vcpu.budget", params.budget),
+            ("vcpu.period", params.period),
+            ("vcpu.offset", params.offset),
+        ] {
+            self.bounded(&at, field, value)?;
+        }
         policy.validate(params).map_err(|error| {
             let unset = params.budget.is_zero() && params.period.is_zero();
             let kind = if unset && matches!(error, ParamError::PeriodZero | ParamError::BudgetZero)
@@ -271,14 +361,12 @@ impl Scenario {
         })
     }
 
-    /// A domain joining at `start`: its VCPU under the policy in effect, and the times its
-    /// VCPU and tasks can reach before the run ends.
+    /// A domain under the policy in effect when it joins: its VCPU and its tasks.
     fn check_domain(
         &self,
         policy: &dyn Policy,
         kind: PolicyKind,
         domain: &DomainSpec,
-        start: Nanos,
         base: Location,
     ) -> Result<(), ScenarioError> {
         let here = Location {
@@ -286,81 +374,17 @@ impl Scenario {
             ..base
         };
         self.check_vcpu(policy, kind, &domain.vcpu, here.clone())?;
-        let end = self.end_after(start, &here)?;
-        let vcpu = &domain.vcpu;
-        self.reach(
-            end,
-            &[("vcpu.offset", vcpu.offset), ("vcpu.period", vcpu.period)],
-            &here,
-        )?;
         for task in &domain.tasks {
             let at = Location {
                 task: Some(task.name.clone()),
                 ..here.clone()
             };
-            self.check_task(task, end, &at)?;
+            self.check_task(task, &at)?;
         }
         Ok(())
     }
 
-    fn end_after(&self, start: Nanos, at: &Location) -> Result<Nanos, ScenarioError> {
-        start.checked_add(self.duration).ok_or_else(|| {
-            self.err(
-                at.field(if start.is_zero() { "duration" } else { "at" }),
-                ErrorKind::Overflow {
-                    detail: format!("the run's end ({start} + duration {})", self.duration),
-                },
-            )
-        })
-    }
-
-    /// `end` plus each step in turn must fit the clock.
-    fn reach(
-        &self,
-        end: Nanos,
-        steps: &[(&str, Nanos)],
-        at: &Location,
-    ) -> Result<(), ScenarioError> {
-        let mut t = end;
-        for (field, value) in steps {
-            t = t.checked_add(*value).ok_or_else(|| {
-                self.err(
-                    at.field(field),
-                    ErrorKind::Overflow {
-                        detail: format!("{value}, added to the run's end {end},"),
-                    },
-                )
-            })?;
-        }
-        Ok(())
-    }
-
-    fn check_task(&self, task: &TaskSpec, end: Nanos, at: &Location) -> Result<(), ScenarioError> {
-        let mut steps = vec![
-            ("offset", task.offset),
-            ("period", task.period),
-            ("deadline", task.deadline),
-        ];
-        match &task.arrival {
-            Arrival::Periodic => {}
-            Arrival::Sporadic { max_extra_gap } => steps.push(("max_extra_gap", *max_extra_gap)),
-            Arrival::AperiodicTimes(times) => {
-                if let Some(&last) = times.last() {
-                    steps.push(("releases", last));
-                }
-            }
-            Arrival::Poisson { mean_gap } => {
-                let bound = mean_gap.checked_mul(POISSON_GAP_BOUND).ok_or_else(|| {
-                    self.err(
-                        at.field("mean_gap"),
-                        ErrorKind::Overflow {
-                            detail: format!("{mean_gap} × {POISSON_GAP_BOUND}"),
-                        },
-                    )
-                })?;
-                steps.push(("mean_gap", bound));
-            }
-        }
+    fn check_task(&self, task: &TaskSpec, at: &Location) -> Result<(), ScenarioError> {
         if task.wcet.is_zero() || task.period.is_zero() || task.deadline.is_zero() {
             let field = if task.wcet.is_zero() {
                 "wcet"
@@ -371,6 +395,119 @@ impl Scenario {
             };
             return Err(self.err(at.field(field), ErrorKind::Zero));
         }
-        self.reach(end, &steps, at)
+        for (field, value) in [
+            ("period", task.period),
+            ("wcet", task.wcet),
+            ("min_exec", task.min_exec),
+            ("deadline", task.deadline),
+            ("offset", task.offset),
+        ] {
+            self.bounded(at, field, value)?;
+        }
+        match &task.arrival {
+            Arrival::Periodic => Ok(()),
+            Arrival::Sporadic { max_extra_gap } => {
+                self.bounded(at, "max_extra_gap", *max_extra_gap)
+            }
+            Arrival::AperiodicTimes(times) => match times.iter().position(|&t| t > MAX_TIME) {
+                Some(i) => self.bounded(at, &format!("releases[{}]", i + 1), times[i]),
+                None => Ok(()),
+            },
+            Arrival::Poisson { mean_gap } => self.bounded(at, "mean_gap", *mean_gap),
+        }
+    }
+}
+
+/// The domains present at one point of the event list, and, for every policy an event
+/// switches to, how many of them that policy would refuse: each event then costs time
+/// independent of the number of domains (a swap checks one counter instead of every
+/// domain), which keeps validation linear in the size of the file.
+struct Live<'a> {
+    /// The policies events switch to.
+    targets: Vec<(&'a PolicyConfig, Box<dyn Policy>)>,
+    /// Present domains in joining order; `None` once removed.
+    slots: Vec<Option<LiveDomain<'a>>>,
+    /// Name → slot, for present domains.
+    by_name: HashMap<&'a str, usize>,
+    /// Per target: present domains whose parameters it refuses.
+    refused: Vec<usize>,
+}
+
+struct LiveDomain<'a> {
+    name: &'a str,
+    params: &'a VcpuParams,
+    /// Per target: whether it refuses `params`.
+    refused_by: Vec<bool>,
+}
+
+impl<'a> Live<'a> {
+    fn new(targets: Vec<(&'a PolicyConfig, Box<dyn Policy>)>) -> Live<'a> {
+        Live {
+            refused: vec![0; targets.len()],
+            targets,
+            slots: Vec::new(),
+            by_name: HashMap::new(),
+        }
+    }
+
+    fn index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    fn count(&mut self, slot: usize, sign: isize) {
+        if let Some(d) = &self.slots[slot] {
+            for (j, &refused) in d.refused_by.iter().enumerate() {
+                if refused {
+                    self.refused[j] = self.refused[j].wrapping_add_signed(sign);
+                }
+            }
+        }
+    }
+
+    fn domain(&self, name: &'a str, params: &'a VcpuParams) -> LiveDomain<'a> {
+        let refused_by = self
+            .targets
+            .iter()
+            .map(|(_, policy)| policy.validate(params).is_err())
+            .collect();
+        LiveDomain {
+            name,
+            params,
+            refused_by,
+        }
+    }
+
+    fn insert(&mut self, name: &'a str, params: &'a VcpuParams) {
+        let slot = self.slots.len();
+        self.slots.push(Some(self.domain(name, params)));
+        self.count(slot, 1);
+        self.by_name.insert(name, slot);
+    }
+
+    fn set(&mut self, slot: usize, params: &'a VcpuParams) {
+        self.count(slot, -1);
+        let name = self.slots[slot].as_ref().expect("present").name;
+        self.slots[slot] = Some(self.domain(name, params));
+        self.count(slot, 1);
+    }
+
+    fn remove(&mut self, slot: usize) {
+        self.count(slot, -1);
+        if let Some(d) = self.slots[slot].take() {
+            self.by_name.remove(d.name);
+        }
+    }
+
+    /// The first present domain (in joining order) that `config` refuses, if any.
+    fn first_refused_by(&self, config: &PolicyConfig) -> Option<(&'a str, &'a VcpuParams)> {
+        let j = self.targets.iter().position(|(c, _)| *c == config)?;
+        if self.refused[j] == 0 {
+            return None;
+        }
+        self.slots
+            .iter()
+            .flatten()
+            .find(|d| d.refused_by[j])
+            .map(|d| (d.name, d.params))
     }
 }

@@ -6,8 +6,15 @@
 //! - [`system`]: what to simulate ([`system::SystemSpec`]), in the core's types.
 //! - [`driver`]: the event loop ([`driver::Simulation`]).
 //! - [`results`]: what a run measured, and its JSON form.
+//! - [`stats`]: per-task counts and distributions in memory that does not grow with the
+//!   number of jobs.
 //! - [`timeline`]: who ran when, rebuilt from a trace, for tests.
 //! - [`trace`]: traces as Chrome/Perfetto trace-event JSON or CSV.
+//!
+//! Long runs: [`SystemSpec::estimate_work`] counts a run's work before it starts, and
+//! [`Simulation::run_until_with`] reports progress every so many steps to a callback that
+//! may stop the run (a binary draws the bar and handles Ctrl-C; this crate does neither).
+//! Memory: see "Memory" in [`driver`].
 //!
 //! ```
 //! use rtvmm_core::guest::{GuestScheduler, TaskSpec};
@@ -40,9 +47,10 @@
 //! ```
 pub mod driver;
 pub mod results;
+pub mod stats;
 pub mod system;
 pub mod timeline;
 pub mod trace;
 
 pub use driver::{SimError, Simulation, TraceEvent};
-pub use system::{Change, DomainSpec, SystemSpec, TimedChange};
+pub use system::{Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate};

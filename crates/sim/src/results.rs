@@ -8,6 +8,13 @@
 //! distributions are over finished jobs; release-to-start latency also includes unfinished
 //! jobs that started.
 //!
+//! # Exactness
+//! Counts, minima, maxima and means are exact. Percentiles are exact (nearest rank) while
+//! every task of a distribution has at most [`crate::stats::EXACT_SAMPLES`] values;
+//! beyond that they come from a histogram and are at most 1/1024 above the exact value
+//! (see [`crate::stats`]). The results never depend on whether the simulation kept every
+//! job.
+//!
 //! The JSON field names are a stable interface (`policy`, `seed`, `duration_ns`, `pcpus[]`,
 //! `domains[]`, `domains[].tasks[]`, `domains[].vcpus[]`, ...): scripts rely on them.
 
@@ -19,6 +26,7 @@ use rtvmm_core::model::PcpuId;
 use rtvmm_core::Nanos;
 
 use crate::driver::{JobRecord, Simulation};
+use crate::stats::{percentiles, Samples, TaskStats};
 use crate::trace::csv_field;
 
 /// A distribution of nanosecond values (nearest-rank percentiles).
@@ -200,60 +208,173 @@ fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// Accumulates one set of jobs (a task, or a whole domain).
+/// The percentiles every distribution reports.
+const PERCENTILES: [u64; 3] = [50, 90, 99];
+
+impl Dist {
+    /// The distribution of the union of `parts` (see [`crate::stats`] for when the
+    /// percentiles are exact and how close they are otherwise; count, min, mean and max
+    /// are always exact).
+    pub fn of_samples(parts: &[&Samples]) -> Dist {
+        let count: u64 = parts.iter().map(|s| s.count()).sum();
+        if count == 0 {
+            return Dist::default();
+        }
+        let mut values = Vec::new();
+        for part in parts {
+            part.for_each(|v, c| values.push((v, c)));
+        }
+        let max = parts
+            .iter()
+            .filter_map(|s| s.max())
+            .max()
+            .expect("not empty");
+        let [p50, p90, p99] =
+            percentiles(&mut values, PERCENTILES, |a, b| a.cmp(b)).map(|v| v.min(max));
+        let sum: u128 = parts.iter().map(|s| s.sum()).sum();
+        Dist {
+            count,
+            min: parts
+                .iter()
+                .filter_map(|s| s.min())
+                .min()
+                .expect("not empty"),
+            mean: sum as f64 / count as f64,
+            p50,
+            p90,
+            p99,
+            max,
+        }
+    }
+}
+
+impl RatioDist {
+    /// The distribution of `value ÷ divisor` over the union of `parts`, each part with its
+    /// divisor (responsiveness: response times ÷ the task's relative deadline). Exact
+    /// parts give exactly what [`RatioDist::of`] gives on the quotients; otherwise the
+    /// percentiles are within the bound of [`crate::stats`] and the mean is the sum over
+    /// parts of `sum ÷ divisor`, over the count.
+    pub fn of_samples(parts: &[(&Samples, Nanos)]) -> RatioDist {
+        let count: u64 = parts.iter().map(|(s, _)| s.count()).sum();
+        if count == 0 {
+            return RatioDist::default();
+        }
+        let quotient = |v: u64, d: Nanos| v as f64 / d.as_ns() as f64;
+        let mut values = Vec::new();
+        for &(part, divisor) in parts {
+            part.for_each(|v, c| values.push((quotient(v, divisor), c)));
+        }
+        let extreme = |pick: fn(&Samples) -> Option<u64>, better: fn(f64, f64) -> f64| {
+            parts
+                .iter()
+                .filter_map(|&(s, d)| pick(s).map(|v| quotient(v, d)))
+                .reduce(better)
+                .expect("not empty")
+        };
+        let (min, max) = (
+            extreme(Samples::min, f64::min),
+            extreme(Samples::max, f64::max),
+        );
+        let [p50, p90, p99] =
+            percentiles(&mut values, PERCENTILES, |a, b| a.total_cmp(b)).map(|v| v.min(max));
+        let mean = if parts.iter().all(|(s, _)| s.is_exact()) {
+            // As `RatioDist::of`: the sorted quotients, added in order.
+            values.iter().map(|&(v, _)| v).sum::<f64>() / count as f64
+        } else {
+            parts
+                .iter()
+                .map(|&(s, d)| s.sum() as f64 / d.as_ns() as f64)
+                .sum::<f64>()
+                / count as f64
+        };
+        RatioDist {
+            count,
+            min,
+            mean,
+            p50,
+            p90,
+            p99,
+            max,
+        }
+    }
+}
+
+impl SignedDist {
+    /// The distribution of `value − offset` over the union of `parts` (lateness: response
+    /// time − relative deadline = finish − absolute deadline), exactly.
+    pub fn of_samples(parts: &[(&Samples, Nanos)]) -> SignedDist {
+        let count: u64 = parts.iter().map(|(s, _)| s.count()).sum();
+        if count == 0 {
+            return SignedDist::default();
+        }
+        let shifted = |v: u64, offset: Nanos| v as i64 - offset.as_ns() as i64;
+        let sum: i128 = parts
+            .iter()
+            .map(|&(s, d)| s.sum() as i128 - s.count() as i128 * d.as_ns() as i128)
+            .sum();
+        SignedDist {
+            count,
+            min: parts
+                .iter()
+                .filter_map(|&(s, d)| s.min().map(|v| shifted(v, d)))
+                .min()
+                .expect("not empty"),
+            mean: sum as f64 / count as f64,
+            max: parts
+                .iter()
+                .filter_map(|&(s, d)| s.max().map(|v| shifted(v, d)))
+                .max()
+                .expect("not empty"),
+        }
+    }
+}
+
+/// One task's jobs at the end of a run: its statistics of finished jobs and the counts of
+/// the pending ones.
+struct TaskTally<'a> {
+    stats: &'a TaskStats,
+    relative_deadline: Nanos,
+    pending: u64,
+    pending_missed: u64,
+    in_flight: u64,
+    /// Latency of finished jobs and of pending jobs that started.
+    latency: Samples,
+}
+
+impl TaskTally<'_> {
+    fn released(&self) -> u64 {
+        self.stats.finished + self.pending
+    }
+    fn missed(&self) -> u64 {
+        self.stats.finished_late + self.pending_missed
+    }
+    fn response(&self) -> (&Samples, Nanos) {
+        (&self.stats.response, self.relative_deadline)
+    }
+}
+
+/// Counts over a set of tasks (a domain, or the whole run).
 #[derive(Default)]
-struct Tally {
+struct Counts {
     released: u64,
     finished: u64,
     missed: u64,
     in_flight: u64,
-    response: Vec<u64>,
-    responsiveness: Vec<f64>,
-    lateness: Vec<i64>,
-    latency: Vec<u64>,
 }
 
-impl Tally {
-    fn finished_job(&mut self, job: &JobRecord, finish: Nanos, relative_deadline: Nanos) {
-        self.released += 1;
-        self.finished += 1;
-        if finish > job.deadline {
-            self.missed += 1;
-        }
-        let response = (finish - job.release).as_ns();
-        self.response.push(response);
-        self.responsiveness
-            .push(response as f64 / relative_deadline.as_ns() as f64);
-        self.lateness
-            .push(finish.as_ns() as i64 - job.deadline.as_ns() as i64);
-        if let Some(start) = job.first_start {
-            self.latency.push((start - job.release).as_ns());
-        }
+impl Counts {
+    fn add(&mut self, t: &TaskTally) {
+        self.released += t.released();
+        self.finished += t.stats.finished;
+        self.missed += t.missed();
+        self.in_flight += t.in_flight;
     }
-
-    fn pending_job(&mut self, job: &JobRecord, end: Nanos) {
-        self.released += 1;
-        if job.deadline <= end {
-            self.missed += 1;
-        } else {
-            self.in_flight += 1;
-        }
-        if let Some(start) = job.first_start {
-            self.latency.push((start - job.release).as_ns());
-        }
+    fn absorb(&mut self, o: &Counts) {
+        self.released += o.released;
+        self.finished += o.finished;
+        self.missed += o.missed;
+        self.in_flight += o.in_flight;
     }
-
-    fn absorb(&mut self, other: &Tally) {
-        self.released += other.released;
-        self.finished += other.finished;
-        self.missed += other.missed;
-        self.in_flight += other.in_flight;
-        self.response.extend_from_slice(&other.response);
-        self.responsiveness.extend_from_slice(&other.responsiveness);
-        self.lateness.extend_from_slice(&other.lateness);
-        self.latency.extend_from_slice(&other.latency);
-    }
-
     fn jobs(&self) -> u64 {
         self.released - self.in_flight
     }
@@ -263,41 +384,60 @@ impl RunResults {
     /// Collects the results of a simulation that ran until `end`.
     pub fn collect(sim: &Simulation, scenario: &str, seed: u64, end: Nanos) -> RunResults {
         let machine = sim.machine();
-        let mut total = Tally::default();
+        let mut total = Counts::default();
         let mut domains = Vec::new();
         for (d, run) in sim.domains().iter().enumerate() {
-            let mut tallies: Vec<Tally> = run.spec.tasks.iter().map(|_| Tally::default()).collect();
-            for (t, jobs) in run.finished.iter().enumerate() {
-                let relative = run.spec.tasks[t].deadline;
-                for job in jobs {
-                    tallies[t].finished_job(job, job.finish.expect("finished job"), relative);
-                }
-            }
+            let mut tallies: Vec<TaskTally> = run
+                .stats
+                .iter()
+                .zip(&run.spec.tasks)
+                .map(|(stats, spec)| TaskTally {
+                    stats,
+                    relative_deadline: spec.deadline,
+                    pending: 0,
+                    pending_missed: 0,
+                    in_flight: 0,
+                    latency: stats.latency.clone(),
+                })
+                .collect();
             if run.removed_at.is_none() {
                 for (t, job) in sim.pending_jobs(d) {
-                    tallies[t].pending_job(&job, end);
+                    let tally = &mut tallies[t];
+                    tally.pending += 1;
+                    if job.deadline <= end {
+                        tally.pending_missed += 1;
+                    } else {
+                        tally.in_flight += 1;
+                    }
+                    if let Some(start) = job.first_start {
+                        tally.latency.record((start - job.release).as_ns());
+                    }
                 }
             }
-            let mut domain_tally = Tally::default();
+            let mut counts = Counts::default();
             let mut tasks = Vec::new();
-            for (t, tally) in tallies.iter_mut().enumerate() {
-                domain_tally.absorb(tally);
+            for (t, tally) in tallies.iter().enumerate() {
+                counts.add(tally);
+                let response = tally.response();
                 tasks.push(TaskResult {
                     name: run.spec.tasks[t].name.clone(),
-                    jobs: tally.jobs(),
-                    released: tally.released,
-                    finished: tally.finished,
-                    missed: tally.missed,
+                    jobs: tally.released() - tally.in_flight,
+                    released: tally.released(),
+                    finished: tally.stats.finished,
+                    missed: tally.missed(),
                     in_flight: tally.in_flight,
-                    deadline_miss_ratio: ratio(tally.missed, tally.jobs()),
-                    max_response_ns: tally.response.iter().copied().max().unwrap_or(0),
-                    response_ns: Dist::of(&mut tally.response),
-                    responsiveness: RatioDist::of(&mut tally.responsiveness),
-                    lateness_ns: SignedDist::of(&tally.lateness),
-                    latency_ns: Dist::of(&mut tally.latency),
+                    deadline_miss_ratio: ratio(tally.missed(), tally.released() - tally.in_flight),
+                    max_response_ns: tally.stats.response.max().unwrap_or(0),
+                    response_ns: Dist::of_samples(&[response.0]),
+                    responsiveness: RatioDist::of_samples(&[response]),
+                    lateness_ns: SignedDist::of_samples(&[response]),
+                    latency_ns: Dist::of_samples(&[&tally.latency]),
                 });
             }
-            total.absorb(&domain_tally);
+            total.absorb(&counts);
+            let responses: Vec<(&Samples, Nanos)> = tallies.iter().map(|t| t.response()).collect();
+            let response_samples: Vec<&Samples> = responses.iter().map(|&(s, _)| s).collect();
+            let latencies: Vec<&Samples> = tallies.iter().map(|t| &t.latency).collect();
             let stats = machine.vcpu_stats(run.vcpu);
             let counters = machine.budget_counters(run.vcpu);
             let vcpu = VcpuResult {
@@ -312,16 +452,16 @@ impl RunResults {
             };
             domains.push(DomainResult {
                 name: run.spec.name.clone(),
-                jobs: domain_tally.jobs(),
-                released: domain_tally.released,
-                finished: domain_tally.finished,
-                missed: domain_tally.missed,
-                in_flight: domain_tally.in_flight,
-                deadline_miss_ratio: ratio(domain_tally.missed, domain_tally.jobs()),
-                response_ns: Dist::of(&mut domain_tally.response),
-                responsiveness: RatioDist::of(&mut domain_tally.responsiveness),
-                lateness_ns: SignedDist::of(&domain_tally.lateness),
-                latency_ns: Dist::of(&mut domain_tally.latency),
+                jobs: counts.jobs(),
+                released: counts.released,
+                finished: counts.finished,
+                missed: counts.missed,
+                in_flight: counts.in_flight,
+                deadline_miss_ratio: ratio(counts.missed, counts.jobs()),
+                response_ns: Dist::of_samples(&response_samples),
+                responsiveness: RatioDist::of_samples(&responses),
+                lateness_ns: SignedDist::of_samples(&responses),
+                latency_ns: Dist::of_samples(&latencies),
                 tasks,
                 vcpus: vec![vcpu],
             });
@@ -453,8 +593,12 @@ pub struct JobRow {
 }
 
 /// Every job of a run that ended at `end`, by domain, task and job number. Jobs of a removed
-/// domain that were pending at its removal are left out, as in the counts.
-pub fn job_rows(sim: &Simulation, end: Nanos) -> Vec<JobRow> {
+/// domain that were pending at its removal are left out, as in the counts. `None` when
+/// the simulation did not keep its jobs ([`Simulation::set_keep_jobs`]).
+pub fn job_rows(sim: &Simulation, end: Nanos) -> Option<Vec<JobRow>> {
+    if !sim.keeps_jobs() {
+        return None;
+    }
     let mut rows = Vec::new();
     for (d, run) in sim.domains().iter().enumerate() {
         let mut jobs: Vec<(usize, JobRecord)> = run
@@ -488,7 +632,7 @@ pub fn job_rows(sim: &Simulation, end: Nanos) -> Vec<JobRow> {
             });
         }
     }
-    rows
+    Some(rows)
 }
 
 /// Writes job rows as CSV: `domain,task,job,release_ns,first_start_ns,finish_ns,

@@ -1,6 +1,11 @@
 //! A system to simulate, in the core's types: the machine, the policy, the domains with
 //! their guests, and changes scheduled at given times. The scenario crate builds one from a
 //! TOML file; tests and experiments build them in code.
+//!
+//! Times are `u64` nanoseconds and the simulator adds them without checks in release
+//! builds. Scenario files bound every time at `rtvmm_scenario::MAX_TIME` (10¹⁷ ns), which
+//! keeps every instant the simulator forms below 2⁶³ (the argument is in that crate's
+//! docs, "Limits"); a system built in code must keep its times within the same bound.
 
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
@@ -45,4 +50,99 @@ pub struct SystemSpec {
     pub domains: Vec<DomainSpec>,
     /// Sorted by time; ties keep their order.
     pub changes: Vec<TimedChange>,
+}
+
+/// How much work a run is, counted before running it: what [`SystemSpec::estimate_work`]
+/// returns. Each count is an upper-leaning estimate of events in `[0, duration]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkEstimate {
+    /// Scheduler ticks: `duration ÷ quantum`.
+    pub ticks: u64,
+    /// Job releases, over every task of every domain (added domains from when they join).
+    pub jobs: u64,
+    /// VCPU period boundaries (replenishments, deadlines) over every VCPU with a period.
+    pub periods: u64,
+    /// Whether `do_schedule` or a context switch costs time: each decision then takes a
+    /// second step (the end of its overhead).
+    pub overheads: bool,
+}
+
+impl WorkEstimate {
+    /// Simulation steps, about: each tick and each VCPU period one (two with overheads),
+    /// each job two (its release and its finish). A step is the unit of the simulator's
+    /// work: in a release build it costs roughly 50–150 ns.
+    pub fn steps(&self) -> u64 {
+        let per_decision = if self.overheads { 2 } else { 1 };
+        self.ticks
+            .saturating_add(self.periods)
+            .saturating_mul(per_decision)
+            .saturating_add(self.jobs.saturating_mul(2))
+    }
+}
+
+/// `a + b`, saturating (for estimates only).
+fn plus(a: Nanos, b: Nanos) -> Nanos {
+    Nanos(a.as_ns().saturating_add(b.as_ns()))
+}
+
+/// How many times something recurring every `every` from `first` happens in
+/// `[first, end]` (0 if `first > end`), saturating.
+fn occurrences(first: Nanos, every: Nanos, end: Nanos) -> u64 {
+    if first > end {
+        return 0;
+    }
+    if every.is_zero() {
+        return 1;
+    }
+    (end - first).as_ns() / every.as_ns() + 1
+}
+
+impl SystemSpec {
+    /// Counts the work of running this system for `duration` (see [`WorkEstimate`]), in
+    /// time linear in the number of tasks. A driver uses it to warn about long runs before
+    /// starting them.
+    pub fn estimate_work(&self, duration: Nanos) -> WorkEstimate {
+        use rtvmm_core::guest::Arrival;
+        let domain = |d: &DomainSpec, join: Nanos| -> (u64, u64) {
+            if join > duration {
+                return (0, 0);
+            }
+            let end = duration;
+            let mut jobs: u64 = 0;
+            for task in &d.tasks {
+                let first = plus(join, task.offset);
+                let count = match &task.arrival {
+                    Arrival::Periodic | Arrival::Sporadic { .. } => {
+                        occurrences(first, task.period, end)
+                    }
+                    Arrival::AperiodicTimes(times) => {
+                        times.iter().filter(|&&t| t <= end).count() as u64
+                    }
+                    Arrival::Poisson { mean_gap } => occurrences(first, *mean_gap, end),
+                };
+                jobs = jobs.saturating_add(count);
+            }
+            let periods = if d.vcpu.period.is_zero() {
+                0
+            } else {
+                occurrences(plus(join, d.vcpu.offset), d.vcpu.period, end)
+            };
+            (jobs, periods)
+        };
+        let mut estimate = WorkEstimate {
+            ticks: duration.as_ns() / self.machine.quantum.as_ns().max(1),
+            overheads: self.machine.overheads != Default::default(),
+            ..WorkEstimate::default()
+        };
+        let added = self.changes.iter().filter_map(|c| match &c.change {
+            Change::AddDomain(d) => Some((d, c.at)),
+            _ => None,
+        });
+        for (d, join) in self.domains.iter().map(|d| (d, Nanos::ZERO)).chain(added) {
+            let (jobs, periods) = domain(d, join);
+            estimate.jobs = estimate.jobs.saturating_add(jobs);
+            estimate.periods = estimate.periods.saturating_add(periods);
+        }
+        estimate
+    }
 }

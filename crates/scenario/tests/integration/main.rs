@@ -7,9 +7,13 @@
 //!   policy it can.
 //! - `roundtrip`: the normalised form and `analyze --emit scenario` check and simulate
 //!   to the same bytes, over generated scenarios (a property test).
+//! - `limits`: times at and above `MAX_TIME`, overheads against the quantum.
+//! - `large`: files with tens of thousands of domains, tasks and events.
 
 mod errors;
 mod examples;
 mod format;
+mod large;
+mod limits;
 mod roundtrip;
 mod util;

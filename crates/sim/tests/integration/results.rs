@@ -1,7 +1,10 @@
 //! The counting rule and the JSON field names of `RunResults`.
 use crate::util::*;
+use rtvmm_core::guest::TaskSpec;
 use rtvmm_core::policy::PolicyConfig;
+use rtvmm_core::Nanos;
 use rtvmm_sim::results::RunResults;
+use rtvmm_sim::Simulation;
 
 /// d1: Deferrable (B 2, P 10), one task (period 10, wcet 3), run 25 ms.
 /// ```text
@@ -143,7 +146,7 @@ fn job_rows_follow_the_counting_rule() {
         vec![domain("d1", 2, 10, 1, vec![periodic("t", 10, 3)])],
     );
     let (_, sim) = run(&spec, ms(25));
-    let rows = rtvmm_sim::results::job_rows(&sim, ms(25));
+    let rows = rtvmm_sim::results::job_rows(&sim, ms(25)).expect("jobs kept by default");
     let got: Vec<_> = rows
         .iter()
         .map(|r| (r.seq, r.first_start, r.finish, r.outcome))
@@ -173,4 +176,229 @@ fn job_rows_follow_the_counting_rule() {
         (late.count, late.min, late.max),
         (2, ms(1).as_ns() as i64, ms(2).as_ns() as i64)
     );
+}
+
+/// Nearest-rank percentile of `values` (sorted here).
+fn nearest_rank(values: &mut [u64], p: u64) -> u64 {
+    values.sort_unstable();
+    let n = values.len() as u64;
+    values[((p * n).div_ceil(100).clamp(1, n) - 1) as usize]
+}
+
+/// A run past `EXACT_SAMPLES` jobs per task: without keeping its jobs it keeps no job
+/// record, its counts, minima, maxima and means are still exact, and its percentiles are
+/// at or above the exact ones by less than 1/1024 (checked against a run that kept every
+/// job).
+#[test]
+fn a_long_run_keeps_bounded_statistics_with_exact_counts() {
+    use rtvmm_sim::stats::EXACT_SAMPLES;
+    // Two tasks in a full-share VCPU: demands drawn in [0.1, 1] ms, so responses spread.
+    let mut t1 = periodic("t1", 2, 1);
+    t1.min_exec = us(100);
+    let mut t2 = TaskSpec::periodic("t2", us(1500), us(400));
+    t2.min_exec = us(10);
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 10, 10, 1, vec![t1, t2])],
+    );
+    let end = ms(40_000); // 20,000 and 26,667 jobs
+    let simulate = |keep: bool| {
+        let mut sim = Simulation::new(&spec, 3, false).unwrap();
+        sim.set_check_invariants(false);
+        sim.set_keep_jobs(keep);
+        sim.run_until(end).unwrap();
+        sim
+    };
+    let full = simulate(true);
+    let lean = simulate(false);
+    assert!(lean.domains()[0].finished.iter().all(Vec::is_empty));
+    let stats = &lean.domains()[0].stats;
+    assert!(stats.iter().all(|s| !s.response.is_exact()));
+    assert!(full.domains()[0].finished[0].len() > EXACT_SAMPLES);
+
+    let r = RunResults::collect(&lean, "t", 3, end);
+    assert_eq!(
+        r,
+        RunResults::collect(&full, "t", 3, end),
+        "results do not depend on keeping jobs"
+    );
+    let d = &r.domains[0];
+    let mut all: Vec<u64> = Vec::new();
+    for (t, task) in d.tasks.iter().enumerate() {
+        let mut responses: Vec<u64> = full.domains()[0].finished[t]
+            .iter()
+            .map(|j| (j.finish.unwrap() - j.release).as_ns())
+            .collect();
+        assert_eq!(task.finished, responses.len() as u64);
+        assert_eq!(task.response_ns.count, responses.len() as u64);
+        assert_eq!(task.response_ns.min, *responses.iter().min().unwrap());
+        assert_eq!(task.response_ns.max, *responses.iter().max().unwrap());
+        let sum: u128 = responses.iter().map(|&v| v as u128).sum();
+        assert_eq!(task.response_ns.mean, sum as f64 / responses.len() as f64);
+        all.extend_from_slice(&responses);
+        for (p, got) in [
+            (50, task.response_ns.p50),
+            (90, task.response_ns.p90),
+            (99, task.response_ns.p99),
+        ] {
+            let exact = nearest_rank(&mut responses, p);
+            assert!(
+                got >= exact && (got - exact) * 1024 < exact,
+                "{}: p{p} {got} vs exact {exact}",
+                task.name
+            );
+        }
+    }
+    for (p, got) in [
+        (50, d.response_ns.p50),
+        (90, d.response_ns.p90),
+        (99, d.response_ns.p99),
+    ] {
+        let exact = nearest_rank(&mut all, p);
+        assert!(got >= exact && (got - exact) * 1024 < exact, "domain p{p}");
+    }
+}
+
+/// A task that needs 2 ms every 1 ms with the whole pcpu falls one job further behind
+/// every 2 ms. Its backlog is capped: with a limit of 100 waiting jobs the run stops at
+/// the release that makes 101, naming the domain and the task.
+/// ```text
+/// releases at k ms (k = 0, 1, ...); job j finishes at 2(j+1) ms, before the release at
+/// that instant. After the release at k ms: k+1 released, ⌊k/2⌋ finished, so
+/// k+1−⌊k/2⌋ waiting: 100 at k = 198, 101 at k = 199.
+/// ```
+#[test]
+fn an_ever_growing_backlog_stops_the_run_naming_the_task() {
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 10, 10, 1, vec![periodic("hog", 1, 2)])],
+    );
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    sim.set_max_pending_jobs(100);
+    let err = sim.run_until(ms(1000)).unwrap_err();
+    assert_eq!(
+        err,
+        rtvmm_sim::SimError::Backlog {
+            at: ms(199),
+            domain: "d1".into(),
+            task: "hog".into(),
+            pending: 101,
+            limit: 100,
+            wcet: ms(2),
+            period: ms(1),
+        }
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("domain 'd1', task 'hog': 101 jobs waiting at 199ms"),
+        "{text}"
+    );
+    assert!(text.contains("wcet 2ms every 1ms"), "{text}");
+}
+
+/// Legitimate overload stays below the default cap: a domain whose task needs 10 % more
+/// than its VCPU gets, for 2 simulated minutes, builds a backlog of thousands of jobs and
+/// runs to the end.
+#[test]
+fn a_domain_overloaded_by_ten_percent_for_two_minutes_runs_to_the_end() {
+    // VCPU 5 ms every 10 ms (50 %); task 0.55 ms every 1 ms (55 %).
+    let task = TaskSpec::periodic("t", ms(1), us(550));
+    let spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 5, 10, 1, vec![task])],
+    );
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    sim.set_check_invariants(false);
+    sim.set_keep_jobs(false);
+    let end = ms(120_000);
+    sim.run_until(end).expect("below the backlog cap");
+    let waiting = sim.domains()[0].guest.queue(0).len();
+    // 120,000 released, 0.5/0.55 of them run: about 10,900 waiting.
+    assert!((10_000..12_000).contains(&waiting), "{waiting} waiting");
+    assert!(waiting < rtvmm_sim::driver::MAX_PENDING_JOBS);
+}
+
+/// With a 1 ns quantum every step is one nanosecond: step k ends at k − 1 ns (the first
+/// step handles time 0). The progress hook is called after every `PROGRESS_STEPS` steps
+/// with the time reached; asking to stop at its first call ends the run at 65,535 ns,
+/// with time accounted exactly to there.
+#[test]
+fn progress_is_reported_every_so_many_steps_and_can_stop_the_run() {
+    use rtvmm_sim::driver::PROGRESS_STEPS;
+    use std::ops::ControlFlow;
+    let mut spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 2, 10, 1, vec![periodic("t", 5, 1)])],
+    );
+    spec.machine.quantum = Nanos(1);
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    let mut seen = Vec::new();
+    let end = sim
+        .run_until_with(ms(1), |now| {
+            seen.push(now);
+            if seen.len() == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+    let k = PROGRESS_STEPS;
+    assert_eq!(seen, vec![Nanos(k - 1), Nanos(2 * k - 1), Nanos(3 * k - 1)]);
+    assert_eq!(end, Nanos(3 * k - 1));
+    let r = RunResults::collect(&sim, "t", 1, end);
+    let p = &r.pcpus[0];
+    assert_eq!(p.busy_ns + p.idle_ns + p.overhead_ns, end.as_ns());
+    // The task's first job (1 ms of work from 0) is still running: in flight.
+    assert_eq!((r.jobs, r.in_flight), (0, 1));
+
+    // A run that is not stopped ends at its end, whatever the hook saw.
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    let mut calls = 0;
+    let end = sim
+        .run_until_with(ms(1), |_| {
+            calls += 1;
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+    assert_eq!(end, ms(1));
+    assert_eq!(calls, 1_000_001 / k);
+}
+
+/// The work estimate, by hand: 1 s at a 1 ms quantum; a VCPU of period 10 ms; a task of
+/// period 50 ms (releases at 0, 50, ..., 1000: 21); listed releases at 1 ms, 2 ms and 2 s
+/// (2 within the run); a domain added at 500 ms with a VCPU of period 20 ms (boundaries
+/// 500, 520, ..., 1000: 26) and a task of period 100 ms, offset 10 ms (510, ..., 910: 5).
+#[test]
+fn the_work_estimate_counts_ticks_jobs_and_periods() {
+    use rtvmm_sim::{Change, TimedChange, WorkEstimate};
+    let mut spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain(
+            "d1",
+            2,
+            10,
+            1,
+            vec![periodic("p", 50, 1), jobs_at("a", &[1, 2, 2000], 1)],
+        )],
+    );
+    let mut late = periodic("late", 100, 1);
+    late.offset = ms(10);
+    spec.changes.push(TimedChange {
+        at: ms(500),
+        change: Change::AddDomain(domain("d2", 2, 20, 2, vec![late])),
+    });
+    let estimate = spec.estimate_work(ms(1000));
+    assert_eq!(
+        estimate,
+        WorkEstimate {
+            ticks: 1000,
+            jobs: 21 + 2 + 5,
+            periods: 101 + 26,
+            overheads: false,
+        }
+    );
+    assert_eq!(estimate.steps(), 1000 + 127 + 2 * 28);
+    spec.machine.overheads.do_schedule = Nanos(100);
+    assert_eq!(spec.estimate_work(ms(1000)).steps(), 2 * 1127 + 56);
 }
