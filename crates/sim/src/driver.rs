@@ -508,7 +508,7 @@ impl Simulation {
         while self.now < end {
             self.step(end)?;
             steps += 1;
-            if steps % PROGRESS_STEPS == 0 && progress(self.now).is_break() {
+            if steps.is_multiple_of(PROGRESS_STEPS) && progress(self.now).is_break() {
                 break;
             }
         }
