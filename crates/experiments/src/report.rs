@@ -259,6 +259,9 @@ pub fn command_line(experiment: &str, options: &Options) -> String {
     if let Some(o) = &options.overheads {
         let _ = write!(cmd, " --overhead {},{}", o.do_schedule, o.context_switch);
     }
+    if options.in_phase {
+        cmd.push_str(" --in-phase");
+    }
     cmd
 }
 

@@ -273,6 +273,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 priority: 1,
                 guest: GuestScheduler::Rm,
                 tasks: vec![rt_task(phase)],
+                offset: Nanos::ZERO,
             }];
             let system = build_system(&domains, p.policy, machine(QUANTUM, overheads))?;
             let (_, delays) = simulate_with(&system, &name(p), seed, sweep.duration, |sim| {

@@ -186,6 +186,7 @@ fn server(name: &str, priority: u32, tasks: Vec<TaskSpec>) -> ServerDomain {
         priority,
         guest: GuestScheduler::Rm,
         tasks,
+        offset: Nanos::ZERO,
     }
 }
 

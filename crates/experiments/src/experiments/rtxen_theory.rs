@@ -533,6 +533,7 @@ mod tests {
                 TaskSpec::periodic("b", Nanos::from_ms(20), Nanos::from_ms(1)),
                 TaskSpec::periodic("c", Nanos::from_ms(50), Nanos::from_ms(2)),
             ],
+            offset: Nanos::ZERO,
         }];
         let servers = analysis_servers(&domains, ServerKind::Periodic).unwrap();
         assert_eq!((servers[0].budget, servers[0].period), (2, 10));

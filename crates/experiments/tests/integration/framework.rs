@@ -52,9 +52,10 @@ fn an_interrupted_sweep_writes_what_is_done_and_says_so() {
     options.duration = Some(Nanos::from_ms(200));
     let report = run_experiment("rtxen-overhead", &options).unwrap();
     assert!(report.interrupted());
-    assert_eq!(report.status(), "interrupted: 2 of 6 runs done");
+    // Seven runs: six policies, Credit twice.
+    assert_eq!(report.status(), "interrupted: 2 of 7 runs done");
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    assert!(md.contains("Interrupted: 2 of 6 runs done"), "{md}");
+    assert!(md.contains("Interrupted: 2 of 7 runs done"), "{md}");
     let csv = Csv::read(&dir.path().join("overhead.csv"));
     assert_eq!(csv.rows.len(), 2);
     assert!(dir.path().join("overhead.png").exists());
