@@ -333,6 +333,20 @@ impl<'a> Output<'a> {
         self.report.sections.push(Section::Text(markdown.into()));
     }
 
+    /// Adds the section that sets the run beside the published one: what it reproduces and
+    /// where (and why) it departs, one Markdown bullet each.
+    pub fn against_published(&mut self, reproduces: &[String], departs: &[String]) {
+        let mut md = String::from("### Against the published setup\n\n**Reproduces.**\n\n");
+        for r in reproduces {
+            let _ = writeln!(md, "- {r}");
+        }
+        md.push_str("\n**Departs.**\n\n");
+        for d in departs {
+            let _ = writeln!(md, "- {d}");
+        }
+        self.text(md);
+    }
+
     /// Runs a sweep (see [`crate::sweep::sweep`]) and counts its runs for the report.
     pub fn sweep<T, R, W, N>(
         &mut self,
@@ -426,6 +440,18 @@ impl<'a> Output<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_names_every_option_that_changes_the_run() {
+        let mut options = Options::quick("out/x");
+        options.seed = 7;
+        assert_eq!(
+            command_line("rtxen-capacity", &options),
+            "rtvmm experiment rtxen-capacity --out out/x --seed 7 --quick"
+        );
+        options.in_phase = true;
+        assert!(command_line("rtxen-capacity", &options).ends_with(" --quick --in-phase"));
+    }
 
     #[test]
     fn markdown_tables_escape_pipes() {
