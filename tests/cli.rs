@@ -416,19 +416,19 @@ fn an_experiment_stopped_by_a_signal_exits_128_plus_it_and_marks_its_files_parti
         assert_exit(&o, code);
         assert!(stderr(&o).contains(signal), "{}", stderr(&o));
         assert!(
-            stdout(&o).contains("interrupted: 2 of 6 runs done"),
+            stdout(&o).contains("interrupted: 2 of 7 runs done"),
             "{}",
             stdout(&o)
         );
         let csv = std::fs::read_to_string(out.join("overhead.csv")).unwrap();
         assert!(
-            csv.starts_with("# partial: interrupted after 2 of 6 runs\n"),
+            csv.starts_with("# partial: interrupted after 2 of 7 runs\n"),
             "{csv}"
         );
         assert_eq!(csv.lines().count(), 1 + 1 + 2, "mark, header, two runs");
         let md = std::fs::read_to_string(out.join("report.md")).unwrap();
         assert!(
-            md.contains("Partial: interrupted after 2 of 6 runs"),
+            md.contains("Partial: interrupted after 2 of 7 runs"),
             "{md}"
         );
     }

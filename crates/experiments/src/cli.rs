@@ -51,6 +51,10 @@ pub struct ExperimentArgs {
     /// units (e.g. 150ns,1.5us).
     #[arg(long)]
     pub overhead: Option<String>,
+    /// rtxen-*: start every domain's VCPU and tasks at time 0 (the synchronous worst case)
+    /// instead of at boot offsets drawn from the seed.
+    #[arg(long)]
+    pub in_phase: bool,
     /// csa-arinc: run this workload file (repeatable) instead of the generated suite — the
     /// route for the published avionics tables.
     #[arg(long = "workload", value_name = "FILE")]
@@ -74,6 +78,7 @@ impl ExperimentArgs {
         let mut options = Options::new(out);
         options.quick = self.quick;
         options.seed = self.seed;
+        options.in_phase = self.in_phase;
         options.jobs = self.jobs;
         options.workloads = self.workloads.clone();
         options.progress = !self.no_progress;
@@ -451,6 +456,7 @@ mod tests {
             "ds,credit",
             "--overhead",
             "host",
+            "--in-phase",
             "-j",
             "1",
         ])
@@ -468,6 +474,7 @@ mod tests {
         );
         assert_eq!(o.out, PathBuf::from("results/rtxen-capacity"));
         assert_eq!(o.jobs, 1);
+        assert!(o.in_phase);
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct Options {
     /// Scheduler overhead costs, for the experiments that model them (`rtxen-quantum`,
     /// `rtxen-overhead`), overriding their defaults.
     pub overheads: Option<Overheads>,
+    /// rtxen-*: start every domain's VCPU (and its tasks) at time 0, the synchronous worst
+    /// case, instead of at boot offsets drawn from the seed (`crate::rtxen::Phasing`).
+    pub in_phase: bool,
     /// Workload files to run instead of generated ones (`csa-arinc --workload FILE`).
     pub workloads: Vec<PathBuf>,
     /// Worker threads for a sweep; 0 = one per core.
@@ -109,6 +112,7 @@ impl Options {
             duration: None,
             policies: None,
             overheads: None,
+            in_phase: false,
             workloads: Vec::new(),
             jobs: 0,
             progress: true,

@@ -278,6 +278,9 @@ pub fn command_line(experiment: &str, options: &Options) -> String {
     if let Some(o) = &options.overheads {
         let _ = write!(cmd, " --overhead {},{}", o.do_schedule, o.context_switch);
     }
+    if options.in_phase {
+        cmd.push_str(" --in-phase");
+    }
     cmd
 }
 
@@ -390,6 +393,20 @@ impl<'a> Output<'a> {
     /// Adds Markdown text to the report.
     pub fn text(&mut self, markdown: impl Into<String>) {
         self.report.sections.push(Section::Text(markdown.into()));
+    }
+
+    /// Adds the section that sets the run beside the published one: what it reproduces and
+    /// where (and why) it departs, one Markdown bullet each.
+    pub fn against_published(&mut self, reproduces: &[String], departs: &[String]) {
+        let mut md = String::from("### Against the published setup\n\n**Reproduces.**\n\n");
+        for r in reproduces {
+            let _ = writeln!(md, "- {r}");
+        }
+        md.push_str("\n**Departs.**\n\n");
+        for d in departs {
+            let _ = writeln!(md, "- {d}");
+        }
+        self.text(md);
     }
 
     /// Runs a sweep (see [`crate::sweep::sweep`]) and counts its runs for the report.
@@ -672,6 +689,18 @@ fn remove_stale(dir: &Path, previous: &[String], now: &[String], options: &Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_line_names_every_option_that_changes_the_run() {
+        let mut options = Options::quick("out/x");
+        options.seed = 7;
+        assert_eq!(
+            command_line("rtxen-capacity", &options),
+            "rtvmm experiment rtxen-capacity --out out/x --seed 7 --quick"
+        );
+        options.in_phase = true;
+        assert!(command_line("rtxen-capacity", &options).ends_with(" --quick --in-phase"));
+    }
 
     #[test]
     fn markdown_tables_escape_pipes() {

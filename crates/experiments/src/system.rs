@@ -7,12 +7,20 @@
 //! (issue 2, "Scenario files"):
 //! - the fixed-priority servers (deferrable, periodic, polling, sporadic, wcps, crps) and
 //!   RTDS: B, P and the priority as given, extratime off;
-//! - credit: weight ∝ B/P, as `round(10000·B/P)` (at least 1), cap 0 (no cap), with the
-//!   papers' 1 ms time slice and Xen's 30 ms accounting period ([`credit_config`]);
+//! - credit: weight ∝ B/P, as `round(10000·B/P)` (at least 1), cap 0 (no cap); by default
+//!   at Xen 4.0's defaults (10 ms tick, 30 ms slice, 30 ms accounting). Where a procedure
+//!   runs Credit it runs it twice ([`run_policies`]): `credit` at those defaults and
+//!   `credit-1ms` at the papers' "1 ms" setting (1 ms tick, 1 ms slice);
 //! - sedf: slice = B, period = P, extratime off;
 //! - arinc653 needs a schedule table that a server scenario does not have: refused.
+//!
+//! A domain may **boot late** ([`ServerDomain::offset`]): its VCPU's first period and its
+//! guest's first releases start at that instant, as when domains are started one after
+//! another.
 
-use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+use std::fmt;
+
+use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
@@ -36,11 +44,74 @@ pub struct ServerDomain {
     pub priority: u32,
     pub guest: GuestScheduler,
     pub tasks: Vec<TaskSpec>,
+    /// When the domain boots: its VCPU's first period begins here (no budget before), and
+    /// its guest's tasks count their releases from here. Zero: at time 0.
+    pub offset: Nanos,
 }
 
-/// Credit as the papers ran it: the "1 ms" setting (1 ms tick, 1 ms time slice).
-pub fn credit_config() -> CreditConfig {
-    CreditConfig::one_ms()
+/// The label of Credit at Xen 4.0's defaults (10 ms tick, 30 ms slice, 30 ms accounting).
+pub const CREDIT_XEN40: &str = "credit";
+/// The label of Credit at the papers' "1 ms" setting (1 ms tick, 1 ms slice).
+pub const CREDIT_1MS: &str = "credit-1ms";
+
+/// A policy as an experiment runs it: its configuration and the label its rows and
+/// curves carry (`credit` and `credit-1ms` are two configurations of one policy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunPolicy {
+    pub label: &'static str,
+    pub config: PolicyConfig,
+}
+
+impl RunPolicy {
+    /// The policy's kind.
+    pub fn kind(&self) -> PolicyKind {
+        self.config.kind()
+    }
+
+    /// What the label stands for, for reports (`credit-1ms: 1 ms tick, 1 ms slice, …`).
+    pub fn describe(&self) -> String {
+        match &self.config {
+            PolicyConfig::Credit(c) => format!(
+                "{}: Credit with a {} tick, {} slice, accounting every {}",
+                self.label,
+                c.tick,
+                c.slice(),
+                c.accounting_period()
+            ),
+            _ => self.label.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for RunPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label)
+    }
+}
+
+/// The runs of `kinds`, in order: each policy once at [`policy_config`], except Credit,
+/// which runs twice — [`CREDIT_XEN40`] at Xen 4.0's defaults, then [`CREDIT_1MS`] at the
+/// papers' 1 ms setting (`experiments.md`: "where a procedure runs Credit, run it twice").
+pub fn run_policies(kinds: &[PolicyKind]) -> Result<Vec<RunPolicy>, ExperimentError> {
+    let mut runs = Vec::new();
+    for &kind in kinds {
+        runs.push(RunPolicy {
+            label: kind.name(),
+            config: policy_config(kind)?,
+        });
+        if kind == PolicyKind::Credit {
+            runs.push(RunPolicy {
+                label: CREDIT_1MS,
+                config: PolicyConfig::Credit(CreditConfig::one_ms()),
+            });
+        }
+    }
+    Ok(runs)
+}
+
+/// The labels of `runs`, comma-separated, for the report.
+pub fn run_labels(runs: &[RunPolicy]) -> String {
+    runs.iter().map(|r| r.label).collect::<Vec<_>>().join(", ")
 }
 
 /// The policy-wide configuration of `kind` for a server scenario.
@@ -52,7 +123,7 @@ pub fn policy_config(kind: PolicyKind) -> Result<PolicyConfig, ExperimentError> 
         PolicyKind::Sporadic => PolicyConfig::Sporadic,
         PolicyKind::Wcps => PolicyConfig::Wcps,
         PolicyKind::Crps => PolicyConfig::Crps,
-        PolicyKind::Credit => PolicyConfig::Credit(credit_config()),
+        PolicyKind::Credit => PolicyConfig::Credit(CreditConfig::default()),
         PolicyKind::Sedf => PolicyConfig::Sedf,
         PolicyKind::Rtds => PolicyConfig::Rtds(RtdsMode::default()),
         PolicyKind::Arinc653 => {
@@ -73,7 +144,8 @@ pub fn credit_weight(budget: Nanos, period: Nanos) -> u32 {
     w.clamp(1, u32::MAX as u128) as u32
 }
 
-/// The VCPU parameters of a server domain under `kind` (see the module note).
+/// The VCPU parameters of a server domain under `kind` (see the module note), first period
+/// at the VCPU's insertion.
 pub fn vcpu_params(kind: PolicyKind, budget: Nanos, period: Nanos, priority: u32) -> VcpuParams {
     let mut params = VcpuParams::server(budget, period, priority);
     params.extratime = false;
@@ -95,26 +167,58 @@ pub fn machine(quantum: Nanos, overheads: Overheads) -> MachineConfig {
     }
 }
 
-/// The system of `domains` under `kind` on `machine`.
+/// The system of `domains` under `kind` (at [`policy_config`]) on `machine`.
 pub fn build_system(
     domains: &[ServerDomain],
     kind: PolicyKind,
     machine: MachineConfig,
 ) -> Result<SystemSpec, ExperimentError> {
+    build_system_with(domains, &policy_config(kind)?, machine)
+}
+
+/// The system of `domains` under the policy `config` on `machine`. A domain that boots at
+/// an offset gets it as its VCPU's offset and as a delay of every task's first release.
+pub fn build_system_with(
+    domains: &[ServerDomain],
+    config: &PolicyConfig,
+    machine: MachineConfig,
+) -> Result<SystemSpec, ExperimentError> {
+    let kind = config.kind();
     Ok(SystemSpec {
         machine,
-        policy: policy_config(kind)?,
+        policy: config.clone(),
         domains: domains
             .iter()
-            .map(|d| DomainSpec {
-                name: d.name.clone(),
-                vcpu: vcpu_params(kind, d.budget, d.period, d.priority),
-                guest: d.guest,
-                tasks: d.tasks.clone(),
+            .map(|d| {
+                let mut vcpu = vcpu_params(kind, d.budget, d.period, d.priority);
+                vcpu.offset = d.offset;
+                DomainSpec {
+                    name: d.name.clone(),
+                    vcpu,
+                    guest: d.guest,
+                    tasks: d.tasks.iter().map(|t| delayed(t, d.offset)).collect(),
+                }
             })
             .collect(),
         changes: Vec::new(),
     })
+}
+
+/// `task` with its first release `by` later (listed aperiodic times are all moved, since
+/// the guest does not add the offset to them).
+fn delayed(task: &TaskSpec, by: Nanos) -> TaskSpec {
+    let mut task = task.clone();
+    match &mut task.arrival {
+        Arrival::AperiodicTimes(times) => {
+            for t in times.iter_mut() {
+                *t += by;
+            }
+        }
+        Arrival::Periodic | Arrival::Sporadic { .. } | Arrival::Poisson { .. } => {
+            task.offset += by;
+        }
+    }
+    task
 }
 
 /// A generated domain's tasks as periodic task specs (deadline = period, etf = 1).
@@ -212,8 +316,66 @@ mod tests {
         assert_eq!(ds, VcpuParams::server(b, p, 2));
         assert_eq!(
             policy_config(PolicyKind::Credit).unwrap(),
-            PolicyConfig::Credit(credit_config())
+            PolicyConfig::Credit(CreditConfig::default())
         );
         assert!(policy_config(PolicyKind::Arinc653).is_err());
+    }
+
+    #[test]
+    fn credit_runs_twice_labelled_after_its_setting() {
+        let runs = run_policies(&[PolicyKind::Deferrable, PolicyKind::Credit]).unwrap();
+        let labels: Vec<&str> = runs.iter().map(|r| r.label).collect();
+        assert_eq!(labels, ["deferrable", "credit", "credit-1ms"]);
+        assert_eq!(
+            runs[1].config,
+            PolicyConfig::Credit(CreditConfig {
+                tick: Nanos::from_ms(10),
+                ticks_per_slice: 3,
+                ticks_per_accounting: 3
+            })
+        );
+        let PolicyConfig::Credit(one) = runs[2].config.clone() else {
+            panic!("not credit")
+        };
+        assert_eq!(
+            (one.tick, one.slice()),
+            (Nanos::from_ms(1), Nanos::from_ms(1))
+        );
+        assert!(
+            runs[2].describe().contains("1ms slice"),
+            "{}",
+            runs[2].describe()
+        );
+    }
+
+    #[test]
+    fn a_late_domain_delays_its_vcpu_and_every_first_release() {
+        let mut periodic = TaskSpec::periodic("p", Nanos::from_ms(10), Nanos::from_ms(1));
+        periodic.offset = Nanos::from_ms(2);
+        let mut listed = TaskSpec::periodic("l", Nanos::from_ms(10), Nanos::from_ms(1));
+        listed.arrival = Arrival::AperiodicTimes(vec![Nanos::ZERO, Nanos::from_ms(5)]);
+        let domain = ServerDomain {
+            name: "d".into(),
+            budget: Nanos::from_ms(2),
+            period: Nanos::from_ms(10),
+            priority: 1,
+            guest: GuestScheduler::Rm,
+            tasks: vec![periodic, listed],
+            offset: Nanos::from_us(3_500),
+        };
+        let system = build_system(
+            &[domain],
+            PolicyKind::Deferrable,
+            machine(Nanos::from_ms(1), Overheads::default()),
+        )
+        .unwrap();
+        let d = &system.domains[0];
+        assert_eq!(d.vcpu.offset, Nanos::from_us(3_500));
+        assert_eq!(d.tasks[0].offset, Nanos::from_us(5_500));
+        assert_eq!(
+            d.tasks[1].arrival,
+            Arrival::AperiodicTimes(vec![Nanos::from_us(3_500), Nanos::from_us(8_500)])
+        );
+        assert_eq!(d.tasks[1].offset, Nanos::ZERO);
     }
 }

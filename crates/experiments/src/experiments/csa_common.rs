@@ -180,6 +180,7 @@ pub fn csa_system_in(
             priority,
             guest: GuestScheduler::Rm,
             tasks: gen_tasks(domain),
+            offset: Nanos::ZERO,
         })
         .collect();
     Ok(CsaSystem {

@@ -1,20 +1,24 @@
 //! eval-contention — real-time VMs sharing a core (`experiments.md`, from an independent
 //! evaluation of the 2011 RT-Xen release, parts (b) and (c)).
 //!
-//! # (b) The VM of eval-affinity next to other real-time VMs
-//! VM **A** is the eval-affinity VM with (budget, period) = (25, 50) ms — its first
-//! configuration, the one that leaves room for others — at priority 1. It shares one pcpu
-//! (1 ms quantum) with one or with two other VMs **B1**, **B2**, clones of its server
-//! (25, 50) ms, either
-//! - of **lower** priority (2), or
-//! - of **equal** priority (1). The fixed-priority servers order equal priorities by
-//!   declaration order (one total order, `fp.rs`), so "equal" is run both ways: A
-//!   declared **first** (wins ties) and A declared **last** (loses ties);
+//! # The VMs
+//! The procedure does not list (b)'s and (c)'s VM parameters; it says the evaluation gave
+//! several VMs a budget above their period (75/50 ms and 500/400 ms), which its release
+//! treated as always eligible. rtvmm runs two setups ([`SETUPS`]):
+//! - **evaluated**: the VM under test (A in (b), H in (c)) is eval-affinity's (75, 50) ms
+//!   VM, and every other real-time VM (B1, B2 in (b), L in (c)) is a (500, 400) ms VM —
+//!   rtvmm's reading of which VM had which. rtvmm rejects budget above period, as Xen RTDS
+//!   does, so both run with **budget = period**: (50, 50) and (400, 400), always eligible;
+//! - **25/50**: every VM (25, 50) ms — a budget below the period, where the servers differ
+//!   in what they do with it (rtvmm's earlier setting, kept for contrast).
 //!
-//! and every other VM either **idle** (no task) or **busy** (one job that never ends).
-//! With two others the servers promise 150 % of the pcpu; the lowest in the order is
-//! then short of supply — part of what the experiment shows. A alone is the reference.
-//! Policies: Deferrable, PTPS, WCPS, CRPS. Measured in A:
+//! # (b) The VM under test next to other real-time VMs
+//! A runs on one pcpu (1 ms quantum) with one or with two other VMs B1, B2, which share one
+//! priority value; A is declared **last** and runs once at the others' priority
+//! (**equal**: ties are first-in, first-out, so equal-priority VCPUs with work take turns
+//! quantum by quantum) and once at a higher one (the others **lower**). Every other VM is
+//! either **idle** (no task) or **busy** (one job that never ends). A alone is the
+//! reference. Policies: Deferrable, PTPS, WCPS, CRPS. Measured in A:
 //! - the **extra delay** of the 7 ms / 1 s task, response − 7 ms, largest over all jobs
 //!   and over the release phases 0…49 ms (eval-affinity's phase sweep and rules, 10 s per
 //!   phase);
@@ -23,12 +27,12 @@
 //!   (> 5).
 //!
 //! # (c) An interrupt-driven task in an idle high-priority VM
-//! VM **H** (25, 50) ms, priority 1, is idle except for an interrupt handler: a task
-//! released by a Poisson stream of interrupts (mean gap 100 ms, from the simulation
-//! seed — the same interrupt times for every policy) whose jobs run 100 µs. VM **L**
-//! (25, 50) ms, priority 2, is busy (and, for reference, idle). Measured: the
-//! release-to-start latency of every handler job (interrupt to handler running), over
-//! 5 simulated minutes: min, mean, percentiles, max and the CDF.
+//! VM **H** (the VM under test, priority 1) is idle except for an interrupt handler: a
+//! task released by a Poisson stream of interrupts (mean gap 100 ms, from the simulation
+//! seed — the same interrupt times for every policy) whose jobs run 100 µs. VM **L** (an
+//! other VM, priority 2) is busy (and, for reference, idle). Measured: the release-to-start
+//! latency of every handler job (interrupt to handler running), over 5 simulated minutes:
+//! min, mean, percentiles, max and the CDF.
 //!
 //! `--duration` sets the length of each phase run of (b) and of the interrupt run of (c).
 //! `--quick`: phases every 5 ms with 2 s per phase; a 2.06 s long job (run 10.3 s);
@@ -40,8 +44,8 @@ use rtvmm_core::Nanos;
 use rtvmm_sim::Simulation;
 
 use super::eval_affinity::{
-    eval_name, extra_delays, ms, rt_task, worst, PhaseDelays, PhaseSweep, EVAL_POLICIES, QUANTUM,
-    TASK_COST,
+    config_label, eval_name, extra_delays, ms, rt_task, run_budget, worst, PhaseDelays, PhaseSweep,
+    EVAL_POLICIES, QUANTUM, TASK_COST,
 };
 use super::Experiment;
 use crate::error::ExperimentError;
@@ -52,18 +56,18 @@ use crate::system::{build_system, machine, simulate_with, ServerDomain};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "eval-contention",
     title: "VMs sharing a core",
-    description: "(b) The eval-affinity VM (25 ms every 50 ms) sharing its core with one and \
-        with two other real-time VMs of equal or lower priority, each idle or busy: the \
-        largest extra delay of its 7 ms / 1 s task over all release phases, and the \
-        slowdown of a 20.6 s job; (c) an interrupt-driven task (Poisson interrupts, 100 µs \
-        handler) in an idle high-priority VM while a lower-priority VM is busy: the latency \
-        from the interrupt to its handler running. Policies deferrable, ptps, wcps, crps.",
+    description: "(b) The VM under test (a 7 ms / 1 s task) sharing its core with one and with \
+        two other real-time VMs of equal priority (ties first-in, first-out, the VM under test \
+        declared last) or lower priority, each idle or busy: the largest extra delay of its \
+        task over all release phases, and the slowdown of a 20.6 s job; (c) an \
+        interrupt-driven task (Poisson interrupts, 100 µs handler) in an idle high-priority \
+        VM while a lower-priority VM is busy: the latency from the interrupt to its handler \
+        running. VMs as evaluated — (75, 50) and (500, 400) ms, budgets above the period, run \
+        as budget = period (always eligible) — and, for contrast, every VM (25, 50) ms. \
+        Policies deferrable, ptps, wcps, crps.",
     run: Some(run),
 };
 
-/// Every VM's server: (25, 50) ms.
-pub const VM_BUDGET: Nanos = Nanos::from_ms(25);
-pub const VM_PERIOD: Nanos = Nanos::from_ms(50);
 /// The long job's execution time (full scale).
 pub const LONG_JOB: Nanos = Nanos::from_ms(20_600);
 /// The long job's execution time in `--quick`.
@@ -77,18 +81,64 @@ const DELAY_FIGURE_CAP_MS: f64 = 100.0;
 pub const IRQ_MEAN_GAP: Nanos = Nanos::from_ms(100);
 /// Execution time of an interrupt handler job.
 pub const IRQ_HANDLER: Nanos = Nanos::from_us(100);
+/// The priority of the VM under test when it is above the others, and of the others then.
+const HIGH: u32 = 1;
+const LOW: u32 = 2;
 
-/// How the other VMs' priorities relate to A's.
+/// The VMs' (budget, period) as given; rtvmm runs [`run_budget`] of each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VmSetup {
+    /// A short name for tables, CSVs and figure file names.
+    pub name: &'static str,
+    /// The VM under test: A in (b), H in (c).
+    pub test_vm: (Nanos, Nanos),
+    /// Every other real-time VM: B1, B2 in (b), L in (c).
+    pub other_vm: (Nanos, Nanos),
+}
+
+impl VmSetup {
+    /// "A (75→50, 50) ms, others (500→400, 400) ms".
+    pub fn describe(&self) -> String {
+        format!(
+            "VM under test {} ms, others {} ms",
+            config_label(self.test_vm.0, self.test_vm.1),
+            config_label(self.other_vm.0, self.other_vm.1)
+        )
+    }
+
+    /// The suffix of this setup's figure files ("" for the evaluated one).
+    fn stem_suffix(&self) -> String {
+        if self.name == SETUPS[0].name {
+            String::new()
+        } else {
+            format!("_{}", self.name.replace('/', "_"))
+        }
+    }
+}
+
+/// The setups, the evaluated one first (module note).
+pub const SETUPS: [VmSetup; 2] = [
+    VmSetup {
+        name: "evaluated",
+        test_vm: (Nanos::from_ms(75), Nanos::from_ms(50)),
+        other_vm: (Nanos::from_ms(500), Nanos::from_ms(400)),
+    },
+    VmSetup {
+        name: "25/50",
+        test_vm: (Nanos::from_ms(25), Nanos::from_ms(50)),
+        other_vm: (Nanos::from_ms(25), Nanos::from_ms(50)),
+    },
+];
+
+/// How the other VMs' priority relates to A's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Relation {
     /// No other VM.
     Alone,
-    /// Priority 2, below A.
+    /// The others share a priority below A's.
     Lower,
-    /// Priority 1, declared after A (A wins ties).
-    EqualAFirst,
-    /// Priority 1, declared before A (A loses ties).
-    EqualALast,
+    /// A at the others' priority, declared after them.
+    Equal,
 }
 
 impl Relation {
@@ -97,18 +147,7 @@ impl Relation {
         match self {
             Relation::Alone => "alone",
             Relation::Lower => "lower",
-            Relation::EqualAFirst => "equal, A first",
-            Relation::EqualALast => "equal, A last",
-        }
-    }
-
-    /// A very short name for figure axes.
-    fn short(self) -> &'static str {
-        match self {
-            Relation::Alone => "alone",
-            Relation::Lower => "lower",
-            Relation::EqualAFirst => "eq/A-1st",
-            Relation::EqualALast => "eq/A-last",
+            Relation::Equal => "equal",
         }
     }
 }
@@ -142,7 +181,7 @@ impl Setting {
         }
         format!(
             "{} {}",
-            self.relation.short(),
+            self.relation.name(),
             if self.busy { "busy" } else { "idle" }
         )
     }
@@ -155,7 +194,7 @@ impl Setting {
             busy: false,
         }];
         for others in [1, 2] {
-            for relation in [Relation::Lower, Relation::EqualAFirst, Relation::EqualALast] {
+            for relation in [Relation::Lower, Relation::Equal] {
                 for busy in [false, true] {
                     settings.push(Setting {
                         others,
@@ -178,49 +217,62 @@ fn one_job(name: &str, execution: Nanos, horizon: Nanos) -> TaskSpec {
     task
 }
 
-fn server(name: &str, priority: u32, tasks: Vec<TaskSpec>) -> ServerDomain {
+/// A VM given (budget, period) `vm`, run with [`run_budget`].
+fn server(name: &str, vm: (Nanos, Nanos), priority: u32, tasks: Vec<TaskSpec>) -> ServerDomain {
     ServerDomain {
         name: name.to_string(),
-        budget: VM_BUDGET,
-        period: VM_PERIOD,
+        budget: run_budget(vm.0, vm.1),
+        period: vm.1,
         priority,
         guest: GuestScheduler::Rm,
         tasks,
+        offset: Nanos::ZERO,
     }
 }
 
-/// The domains of `setting` with A running `a_tasks`, and A's index. Busy VMs run one job
-/// longer than `horizon`.
+/// The domains of `setting` under `setup` with A running `a_tasks`, and A's index (A is
+/// declared last). Busy VMs run one job longer than `horizon`.
 pub fn contention_domains(
+    setup: &VmSetup,
     setting: &Setting,
     a_tasks: Vec<TaskSpec>,
     horizon: Nanos,
 ) -> (Vec<ServerDomain>, usize) {
-    let a = server("A", 1, a_tasks);
-    let priority = match setting.relation {
-        Relation::Lower => 2,
-        _ => 1,
+    let others_priority = match setting.relation {
+        Relation::Lower => LOW,
+        Relation::Alone | Relation::Equal => HIGH,
     };
-    let others: Vec<ServerDomain> = (1..=setting.others)
+    let mut domains: Vec<ServerDomain> = (1..=setting.others)
         .map(|k| {
             let tasks = if setting.busy {
                 vec![one_job("busy", horizon + Nanos::from_secs(1), horizon)]
             } else {
                 Vec::new()
             };
-            server(&format!("B{k}"), priority, tasks)
+            server(&format!("B{k}"), setup.other_vm, others_priority, tasks)
         })
         .collect();
-    if setting.relation == Relation::EqualALast {
-        let mut domains = others;
-        domains.push(a);
-        let index = domains.len() - 1;
-        (domains, index)
+    domains.push(server("A", setup.test_vm, HIGH, a_tasks));
+    let a = domains.len() - 1;
+    (domains, a)
+}
+
+/// (c): H (the VM under test, priority 1) with the interrupt handler, L (an other VM,
+/// priority 2) busy for longer than `horizon` or idle.
+pub fn interrupt_domains(setup: &VmSetup, lower_busy: bool, horizon: Nanos) -> Vec<ServerDomain> {
+    let mut handler = TaskSpec::periodic("irq", IRQ_MEAN_GAP, IRQ_HANDLER);
+    handler.arrival = Arrival::Poisson {
+        mean_gap: IRQ_MEAN_GAP,
+    };
+    let lower_tasks = if lower_busy {
+        vec![one_job("busy", horizon + Nanos::from_secs(1), horizon)]
     } else {
-        let mut domains = vec![a];
-        domains.extend(others);
-        (domains, 0)
-    }
+        Vec::new()
+    };
+    vec![
+        server("H", setup.test_vm, HIGH, vec![handler]),
+        server("L", setup.other_vm, LOW, lower_tasks),
+    ]
 }
 
 /// The completion time of the first job of task 0 of `domain`, if it finished.
@@ -251,6 +303,7 @@ fn start_latencies(sim: &Simulation, domain: usize) -> (usize, Vec<Nanos>) {
 
 #[derive(Clone, Debug)]
 struct ContentionPoint {
+    setup: VmSetup,
     setting: Setting,
     policy: PolicyKind,
 }
@@ -263,6 +316,7 @@ struct ContentionOutcome {
 
 #[derive(Clone, Debug)]
 struct IrqPoint {
+    setup: VmSetup,
     lower_busy: bool,
     policy: PolicyKind,
 }
@@ -286,10 +340,20 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     let policies = options.policies_or(&EVAL_POLICIES);
     let overheads = options.overheads.unwrap_or_default();
     let seed = options.seed;
+    for setup in &SETUPS {
+        out.param(&format!("VMs '{}'", setup.name), setup.describe());
+    }
     out.param(
-        "VMs",
-        "every VM a server of (25, 50) ms; A and H priority 1; others priority 2 (lower) or \
-         1 (equal, declared after or before A); idle = no task, busy = one endless job",
+        "budget above period",
+        "the evaluation's (75, 50) and (500, 400) ms VMs have a budget above their period, \
+         which rtvmm rejects (as Xen RTDS does): they run with budget = period, (50, 50) and \
+         (400, 400) ms — always eligible, as the evaluated release treated them",
+    );
+    out.param(
+        "priorities",
+        "(b) the others share one priority value; A is declared last, at the others' \
+         priority (equal: ties first-in, first-out) or above it (others lower); (c) H \
+         above L; idle = no task, busy = one endless job",
     );
     out.param(
         "(b) extra delay",
@@ -327,22 +391,30 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     // (b)
     let settings = Setting::all();
     let mut points = Vec::new();
-    for &setting in &settings {
-        for &policy in &policies {
-            points.push(ContentionPoint { setting, policy });
+    for setup in SETUPS {
+        for &setting in &settings {
+            for &policy in &policies {
+                points.push(ContentionPoint {
+                    setup,
+                    setting,
+                    policy,
+                });
+            }
         }
     }
     let name = |p: &ContentionPoint| {
         format!(
-            "eval-contention-{}-{}",
+            "eval-contention-{}-{}-{}",
+            p.setup.name.replace('/', "_"),
             p.setting.label().replace([',', ' '], "_"),
             p.policy
         )
     };
     let outcome = out.sweep("eval-contention (b)", &points, name, |p| {
         let mut phases = Vec::new();
-        for phase in sweep.phases(VM_PERIOD) {
-            let (domains, a) = contention_domains(&p.setting, vec![rt_task(phase)], sweep.duration);
+        for phase in sweep.phases(p.setup.test_vm.1) {
+            let (domains, a) =
+                contention_domains(&p.setup, &p.setting, vec![rt_task(phase)], sweep.duration);
             let system = build_system(&domains, p.policy, machine(QUANTUM, overheads))?;
             let (_, delays) = simulate_with(&system, &name(p), seed, sweep.duration, |sim| {
                 extra_delays(sim, a, 0, TASK_COST, sweep.duration)
@@ -350,6 +422,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             phases.extend(PhaseDelays::of(phase, &delays));
         }
         let (domains, a) = contention_domains(
+            &p.setup,
             &p.setting,
             vec![one_job("long", long_job, long_run)],
             long_run,
@@ -369,36 +442,28 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     write_contention(out, &settings, &policies, &finished, long_job, long_run)?;
 
     // (c)
-    let irq_points: Vec<IrqPoint> = [true, false]
-        .into_iter()
-        .flat_map(|lower_busy| {
-            policies
-                .iter()
-                .map(move |&policy| IrqPoint { lower_busy, policy })
-        })
-        .collect();
+    let mut irq_points = Vec::new();
+    for setup in SETUPS {
+        for lower_busy in [true, false] {
+            for &policy in &policies {
+                irq_points.push(IrqPoint {
+                    setup,
+                    lower_busy,
+                    policy,
+                });
+            }
+        }
+    }
     let irq_name = |p: &IrqPoint| {
         format!(
-            "eval-contention-irq-{}-{}",
+            "eval-contention-irq-{}-{}-{}",
+            p.setup.name.replace('/', "_"),
             if p.lower_busy { "busy" } else { "idle" },
             p.policy
         )
     };
     let irq_outcome = out.sweep("eval-contention (c)", &irq_points, irq_name, |p| {
-        let mut handler = TaskSpec::periodic("irq", IRQ_MEAN_GAP, IRQ_HANDLER);
-        handler.arrival = Arrival::Poisson {
-            mean_gap: IRQ_MEAN_GAP,
-        };
-        let lower_tasks = if p.lower_busy {
-            vec![one_job(
-                "busy",
-                irq_duration + Nanos::from_secs(1),
-                irq_duration,
-            )]
-        } else {
-            Vec::new()
-        };
-        let domains = [server("H", 1, vec![handler]), server("L", 2, lower_tasks)];
+        let domains = interrupt_domains(&p.setup, p.lower_busy, irq_duration);
         let system = build_system(&domains, p.policy, machine(QUANTUM, overheads))?;
         let (_, (interrupts, mut latencies)) =
             simulate_with(&system, &irq_name(p), seed, irq_duration, |sim| {
@@ -416,6 +481,35 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         .filter_map(|(p, r)| r.as_ref().map(|r| (p, r)))
         .collect();
     write_interrupts(out, &policies, &irq_finished, irq_duration, seed)?;
+    out.against_published(
+        &[
+            "The evaluation's contention scenarios: the VM under test next to one and to two \
+             other real-time VMs of equal or lower priority, each idle or busy (extra delay of \
+             its 7 ms task, slowdown of a 20.6 s job), and an interrupt-driven task in an idle \
+             high-priority VM beside a busy lower-priority one."
+                .to_string(),
+            "Budgets above the period (75/50 ms, 500/400 ms), which the evaluated release \
+             treated as always eligible, run as budget = period: always eligible too."
+                .to_string(),
+        ],
+        &[
+            "Which VM had which parameters is rtvmm's reading: the VM under test (75, 50) ms, \
+             the other real-time VMs (500, 400) ms. Every VM at (25, 50) ms is run as well, \
+             for contrast."
+                .to_string(),
+            "Equal priorities are first-in, first-out (RT-Xen's RunQ, `schedulers.md`), the \
+             VM under test declared last; equal-priority VMs with work take turns quantum by \
+             quantum."
+                .to_string(),
+            "The interrupts are a Poisson stream (mean gap 100 ms) with a 100 µs handler; the \
+             evaluation's interrupt source and handler length are not given."
+                .to_string(),
+            "Every release phase of the 7 ms task is run and the worst reported; no guest \
+             kernel, timer or measurement overhead."
+                .to_string(),
+        ],
+    );
+
     Ok(())
 }
 
@@ -435,14 +529,15 @@ fn write_contention(
     long_job: Nanos,
     long_run: Nanos,
 ) -> Result<(), ExperimentError> {
-    let find = |setting: &Setting, policy: PolicyKind| {
+    let find = |setup: &VmSetup, setting: &Setting, policy: PolicyKind| {
         finished
             .iter()
-            .find(|(p, _)| p.setting == *setting && p.policy == policy)
+            .find(|(p, _)| p.setup == *setup && p.setting == *setting && p.policy == policy)
             .map(|(_, o)| *o)
     };
-    let setting_columns = |s: &Setting| {
+    let setting_columns = |setup: &VmSetup, s: &Setting| {
         vec![
+            setup.name.to_string(),
             s.others.to_string(),
             s.relation.name().to_string(),
             if s.relation == Relation::Alone {
@@ -458,7 +553,7 @@ fn write_contention(
     let mut rows = Vec::new();
     for (p, o) in finished {
         for ph in &o.phases {
-            let mut row = setting_columns(&p.setting);
+            let mut row = setting_columns(&p.setup, &p.setting);
             row.extend([
                 eval_name(p.policy).to_string(),
                 ms(ph.phase),
@@ -472,9 +567,10 @@ fn write_contention(
     }
     out.csv(
         "delays.csv",
-        "(b) per setting, policy and release phase of A's 7 ms task: counted jobs, \
+        "(b) per VM setup, setting, policy and release phase of A's 7 ms task: counted jobs, \
          unfinished ones (delay = lower bound), largest and mean extra delay (ms)",
         &[
+            "vms",
             "others",
             "relation",
             "others_state",
@@ -493,7 +589,7 @@ fn write_contention(
         let w = worst(&o.phases);
         let lower = o.phases.iter().any(|ph| ph.unfinished > 0);
         let (factor, done) = slowdown(o.long_job, long_job, long_run);
-        let mut row = setting_columns(&p.setting);
+        let mut row = setting_columns(&p.setup, &p.setting);
         row.extend([
             eval_name(p.policy).to_string(),
             w.map_or_else(String::new, |w| ms(w.max)),
@@ -509,10 +605,11 @@ fn write_contention(
     }
     out.csv(
         "contention.csv",
-        "(b) per setting and policy: A's largest extra delay (ms) and its phase, whether it \
-         is a lower bound; the long job's completion (ns; empty = unfinished) and slowdown \
-         (a lower bound when unfinished)",
+        "(b) per VM setup, setting and policy: A's largest extra delay (ms) and its phase, \
+         whether it is a lower bound; the long job's completion (ns; empty = unfinished) and \
+         slowdown (a lower bound when unfinished)",
         &[
+            "vms",
             "others",
             "relation",
             "others_state",
@@ -529,37 +626,39 @@ fn write_contention(
     )?;
 
     // Tables.
-    let mut header = vec!["setting".to_string()];
+    let mut header = vec!["VMs".to_string(), "setting".to_string()];
     header.extend(policies.iter().map(|&p| eval_name(p).to_string()));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut delay_table = Vec::new();
     let mut slowdown_table = Vec::new();
-    for s in settings {
-        let mut delay_row = vec![s.label()];
-        let mut slow_row = vec![s.label()];
-        for &policy in policies {
-            match find(s, policy) {
-                None => {
-                    delay_row.push("—".to_string());
-                    slow_row.push("—".to_string());
-                }
-                Some(o) => {
-                    let lower = o.phases.iter().any(|ph| ph.unfinished > 0);
-                    delay_row.push(worst(&o.phases).map_or_else(
-                        || "no job counted".to_string(),
-                        |w| format!("{}{} ms", if lower { "≥ " } else { "" }, ms(w.max)),
-                    ));
-                    let (factor, done) = slowdown(o.long_job, long_job, long_run);
-                    slow_row.push(if done {
-                        format!("{factor:.3}")
-                    } else {
-                        format!("> {factor:.2} (unfinished)")
-                    });
+    for setup in &SETUPS {
+        for s in settings {
+            let mut delay_row = vec![setup.name.to_string(), s.label()];
+            let mut slow_row = vec![setup.name.to_string(), s.label()];
+            for &policy in policies {
+                match find(setup, s, policy) {
+                    None => {
+                        delay_row.push("—".to_string());
+                        slow_row.push("—".to_string());
+                    }
+                    Some(o) => {
+                        let lower = o.phases.iter().any(|ph| ph.unfinished > 0);
+                        delay_row.push(worst(&o.phases).map_or_else(
+                            || "no job counted".to_string(),
+                            |w| format!("{}{} ms", if lower { "≥ " } else { "" }, ms(w.max)),
+                        ));
+                        let (factor, done) = slowdown(o.long_job, long_job, long_run);
+                        slow_row.push(if done {
+                            format!("{factor:.3}")
+                        } else {
+                            format!("> {factor:.2} (unfinished)")
+                        });
+                    }
                 }
             }
+            delay_table.push(delay_row);
+            slowdown_table.push(slow_row);
         }
-        delay_table.push(delay_row);
-        slowdown_table.push(slow_row);
     }
     out.table(
         "delay",
@@ -584,90 +683,104 @@ fn write_contention(
         for row in rows.iter() {
             let parts: Vec<String> = policies
                 .iter()
-                .zip(row.iter().skip(1))
+                .zip(row.iter().skip(2))
                 .map(|(&p, cell)| format!("{} {cell}", eval_name(p)))
                 .collect();
-            out.finding(format!("(b) {what}, {}: {}", row[0], parts.join(", ")));
+            out.finding(format!(
+                "(b) {what}, VMs {}, {}: {}",
+                row[0],
+                row[1],
+                parts.join(", ")
+            ));
         }
     }
 
-    // Figures: per number of others, alone first.
-    for others in [1usize, 2] {
-        let group: Vec<&Setting> = settings
-            .iter()
-            .filter(|s| s.others == others || s.relation == Relation::Alone)
-            .collect();
-        let categories: Vec<String> = group.iter().map(|s| s.short()).collect();
-        let delay_series = policies
-            .iter()
-            .map(|&policy| {
-                let values = group
-                    .iter()
-                    .map(|s| {
-                        find(s, policy)
-                            .and_then(|o| worst(&o.phases))
-                            .map_or(0.0, |w| {
-                                (w.max.as_ns() as f64 / 1e6).min(DELAY_FIGURE_CAP_MS)
-                            })
-                    })
-                    .collect();
-                (eval_name(policy).to_string(), values)
-            })
-            .collect();
-        let legend_note = "alone = A only; lower = others at priority 2; eq/A-1st, eq/A-last = \
-             equal priority with A declared first (wins ties) or last (loses ties); idle/busy = \
-             the others' state";
-        out.figure(
-            &format!("delay_{others}"),
-            &Chart::Bar(BarChart {
-                title: format!(
-                    "eval-contention (b): largest extra delay of A, {others} other VM{}",
-                    if others == 1 { "" } else { "s" }
+    // Figures: per setup and number of others, alone first.
+    let legend_note = "alone = A only; lower = the others share a priority below A's; equal = \
+         A at the others' priority, declared last (ties first-in, first-out); idle/busy = the \
+         others' state";
+    for setup in &SETUPS {
+        for others in [1usize, 2] {
+            let group: Vec<&Setting> = settings
+                .iter()
+                .filter(|s| s.others == others || s.relation == Relation::Alone)
+                .collect();
+            let categories: Vec<String> = group.iter().map(|s| s.short()).collect();
+            let delay_series = policies
+                .iter()
+                .map(|&policy| {
+                    let values = group
+                        .iter()
+                        .map(|s| {
+                            find(setup, s, policy)
+                                .and_then(|o| worst(&o.phases))
+                                .map_or(0.0, |w| {
+                                    (w.max.as_ns() as f64 / 1e6).min(DELAY_FIGURE_CAP_MS)
+                                })
+                        })
+                        .collect();
+                    (eval_name(policy).to_string(), values)
+                })
+                .collect();
+            let plural = if others == 1 { "" } else { "s" };
+            let suffix = setup.stem_suffix();
+            out.figure(
+                &format!("delay_{others}{suffix}"),
+                &Chart::Bar(BarChart {
+                    title: format!(
+                        "eval-contention (b): largest extra delay of A, {others} other VM{plural} \
+                         ({} VMs)",
+                        setup.name
+                    ),
+                    x_label: "setting of the other VMs".to_string(),
+                    y_label: "largest extra delay of a 7 ms job (ms)".to_string(),
+                    categories: categories.clone(),
+                    series: delay_series,
+                    legend: LegendAt::UpperLeft,
+                }),
+                &format!(
+                    "Largest extra delay (response − execution) of A's 7 ms / 1 s task over all \
+                     release phases, per setting and policy; {}. {legend_note}. Bars stop at \
+                     {DELAY_FIGURE_CAP_MS} ms: a bar there means at least that much (A starved; \
+                     the lower bounds are in delay.md).",
+                    setup.describe()
                 ),
-                x_label: "setting of the other VMs".to_string(),
-                y_label: "largest extra delay of a 7 ms job (ms)".to_string(),
-                categories: categories.clone(),
-                series: delay_series,
-                legend: LegendAt::UpperLeft,
-            }),
-            &format!(
-                "Largest extra delay (response − execution) of A's 7 ms / 1 s task over all \
-                 release phases, per setting and policy. {legend_note}. Bars stop at \
-                 {DELAY_FIGURE_CAP_MS} ms: a bar there means at least that much (A starved; \
-                 the lower bounds are in delay.md)."
-            ),
-        )?;
-        let slow_series = policies
-            .iter()
-            .map(|&policy| {
-                let values = group
-                    .iter()
-                    .map(|s| {
-                        find(s, policy).map_or(0.0, |o| slowdown(o.long_job, long_job, long_run).0)
-                    })
-                    .collect();
-                (eval_name(policy).to_string(), values)
-            })
-            .collect();
-        out.figure(
-            &format!("slowdown_{others}"),
-            &Chart::Bar(BarChart {
-                title: format!(
-                    "eval-contention (b): slowdown of a {long_job} job, {others} other VM{}",
-                    if others == 1 { "" } else { "s" }
+            )?;
+            let slow_series = policies
+                .iter()
+                .map(|&policy| {
+                    let values = group
+                        .iter()
+                        .map(|s| {
+                            find(setup, s, policy)
+                                .map_or(0.0, |o| slowdown(o.long_job, long_job, long_run).0)
+                        })
+                        .collect();
+                    (eval_name(policy).to_string(), values)
+                })
+                .collect();
+            out.figure(
+                &format!("slowdown_{others}{suffix}"),
+                &Chart::Bar(BarChart {
+                    title: format!(
+                        "eval-contention (b): slowdown of a {long_job} job, {others} other \
+                         VM{plural} ({} VMs)",
+                        setup.name
+                    ),
+                    x_label: "setting of the other VMs".to_string(),
+                    y_label: format!("completion time ÷ {long_job}"),
+                    categories,
+                    series: slow_series,
+                    legend: LegendAt::UpperLeft,
+                }),
+                &format!(
+                    "Completion time of one {long_job} job in A divided by {long_job}, per \
+                     setting and policy; {}; a job unfinished after {long_run} is drawn at \
+                     {LONG_RUN_FACTOR} (a lower bound, see slowdown.md). {legend_note}.",
+                    setup.describe()
                 ),
-                x_label: "setting of the other VMs".to_string(),
-                y_label: format!("completion time ÷ {long_job}"),
-                categories,
-                series: slow_series,
-                legend: LegendAt::UpperLeft,
-            }),
-            &format!(
-                "Completion time of one {long_job} job in A divided by {long_job}, per setting \
-                 and policy; a job unfinished after {long_run} is drawn at {LONG_RUN_FACTOR} \
-                 (a lower bound, see slowdown.md). {legend_note}."
-            ),
-        )?;
+            )?;
+        }
     }
     Ok(())
 }
@@ -699,6 +812,7 @@ fn write_interrupts(
             us(values.iter().sum::<f64>() / values.len() as f64)
         };
         rows.push(vec![
+            p.setup.name.to_string(),
             state.to_string(),
             eval_name(p.policy).to_string(),
             o.interrupts.to_string(),
@@ -711,6 +825,7 @@ fn write_interrupts(
             q(1.0),
         ]);
         table.push(vec![
+            p.setup.name.to_string(),
             state.to_string(),
             eval_name(p.policy).to_string(),
             values.len().to_string(),
@@ -724,6 +839,7 @@ fn write_interrupts(
             for k in 0..=100 {
                 let level = f64::from(k) / 100.0;
                 quantile_rows.push(vec![
+                    p.setup.name.to_string(),
                     state.to_string(),
                     eval_name(p.policy).to_string(),
                     values.len().to_string(),
@@ -735,9 +851,11 @@ fn write_interrupts(
     }
     out.csv(
         "interrupt_latency.csv",
-        "(c) per lower-VM state and policy: interrupts, handler jobs that started, and the \
-         interrupt-to-handler latency (µs): min, mean, median, 90th, 99th percentile, max",
+        "(c) per VM setup, lower-VM state and policy: interrupts, handler jobs that started, \
+         and the interrupt-to-handler latency (µs): min, mean, median, 90th, 99th percentile, \
+         max",
         &[
+            "vms",
             "lower_vm",
             "policy",
             "interrupts",
@@ -754,13 +872,21 @@ fn write_interrupts(
     out.csv(
         "interrupt_latency_quantiles.csv",
         "(c) latency quantiles (0, 0.01, …, 1) in µs",
-        &["lower_vm", "policy", "samples", "quantile", "latency_us"],
+        &[
+            "vms",
+            "lower_vm",
+            "policy",
+            "samples",
+            "quantile",
+            "latency_us",
+        ],
         &quantile_rows,
     )?;
     out.table(
         "interrupt_latency",
         "(c) Interrupt-to-handler latency (µs) in the idle high-priority VM H",
         &[
+            "VMs",
             "lower VM L",
             "policy",
             "handler jobs",
@@ -772,50 +898,58 @@ fn write_interrupts(
         ],
         table.clone(),
     )?;
-    for row in table.iter().filter(|r| r[0] == "busy") {
+    for row in table.iter().filter(|r| r[1] == "busy") {
         out.finding(format!(
-            "(c) interrupt latency with L busy, {}: mean {} µs, p99 {} µs, max {} µs ({} \
+            "(c) interrupt latency, VMs {}, L busy, {}: mean {} µs, p99 {} µs, max {} µs ({} \
              handler jobs)",
-            row[1], row[4], row[6], row[7], row[2]
+            row[0], row[2], row[5], row[7], row[8], row[3]
         ));
     }
-    for busy in [true, false] {
-        let state = if busy { "busy" } else { "idle" };
-        let series: Vec<Series> = policies
-            .iter()
-            .filter_map(|&policy| {
-                let (_, o) = finished
-                    .iter()
-                    .find(|(p, _)| p.lower_busy == busy && p.policy == policy)?;
-                let values: Vec<f64> = o.latencies.iter().map(|l| l.as_ns() as f64 / 1e6).collect();
-                Some(Series {
-                    name: eval_name(policy).to_string(),
-                    points: cdf_points(&values, f64::INFINITY, 600),
+    for setup in &SETUPS {
+        for busy in [true, false] {
+            let state = if busy { "busy" } else { "idle" };
+            let series: Vec<Series> = policies
+                .iter()
+                .filter_map(|&policy| {
+                    let (_, o) = finished.iter().find(|(p, _)| {
+                        p.setup == *setup && p.lower_busy == busy && p.policy == policy
+                    })?;
+                    let values: Vec<f64> =
+                        o.latencies.iter().map(|l| l.as_ns() as f64 / 1e6).collect();
+                    Some(Series {
+                        name: eval_name(policy).to_string(),
+                        points: cdf_points(&values, f64::INFINITY, 600),
+                    })
                 })
-            })
-            .collect();
-        if series.is_empty() {
-            continue;
+                .collect();
+            if series.is_empty() {
+                continue;
+            }
+            let mut chart = LineChart::new(
+                &format!(
+                    "eval-contention (c): interrupt latency CDF, L {state} ({} VMs)",
+                    setup.name
+                ),
+                "interrupt-to-handler latency (ms)",
+                "fraction of interrupts (CDF)",
+                series,
+            );
+            chart.markers = false;
+            chart.y_range = Some((0.0, 1.02));
+            chart.legend = LegendAt::LowerRight;
+            out.figure(
+                &format!("interrupt_latency_{state}{}", setup.stem_suffix()),
+                &Chart::Line(chart),
+                &format!(
+                    "CDF of the time from an interrupt (Poisson, mean gap {IRQ_MEAN_GAP}) to \
+                     its {IRQ_HANDLER} handler starting in the otherwise idle VM H {} ms at \
+                     priority 1, with L {} ms at priority 2 {state}; one curve per policy; \
+                     {duration} simulated, seed {seed}.",
+                    config_label(setup.test_vm.0, setup.test_vm.1),
+                    config_label(setup.other_vm.0, setup.other_vm.1)
+                ),
+            )?;
         }
-        let mut chart = LineChart::new(
-            &format!("eval-contention (c): interrupt latency CDF, L {state}"),
-            "interrupt-to-handler latency (ms)",
-            "fraction of interrupts (CDF)",
-            series,
-        );
-        chart.markers = false;
-        chart.y_range = Some((0.0, 1.02));
-        chart.legend = LegendAt::LowerRight;
-        out.figure(
-            &format!("interrupt_latency_{state}"),
-            &Chart::Line(chart),
-            &format!(
-                "CDF of the time from an interrupt (Poisson, mean gap {IRQ_MEAN_GAP}) to its \
-                 {IRQ_HANDLER} handler starting in the otherwise idle VM H (25, 50) ms at \
-                 priority 1, with L (25, 50) ms at priority 2 {state}; one curve per policy; \
-                 {duration} simulated, seed {seed}."
-            ),
-        )?;
     }
     Ok(())
 }
@@ -827,32 +961,50 @@ mod tests {
     #[test]
     fn settings_and_domains() {
         let settings = Setting::all();
-        assert_eq!(settings.len(), 13);
+        assert_eq!(settings.len(), 9);
         let horizon = Nanos::from_secs(10);
-        let last = Setting {
+        let equal = Setting {
             others: 2,
-            relation: Relation::EqualALast,
+            relation: Relation::Equal,
             busy: true,
         };
-        let (domains, a) = contention_domains(&last, vec![rt_task(Nanos::ZERO)], horizon);
+        let evaluated = &SETUPS[0];
+        let (domains, a) =
+            contention_domains(evaluated, &equal, vec![rt_task(Nanos::ZERO)], horizon);
+        // A last, everyone at one priority value.
         assert_eq!(a, 2);
         assert_eq!(domains[a].name, "A");
-        assert!(domains.iter().all(|d| d.priority == 1));
+        assert!(domains.iter().all(|d| d.priority == HIGH));
         assert_eq!(domains[0].tasks.len(), 1);
+        // Budgets above the period run at the period.
+        assert_eq!(
+            (domains[a].budget, domains[a].period),
+            (Nanos::from_ms(50), Nanos::from_ms(50))
+        );
+        assert_eq!(
+            (domains[0].budget, domains[0].period),
+            (Nanos::from_ms(400), Nanos::from_ms(400))
+        );
         let lower = Setting {
             others: 1,
             relation: Relation::Lower,
             busy: false,
         };
-        let (domains, a) = contention_domains(&lower, vec![], horizon);
-        assert_eq!((a, domains.len()), (0, 2));
-        assert_eq!(domains[1].priority, 2);
-        assert!(domains[1].tasks.is_empty());
+        let (domains, a) = contention_domains(&SETUPS[1], &lower, vec![], horizon);
+        assert_eq!((a, domains.len()), (1, 2));
+        assert_eq!((domains[0].priority, domains[a].priority), (LOW, HIGH));
+        assert!(domains[0].tasks.is_empty());
+        assert_eq!(domains[a].budget, Nanos::from_ms(25));
         assert_eq!(lower.label(), "1 other, lower, idle");
-        assert_eq!(last.short(), "eq/A-last busy");
+        assert_eq!(equal.short(), "equal busy");
         assert_eq!(
             slowdown(None, Nanos::from_secs(2), Nanos::from_secs(10)),
             (5.0, false)
         );
+        let irq = interrupt_domains(evaluated, true, horizon);
+        assert_eq!((irq[0].priority, irq[1].priority), (HIGH, LOW));
+        assert_eq!(irq[0].budget, Nanos::from_ms(50));
+        assert_eq!(SETUPS[1].stem_suffix(), "_25_50");
+        assert_eq!(SETUPS[0].stem_suffix(), "");
     }
 }

@@ -1,17 +1,20 @@
 //! rtxen-isolation — one overloaded domain (`experiments.md`).
 //!
-//! Procedure: the rtxen-overhead setting (even shares, α = 70 %, five tasks per domain),
-//! 2 simulated minutes, two cases:
+//! Procedure: the rtxen-overhead setting (even shares, α = 70 %, five tasks per domain,
+//! staggered boot offsets or `--in-phase`), 2 simulated minutes, two cases:
 //! - *normal*: the generated task set;
-//! - *overloaded*: domain 3's highest-priority task (rate-monotonic: the shortest period,
-//!   ties by declaration order) is misconfigured: its WCET grows until domain 3's total
-//!   utilisation is its share **plus 10 percentage points** (share 20 % → 30 %; the spec's
-//!   "10 % more utilisation than its domain's share allows", read as percentage points of
-//!   the CPU). The WCET is rounded up to a whole microsecond and capped at the period.
+//! - *overloaded*: domain 3's highest-priority task (rate-monotonic: the shortest period;
+//!   of equal shortest periods, which share one priority level, the first declared) is
+//!   misconfigured: its utilisation is raised by **10 percentage points of the pcpu** —
+//!   its cost grows by a tenth of its period, its period stays. (Periods are whole
+//!   milliseconds, so a tenth is a whole number of 100 µs: exact, no rounding.) Its domain's
+//!   utilisation grows by the same 10 points, from about 14 % to about 24 % against a 20 %
+//!   share.
 //!
 //! Reports the deadline miss ratio of every domain under each policy (the four servers,
-//! credit, sedf) in both cases. Under the fixed-priority servers a domain's schedule
-//! does not depend on lower-priority domains, so domains 1 and 2 must be unaffected.
+//! credit at Xen 4.0's defaults, credit-1ms, sedf) in both cases. Under the fixed-priority
+//! servers a domain's schedule does not depend on lower-priority domains, so domains 1 and
+//! 2 must be unaffected; the boot offsets are the same in both cases.
 //!
 //! `--quick`: 5 s per run.
 
@@ -23,41 +26,47 @@ use super::Experiment;
 use crate::error::ExperimentError;
 use crate::plot::{BarChart, Chart, LegendAt};
 use crate::report::Output;
-use crate::rtxen::{domain_share, domain_utilisation, rtxen_domains, RTXEN_POLICIES};
-use crate::system::{build_system, machine, simulate, ServerDomain};
+use crate::rtxen::{
+    domain_share, domain_utilisation, record_offsets, rtxen_domains, Phasing, RTXEN_POLICIES,
+};
+use crate::system::{
+    build_system_with, machine, run_labels, run_policies, simulate, RunPolicy, ServerDomain,
+};
 
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-isolation",
     title: "one overloaded domain",
-    description: "The rtxen-overhead setting (even shares, α = 70 %, five tasks per domain), \
-        2 simulated minutes, in two cases: normal, and overloaded, where domain 3's \
-        highest-priority task needs so much more time that domain 3's utilisation is its \
-        share plus 10 percentage points. Shows the deadline miss ratio of every domain under \
-        each policy: whether one domain's overload spreads to the others.",
+    description: "The rtxen-overhead setting (even shares, α = 70 %, five tasks per domain, \
+        staggered boot offsets or --in-phase), 2 simulated minutes, in two cases: normal, \
+        and overloaded, where domain 3's highest-priority task is misconfigured: its \
+        utilisation is raised by 10 percentage points of the pcpu (its cost grows by a tenth \
+        of its period). Shows the deadline miss ratio of every domain under each policy \
+        (Credit at Xen 4.0's defaults and at 1 ms): whether one domain's overload spreads to \
+        the others.",
     run: Some(run),
 };
 
 /// The overloaded domain (index into d1…d5).
 pub const OVERLOADED_DOMAIN: usize = 2;
-/// How far above its share the overloaded domain's utilisation is set.
-pub const OVERLOAD: f64 = 0.10;
+/// How much the misconfigured task's utilisation grows, in percentage points of the pcpu:
+/// its cost grows by `period × OVERLOAD_PERCENT / 100`.
+pub const OVERLOAD_PERCENT: u64 = 10;
 
 /// The two cases.
 pub const CASES: [&str; 2] = ["normal", "overloaded"];
 
-/// Makes `domains[OVERLOADED_DOMAIN]` need its share + [`OVERLOAD`] by growing the WCET
-/// of its highest-priority (shortest-period, first declared) task. Returns the task's
-/// name and the domain's utilisation before and after.
+/// Misconfigures `domains[OVERLOADED_DOMAIN]`'s highest-priority task (shortest period,
+/// first declared): its cost grows by [`OVERLOAD_PERCENT`] % of its period (capped at the
+/// period, which the rtxen task sets never reach: their task utilisations are at most
+/// 50 % × 100 %). Returns the task's name and the domain's utilisation before and after.
 pub fn overload(domains: &mut [ServerDomain]) -> (String, f64, f64) {
     let domain = &mut domains[OVERLOADED_DOMAIN];
     let before = domain_utilisation(domain);
-    let target = domain_share(domain) + OVERLOAD;
     let top = (0..domain.tasks.len())
         .min_by_key(|&i| (domain.tasks[i].period, i))
         .expect("rtxen domains have tasks");
     let task = &mut domain.tasks[top];
-    let extra_ns = ((target - before) * task.period.as_ns() as f64).max(0.0);
-    let extra = Nanos::from_us((extra_ns / 1000.0).ceil() as u64);
+    let extra = Nanos(task.period.as_ns() / 100 * OVERLOAD_PERCENT);
     task.wcet = (task.wcet + extra).min(task.period);
     task.min_exec = task.wcet;
     let name = task.name.clone();
@@ -68,40 +77,51 @@ pub fn overload(domains: &mut [ServerDomain]) -> (String, f64, f64) {
 fn run(out: &mut Output) -> Result<(), ExperimentError> {
     let options = out.options;
     let duration = options.duration_or(Nanos::from_secs(120), Nanos::from_secs(5));
-    let policies = options.policies_or(&RTXEN_POLICIES);
+    let policies = run_policies(&options.policies_or(&RTXEN_POLICIES))?;
     let overheads = options.overheads.unwrap_or_default();
     let seed = options.seed;
-    let normal = rtxen_domains(SharePattern::Even, 700, seed)?;
+    let phasing = Phasing::of(options);
+    let mut normal = rtxen_domains(SharePattern::Even, 700, seed)?;
+    phasing.boot(&mut normal, 700);
     let mut overloaded = normal.clone();
     let (task, before, after) = overload(&mut overloaded);
     out.param("share pattern", "even");
     out.param("total load α", "70%");
-    out.param(
-        "policies",
-        policies
-            .iter()
-            .map(|p| p.name())
-            .collect::<Vec<_>>()
-            .join(", "),
-    );
+    out.param("policies", run_labels(&policies));
+    for p in policies.iter().filter(|p| p.kind() == PolicyKind::Credit) {
+        out.param(&format!("policy {}", p.label), p.describe());
+    }
     out.param("simulated time per run", duration);
     out.param("pcpus · quantum", "1 · 1ms");
+    let top = overloaded[OVERLOADED_DOMAIN]
+        .tasks
+        .iter()
+        .find(|t| t.name == task)
+        .expect("the overloaded task");
     out.param(
         "overloaded case",
         format!(
-            "d3 (share {:.0}%): task {task}'s WCET raised, d3 utilisation {:.2}% → {:.2}%",
+            "d3 (share {:.0}%): task {task} (period {}) costs {} more, +{OVERLOAD_PERCENT} \
+             percentage points of the pcpu; d3 utilisation {:.2}% → {:.2}%",
             domain_share(&overloaded[OVERLOADED_DOMAIN]) * 100.0,
+            top.period,
+            Nanos(top.period.as_ns() / 100 * OVERLOAD_PERCENT),
             before * 100.0,
             after * 100.0
         ),
     );
-    let runs: Vec<(usize, PolicyKind)> = (0..CASES.len())
-        .flat_map(|c| policies.iter().map(move |&p| (c, p)))
+    record_offsets(out, phasing, &[("even-700".to_string(), normal.clone())])?;
+    let runs: Vec<(usize, &RunPolicy)> = (0..CASES.len())
+        .flat_map(|c| policies.iter().map(move |p| (c, p)))
         .collect();
-    let name = |&(c, p): &(usize, PolicyKind)| format!("rtxen-isolation-{}-{p}", CASES[c]);
+    let name = |&(c, p): &(usize, &RunPolicy)| format!("rtxen-isolation-{}-{p}", CASES[c]);
     let outcome = out.sweep("rtxen-isolation", &runs, name, |run| {
         let domains = if run.0 == 0 { &normal } else { &overloaded };
-        let system = build_system(domains, run.1, machine(Nanos::from_ms(1), overheads))?;
+        let system = build_system_with(
+            domains,
+            &run.1.config,
+            machine(Nanos::from_ms(1), overheads),
+        )?;
         simulate(&system, &name(run), seed, duration)
     })?;
 
@@ -179,7 +199,8 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             &Chart::Bar(chart),
             &format!(
                 "Deadline miss ratio of each domain under each policy, {case} case; \
-                 {duration} simulated, seed {seed}."
+                 {duration} simulated, seed {seed}, {}.",
+                phasing.short()
             ),
         )?;
     }
@@ -196,6 +217,28 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             .collect();
         out.finding(format!("overloaded, {policy}: {}", parts.join(", ")));
     }
+    out.against_published(
+        &[
+            "The 2011 isolation experiment: the overhead experiment's setting for 2 minutes, \
+             normal and with domain 3's highest-priority task misconfigured to 10 percentage \
+             points more utilisation of the pcpu (its cost grows by a tenth of its period, its \
+             period stays); the deadline miss ratio of every domain under the four servers, \
+             Credit and SEDF."
+                .to_string(),
+        ],
+        &[
+            "No scheduler overhead, and replenishment at the due instant.".to_string(),
+            "Credit runs twice: at Xen 4.0's defaults (credit) and at the 1 ms setting \
+             (credit-1ms)."
+                .to_string(),
+            format!(
+                "Domains boot at {}, the same in both cases, so every difference between the \
+                 cases comes from the overload.",
+                phasing.short()
+            ),
+        ],
+    );
+
     Ok(())
 }
 
@@ -204,18 +247,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn overload_reaches_share_plus_ten_points() {
-        let mut domains = rtxen_domains(SharePattern::Even, 700, 1).unwrap();
-        let untouched = domains.clone();
-        let (_, before, after) = overload(&mut domains);
-        let share = domain_share(&domains[OVERLOADED_DOMAIN]);
-        assert!(before < share);
-        assert!(after >= share + OVERLOAD - 1e-9, "{after}");
-        // Whole microseconds: at most 1 µs per period above the target.
-        assert!(after < share + OVERLOAD + 0.001, "{after}");
-        // Only d3 changes.
-        for i in [0, 1, 3, 4] {
-            assert_eq!(domains[i], untouched[i]);
+    fn overload_raises_the_top_task_by_ten_points_of_the_pcpu() {
+        for seed in 1..20 {
+            let mut domains = rtxen_domains(SharePattern::Even, 700, seed).unwrap();
+            let untouched = domains.clone();
+            let (name, before, after) = overload(&mut domains);
+            let d3 = &untouched[OVERLOADED_DOMAIN];
+            // The highest-priority task: no other has a shorter period.
+            let old = d3.tasks.iter().find(|t| t.name == name).unwrap();
+            assert!(d3.tasks.iter().all(|t| t.period >= old.period));
+            let new = domains[OVERLOADED_DOMAIN]
+                .tasks
+                .iter()
+                .find(|t| t.name == name)
+                .unwrap();
+            // Its period stays; its cost grows by exactly a tenth of it.
+            assert_eq!(new.period, old.period);
+            assert_eq!((new.wcet - old.wcet).as_ns() * 10, old.period.as_ns());
+            assert_eq!(new.min_exec, new.wcet);
+            // The domain's utilisation grows by the same 10 points (up to float rounding),
+            // beyond its 20 % share.
+            assert!((after - before - 0.10).abs() < 1e-9, "{before} → {after}");
+            assert!(after > domain_share(d3), "{after}");
+            // Only that task changes.
+            for (i, (a, b)) in domains.iter().zip(&untouched).enumerate() {
+                if i != OVERLOADED_DOMAIN {
+                    assert_eq!(a, b);
+                }
+            }
+            let changed = domains[OVERLOADED_DOMAIN]
+                .tasks
+                .iter()
+                .zip(&d3.tasks)
+                .filter(|(a, b)| a != b)
+                .count();
+            assert_eq!(changed, 1);
         }
     }
 }

@@ -54,11 +54,12 @@ fn an_interrupted_sweep_writes_what_is_done_and_marks_every_file_partial() {
     options.duration = Some(Nanos::from_ms(200));
     let report = run_experiment("rtxen-overhead", &options).unwrap();
     assert!(report.interrupted());
-    assert_eq!(report.status(), "interrupted: 2 of 6 runs done");
-    let mark = "partial: interrupted after 2 of 6 runs";
+    // Seven runs: six policies, Credit twice.
+    assert_eq!(report.status(), "interrupted: 2 of 7 runs done");
+    let mark = "partial: interrupted after 2 of 7 runs";
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(
-        md.contains("**Partial: interrupted after 2 of 6 runs.**"),
+        md.contains("**Partial: interrupted after 2 of 7 runs.**"),
         "{md}"
     );
     let csv_text = std::fs::read_to_string(dir.path().join("overhead.csv")).unwrap();
