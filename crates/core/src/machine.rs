@@ -1203,4 +1203,39 @@ mod tests {
         );
         assert_eq!(m.pcpu_stats(PcpuId(0)).busy, Nanos::ZERO);
     }
+
+    /// A tick that falls inside overhead is taken at its instant (the policy's tick hook
+    /// runs then) but its `do_schedule` waits for the overhead to end: with a 1 ms quantum
+    /// and 1.5 ms of overhead per decision (the quantum-tick servers reschedule at every
+    /// tick), the decision at 0 ends its overhead at 1.5 ms, having passed the tick at 1;
+    /// the owed reschedule runs at 1.5, its overhead ends at 3, past the tick at 2, and so
+    /// on: nothing ever runs, and time still adds up.
+    #[test]
+    fn a_tick_inside_overhead_is_taken_on_time_and_its_reschedule_waits() {
+        let config = MachineConfig {
+            overheads: Overheads {
+                do_schedule: us(1500),
+                context_switch: Nanos::ZERO,
+            },
+            ..MachineConfig::default()
+        };
+        let (mut policy, seen) = fake(TickInterval::Quantum, Some(ms(1)));
+        policy.tick_asks = true;
+        let mut m = machine(config, policy);
+        let v = m
+            .add_vcpu(
+                Nanos::ZERO,
+                DomainId(0),
+                VcpuParams::server(ms(1), ms(2), 1),
+            )
+            .unwrap();
+        m.wake(Nanos::ZERO, v);
+        run_until(&mut m, us(4600));
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.ticks, vec![ms(1), ms(2), ms(3), ms(4)]);
+        assert_eq!(seen.schedules, vec![us(0), us(1500), us(3000), us(4500)]);
+        let stats = m.pcpu_stats(PcpuId(0));
+        assert_eq!(stats.busy, Nanos::ZERO);
+        assert_eq!(stats.overhead, us(4600));
+    }
 }
