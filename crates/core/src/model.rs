@@ -36,6 +36,20 @@ pub const DEFAULT_WEIGHT: u32 = 256;
 /// The corrected Sporadic Server's default limit on pending replenishments per VCPU.
 pub const DEFAULT_MAX_REPLENISHMENTS: u32 = 8;
 
+/// The Credit weight of a server's share, so that a system described by servers runs
+/// under Credit with the same shares: `round(10000 · budget / period)` (half up), at least
+/// 1; Xen's default [`DEFAULT_WEIGHT`] for a zero period. 10000 keeps four digits of the
+/// share, well inside `u32`. The one place this rule is written.
+pub fn credit_weight_from_share(budget: Nanos, period: Nanos) -> u32 {
+    if period.is_zero() {
+        return DEFAULT_WEIGHT;
+    }
+    let (b, p) = (budget.as_ns() as u128, period.as_ns() as u128);
+    // Round half up: (2·10000·b + p) / (2p).
+    let w = (2 * 10_000 * b + p) / (2 * p);
+    u32::try_from(w).unwrap_or(u32::MAX).max(1)
+}
+
 /// Everything a VMM policy may need to know about one VCPU. Each policy reads the fields
 /// that concern it: servers and RTDS read `budget`/`period`/`priority` (SEDF reads `budget`
 /// as its slice), Credit reads `weight`/`cap`, SEDF and RTDS read `extratime`.
@@ -123,4 +137,26 @@ pub enum ParamError {
     RtdsTooSmall(Nanos),
     #[error("{0}")]
     Other(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credit_weight_is_the_share_rounded_half_up() {
+        let ms = Nanos::from_ms;
+        assert_eq!(credit_weight_from_share(ms(2), ms(10)), 2000);
+        assert_eq!(
+            credit_weight_from_share(ms(2), ms(3)),
+            6667,
+            "6666.67 rounds up"
+        );
+        assert_eq!(credit_weight_from_share(ms(1), ms(8)), 1250);
+        // 10000 · 1 / 20000 = 0.5: half rounds up, and never below 1.
+        assert_eq!(credit_weight_from_share(Nanos(1), Nanos(20_000)), 1);
+        assert_eq!(credit_weight_from_share(Nanos(1), Nanos::from_secs(1)), 1);
+        assert_eq!(credit_weight_from_share(ms(10), ms(10)), 10_000);
+        assert_eq!(credit_weight_from_share(ms(1), Nanos::ZERO), DEFAULT_WEIGHT);
+    }
 }

@@ -29,6 +29,15 @@ impl Nanos {
     pub const ZERO: Nanos = Nanos(0);
     pub const MAX: Nanos = Nanos(u64::MAX);
 
+    /// The greatest common divisor (`gcd(0, x) = x`): the longest step on which both lie.
+    pub fn gcd(self, other: Nanos) -> Nanos {
+        let (mut a, mut b) = (self.as_ns(), other.as_ns());
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        Nanos(a)
+    }
+
     pub const fn from_ns(ns: u64) -> Nanos {
         Nanos(ns)
     }
@@ -204,6 +213,16 @@ impl FromStr for Nanos {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn gcd_is_the_longest_common_step() {
+        let ms = Nanos::from_ms;
+        assert_eq!(ms(10).gcd(ms(25)), ms(5));
+        assert_eq!(ms(30).gcd(ms(20)).gcd(ms(50)), ms(10));
+        assert_eq!(Nanos::ZERO.gcd(ms(7)), ms(7));
+        assert_eq!(ms(7).gcd(Nanos::ZERO), ms(7));
+        assert_eq!(Nanos(9).gcd(Nanos(4)), Nanos(1));
+    }
+
     use super::*;
 
     #[test]

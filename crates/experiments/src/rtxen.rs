@@ -12,16 +12,15 @@
 //! that runs it), on a stream apart from the task-set generator's. `--in-phase`
 //! ([`Phasing::InPhase`]) boots every domain at 0: the synchronous worst case.
 
-use rtvmm_core::guest::GuestScheduler;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
-use rtvmm_gen::rtxen::{rtxen_taskset, share_pattern_table, SharePattern};
+use rtvmm_gen::rtxen::{rtxen_system, SharePattern};
 
 use crate::error::ExperimentError;
 use crate::options::Options;
 use crate::report::Output;
-use crate::system::{gen_tasks, ServerDomain};
+use crate::system::ServerDomain;
 
 /// The policies the 2011 experiments compare: the four servers, Credit and SEDF.
 pub const RTXEN_POLICIES: [PolicyKind; 6] = [
@@ -34,30 +33,14 @@ pub const RTXEN_POLICIES: [PolicyKind; 6] = [
 ];
 
 /// The five domains d1…d5 of `pattern` (servers from the share table) with the
-/// rtxen-capacity task set for load α = `load_permille` ‰ and `seed`, guests `rm`.
+/// rtxen-capacity task set for load α = `load_permille` ‰ and `seed`, guests `rm`
+/// ([`rtvmm_gen::rtxen::rtxen_system`]).
 pub fn rtxen_domains(
     pattern: SharePattern,
     load_permille: u32,
     seed: u64,
 ) -> Result<Vec<ServerDomain>, ExperimentError> {
-    let system = rtxen_taskset(pattern, load_permille, seed)?;
-    let table = share_pattern_table(pattern);
-    Ok(table
-        .iter()
-        .zip(&system.domains)
-        .map(|(server, domain)| {
-            debug_assert_eq!(server.name, domain.name);
-            ServerDomain {
-                name: server.name.clone(),
-                budget: server.budget,
-                period: server.period,
-                priority: server.priority,
-                guest: GuestScheduler::Rm,
-                tasks: gen_tasks(domain),
-                offset: Nanos::ZERO,
-            }
-        })
-        .collect())
+    Ok(rtxen_system(pattern, load_permille, seed)?)
 }
 
 /// When the domains of an rtxen experiment boot (module note).

@@ -20,34 +20,17 @@
 
 use std::fmt;
 
-use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
-use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, PolicySettings};
 use rtvmm_core::Nanos;
-use rtvmm_gen::GenDomain;
 use rtvmm_sim::results::RunResults;
 use rtvmm_sim::{DomainSpec, Simulation, SystemSpec};
 
 use crate::error::ExperimentError;
 
-/// Credit weights are `round(CREDIT_WEIGHT_SCALE · B / P)`.
-pub const CREDIT_WEIGHT_SCALE: u64 = 10_000;
-
-/// One domain of a server scenario: its server and its tasks.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerDomain {
-    pub name: String,
-    pub budget: Nanos,
-    pub period: Nanos,
-    /// 1 = highest.
-    pub priority: u32,
-    pub guest: GuestScheduler,
-    pub tasks: Vec<TaskSpec>,
-    /// When the domain boots: its VCPU's first period begins here (no budget before), and
-    /// its guest's tasks count their releases from here. Zero: at time 0.
-    pub offset: Nanos,
-}
+/// One domain of a server scenario (the gen crate's: its server, guest and tasks, and
+/// when it boots).
+pub use rtvmm_gen::ServerDomain;
 
 /// The label of Credit at Xen 4.0's defaults (10 ms tick, 30 ms slice, 30 ms accounting).
 pub const CREDIT_XEN40: &str = "credit";
@@ -114,46 +97,15 @@ pub fn run_labels(runs: &[RunPolicy]) -> String {
     runs.iter().map(|r| r.label).collect::<Vec<_>>().join(", ")
 }
 
-/// The policy-wide configuration of `kind` for a server scenario.
+/// The policy-wide configuration of `kind` for a server scenario: the core's defaults
+/// (Credit at Xen 4.0's), and no ARINC 653 table.
 pub fn policy_config(kind: PolicyKind) -> Result<PolicyConfig, ExperimentError> {
-    Ok(match kind {
-        PolicyKind::Deferrable => PolicyConfig::Deferrable,
-        PolicyKind::Periodic => PolicyConfig::Periodic,
-        PolicyKind::Polling => PolicyConfig::Polling,
-        PolicyKind::Sporadic => PolicyConfig::Sporadic,
-        PolicyKind::Wcps => PolicyConfig::Wcps,
-        PolicyKind::Crps => PolicyConfig::Crps,
-        PolicyKind::Credit => PolicyConfig::Credit(CreditConfig::default()),
-        PolicyKind::Sedf => PolicyConfig::Sedf,
-        PolicyKind::Rtds => PolicyConfig::Rtds(RtdsMode::default()),
-        PolicyKind::Arinc653 => {
-            return Err(ExperimentError::UnsupportedPolicy {
-                policy: kind.name().to_string(),
-                reason: "ARINC 653 needs a schedule table, which a server scenario does not \
-                         define"
-                    .to_string(),
-            })
-        }
-    })
-}
-
-/// `round(10000 · budget / period)`, at least 1, in integers.
-pub fn credit_weight(budget: Nanos, period: Nanos) -> u32 {
-    let (b, p) = (budget.as_ns() as u128, period.as_ns().max(1) as u128);
-    let w = (CREDIT_WEIGHT_SCALE as u128 * b + p / 2) / p;
-    w.clamp(1, u32::MAX as u128) as u32
-}
-
-/// The VCPU parameters of a server domain under `kind` (see the module note), first period
-/// at the VCPU's insertion.
-pub fn vcpu_params(kind: PolicyKind, budget: Nanos, period: Nanos, priority: u32) -> VcpuParams {
-    let mut params = VcpuParams::server(budget, period, priority);
-    params.extratime = false;
-    if kind == PolicyKind::Credit {
-        params.weight = credit_weight(budget, period);
-        params.cap = 0;
-    }
-    params
+    PolicySettings::default()
+        .config(kind)
+        .map_err(|e| ExperimentError::UnsupportedPolicy {
+            policy: kind.name().to_string(),
+            reason: format!("{e}, which a server scenario does not define"),
+        })
 }
 
 /// One pcpu with the given quantum and overheads, exact replenishment.
@@ -183,55 +135,20 @@ pub fn build_system_with(
     config: &PolicyConfig,
     machine: MachineConfig,
 ) -> Result<SystemSpec, ExperimentError> {
-    let kind = config.kind();
     Ok(SystemSpec {
         machine,
         policy: config.clone(),
         domains: domains
             .iter()
-            .map(|d| {
-                let mut vcpu = vcpu_params(kind, d.budget, d.period, d.priority);
-                vcpu.offset = d.offset;
-                DomainSpec {
-                    name: d.name.clone(),
-                    vcpu,
-                    guest: d.guest,
-                    tasks: d.tasks.iter().map(|t| delayed(t, d.offset)).collect(),
-                }
+            .map(|d| DomainSpec {
+                name: d.name.clone(),
+                vcpu: d.vcpu_params(),
+                guest: d.guest,
+                tasks: d.booted_tasks(),
             })
             .collect(),
         changes: Vec::new(),
     })
-}
-
-/// `task` with its first release `by` later (listed aperiodic times are all moved, since
-/// the guest does not add the offset to them).
-fn delayed(task: &TaskSpec, by: Nanos) -> TaskSpec {
-    let mut task = task.clone();
-    match &mut task.arrival {
-        Arrival::AperiodicTimes(times) => {
-            for t in times.iter_mut() {
-                *t += by;
-            }
-        }
-        Arrival::Periodic | Arrival::Sporadic { .. } | Arrival::Poisson { .. } => {
-            task.offset += by;
-        }
-    }
-    task
-}
-
-/// A generated domain's tasks as periodic task specs (deadline = period, etf = 1).
-pub fn gen_tasks(domain: &GenDomain) -> Vec<TaskSpec> {
-    domain
-        .tasks
-        .iter()
-        .map(|t| {
-            let mut spec = TaskSpec::periodic(&t.name, t.period, t.wcet);
-            spec.deadline = t.deadline;
-            spec
-        })
-        .collect()
 }
 
 /// Runs `system` for `duration` and collects its results. Invariant checks after every
@@ -296,24 +213,33 @@ pub fn responsiveness_samples(sim: &Simulation, domain: usize, end: Nanos) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn credit_weight_is_proportional_to_share_rounded() {
-        assert_eq!(credit_weight(Nanos::from_ms(2), Nanos::from_ms(10)), 2000);
-        assert_eq!(credit_weight(Nanos::from_ms(2), Nanos::from_ms(3)), 6667);
-        assert_eq!(credit_weight(Nanos(1), Nanos::from_secs(1)), 1);
-    }
+    use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 
     #[test]
     fn derivation_per_policy() {
         let b = Nanos::from_ms(4);
         let p = Nanos::from_ms(20);
-        let credit = vcpu_params(PolicyKind::Credit, b, p, 2);
-        assert_eq!((credit.weight, credit.cap), (2000, 0));
-        let sedf = vcpu_params(PolicyKind::Sedf, b, p, 2);
-        assert_eq!((sedf.budget, sedf.period, sedf.extratime), (b, p, false));
-        let ds = vcpu_params(PolicyKind::Deferrable, b, p, 2);
-        assert_eq!(ds, VcpuParams::server(b, p, 2));
+        let domain = |offset| ServerDomain {
+            name: "d".into(),
+            budget: b,
+            period: p,
+            priority: 2,
+            guest: GuestScheduler::Rm,
+            tasks: Vec::new(),
+            offset,
+        };
+        let v = domain(Nanos::ZERO).vcpu_params();
+        assert_eq!((v.weight, v.cap), (2000, 0), "Credit: weight of the share");
+        assert_eq!(
+            (v.budget, v.period, v.extratime),
+            (b, p, false),
+            "servers, SEDF"
+        );
+        assert_eq!(v.priority, 2);
+        assert_eq!(
+            domain(Nanos::from_ms(3)).vcpu_params().offset,
+            Nanos::from_ms(3)
+        );
         assert_eq!(
             policy_config(PolicyKind::Credit).unwrap(),
             PolicyConfig::Credit(CreditConfig::default())

@@ -56,6 +56,8 @@ pub mod rtxen;
 pub mod sampling;
 pub mod workload_file;
 
+use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
+use rtvmm_core::model::{credit_weight_from_share, VcpuParams};
 use rtvmm_core::Nanos;
 use serde::Serialize;
 
@@ -103,6 +105,70 @@ impl GenDomain {
     /// The sum of the tasks' utilisations.
     pub fn utilisation(&self) -> f64 {
         self.tasks.iter().map(GenTask::utilisation).sum()
+    }
+
+    /// The tasks as the core's periodic tasks (their deadlines kept, etf 1, offset 0).
+    pub fn task_specs(&self) -> Vec<TaskSpec> {
+        self.tasks
+            .iter()
+            .map(|t| TaskSpec {
+                deadline: t.deadline,
+                ..TaskSpec::periodic(&t.name, t.period, t.wcet)
+            })
+            .collect()
+    }
+}
+
+/// One domain of a system described by servers, as the published experiments describe
+/// every domain: a server (budget, period, priority), a guest with its tasks, and when it
+/// boots. The same domain runs under any policy ([`ServerDomain::vcpu_params`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerDomain {
+    pub name: String,
+    pub budget: Nanos,
+    pub period: Nanos,
+    /// 1 = highest.
+    pub priority: u32,
+    pub guest: GuestScheduler,
+    pub tasks: Vec<TaskSpec>,
+    /// When the domain boots: its VCPU's first period begins here (no budget before), and
+    /// its guest's tasks count their releases from here. Zero: at time 0.
+    pub offset: Nanos,
+}
+
+impl ServerDomain {
+    /// Its VCPU under any policy: the servers and RTDS read budget, period and priority,
+    /// SEDF the budget as its slice (extratime off), Credit a weight proportional to the
+    /// share ([`credit_weight_from_share`]) with no cap; it boots at `offset`.
+    pub fn vcpu_params(&self) -> VcpuParams {
+        let mut params = VcpuParams::server(self.budget, self.period, self.priority);
+        params.weight = credit_weight_from_share(self.budget, self.period);
+        params.cap = 0;
+        params.extratime = false;
+        params.offset = self.offset;
+        params
+    }
+
+    /// Its tasks as the guest starts them: each first release `offset` later (listed
+    /// aperiodic times are all moved, since the guest does not add the offset to them).
+    pub fn booted_tasks(&self) -> Vec<TaskSpec> {
+        self.tasks
+            .iter()
+            .map(|task| {
+                let mut task = task.clone();
+                match &mut task.arrival {
+                    Arrival::AperiodicTimes(times) => {
+                        for t in times.iter_mut() {
+                            *t += self.offset;
+                        }
+                    }
+                    Arrival::Periodic | Arrival::Sporadic { .. } | Arrival::Poisson { .. } => {
+                        task.offset += self.offset;
+                    }
+                }
+                task
+            })
+            .collect()
     }
 }
 

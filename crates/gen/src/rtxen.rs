@@ -39,7 +39,10 @@
 //! common random numbers across patterns).
 
 use crate::sampling::uunifast;
-use crate::{permille, GenDomain, GenError, GenSystem, GenTask};
+use crate::{permille, GenDomain, GenError, GenSystem, GenTask, ServerDomain};
+use rtvmm_core::guest::GuestScheduler;
+use rtvmm_core::model::VcpuId;
+use rtvmm_core::policy::{Arinc653Table, MinorFrame};
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
 use serde::Serialize;
@@ -211,6 +214,57 @@ pub fn rtxen_taskset(
         system.total_utilisation()
     );
     Ok(system)
+}
+
+/// The five domains d1…d5 of `pattern` as servers (from [`share_pattern_table`]) running
+/// the rtxen-capacity task set for α = `load_permille` ‰ and `seed` ([`rtxen_taskset`])
+/// under `rm` guests, all booting at 0: the system the 2011 experiments run, and the
+/// built-in demo's ("even" at 70 %). The one place it is assembled.
+pub fn rtxen_system(
+    pattern: SharePattern,
+    load_permille: u32,
+    seed: u64,
+) -> Result<Vec<ServerDomain>, GenError> {
+    let system = rtxen_taskset(pattern, load_permille, seed)?;
+    Ok(share_pattern_table(pattern)
+        .into_iter()
+        .zip(&system.domains)
+        .map(|(server, domain)| {
+            debug_assert_eq!(server.name, domain.name);
+            ServerDomain {
+                name: server.name,
+                budget: server.budget,
+                period: server.period,
+                priority: server.priority,
+                guest: GuestScheduler::Rm,
+                tasks: domain.task_specs(),
+                offset: Nanos::ZERO,
+            }
+        })
+        .collect())
+}
+
+/// An ARINC 653 table giving server domains their shares statically: the major frame is
+/// the greatest common divisor of the periods, and each domain (VCPU `k` for the `k`-th,
+/// in order) gets one minor frame of `budget × major / period` — the same share, spread
+/// as evenly as a static table allows (2 ms each for the "even" pattern's 10 ms frame).
+pub fn share_table(domains: &[ServerDomain]) -> Arinc653Table {
+    let major = domains.iter().fold(Nanos::ZERO, |g, d| g.gcd(d.period));
+    let minor_frames = domains
+        .iter()
+        .enumerate()
+        .map(|(k, d)| MinorFrame {
+            vcpu: VcpuId(k as u32),
+            runtime: Nanos(
+                (d.budget.as_ns() as u128 * major.as_ns() as u128 / d.period.as_ns() as u128)
+                    as u64,
+            ),
+        })
+        .collect();
+    Arinc653Table {
+        major_frame: major,
+        minor_frames,
+    }
 }
 
 /// `round(cost / utilisation)` whole ms, at least the cost, at most the cap.

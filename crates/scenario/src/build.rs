@@ -36,17 +36,9 @@ pub(crate) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
     (line, before[line_start..].chars().count() + 1)
 }
 
-/// Credit weight proportional to a server's share: round(10000 · budget / period), at
-/// least 1. 10000 keeps four digits of the share, well inside `u32`.
-pub fn weight_from_share(budget: Nanos, period: Nanos) -> u32 {
-    if period.is_zero() {
-        return DEFAULT_WEIGHT;
-    }
-    let (b, p) = (budget.as_ns() as u128, period.as_ns() as u128);
-    // Round half up: (2·10000·b + p) / (2p).
-    let w = (2 * 10_000 * b + p) / (2 * p);
-    u32::try_from(w).unwrap_or(u32::MAX).max(1)
-}
+/// Credit weight proportional to a server's share (the core's rule,
+/// [`rtvmm_core::model::credit_weight_from_share`]).
+pub use rtvmm_core::model::credit_weight_from_share as weight_from_share;
 
 /// The canonical names and aliases of every policy, for messages.
 pub(crate) fn policy_names() -> String {
@@ -1054,16 +1046,6 @@ mod tests {
         assert_eq!(f(1.5), None);
         assert_eq!(min_exec_from_etf(&toml::Value::Integer(2), wcet), None);
         assert_eq!(f(1e-300), Some(Nanos(1)));
-    }
-
-    #[test]
-    fn weights_follow_shares() {
-        let ms = Nanos::from_ms;
-        assert_eq!(weight_from_share(ms(2), ms(10)), 2000);
-        assert_eq!(weight_from_share(ms(1), ms(3)), 3333);
-        assert_eq!(weight_from_share(ms(2), ms(3)), 6667);
-        assert_eq!(weight_from_share(Nanos(1), Nanos::from_secs(10)), 1);
-        assert_eq!(weight_from_share(ms(10), ms(10)), 10000);
     }
 
     #[test]

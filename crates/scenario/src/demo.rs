@@ -2,16 +2,15 @@
 //! load.
 //!
 //! - Five domains d1…d5 with fixed-priority servers (budget/period) 2/10, 4/20, 6/30,
-//!   8/40, 10/50 ms, priorities 1…5 (`rtvmm_gen::rtxen::share_pattern_table`); each
-//!   share is 20 %.
-//! - Each domain runs five periodic tasks under an `rm` guest, drawn by the rtxen-capacity
-//!   procedure (`rtvmm_gen::rtxen::rtxen_taskset`) for a total load of 70 % from the
-//!   run's seed.
+//!   8/40, 10/50 ms, priorities 1…5; each share is 20 %. Each runs five periodic tasks
+//!   under an `rm` guest, drawn by the rtxen-capacity procedure for a total load of 70 %
+//!   from the run's seed. The system is `rtvmm_gen::rtxen::rtxen_system`, as the rtxen
+//!   experiments and the simulator's benchmark build it.
 //! - Credit uses the papers' "1 ms" setting (a 1 ms tick and a 1 ms time slice; Xen 4.0's
 //!   defaults are 10 ms and 30 ms), and weights proportional to the shares.
-//! - ARINC 653 gets a table derived from the shares: the major frame is the greatest
-//!   common divisor of the periods (10 ms) and each domain gets one minor frame of
-//!   `budget × major / period` (2 ms each) — the same 20 % share, spread as evenly as a
+//! - ARINC 653 gets the table of `rtvmm_gen::rtxen::share_table`: the major frame is the
+//!   greatest common divisor of the periods (10 ms) and each domain gets one minor frame
+//!   of `budget × major / period` (2 ms each) — the same 20 % share, spread as evenly as a
 //!   static table allows.
 //!
 //! [`compare`] runs the scenario under several policies and [`comparison_table`] prints
@@ -19,16 +18,13 @@
 
 use std::fmt::Write as _;
 
-use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
-use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
-use rtvmm_gen::rtxen::{rtxen_taskset, share_pattern_table, SharePattern};
+use rtvmm_gen::rtxen::{rtxen_system, share_table, SharePattern};
 use rtvmm_gen::GenError;
 use rtvmm_sim::{DomainSpec, SimError, SystemSpec};
 
-use crate::build::weight_from_share;
 use crate::run::{run, Record, Run};
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, ScenarioError, SchedulerSettings};
 
@@ -50,47 +46,27 @@ pub enum DemoError {
     Sim { policy: PolicyKind, error: SimError },
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 /// The demo scenario for `seed`, running for `duration` under the Deferrable Server (use
 /// [`Scenario::with_policy`] for the others).
 pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
     let pattern = SharePattern::Even;
-    let generated = rtxen_taskset(pattern, DEMO_LOAD_PERMILLE, seed)?;
-    let servers = share_pattern_table(pattern);
-    let mut domains = Vec::with_capacity(servers.len());
-    for (server, gen_domain) in servers.iter().zip(&generated.domains) {
-        let mut vcpu = VcpuParams::server(server.budget, server.period, server.priority);
-        vcpu.weight = weight_from_share(server.budget, server.period);
-        let tasks = gen_domain
-            .tasks
-            .iter()
-            .map(|t| TaskSpec {
-                deadline: t.deadline,
-                ..TaskSpec::periodic(&t.name, t.period, t.wcet)
-            })
-            .collect();
-        domains.push(DomainSpec {
-            name: server.name.clone(),
-            vcpu,
-            guest: GuestScheduler::Rm,
-            tasks,
-        });
-    }
-    let major = servers.iter().fold(0, |g, s| gcd(g, s.period.as_ns()));
+    let servers = rtxen_system(pattern, DEMO_LOAD_PERMILLE, seed)?;
+    let table = share_table(&servers);
     let minor_frames = servers
         .iter()
-        .map(|s| NamedMinorFrame {
+        .zip(&table.minor_frames)
+        .map(|(s, frame)| NamedMinorFrame {
             domain: s.name.clone(),
-            runtime: Nanos(
-                (s.budget.as_ns() as u128 * major as u128 / s.period.as_ns() as u128) as u64,
-            ),
+            runtime: frame.runtime,
+        })
+        .collect();
+    let domains = servers
+        .iter()
+        .map(|s| DomainSpec {
+            name: s.name.clone(),
+            vcpu: s.vcpu_params(),
+            guest: s.guest,
+            tasks: s.booted_tasks(),
         })
         .collect();
     let scenario = Scenario {
@@ -108,7 +84,7 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
             credit: CreditConfig::one_ms(),
             rtds: RtdsMode::default(),
             arinc653: Some(ArincTableSpec {
-                major_frame: Nanos(major),
+                major_frame: table.major_frame,
                 minor_frames,
             }),
         },

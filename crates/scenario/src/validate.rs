@@ -10,7 +10,7 @@ use rtvmm_core::guest::{Arrival, TaskSpec};
 use rtvmm_core::machine::{Machine, MachineError};
 use rtvmm_core::model::{ParamError, VcpuId, VcpuParams};
 use rtvmm_core::policy::{
-    arinc653, credit, Arinc653Table, MinorFrame, Policy, PolicyConfig, PolicyKind,
+    arinc653, credit, Arinc653Table, MinorFrame, Policy, PolicyConfig, PolicyKind, PolicySettings,
 };
 use rtvmm_core::Nanos;
 use rtvmm_sim::{Change, DomainSpec};
@@ -37,34 +37,27 @@ impl Scenario {
         kind: PolicyKind,
         at: Location,
     ) -> Result<PolicyConfig, ScenarioError> {
-        Ok(match kind {
-            PolicyKind::Deferrable => PolicyConfig::Deferrable,
-            PolicyKind::Periodic => PolicyConfig::Periodic,
-            PolicyKind::Polling => PolicyConfig::Polling,
-            PolicyKind::Sporadic => PolicyConfig::Sporadic,
-            PolicyKind::Wcps => PolicyConfig::Wcps,
-            PolicyKind::Crps => PolicyConfig::Crps,
-            PolicyKind::Credit => {
-                // The core's rules; the parser already refuses zero times with a field.
-                credit::validate_config(&self.scheduler.credit).map_err(|problem| {
-                    self.err(
-                        Location::section("[scheduler]", "credit"),
-                        ErrorKind::Invalid(problem),
-                    )
-                })?;
-                PolicyConfig::Credit(self.scheduler.credit)
-            }
-            PolicyKind::Sedf => PolicyConfig::Sedf,
-            PolicyKind::Rtds => PolicyConfig::Rtds(self.scheduler.rtds),
-            PolicyKind::Arinc653 => {
-                let table = self
-                    .scheduler
-                    .arinc653
-                    .as_ref()
-                    .ok_or_else(|| self.err(at, ErrorKind::NeedsArincTable))?;
-                PolicyConfig::Arinc653(self.arinc_table(table)?)
-            }
-        })
+        if kind == PolicyKind::Credit {
+            // The core's rules; the parser already refuses zero times with a field.
+            credit::validate_config(&self.scheduler.credit).map_err(|problem| {
+                self.err(
+                    Location::section("[scheduler]", "credit"),
+                    ErrorKind::Invalid(problem),
+                )
+            })?;
+        }
+        let arinc653 = match (kind, &self.scheduler.arinc653) {
+            (PolicyKind::Arinc653, Some(table)) => Some(self.arinc_table(table)?),
+            _ => None,
+        };
+        let settings = PolicySettings {
+            credit: self.scheduler.credit,
+            rtds: self.scheduler.rtds,
+            arinc653,
+        };
+        settings
+            .config(kind)
+            .map_err(|_| self.err(at, ErrorKind::NeedsArincTable))
     }
 
     /// Every domain name in declaration order (initial domains, then added ones); a

@@ -1,9 +1,11 @@
 //! Simulator speed on the demo workload.
 //!
-//! The workload is `rtvmm demo`'s: five domains with the "even" shares (periods
-//! 10/20/30/40/50 ms, budgets 2/4/6/8/10 ms, priorities 1–5), each running an RM task set
-//! from the rtxen-capacity generator at 70 % total load (five tasks per domain, costs
-//! 5–10 ms, seed 42), quantum 1 ms, exact replenishment, no overheads. One iteration
+//! The workload is `rtvmm demo`'s, built by the same function
+//! (`rtvmm_gen::rtxen::rtxen_system`) with the same settings: five domains with the "even"
+//! shares (periods 10/20/30/40/50 ms, budgets 2/4/6/8/10 ms, priorities 1–5), each running
+//! an RM task set from the rtxen-capacity generator at 70 % total load (five tasks per
+//! domain, costs 5–10 ms, seed 42), quantum 1 ms, exact replenishment, no overheads;
+//! Credit at the papers' 1 ms setting, ARINC 653 with the share table. One iteration
 //! builds the system and simulates **5 minutes**, single thread, trace off, invariant
 //! checks off.
 //!
@@ -21,14 +23,10 @@ use std::hint::black_box;
 use std::panic;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
-use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::{
-    Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, RtdsMode,
-};
+use rtvmm_core::policy::{CreditConfig, PolicyKind, PolicySettings, RtdsMode};
 use rtvmm_core::Nanos;
-use rtvmm_gen::rtxen::{rtxen_taskset, share_pattern_table, SharePattern};
+use rtvmm_gen::rtxen::{rtxen_system, share_table, SharePattern};
 use rtvmm_sim::{DomainSpec, Simulation, SystemSpec};
 
 /// Simulated time per iteration.
@@ -37,65 +35,28 @@ const SEED: u64 = 42;
 /// Total load α of the task sets, in permille.
 const LOAD_PERMILLE: u32 = 700;
 
-/// The policy's configuration for the demo: ARINC 653 gets a 10 ms major frame with one
-/// minor frame per domain in proportion to its share.
-fn policy_config(kind: PolicyKind, shares: &[(Nanos, Nanos)]) -> PolicyConfig {
-    match kind {
-        PolicyKind::Deferrable => PolicyConfig::Deferrable,
-        PolicyKind::Periodic => PolicyConfig::Periodic,
-        PolicyKind::Polling => PolicyConfig::Polling,
-        PolicyKind::Sporadic => PolicyConfig::Sporadic,
-        PolicyKind::Wcps => PolicyConfig::Wcps,
-        PolicyKind::Crps => PolicyConfig::Crps,
-        PolicyKind::Credit => PolicyConfig::Credit(CreditConfig::default()),
-        PolicyKind::Sedf => PolicyConfig::Sedf,
-        PolicyKind::Rtds => PolicyConfig::Rtds(RtdsMode::Event),
-        PolicyKind::Arinc653 => {
-            let major_frame = Nanos::from_ms(10);
-            let minor_frames = shares
-                .iter()
-                .enumerate()
-                .map(|(i, (budget, period))| MinorFrame {
-                    vcpu: rtvmm_core::model::VcpuId(i as u32),
-                    runtime: Nanos(major_frame.as_ns() * budget.as_ns() / period.as_ns()),
-                })
-                .collect();
-            PolicyConfig::Arinc653(Arinc653Table {
-                major_frame,
-                minor_frames,
-            })
-        }
-    }
-}
-
-/// The demo system under `kind`. Server parameters are given to every policy; Credit also
-/// gets a weight proportional to each share (budget ÷ period, in permille).
+/// The demo system (`rtvmm demo`'s: `rtvmm_gen::rtxen::rtxen_system`, "even" shares at
+/// 70 %) under `kind`, with the demo's settings: Credit at the papers' 1 ms setting,
+/// ARINC 653 with the share table.
 fn demo_system(kind: PolicyKind) -> SystemSpec {
-    let tasks = rtxen_taskset(SharePattern::Even, LOAD_PERMILLE, SEED).expect("generator");
-    let table = share_pattern_table(SharePattern::Even);
-    let shares: Vec<(Nanos, Nanos)> = table.iter().map(|s| (s.budget, s.period)).collect();
-    let domains = table
-        .iter()
-        .zip(&tasks.domains)
-        .map(|(server, generated)| {
-            let mut vcpu = VcpuParams::server(server.budget, server.period, server.priority);
-            vcpu.weight = (1000 * server.budget.as_ns() / server.period.as_ns()) as u32;
-            DomainSpec {
-                name: server.name.clone(),
-                vcpu,
-                guest: GuestScheduler::Rm,
-                tasks: generated
-                    .tasks
-                    .iter()
-                    .map(|t| TaskSpec::periodic(&t.name, t.period, t.wcet))
-                    .collect(),
-            }
-        })
-        .collect();
+    let servers = rtxen_system(SharePattern::Even, LOAD_PERMILLE, SEED).expect("generator");
+    let settings = PolicySettings {
+        credit: CreditConfig::one_ms(),
+        rtds: RtdsMode::Event,
+        arinc653: Some(share_table(&servers)),
+    };
     SystemSpec {
         machine: MachineConfig::default(),
-        policy: policy_config(kind, &shares),
-        domains,
+        policy: settings.config(kind).expect("the demo has every table"),
+        domains: servers
+            .iter()
+            .map(|s| DomainSpec {
+                name: s.name.clone(),
+                vcpu: s.vcpu_params(),
+                guest: s.guest,
+                tasks: s.booted_tasks(),
+            })
+            .collect(),
         changes: Vec::new(),
     }
 }

@@ -395,6 +395,42 @@ impl RtdsMode {
     }
 }
 
+/// The policy-wide settings of every policy that has them, kept whatever the policy that
+/// runs, so that a hot swap, or a run of the same system under another policy, finds them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PolicySettings {
+    pub credit: CreditConfig,
+    pub rtds: RtdsMode,
+    /// ARINC 653's table; a system described by servers has none.
+    pub arinc653: Option<Arinc653Table>,
+}
+
+/// ARINC 653 was asked for without a schedule table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("ARINC 653 needs a schedule table (major frame and minor frames)")]
+pub struct NeedsArincTable;
+
+impl PolicySettings {
+    /// The configuration of `kind` with these settings: the one place a policy's kind
+    /// becomes its configuration.
+    pub fn config(&self, kind: PolicyKind) -> Result<PolicyConfig, NeedsArincTable> {
+        Ok(match kind {
+            PolicyKind::Deferrable => PolicyConfig::Deferrable,
+            PolicyKind::Periodic => PolicyConfig::Periodic,
+            PolicyKind::Polling => PolicyConfig::Polling,
+            PolicyKind::Sporadic => PolicyConfig::Sporadic,
+            PolicyKind::Wcps => PolicyConfig::Wcps,
+            PolicyKind::Crps => PolicyConfig::Crps,
+            PolicyKind::Credit => PolicyConfig::Credit(self.credit),
+            PolicyKind::Sedf => PolicyConfig::Sedf,
+            PolicyKind::Rtds => PolicyConfig::Rtds(self.rtds),
+            PolicyKind::Arinc653 => {
+                PolicyConfig::Arinc653(self.arinc653.clone().ok_or(NeedsArincTable)?)
+            }
+        })
+    }
+}
+
 /// A policy and its policy-wide parameters: everything needed to build one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PolicyConfig {

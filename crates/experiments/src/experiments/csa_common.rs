@@ -46,7 +46,7 @@ use rtvmm_sim::Simulation;
 use crate::error::ExperimentError;
 use crate::interfaces::{fixed_period_interfaces, optimal_interfaces, rm_priorities, workload};
 use crate::plot::{cdf_points, quantile_sorted, LegendAt, LineChart, Series};
-use crate::system::{gen_tasks, responsiveness_samples, ServerDomain};
+use crate::system::{responsiveness_samples, ServerDomain};
 
 /// The policies of the 2012 experiments: PTPS (the Periodic Server), WCPS and CRPS.
 pub const CSA_POLICIES: [PolicyKind; 3] =
@@ -179,7 +179,7 @@ pub fn csa_system_in(
             period: interface.period,
             priority,
             guest: GuestScheduler::Rm,
-            tasks: gen_tasks(domain),
+            tasks: domain.task_specs(),
             offset: Nanos::ZERO,
         })
         .collect();

@@ -48,7 +48,7 @@ use crate::error::ExperimentError;
 use crate::plot::{Chart, LegendAt, LineChart, Series};
 use crate::report::Output;
 use crate::rtxen::{record_offsets, rtxen_domains, Phasing};
-use crate::system::{build_system, machine, simulate, vcpu_params, ServerDomain};
+use crate::system::{build_system, machine, simulate, ServerDomain};
 
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-theory",
@@ -116,8 +116,7 @@ pub fn analysis_servers(
                 .collect::<Result<Vec<_>, ExperimentError>>()?;
             // The simulated VCPU's cap on pending replenishments decides whether a
             // Sporadic Server can merge them (and so wait a whole period).
-            let limit = vcpu_params(PolicyKind::Sporadic, d.budget, d.period, d.priority)
-                .max_replenishments;
+            let limit = d.vcpu_params().max_replenishments;
             let kind = match kind {
                 ServerKind::Sporadic => ServerKind::sporadic(u64::from(limit), d.budget.as_ns()),
                 other => other,

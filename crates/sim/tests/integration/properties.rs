@@ -30,7 +30,7 @@ use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::{PcpuId, VcpuId, VcpuParams};
 use rtvmm_core::policy::{
-    Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, RtdsMode,
+    Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, PolicySettings, RtdsMode,
 };
 use rtvmm_core::Nanos;
 use rtvmm_sim::driver::GuestEvent;
@@ -223,36 +223,28 @@ fn arb_scenario(
 /// The configuration of `kind` for a scenario. ARINC 653 gets a table with one minor
 /// frame per domain, as long as its budget, and an idle unit at the end of the major frame.
 fn policy_config(kind: PolicyKind, scenario: &Scenario) -> PolicyConfig {
-    match kind {
-        PolicyKind::Deferrable => PolicyConfig::Deferrable,
-        PolicyKind::Periodic => PolicyConfig::Periodic,
-        PolicyKind::Polling => PolicyConfig::Polling,
-        PolicyKind::Sporadic => PolicyConfig::Sporadic,
-        PolicyKind::Wcps => PolicyConfig::Wcps,
-        PolicyKind::Crps => PolicyConfig::Crps,
-        PolicyKind::Credit => PolicyConfig::Credit(scenario.credit),
-        PolicyKind::Sedf => PolicyConfig::Sedf,
-        PolicyKind::Rtds => PolicyConfig::Rtds(scenario.rtds),
-        PolicyKind::Arinc653 => {
-            let minor_frames: Vec<MinorFrame> = scenario
-                .spec
-                .domains
-                .iter()
-                .enumerate()
-                .map(|(i, d)| MinorFrame {
-                    vcpu: VcpuId(i as u32),
-                    runtime: d.vcpu.budget,
-                })
-                .collect();
-            let total = minor_frames
-                .iter()
-                .fold(Nanos::ZERO, |sum, f| sum + f.runtime);
-            PolicyConfig::Arinc653(Arinc653Table {
-                major_frame: total + Nanos::from_us(100),
-                minor_frames,
-            })
-        }
-    }
+    let minor_frames: Vec<MinorFrame> = scenario
+        .spec
+        .domains
+        .iter()
+        .enumerate()
+        .map(|(i, d)| MinorFrame {
+            vcpu: VcpuId(i as u32),
+            runtime: d.vcpu.budget,
+        })
+        .collect();
+    let total = minor_frames
+        .iter()
+        .fold(Nanos::ZERO, |sum, f| sum + f.runtime);
+    let settings = PolicySettings {
+        credit: scenario.credit,
+        rtds: scenario.rtds,
+        arinc653: Some(Arinc653Table {
+            major_frame: total + Nanos::from_us(100),
+            minor_frames,
+        }),
+    };
+    settings.config(kind).expect("a table is given")
 }
 
 /// Every policy that can be built (a `todo!()` stub panics; it joins once written).
