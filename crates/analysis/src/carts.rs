@@ -34,7 +34,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::compose::{DomainSpec, InterfaceChoice};
-use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange};
+use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange, Verdict, MAX_TEST_STEPS};
 use crate::prm::{Interface, SbfMode};
 use crate::workload::{Task, Workload};
 
@@ -508,11 +508,22 @@ fn child_interface_task(child: &CartsComponent, mode: SbfMode) -> Result<Task, C
                     interface.period, interface.budget
                 )));
             }
-            if let Some(i) = analyzer.first_failure(interface, form) {
-                return Err(fail(format!(
-                    "task {} fails on the given interface",
-                    workload.declaration_index(i)
-                )));
+            match analyzer.verdict(interface, form) {
+                Verdict::Schedulable => {}
+                Verdict::Fails { task } => {
+                    return Err(fail(format!(
+                        "task {} fails on the given interface",
+                        analyzer.workload().declaration_index(task)
+                    )))
+                }
+                Verdict::Undecided { task } => {
+                    return Err(fail(format!(
+                        "the exact test of task {} on the given interface needs more than {} \
+                         steps; analyse in a coarser time unit",
+                        analyzer.workload().declaration_index(task),
+                        MAX_TEST_STEPS
+                    )))
+                }
             }
             interface
         }

@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::error::InterfaceError;
-use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange};
+use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange, Verdict, MAX_TEST_STEPS};
 use crate::prm::{Interface, SbfMode};
 use crate::ratio::{big_to_f64, ExactSum};
 use crate::rta::{fp_response_time, FpTask};
@@ -278,15 +278,21 @@ fn check_given(
         }));
     }
     let form = analyzer.form(mode, interface.period);
-    match analyzer.first_failure(interface, form) {
-        None => Ok(interface),
-        Some(rm_index) => {
-            let workload = analyzer.workload();
-            Err(DomainFailure::InterfaceTooSmall {
-                task_index: workload.declaration_index(rm_index),
-                task: workload.tasks()[rm_index],
-            })
-        }
+    let workload = analyzer.workload();
+    match analyzer.verdict(interface, form) {
+        Verdict::Schedulable => Ok(interface),
+        Verdict::Fails { task } => Err(DomainFailure::InterfaceTooSmall {
+            task_index: workload.declaration_index(task),
+            task: workload.tasks()[task],
+        }),
+        Verdict::Undecided { task } => Err(DomainFailure::Invalid {
+            message: format!(
+                "the exact test of task {} on the given interface needs more than {} steps; \
+                 analyse in a coarser time unit",
+                workload.declaration_index(task),
+                MAX_TEST_STEPS
+            ),
+        }),
     }
 }
 
