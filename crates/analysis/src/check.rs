@@ -47,8 +47,8 @@
 //!   one at `t − B`: if any, there is one in `(0, B]`.
 //!
 //! # Work
-//! A step is one task's term evaluated. Every test takes a [`Steps`] allowance and, past it,
-//! answers [`Outcome::Undecided`] rather than run on; callers treat that as a failure (the
+//! A step is one task's term evaluated. Every test takes a step allowance and, past it,
+//! answers "undecided" rather than run on; callers treat that as a failure (the
 //! safe side) and say the result is not proven optimal, or report the limit.
 
 use crate::prm::{sbf, sbf_inverse, SupplyForm};
