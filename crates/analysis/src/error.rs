@@ -78,8 +78,9 @@ pub enum InterfaceError {
     /// An exact test, or the tests of one query, would exceed a documented work limit (see
     /// [`crate::MAX_TEST_STEPS`] and [`crate::MAX_SEARCH_STEPS`]).
     #[error(
-        "{what} needs more than {limit} steps of exact analysis; analyse in a coarser time \
-         unit (the periods span too many units) or give a period range"
+        "{what} needs more than {limit} steps of exact analysis (too many tasks, or periods \
+         too many time units apart); split the domain, analyse in a coarser time unit, or \
+         give a narrower period range"
     )]
     AnalysisLimit {
         /// Which test.
@@ -90,7 +91,7 @@ pub enum InterfaceError {
     /// Algorithm 1 would examine too many periods (each is a few exact tests).
     #[error(
         "the interface search stopped after {limit} steps of exact analysis, at period \
-         {searched} of the up to {bound} it must examine; analyse in a coarser time unit or \
+         {searched} of the up to {bound} it must examine; analyse in a coarser time unit, or \
          give a narrower period range"
     )]
     SearchLimit {
