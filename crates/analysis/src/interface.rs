@@ -58,8 +58,7 @@ use std::borrow::Cow;
 use std::cell::{Cell, OnceCell};
 use std::cmp::Ordering;
 
-use num_bigint::BigInt;
-use num_rational::BigRational;
+use num_bigint::BigUint;
 use num_traits::{ToPrimitive, Zero};
 use serde::Serialize;
 
@@ -67,7 +66,7 @@ use crate::check::{self, Outcome, Steps, Supply};
 use crate::demand::rm_test_points;
 use crate::error::InterfaceError;
 use crate::prm::{sbf, Interface, SbfMode, SupplyForm};
-use crate::ratio::Ratio;
+use crate::ratio::{gcd, Ratio};
 use crate::workload::{Workload, MAX_TIME};
 
 /// The scheduler inside the component (the guest OS scheduler).
@@ -252,9 +251,13 @@ pub struct InterfaceAnalyzer<'w> {
 
 #[derive(Debug)]
 struct EdfData {
-    utilization: BigRational,
-    /// `Σ (p_i − d_i)·e_i/p_i`: `dbf(t) ≤ U·t + carry` for all t ≥ 0.
-    carry: BigRational,
+    /// `U = utilization / common`.
+    utilization: BigUint,
+    /// `carry / common = Σ (p_i − d_i)·e_i/p_i`: `dbf(t) ≤ U·t + carry` for all t ≥ 0.
+    carry: BigUint,
+    /// The lcm of the periods: one denominator for both, so that no test reduces a big
+    /// fraction (a gcd of numbers with thousands of digits) — only multiplies by `u64`s.
+    common: BigUint,
     /// `(t, dbf(t))` at the first dbf steps up to `p_n + d_max` (at most
     /// [`MAX_PROBE_POINTS`]), for the EDF period bound.
     probe_points: Vec<(u64, u64)>,
@@ -523,15 +526,19 @@ impl<'w> InterfaceAnalyzer<'w> {
             period,
             budget,
         };
-        let kappa = BigRational::new(BigInt::from(budget), BigInt::from(period));
+        // κ = Θ/Π against U = N/L: Θ·L against N·Π.
+        let supply_rate = &data.common * budget;
+        let demand_rate = &data.utilization * period;
         // Inclusive horizon.
-        let horizon: u64 = match kappa.cmp(&data.utilization) {
+        let horizon: u64 = match supply_rate.cmp(&demand_rate) {
             Ordering::Less => return Outcome::Fail(last),
             Ordering::Greater => {
-                let blackout = BigInt::from(2 * (period - budget));
-                let bound = (&data.carry + &kappa * BigRational::from_integer(blackout))
-                    / (&kappa - &data.utilization);
-                match bound.ceil().to_integer().to_u64() {
+                // (carry + 2κ(Π − Θ)) / (κ − U), times L·Π above and below:
+                // (M·Π + 2Θ(Π − Θ)·L) / (Θ·L − N·Π).
+                let above = &data.carry * period
+                    + &data.common * (2 * budget as u128 * (period - budget) as u128);
+                let below = &supply_rate - &demand_rate;
+                match ceil_div(&above, &below).to_u64() {
                     Some(b) if b <= MAX_HORIZON => b.saturating_sub(1),
                     _ => return self.undecided(),
                 }
@@ -580,19 +587,16 @@ impl<'w> InterfaceAnalyzer<'w> {
     /// `None` if undecided within [`MAX_TEST_STEPS`].
     fn edf_exceeds_blackout_two(&self) -> Option<bool> {
         let data = self.edf.as_ref()?;
-        let one = BigRational::from_integer(BigInt::from(1));
-        let horizon = match data.utilization.cmp(&one) {
+        let horizon = match data.utilization.cmp(&data.common) {
             // U ≥ 1: dbf(k·H) = k·H·U > k·H − 2.
             Ordering::Equal | Ordering::Greater => return Some(true),
-            Ordering::Less => {
-                let bound = (&data.carry + BigRational::from_integer(BigInt::from(2)))
-                    / (&one - &data.utilization);
-                bound
-                    .ceil()
-                    .to_integer()
-                    .to_u64()
-                    .filter(|&b| b <= MAX_HORIZON)?
-            }
+            // (carry + 2)/(1 − U) = (M + 2L)/(L − N).
+            Ordering::Less => ceil_div(
+                &(&data.carry + &data.common * 2u32),
+                &(&data.common - &data.utilization),
+            )
+            .to_u64()
+            .filter(|&b| b <= MAX_HORIZON)?,
         };
         let tasks = self.workload.tasks();
         match self.metered(|steps| check::qpa(tasks, Supply::Delayed(2), horizon, steps)) {
@@ -904,13 +908,21 @@ impl<'w> InterfaceAnalyzer<'w> {
 impl EdfData {
     fn new(workload: &Workload) -> EdfData {
         let tasks = workload.tasks();
-        let utilization = workload.utilization().as_big().clone();
-        let mut carry = BigRational::zero();
+        // One pass per task over the digits of the lcm (see `ExactSum` for why not a
+        // reduced rational).
+        let mut common = BigUint::from(1u32);
+        let (mut utilization, mut carry) = (BigUint::zero(), BigUint::zero());
         for task in tasks {
-            carry += BigRational::new(
-                BigInt::from(task.period - task.deadline) * BigInt::from(task.wcet),
-                BigInt::from(task.period),
-            );
+            let remainder = (&common % task.period).to_u64().expect("below the period");
+            let factor = task.period / gcd(remainder, task.period);
+            if factor > 1 {
+                common *= factor;
+                utilization *= factor;
+                carry *= factor;
+            }
+            let scale = &common / task.period;
+            utilization += &scale * task.wcet;
+            carry += &scale * ((task.period - task.deadline) as u128 * task.wcet as u128);
         }
         // The dbf steps up to p_n + d_max, or the first MAX_PROBE_POINTS of them.
         let steps_up_to = |t: u64| -> u64 {
@@ -956,6 +968,7 @@ impl EdfData {
         EdfData {
             utilization,
             carry,
+            common,
             probe_points,
         }
     }
@@ -988,6 +1001,11 @@ fn test_points_within_limits(workload: &Workload) -> PointsPerTask {
             Some(rm_test_points(workload, i))
         })
         .collect()
+}
+
+/// `⌈a / b⌉` for `b > 0`.
+fn ceil_div(a: &BigUint, b: &BigUint) -> BigUint {
+    (a + b - 1u32) / b
 }
 
 /// `⌊b·m / (a(b − a))⌋` clamped at 0, where `m = a·t − rbf·b` is the numerator of
