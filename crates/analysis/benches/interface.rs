@@ -8,12 +8,17 @@
 //!   (Five domains of fifty tasks each cannot fit one CPU with periods ≤ 1000 and integer
 //!   WCETs ≥ 1: Σ 1/p alone exceeds 1.)
 //!
+//! * `pathological/*`: issue 13's inputs whose periods lie orders of magnitude apart (each
+//!   used to take seconds to minutes, or gigabytes): an EDF domain at a 7 µs quantum, EDF
+//!   with periods 40 ms and 10^9 s, a 1 ms task beside a one-day task (RM, at 10 µs and 1
+//!   ms units), and a CARTS-style period range 1..10^12 around one task (target < 1 s each).
+//!
 //! Inputs come from a tiny fixed LCG so every run measures the same workloads.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use rtvmm_analysis::{
-    analyze_system, optimal_interface, DomainSpec, GuestScheduler, InterfaceChoice, SbfMode,
-    SearchOptions, Task, Workload,
+    analyze_system, optimal_interface, DomainSpec, GuestScheduler, InterfaceChoice, PeriodRange,
+    SbfMode, SearchOptions, Task, Workload,
 };
 
 /// Knuth's MMIX LCG; only a bench input generator.
@@ -99,9 +104,81 @@ fn bench_system(c: &mut Criterion) {
     });
 }
 
+/// One pathological case: label, tasks `(p, e)`, guest, sbf mode, period range.
+type Case = (
+    &'static str,
+    Vec<(u64, u64)>,
+    GuestScheduler,
+    SbfMode,
+    PeriodRange,
+);
+
+/// Issue 13 §2's inputs (the same as `tests/analysis/bounded_analysis.rs`, which checks
+/// their answers).
+fn bench_pathological(c: &mut Criterion) {
+    let day_10us = 8_640_000_000;
+    let cases: [Case; 5] = [
+        (
+            "edf_7us_quantum",
+            vec![(3200, 2886), (6700, 615)],
+            GuestScheduler::Edf,
+            SbfMode::Auto,
+            PeriodRange::default(),
+        ),
+        (
+            "edf_40ms_and_1e9s",
+            vec![(40, 4), (1_000_000_000_000, 1000)],
+            GuestScheduler::Edf,
+            SbfMode::Auto,
+            PeriodRange::default(),
+        ),
+        (
+            "rm_1ms_beside_1day_at_10us",
+            vec![(100, 10), (day_10us, 100_000)],
+            GuestScheduler::Rm,
+            SbfMode::Auto,
+            PeriodRange::default(),
+        ),
+        (
+            "rm_2ms_beside_1day_at_1ms",
+            vec![(2, 1), (86_400_000, 1000)],
+            GuestScheduler::Rm,
+            SbfMode::Auto,
+            PeriodRange::default(),
+        ),
+        (
+            "carts_range_1_to_1e12",
+            vec![(100_000_000_000, 1)],
+            GuestScheduler::Rm,
+            SbfMode::General,
+            PeriodRange::new(1, 1_000_000_000_000),
+        ),
+    ];
+    for (label, pairs, guest, mode, periods) in cases {
+        let w = Workload::from_pairs(&pairs).expect("valid bench workload");
+        let options = SearchOptions {
+            mode,
+            guest,
+            periods,
+        };
+        let found = optimal_interface(&w, &options).expect("analysable");
+        eprintln!(
+            "{label}: interface {:?}, proven {}, {} periods evaluated up to {}, {} steps",
+            found.interface,
+            found.proven_optimal,
+            found.periods_evaluated,
+            found.search_limit,
+            found.steps
+        );
+        c.bench_function(&format!("pathological/{label}"), |b| {
+            b.iter(|| optimal_interface(black_box(&w), black_box(&options)))
+        });
+    }
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = bench_interface, bench_system
+    targets = bench_interface, bench_system, bench_pathological
 }
 criterion_main!(benches);

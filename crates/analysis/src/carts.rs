@@ -15,8 +15,11 @@
 //! </system>
 //! ```
 //!
-//! * `scheduler` or `os_scheduler`: `RM`, `DM` (only with implicit deadlines, where it is
-//!   RM) or `EDF`; default RM.
+//! * `scheduler` or `os_scheduler`: `RM`, `DM` or `EDF`; default RM. `DM` orders tasks by
+//!   deadline (ties by period, then document order). `RM` with a task whose deadline is
+//!   below its period is read as CARTS reads it — tasks ordered by deadline, i.e. `DM` —
+//!   and [`CartsComponent::scheduler_written`] keeps what the file said so that reports can
+//!   say so.
 //! * `min_period` / `max_period`: the allowed interface periods; `period` (optionally with
 //!   `budget`): a fixed period (and budget). Other attributes (e.g. `criticality`) are
 //!   ignored.
@@ -25,16 +28,19 @@
 //! * One level of nesting below a top-level component. A child's interface `(Π, Θ)` becomes
 //!   a periodic task of its parent (Shin & Lee TECS 2008, compositional analysis) when converting to
 //!   domains.
+//! * Component names are unique in the file (a top-level component is a domain, and a domain
+//!   is named by its component); a repeated name is an error naming both lines.
 //!
 //! Every error names the line (and column) and what is wrong; the parser never panics.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::compose::{DomainSpec, InterfaceChoice};
-use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange};
+use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange, Verdict, MAX_TEST_STEPS};
 use crate::prm::{Interface, SbfMode};
 use crate::workload::{Task, Workload};
 
@@ -53,8 +59,10 @@ pub struct CartsSystem {
 pub struct CartsComponent {
     /// `name` attribute (or `component@LINE` when missing).
     pub name: String,
-    /// Its scheduler.
+    /// Its scheduler as analysed (`RM` with a constrained deadline reads as `Dm`).
     pub scheduler: GuestScheduler,
+    /// The scheduler attribute as written (`"RM"` when absent).
+    pub scheduler_written: String,
     /// `min_period`, if given.
     pub min_period: Option<u64>,
     /// `max_period`, if given.
@@ -132,6 +140,13 @@ pub enum CartsErrorKind {
     TooDeep(String),
     /// `budget` without `period`, or `min_period > max_period`.
     BadPeriods(String),
+    /// Two components with the same name.
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// Line of the first component with it.
+        first_line: u32,
+    },
     /// A child component has no interface (its workload is unschedulable).
     ChildUnschedulable {
         /// Child name.
@@ -171,6 +186,12 @@ impl fmt::Display for CartsErrorKind {
                 "component \"{name}\" is nested more than one level below a top-level component"
             ),
             CartsErrorKind::BadPeriods(message) => write!(f, "{message}"),
+            CartsErrorKind::DuplicateName { name, first_line } => write!(
+                f,
+                "component name \"{name}\" is already used by the component on line \
+                 {first_line}; component names must be unique (each top-level component is a \
+                 domain)"
+            ),
             CartsErrorKind::ChildUnschedulable { child, reason } => {
                 write!(f, "child component \"{child}\" has no interface: {reason}")
             }
@@ -204,9 +225,26 @@ pub fn parse_carts(xml: &str) -> Result<CartsSystem, CartsError> {
         return Err(parser.error(root, CartsErrorKind::NotASystem(root_name.to_string())));
     }
     let mut components = Vec::new();
+    let mut names: HashMap<String, u32> = HashMap::new();
     for child in root.children().filter(|node| node.is_element()) {
         match child.tag_name().name() {
-            "component" => components.push(parser.component(child, 0)?),
+            "component" => {
+                let component = parser.component(child, 0)?;
+                for named in std::iter::once(&component).chain(&component.children) {
+                    if let Some(&first_line) = names.get(&named.name) {
+                        return Err(CartsError {
+                            line: named.line,
+                            column: 1,
+                            kind: CartsErrorKind::DuplicateName {
+                                name: named.name.clone(),
+                                first_line,
+                            },
+                        });
+                    }
+                    names.insert(named.name.clone(), named.line);
+                }
+                components.push(component);
+            }
             other => {
                 return Err(parser.error(
                     child,
@@ -332,10 +370,14 @@ impl<'d, 'input> Parser<'d, 'input> {
                 }
             }
         }
+        let constrained = tasks.iter().any(|t| t.task.deadline < t.task.period);
         let scheduler = match scheduler_text.trim().to_ascii_uppercase().as_str() {
+            // CARTS orders an RM component's tasks by deadline: with a constrained deadline
+            // that is deadline monotonic.
+            "RM" if constrained => GuestScheduler::Dm,
             "RM" => GuestScheduler::Rm,
+            "DM" => GuestScheduler::Dm,
             "EDF" => GuestScheduler::Edf,
-            "DM" if tasks.iter().all(|t| t.task.deadline == t.task.period) => GuestScheduler::Rm,
             _ => {
                 return Err(self.attribute_error(
                     node,
@@ -385,6 +427,7 @@ impl<'d, 'input> Parser<'d, 'input> {
         Ok(CartsComponent {
             name,
             scheduler,
+            scheduler_written: scheduler_text.trim().to_string(),
             min_period,
             max_period,
             period,
@@ -508,11 +551,22 @@ fn child_interface_task(child: &CartsComponent, mode: SbfMode) -> Result<Task, C
                     interface.period, interface.budget
                 )));
             }
-            if let Some(i) = analyzer.first_failure(interface, form) {
-                return Err(fail(format!(
-                    "task {} fails on the given interface",
-                    workload.declaration_index(i)
-                )));
+            match analyzer.verdict(interface, form) {
+                Verdict::Schedulable => {}
+                Verdict::Fails { task } => {
+                    return Err(fail(format!(
+                        "task {} fails on the given interface",
+                        analyzer.workload().declaration_index(task)
+                    )))
+                }
+                Verdict::Undecided { task } => {
+                    return Err(fail(format!(
+                        "the exact test of task {} on the given interface needs more than {} \
+                         steps; analyse in a coarser time unit",
+                        analyzer.workload().declaration_index(task),
+                        MAX_TEST_STEPS
+                    )))
+                }
             }
             interface
         }

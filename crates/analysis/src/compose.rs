@@ -8,9 +8,9 @@
 use serde::Serialize;
 
 use crate::error::InterfaceError;
-use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange};
+use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange, Verdict, MAX_TEST_STEPS};
 use crate::prm::{Interface, SbfMode};
-use crate::ratio::{big_to_f64, ExactSum};
+use crate::ratio::ExactSum;
 use crate::rta::{fp_response_time, FpTask};
 use crate::workload::{Task, Workload, MAX_TIME};
 
@@ -193,7 +193,7 @@ pub fn analyze_system(domains: &[DomainSpec], mode: SbfMode) -> SystemAnalysis {
         u_rm_exact: u_rm.to_fraction_string(),
         u_w: u_w.to_f64(),
         u_w_exact: u_w.to_fraction_string(),
-        u_rm_minus_u_w: big_to_f64(&u_rm.minus(&u_w)),
+        u_rm_minus_u_w: u_rm.minus_f64(&u_w),
         root_schedulable,
         schedulable,
         domains: results,
@@ -235,12 +235,8 @@ fn analyse_domain(spec: &DomainSpec, mode: SbfMode) -> DomainAnalysis {
     let (bandwidth, bandwidth_exact, overhead) = match interface {
         Some(found) => {
             let bandwidth = found.bandwidth();
-            let overhead = ExactSum::of([bandwidth]).minus(&utilization);
-            (
-                bandwidth.to_f64(),
-                Some(bandwidth.to_string()),
-                big_to_f64(&overhead),
-            )
+            let overhead = ExactSum::of([bandwidth]).minus_f64(&utilization);
+            (bandwidth.to_f64(), Some(bandwidth.to_string()), overhead)
         }
         None => (0.0, None, 0.0),
     };
@@ -278,15 +274,21 @@ fn check_given(
         }));
     }
     let form = analyzer.form(mode, interface.period);
-    match analyzer.first_failure(interface, form) {
-        None => Ok(interface),
-        Some(rm_index) => {
-            let workload = analyzer.workload();
-            Err(DomainFailure::InterfaceTooSmall {
-                task_index: workload.declaration_index(rm_index),
-                task: workload.tasks()[rm_index],
-            })
-        }
+    let workload = analyzer.workload();
+    match analyzer.verdict(interface, form) {
+        Verdict::Schedulable => Ok(interface),
+        Verdict::Fails { task } => Err(DomainFailure::InterfaceTooSmall {
+            task_index: workload.declaration_index(task),
+            task: workload.tasks()[task],
+        }),
+        Verdict::Undecided { task } => Err(DomainFailure::Invalid {
+            message: format!(
+                "the exact test of task {} on the given interface needs more than {} steps; \
+                 analyse in a coarser time unit",
+                workload.declaration_index(task),
+                MAX_TEST_STEPS
+            ),
+        }),
     }
 }
 

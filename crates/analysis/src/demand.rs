@@ -35,6 +35,10 @@ pub fn dbf(w: &Workload, t: u64) -> u64 {
 /// `rbf_i` at each. Between two consecutive points rbf_i is constant while sbf is
 /// non-decreasing, so these points decide Lemma 1 exactly (Shin & Lee TECS 2008;
 /// spec, "Lemma 1").
+///
+/// One entry per job of every higher-priority task up to `d_i`: a reference for small
+/// workloads. The analyses keep these only for tasks with few of them and otherwise decide
+/// Lemma 1 without any list (see [`crate::check`]).
 pub fn rm_test_points(w: &Workload, i: usize) -> Vec<(u64, u64)> {
     let deadline = w.tasks()[i].deadline;
     let mut points: Vec<u64> = Vec::new();

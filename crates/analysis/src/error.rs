@@ -75,13 +75,32 @@ pub enum InterfaceError {
         /// Upper end (`u64::MAX` when unbounded).
         max: u64,
     },
-    /// An exact test would exceed a documented work limit (see [`crate::EDF_MAX_EVENTS`]).
-    #[error("analysis limit reached: {what} needs more than {limit} steps")]
+    /// An exact test, or the tests of one query, would exceed a documented work limit (see
+    /// [`crate::MAX_TEST_STEPS`] and [`crate::MAX_SEARCH_STEPS`]).
+    #[error(
+        "{what} needs more than {limit} steps of exact analysis (too many tasks, or periods \
+         too many time units apart); split the domain, analyse in a coarser time unit, or \
+         give a narrower period range"
+    )]
     AnalysisLimit {
         /// Which test.
         what: &'static str,
         /// The limit.
         limit: u64,
+    },
+    /// Algorithm 1 would examine too many periods (each is a few exact tests).
+    #[error(
+        "the interface search stopped after {limit} steps of exact analysis, at period \
+         {searched} of the up to {bound} it must examine; analyse in a coarser time unit, or \
+         give a narrower period range"
+    )]
+    SearchLimit {
+        /// The limit ([`crate::MAX_SEARCH_STEPS`]).
+        limit: u64,
+        /// The largest period examined.
+        searched: u64,
+        /// The largest period that could still beat the best interface found.
+        bound: u64,
     },
     /// A period or budget outside `1..=MAX_TIME`, or `budget > period`.
     #[error("invalid interface (period {period}, budget {budget})")]

@@ -2,27 +2,79 @@
 //! Sporadic and Deferrable servers that are themselves scheduled by fixed priority on one
 //! processor.
 //!
-//! # Source, and what could not be checked
-//! R. I. Davis and A. Burns, "Hierarchical Fixed Priority Pre-emptive Scheduling", RTSS 2005
-//! (and the University of York technical report of the same year that extends it), building
-//! on Saewong, Rajkumar, Lehoczky & Klein (ECRTS 2002), Bernat & Burns (RTSS 1999) and
-//! Strosnider, Lehoczky & Sha (IEEE TC 1995). **Only the paper's abstract was reachable
-//! while this was written**, so its equation numbers are not cited. The recurrences below
-//! have the paper's structure as its abstract and an independent implementation that
-//! follows it describe — the task's load inside the server, one capacity gap per server
-//! period the load spans, interference from higher-priority servers in the last server
-//! period only, and the refinement for tasks bound to their server's release — and each
-//! is derived and proved sound here, then checked against two simulators (the discrete one
-//! in `tests/analysis/hierarchical_sim.rs` and the scheduling core in
-//! `crates/scenario/tests/soundness.rs`).
+//! # Source
+//! R. I. Davis and A. Burns, "Hierarchical Fixed Priority Pre-emptive Scheduling", RTSS 2005,
+//! building on Saewong, Rajkumar, Lehoczky & Klein (ECRTS 2002), Bernat & Burns (RTSS 1999)
+//! and Strosnider, Lehoczky & Sha (IEEE TC 1995). The paper's text is not at hand; its
+//! recurrence is cited as restated, with credit to it, in H. Mei, *Real-Time Stream
+//! Processing in Embedded Systems*, PhD thesis, University of York, 2017, §5.2.1, whose
+//! equation numbers are used below: (5.1) a server's response, (5.4) the response window,
+//! (5.5) the load, (5.7) and (5.8) the task and server jitters (cited together below: the
+//! restatement at hand lists both numbers without saying which is which), (5.13) blocking. Each recurrence
+//! here is also derived and proved sound in this module, and checked against two simulators
+//! (the discrete one in `tests/analysis/hierarchical_sim.rs` and the scheduling core in
+//! `crates/scenario/tests/soundness.rs`); `tests/analysis/hierarchical_sim.rs` also checks
+//! that, without bound tasks, the bounds here *are* those of (5.4) and (5.5).
+//!
+//! # Term by term against the published form
+//! For τ_i in server S, the thesis writes the load (5.5)
+//! `L_i(w) = C_i + Σ_{j∈hp(i)} ⌈(w + J_j)/T_j⌉ C_j` and the window (5.4)
+//! `w = L + (⌈L/C_S⌉ − 1)(T_S − C_S) + Σ_{X∈hp(S)} ⌈(max(0, w − (⌈L/C_S⌉ − 1)T_S) + J_X)/T_X⌉ C_X`,
+//! `R_i = w + J_i`, with `J_i = T_S − C_S` for a task released at any
+//! time and 0 for one bound to the server's release, `J_X = T_X − C_X` for a Deferrable
+//! Server X and 0 for Periodic and Sporadic ones, and for the server itself (5.1)
+//! `R_S = C_S + Σ_X ⌈(R_S + J_X)/T_X⌉C_X`, schedulable iff `R_S ≤ T_S`.
+//!
+//! | published | here | same? |
+//! |---|---|---|
+//! | (5.1) `R_S ≤ T_S` | (H2) `r_S(C_S) ≤ T_S` | identical |
+//! | (5.5) load, `⌈(w + J_j)/T_j⌉` | (H1) `⌈R/T_j⌉` with `R = w + G_S` | identical: for unbound tasks `J_j = J_i = G_S` |
+//! | (5.4) window | (H3) `G_S + (k−1)T_S + r_S(x)` | identical least solution (below) |
+//! | (5.4) start and stop: `w₀ = C_i + (⌈C_i/C_S⌉−1)(T_S−C_S)`, stop past `D_i − J_i` | start `R = C_i`, stop past `D_i` | same answer: both starts lie below the least solution, and `R = w + J_i` |
+//! | (5.7, 5.8) unbound task, `J_i = T_S − C_S` | `G_S = T_S − C_S` (Periodic, Deferrable, Sporadic) | identical |
+//! | (5.7, 5.8) bound task, `J_i = 0` | (H4), no gap | identical |
+//! | (5.7, 5.8) server jitter `J_X` | `release_jitter` | identical; Polling and merging Sporadic servers, which the thesis does not treat, get 0 too (below) |
+//! | (5.13) blocking | — | not modelled (below) |
+//!
+//! Where the code differs, and why (one line each):
+//! * **Polling gap** `G_S = T_S`, not `T_S − C_S`: a task arriving just after a poll that
+//!   found nothing waits for the next period's budget (rtvmm's Polling Server discards it).
+//! * **Merging Sporadic Server** ([`ServerKind::SporadicMerging`]) gap `T_S`: a merge at the
+//!   replenishment cap can bring budget back up to a period late (proof below); one that
+//!   never merges is analysed as published (`T_S − C_S`).
+//! * **`J_X = 0` for Polling and merging Sporadic servers**: each runs only budget it got
+//!   at a replenishment at least `T_X` after the previous one's, so it interferes no more
+//!   than a periodic task `(T_X, C_X)` (a merge only delays budget).
+//! * **Bound task's higher-priority unbound tasks**: (5.5) gives them jitter `T_S − C_S`;
+//!   here the carry-in is their own bound `R_j`, which (H4)'s proof covers. The published
+//!   term is tighter (for about one generated system in fifty) and held in simulation on
+//!   every system tried (`published_carry_in_of_bound_tasks_holds_in_simulation`, ignored by
+//!   default; `RTVMM_PUBLISHED_CASES=300000` passes), but its proof is in the paper, which is
+//!   not at hand, and a carried-in job can be older than `T_S − C_S` (a job needing several
+//!   server periods), so it is not used: the one place the code is looser than published.
+//! * **Bound higher-priority tasks carry nothing in only if they meet their deadlines**
+//!   (a bound job that could miss may still be pending at the release); (5.5) takes
+//!   `J_j = 0` for them unconditionally.
+//! * **A bound task gets the smaller of (H3) and (H4)**; both are sound.
+//! * **Equal priorities interfere both ways** (rtvmm serves equals FIFO, so either can run
+//!   first); the published `hp(i)` is strictly higher.
+//! * **(5.13) blocking: none.** rtvmm's servers share no resources and budgets are enforced
+//!   exactly (no overrun to add to `C_X`); scheduling overheads are outside the guarantees
+//!   (the analysis notes say so when a machine has them).
+//! * **(5.4) solved with (H2) nested**: (5.4)'s own iteration need not be monotone in w (when
+//!   `⌈L/C_S⌉` grows, the last-period term can shrink); every fixed point of the nested map
+//!   `R ↦ G_S + (k−1)T_S + r_S(x)` is a solution of (5.4), and every solution of (5.4) lies
+//!   above the nested map's least fixed point, so the least solution is the same.
 //!
 //! # The recurrences
 //! For task τ_i (WCET `C_i`, deadline `D_i ≤ T_i`) in server S (budget `C_S`, period `T_S`),
 //! all in integer time units:
 //!
-//! * **(H1) load** inside the server over a window of length R:
+//! * **(H1) load** inside the server over a window of length R (Mei (5.5) with
+//!   `R = w + J_i`):
 //!   `L_i(R) = C_i + Σ_{j ∈ hp(i) in S} ⌈R / T_j⌉ C_j`.
-//! * **(H2) server response to x units** at the root, from the start of a server period,
+//! * **(H2) server response to x units** at the root (Mei (5.1) for `x = C_S`, and the
+//!   last-period term of (5.4); jitters (5.7, 5.8)), from the start of a server period,
 //!   with higher-priority servers X released at the same time:
 //!   `r_S(x) = x + Σ_{X ∈ hp(S)} ⌈(r_S(x) + J_X) / T_X⌉ C_X`, where `J_X = T_X − C_X` for a
 //!   **Deferrable** X (its budget can run at the end of one period and the start of the
@@ -31,7 +83,8 @@
 //!   the Sporadic Server, whose merges only delay replenishments). S is **schedulable at
 //!   the root** iff `r_S(C_S) ≤ T_S`; otherwise its tasks get
 //!   [`ResponseBound::ServerUnschedulable`].
-//! * **(H3) response time**: with `k = ⌈L/C_S⌉` server periods needed and
+//! * **(H3) response time** (Mei (5.4), task jitter (5.7, 5.8)): with `k = ⌈L/C_S⌉` server
+//!   periods needed and
 //!   `x = L − (k−1)C_S` units in the last one,
 //!   `R_i = G_S + (k − 1)·T_S + r_S(x)`, `L = L_i(R_i)`, solved by fixed-point iteration
 //!   from `R_i = C_i` and stopped at `D_i`. Written as the paper's single recurrence in the
@@ -52,7 +105,8 @@
 //!     to do, and the budget is then discarded for the rest of the period);
 //!   * Sporadic server that can merge replenishments ([`ServerKind::SporadicMerging`]):
 //!     `G_S = T_S` (proof below).
-//! * **(H4) tasks bound to the server's release.** A periodic task whose period is a
+//! * **(H4) tasks bound to the server's release** (Mei (5.4)/(5.5) with `J_i = 0`, (5.7, 5.8)).
+//!   A periodic task whose period is a
 //!   multiple of `T_S` and whose jobs are released exactly at server releases (Periodic,
 //!   Deferrable or Polling server) never waits for a capacity gap: at its release the
 //!   budget is full. Its bound is `R_i = (k − 1)·T_S + r_S(x)` with
@@ -111,7 +165,8 @@
 //! [`ServerKind::Sporadic`].
 //!
 //! # Remaining gaps (stated honestly)
-//! * Equation numbers of Davis & Burns are not cited (text unavailable here).
+//! * The published carry-in of unbound higher-priority tasks in a bound task's window (see
+//!   the table above) is not used until its proof can be checked.
 //! * Priorities: smaller number = higher. Equal priorities (servers among servers, tasks
 //!   within a server) are treated as interfering both ways (conservative).
 
@@ -238,8 +293,9 @@ pub enum HierarchyError {
     },
 }
 
-/// Worst-case response-time bounds of every task in every server (Davis & Burns 2005, as
-/// documented in the module docs).
+/// Worst-case response-time bounds of every task in every server (Davis & Burns 2005, in
+/// the form of Mei 2017, §5.2.1, eqs. (5.1), (5.4), (5.5), (5.7), (5.8); differences in the
+/// module docs).
 ///
 /// ```
 /// use rtvmm_analysis::{hierarchical_response_times, FpTask, ResponseBound, Server, ServerKind};
@@ -307,7 +363,8 @@ fn validate(servers: &[Server]) -> Result<(), HierarchyError> {
     Ok(())
 }
 
-/// `J_X` of a server as seen by lower-priority servers.
+/// `J_X` of a server as seen by lower-priority servers (Mei (5.7, 5.8); Polling and merging
+/// Sporadic servers, which it does not treat, as periodic tasks: module docs).
 fn release_jitter(server: &Server) -> u64 {
     match server.kind {
         ServerKind::Deferrable => server.period - server.budget,
@@ -318,7 +375,8 @@ fn release_jitter(server: &Server) -> u64 {
     }
 }
 
-/// The capacity gap `G_S`.
+/// The capacity gap `G_S`: the jitter `J_i` of an unbound task (Mei (5.7, 5.8)), a whole period
+/// for Polling and merging Sporadic servers (module docs).
 fn capacity_gap(server: &Server) -> u64 {
     match server.kind {
         ServerKind::Polling | ServerKind::SporadicMerging => server.period,
@@ -328,7 +386,8 @@ fn capacity_gap(server: &Server) -> u64 {
     }
 }
 
-/// `r_S(x)` for server `index`, or `None` if it exceeds `limit`.
+/// `r_S(x)` for server `index`, or `None` if it exceeds `limit`: (H2), which is Mei (5.1) for
+/// `x = C_S` and the last server period of (5.4) otherwise.
 fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> Option<u64> {
     let me = &servers[index];
     let mut response = units;
@@ -369,8 +428,9 @@ fn analyse_server(servers: &[Server], index: usize) -> ServerAnalysis {
     }
 }
 
-/// Every task's bound: (H3), then, for bound tasks in priority order, the smaller of (H3)
-/// and (H4).
+/// Every task's bound: (H3) (Mei (5.4) with (5.5) and `J_i = T_S − C_S`), then, for bound
+/// tasks in priority order, the smaller of (H3) and (H4) (the same with `J_i = 0`; the
+/// carry-in of unbound higher-priority tasks is their own bound, not (5.5)'s `T_S − C_S`).
 fn task_bounds(servers: &[Server], index: usize) -> Vec<ResponseBound> {
     let server = &servers[index];
     let tasks = &server.tasks;
@@ -434,7 +494,8 @@ fn tighter(a: &ResponseBound, b: &ResponseBound) -> bool {
     }
 }
 
-/// `R = gap + (k−1)T_S + r_S(x)` with `L = C_i + interference(R)`, iterated from `C_i`;
+/// `R = gap + (k−1)T_S + r_S(x)` with `L = C_i + interference(R)` — Mei (5.4) in the time
+/// `R = w + J_i` from the task's release, with its load (5.5) — iterated from `C_i`;
 /// `None` if `interference` says the recurrence does not apply (it returned `None`).
 fn fixed_point(
     servers: &[Server],

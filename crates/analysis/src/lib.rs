@@ -14,6 +14,7 @@
 //! | [`workload`] | tasks `(p, e, d)`, RM order, harmonic check, exact utilisation | Liu & Layland 1973 |
 //! | [`prm`] | periodic resource `(Π, Θ)`: sbf (general, harmonic), usbf, lsbf; [`SbfMode`] | Shin & Lee, TECS 2008 |
 //! | [`demand`] | `rbf_i` (RM), `dbf` (EDF) | Lehoczky et al. 1989; Baruah et al. 1990 |
+//! | [`check`] | Lemma 1 by its fixed point, the EDF demand test by QPA, their horizons — exact, in bounded work | Joseph & Pandya 1986; Zhang & Burns, IEEE TC 2009 |
 //! | [`interface`] | Lemma 1, EDF test, MinExec, `CrT_i`, `X_{i,Π}`, MaxResPeriod, **Algorithm 1** | Shin & Lee 2008; Lee et al., RTAS 2012 |
 //! | [`compose`] | one-pcpu composition, [`SystemAnalysis`] | Shin & Lee 2008 |
 //! | [`rta`] | flat FP response times, Liu & Layland and hyperbolic bounds | Joseph & Pandya 1986; Audsley et al. 1993; Bini et al. 2003 |
@@ -25,6 +26,10 @@
 //! * Time: `u64` in the caller's unit, at most [`MAX_TIME`] (2^40). The interface search is
 //!   pseudo-polynomial in the periods, so use the scheduling quantum (or 1 µs–1 ms), not
 //!   nanoseconds.
+//! * Work: no test allocates in proportion to a ratio of periods, one test takes at most
+//!   [`MAX_TEST_STEPS`] steps (past it a candidate is rejected, the safe side, and the
+//!   result says it is not proven optimal) and one query at most [`MAX_SEARCH_STEPS`] (past
+//!   it, [`InterfaceError::AnalysisLimit`] or [`InterfaceError::SearchLimit`]).
 //! * RM order: by period, ties by declaration order; results name tasks by the caller's
 //!   (declaration) index.
 //! * Fixed priorities ([`FpTask`], [`Server`]): smaller number = higher priority.
@@ -74,6 +79,7 @@
 #![warn(missing_docs)]
 
 pub mod carts;
+pub mod check;
 pub mod compose;
 pub mod demand;
 pub mod error;
@@ -97,10 +103,12 @@ pub use interface::{
     critical_time_point, critical_time_points, critical_time_points_at, edf_schedulable,
     fixed_period_interface, max_res_period, max_res_period_edf, min_exec, optimal_interface,
     optimal_interface_brute_force, rm_schedulable, GuestScheduler, InterfaceAnalyzer,
-    OptimalInterface, PeriodRange, SearchOptions, EDF_FALLBACK_FACTOR, EDF_MAX_EVENTS,
+    OptimalInterface, PeriodRange, SearchOptions, Verdict, EDF_FALLBACK_FACTOR, MAX_SEARCH_STEPS,
+    MAX_TEST_STEPS,
 };
 pub use prm::{
-    harmonic_is_sound, lsbf, sbf, sbf_general, sbf_harmonic, usbf, Interface, SbfMode, SupplyForm,
+    harmonic_is_sound, lsbf, sbf, sbf_general, sbf_harmonic, sbf_inverse, usbf, Interface, SbfMode,
+    SupplyForm,
 };
 pub use ratio::{ExactSum, Ratio};
 pub use rta::{

@@ -148,6 +148,46 @@ pub fn sbf_harmonic(period: u64, budget: u64, t: u64) -> u64 {
     y * budget + t.saturating_sub(start_of_last)
 }
 
+/// The least `t` with `sbf(t) ≥ demand` in the given form (the supply's inverse, often called
+/// the time bound function): `0` for no demand, `None` when the resource never supplies that
+/// much (`Θ = 0`) or the answer exceeds `u64`.
+///
+/// In the worst-case pattern of [`sbf_general`] the supply starts after a blackout of
+/// `x = 2(Π − Θ)` ([`sbf_harmonic`]: `x = Π − Θ`) and then comes in bursts of Θ, one per
+/// period, so `demand` needs `k = ⌈demand/Θ⌉` bursts and `r = demand − (k − 1)Θ` units of the
+/// last one:
+///
+/// ```text
+/// sbf⁻¹(demand) = x + (k − 1)·Π + r
+/// ```
+///
+/// (Both forms give `y = k − 1` full bursts before that instant when `r < Θ`, and `y = k`
+/// when `r = Θ`; either way `sbf = demand` there, and one unit earlier it is `demand − 1`.)
+///
+/// ```
+/// use rtvmm_analysis::{sbf_general, sbf_inverse, SupplyForm};
+/// // Γ = (5, 3): blackout 4, then 3 units per 5 (see the sbf table in this module's tests).
+/// assert_eq!(sbf_inverse(SupplyForm::General, 5, 3, 4), Some(10));
+/// assert_eq!((sbf_general(5, 3, 9), sbf_general(5, 3, 10)), (3, 4));
+/// ```
+pub fn sbf_inverse(form: SupplyForm, period: u64, budget: u64, demand: u64) -> Option<u64> {
+    if demand == 0 {
+        return Some(0);
+    }
+    let budget = budget.min(period);
+    if budget == 0 {
+        return None;
+    }
+    let slack = (period - budget) as u128;
+    let blackout = match form {
+        SupplyForm::General => 2 * slack,
+        SupplyForm::Harmonic => slack,
+    };
+    let bursts = demand.div_ceil(budget) as u128;
+    let rest = demand as u128 - (bursts - 1) * budget as u128;
+    u64::try_from(blackout + (bursts - 1) * period as u128 + rest).ok()
+}
+
 /// Upper linear supply bound `usbf(t) = max(0, (Θ/Π)·(t − (Π − Θ)))` (Lee et al., RTAS 2012,
 /// used in the proof of Theorem 1): `sbf_general(t) ≤ usbf(t)` for all t, with equality at the
 /// end of every supply burst. Exact rational.
@@ -215,6 +255,27 @@ mod tests {
             assert_eq!(sbf_harmonic(7, 7, t), t);
             assert_eq!(sbf_general(7, 0, t), 0);
         }
+    }
+
+    /// The inverse against the definition: the least t with sbf(t) ≥ demand, by scanning.
+    #[test]
+    fn inverse_is_the_least_time_with_enough_supply() {
+        for period in 1..10u64 {
+            for budget in 0..=period {
+                for form in [SupplyForm::General, SupplyForm::Harmonic] {
+                    for demand in 0..25u64 {
+                        let scanned = (0..400u64).find(|&t| sbf(form, period, budget, t) >= demand);
+                        assert_eq!(
+                            sbf_inverse(form, period, budget, demand),
+                            scanned,
+                            "{form:?} Π={period} Θ={budget} demand={demand}"
+                        );
+                    }
+                }
+            }
+        }
+        // Far beyond u64: a budget of 1 in a period of 2^40 needs 2^40 periods for 2^40 units.
+        assert_eq!(sbf_inverse(SupplyForm::General, 1 << 40, 1, 1 << 40), None);
     }
 
     #[test]

@@ -107,13 +107,32 @@ impl fmt::Display for Ratio {
 ///
 /// The denominator of such a sum is the lcm of the periods, which for fifty periods drawn
 /// from 10–1000 has well over a hundred digits, so a fixed-width type cannot hold it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ExactSum(BigRational);
+///
+/// Kept as `numerator / lcm` of the terms' denominators, **not** reduced as it grows:
+/// adding a term costs one pass over the digits (a remainder, a multiplication and a
+/// division by a `u64`), where a rational reduced after every addition pays a big gcd each
+/// time — quadratic in the digits, which made 4,000 tasks with distinct periods take 40 s.
+/// Lowest terms are computed only when asked for, in one pass per term, from
+/// `gcd(N, lcm_i b_i) = lcm_i gcd(N, b_i)` (for every prime, `min(v(N), max_i v(b_i)) =
+/// max_i min(v(N), v(b_i))`).
+#[derive(Clone, Debug)]
+pub struct ExactSum {
+    /// `Σ terms · denominator`.
+    numerator: BigUint,
+    /// The lcm of the terms' (reduced) denominators; 1 for the empty sum.
+    denominator: BigUint,
+    /// Every term's denominator (each divides `denominator`), for the reduction.
+    term_denominators: Vec<u64>,
+}
 
 impl ExactSum {
     /// The empty sum, 0.
     pub fn zero() -> ExactSum {
-        ExactSum(BigRational::zero())
+        ExactSum {
+            numerator: BigUint::zero(),
+            denominator: BigUint::from(1u32),
+            term_denominators: Vec::new(),
+        }
     }
 
     /// Sum of the given fractions.
@@ -125,41 +144,103 @@ impl ExactSum {
         sum
     }
 
-    /// Adds one fraction.
+    /// Adds one fraction `a/b`: the denominator grows to `lcm(L, b)` by the factor
+    /// `b / gcd(L mod b, b)`, and the numerator gains `a · (L/b)`.
     pub fn add(&mut self, term: Ratio) {
-        self.0 += term.to_big();
+        if term.num == 0 {
+            return;
+        }
+        let b = term.den;
+        let remainder = (&self.denominator % b)
+            .to_u64()
+            .expect("a remainder below b");
+        let factor = b / gcd(remainder, b);
+        if factor > 1 {
+            self.denominator *= factor;
+            self.numerator *= factor;
+        }
+        self.numerator += (&self.denominator / b) * term.num;
+        self.term_denominators.push(b);
     }
 
-    /// The difference `self − other` (may be negative), as an exact value.
-    pub fn minus(&self, other: &ExactSum) -> BigRational {
-        &self.0 - &other.0
+    /// `self − other` as an `f64`, for display (computed exactly, then rounded).
+    pub fn minus_f64(&self, other: &ExactSum) -> f64 {
+        let lhs = BigInt::from(&self.numerator * &other.denominator);
+        let rhs = BigInt::from(&other.numerator * &self.denominator);
+        let den = BigInt::from(&self.denominator * &other.denominator);
+        big_to_f64(&BigRational::new_raw(lhs - rhs, den))
     }
 
-    /// Exact comparison with a single fraction.
+    /// Exact comparison with a single fraction (one multiplication by a `u64` each side).
     pub fn cmp_ratio(&self, other: Ratio) -> Ordering {
-        self.0.cmp(&other.to_big())
+        (&self.numerator * other.den).cmp(&(&self.denominator * other.num))
     }
 
     /// The value, when it fits a `Ratio` (numerator and denominator in lowest terms ≤ `u64::MAX`).
     pub fn to_ratio(&self) -> Option<Ratio> {
-        let num = self.0.numer().to_u64()?;
-        let den = self.0.denom().to_u64()?;
-        Some(Ratio::new(num, den))
+        let (num, den) = self.lowest_terms();
+        Some(Ratio::new(num.to_u64()?, den.to_u64()?))
     }
 
-    /// The underlying arbitrary-precision rational.
-    pub fn as_big(&self) -> &BigRational {
-        &self.0
+    /// Numerator and denominator with a common denominator, the lcm of the terms'
+    /// denominators — not necessarily in lowest terms (see [`ExactSum::lowest_terms`]).
+    pub fn parts(&self) -> (&BigUint, &BigUint) {
+        (&self.numerator, &self.denominator)
+    }
+
+    /// Numerator and denominator in lowest terms.
+    pub fn lowest_terms(&self) -> (BigUint, BigUint) {
+        if self.numerator.is_zero() {
+            return (BigUint::zero(), BigUint::from(1u32));
+        }
+        // g = gcd(N, L) = lcm over the terms of gcd(N mod b, b).
+        let mut common = BigUint::from(1u32);
+        for &b in &self.term_denominators {
+            let part = gcd((&self.numerator % b).to_u64().expect("below b"), b);
+            let already = (&common % part).to_u64().expect("below part");
+            common *= part / gcd(already, part);
+        }
+        (&self.numerator / &common, &self.denominator / &common)
+    }
+
+    /// The value as an arbitrary-precision rational (in lowest terms).
+    pub fn to_big(&self) -> BigRational {
+        let (num, den) = self.lowest_terms();
+        BigRational::new_raw(BigInt::from(num), BigInt::from(den))
     }
 
     /// Nearest `f64` (correctly rounded within a few ulps), for display only.
     pub fn to_f64(&self) -> f64 {
-        big_to_f64(&self.0)
+        big_to_f64(&BigRational::new_raw(
+            BigInt::from(self.numerator.clone()),
+            BigInt::from(self.denominator.clone()),
+        ))
     }
 
     /// `num/den` as decimal strings, lowest terms (for reports that want the exact value).
     pub fn to_fraction_string(&self) -> String {
-        format!("{}/{}", self.0.numer(), self.0.denom())
+        let (num, den) = self.lowest_terms();
+        format!("{num}/{den}")
+    }
+}
+
+impl PartialEq for ExactSum {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for ExactSum {}
+
+impl PartialOrd for ExactSum {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ExactSum {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (&self.numerator * &other.denominator).cmp(&(&other.numerator * &self.denominator))
     }
 }
 
@@ -236,6 +317,34 @@ mod tests {
         assert!((sum.to_f64() - 4.878_030_948_121_446).abs() < 1e-9);
         assert_eq!(sum.cmp_ratio(Ratio::new(4878, 1000)), Ordering::Greater);
         assert_eq!(sum.cmp_ratio(Ratio::new(4879, 1000)), Ordering::Less);
+    }
+
+    /// Lowest terms against BigRational's own reduction, on sums whose denominators share
+    /// factors in every way (and the sum 1/6 + 1/3 = 1/2 by hand).
+    #[test]
+    fn lowest_terms_match_a_reduced_rational() {
+        assert_eq!(
+            ExactSum::of([Ratio::new(1, 6), Ratio::new(1, 3)]).to_fraction_string(),
+            "1/2"
+        );
+        let mut seed = 7u64;
+        for _ in 0..300 {
+            let mut sum = ExactSum::zero();
+            let mut reference = BigRational::zero();
+            for _ in 0..(seed % 7) {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                let den = 1 + (seed >> 33) % 60;
+                let num = (seed >> 17) % (den + 1);
+                sum.add(Ratio::new(num, den));
+                reference += Ratio::new(num, den).to_big();
+            }
+            let (num, den) = sum.lowest_terms();
+            assert_eq!(
+                (BigInt::from(num), BigInt::from(den)),
+                (reference.numer().clone(), reference.denom().clone())
+            );
+            assert_eq!(sum.to_f64(), big_to_f64(&reference));
+        }
     }
 
     #[test]

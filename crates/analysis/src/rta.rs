@@ -200,9 +200,10 @@ pub fn liu_layland_bound(n: usize) -> f64 {
 /// Exact Liu & Layland test: `U ≤ n(2^{1/n} − 1)` ⇔ `(U/n + 1)^n ≤ 2` ⇔ with `U = a/b`,
 /// `(a + n·b)^n ≤ 2·(n·b)^n` — integers only. Sufficient for RM with implicit deadlines.
 pub fn liu_layland_test(w: &Workload) -> bool {
+    // The inequality is the same for any common scaling of a and b.
     let utilization = w.utilization();
-    let a = utilization.as_big().numer().clone();
-    let b = utilization.as_big().denom().clone();
+    let (a, b) = utilization.parts();
+    let (a, b) = (BigInt::from(a.clone()), BigInt::from(b.clone()));
     let n = w.len();
     let nb = BigInt::from(n) * b;
     let lhs = num_traits::pow(a + &nb, n);

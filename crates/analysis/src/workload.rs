@@ -87,10 +87,11 @@ impl Task {
     }
 }
 
-/// A validated, non-empty set of periodic tasks, kept in **rate-monotonic order**: sorted by
-/// period, ties broken by declaration order (a stable sort), so `tasks()[0]` has the highest
-/// RM priority. [`Workload::declaration_index`] maps an RM position back to the caller's
-/// order so that errors and reports can name the task the caller wrote.
+/// A validated, non-empty set of periodic tasks, kept in **priority order**: rate-monotonic
+/// from [`Workload::new`] (sorted by period, ties broken by declaration order — a stable
+/// sort — so `tasks()[0]` has the highest RM priority), deadline-monotonic from
+/// [`Workload::deadline_monotonic`]. [`Workload::declaration_index`] maps a position back to
+/// the caller's order so that errors and reports can name the task the caller wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Workload {
     tasks: Vec<Task>,
@@ -115,12 +116,26 @@ impl Workload {
         })
     }
 
+    /// The same tasks in **deadline-monotonic order**: by relative deadline, ties by period,
+    /// then by declaration order. For implicit deadlines this is the RM order.
+    pub fn deadline_monotonic(&self) -> Workload {
+        let mut order: Vec<usize> = (0..self.tasks.len()).collect();
+        order.sort_by_key(|&k| {
+            let task = &self.tasks[k];
+            (task.deadline, task.period, self.declared_at[k])
+        });
+        Workload {
+            tasks: order.iter().map(|&k| self.tasks[k]).collect(),
+            declared_at: order.iter().map(|&k| self.declared_at[k]).collect(),
+        }
+    }
+
     /// Convenience for implicit-deadline tasks given as `(period, wcet)` pairs.
     pub fn from_pairs(pairs: &[(u64, u64)]) -> Result<Workload, WorkloadError> {
         Workload::new(pairs.iter().map(|&(p, e)| Task::new(p, e)))
     }
 
-    /// The tasks in RM order (index 0 = highest priority).
+    /// The tasks in priority order (index 0 = highest priority).
     pub fn tasks(&self) -> &[Task] {
         &self.tasks
     }
@@ -135,14 +150,14 @@ impl Workload {
         self.tasks.is_empty()
     }
 
-    /// The caller's (declaration) index of the task at RM position `rm_index`.
+    /// The caller's (declaration) index of the task at priority position `rm_index`.
     pub fn declaration_index(&self, rm_index: usize) -> usize {
         self.declared_at[rm_index]
     }
 
     /// `p_n`, the largest period.
     pub fn max_period(&self) -> u64 {
-        self.tasks.last().map_or(0, |task| task.period)
+        self.tasks.iter().map(|task| task.period).max().unwrap_or(0)
     }
 
     /// The largest relative deadline.
@@ -168,11 +183,11 @@ impl Workload {
     }
 
     /// W is harmonic iff every pair of periods divides one another (spec, "Workloads").
-    /// In RM order it suffices that each period divides the next.
+    /// Sorted by period it suffices that each period divides the next.
     pub fn is_harmonic(&self) -> bool {
-        self.tasks
-            .windows(2)
-            .all(|pair| pair[1].period % pair[0].period == 0)
+        let mut periods: Vec<u64> = self.tasks.iter().map(|task| task.period).collect();
+        periods.sort_unstable();
+        periods.windows(2).all(|pair| pair[1] % pair[0] == 0)
     }
 
     /// True when every deadline equals its period.
@@ -210,6 +225,26 @@ mod tests {
             (0..4).map(|i| w.declaration_index(i)).collect::<Vec<_>>(),
             vec![1, 3, 0, 2]
         );
+    }
+
+    /// DM order by hand: declared (10, 1, d 3), (5, 1, d 5), (8, 2, d 3): deadlines 3, 5, 3
+    /// → (10,1,3) and (8,2,3) tie at 3, the shorter period (8) first → [2, 0, 1].
+    #[test]
+    fn deadline_monotonic_order() {
+        let w = Workload::new([
+            Task::with_deadline(10, 1, 3),
+            Task::new(5, 1),
+            Task::with_deadline(8, 2, 3),
+        ])
+        .unwrap();
+        let dm = w.deadline_monotonic();
+        let declared: Vec<usize> = (0..3).map(|k| dm.declaration_index(k)).collect();
+        assert_eq!(declared, vec![2, 0, 1]);
+        assert_eq!(dm.tasks()[0], Task::with_deadline(8, 2, 3));
+        assert_eq!(dm.max_period(), 10);
+        // Implicit deadlines: DM is RM.
+        let rm = Workload::from_pairs(&[(10, 1), (5, 1), (10, 2), (5, 2)]).unwrap();
+        assert_eq!(rm.deadline_monotonic(), rm);
     }
 
     #[test]

@@ -173,10 +173,95 @@ fn other_errors_are_typed() {
     );
     assert!(matches!(budget_alone.kind, CartsErrorKind::BadPeriods(_)));
 
-    let dm_constrained = error_of("<system><component name=\"a\" scheduler=\"DM\"><task p=\"5\" d=\"4\" e=\"1\"/></component></system>");
+    let gedf = error_of("<system><component name=\"a\" scheduler=\"gEDF\"><task p=\"5\" d=\"4\" e=\"1\"/></component></system>");
+    assert_eq!(gedf.kind, CartsErrorKind::BadScheduler("gEDF".into()));
+}
+
+/// A component whose tasks are schedulable deadline-monotonic but not rate-monotonic, on
+/// the given interface Γ = (4, 3) (general sbf: blackout 2, then 3 per 4; sbf(5) = 3,
+/// sbf(10) = 2·3 + max(0, 10 − 2 − 8) = 6). Tasks a = (p 12, e 3, d 5), b = (p 10, e 2).
+/// DM (a first): a needs sbf(t) ≥ 3 for some t ≤ 5: sbf(5) = 3 ✓; b: rbf = 3⌈t/12⌉ + 2 = 5
+/// on (0, 10]: sbf(10) = 6 ✓. RM (b first): a's rbf = 2⌈t/10⌉ + 3 = 5 on (0, 5], sbf(5) = 3 ✗.
+fn constrained(scheduler: &str) -> String {
+    format!(
+        r#"<system>
+  <component name="c" scheduler="{scheduler}" period="4" budget="3">
+    <task name="a" p="12" d="5" e="3"/>
+    <task name="b" p="10" e="2"/>
+  </component>
+</system>"#
+    )
+}
+
+/// DM with constrained deadlines is analysed (it used to be refused as "unsupported
+/// scheduler DM (expected RM, DM or EDF)"), and RM with a constrained deadline is read as
+/// CARTS reads it: tasks ordered by deadline.
+#[test]
+fn dm_and_rm_with_constrained_deadlines_order_by_deadline() {
+    for (scheduler, written) in [("DM", "DM"), ("dm", "dm"), ("RM", "RM")] {
+        let system = parse_carts(&constrained(scheduler)).unwrap();
+        let component = &system.components[0];
+        assert_eq!(component.scheduler, GuestScheduler::Dm, "{scheduler}");
+        assert_eq!(component.scheduler_written, written);
+        let report = analyze_system(
+            &system.to_domains(SbfMode::General).unwrap(),
+            SbfMode::General,
+        );
+        assert!(report.domains[0].schedulable, "{scheduler}: {report:#?}");
+    }
+    // The same tasks as rate-monotonic (what rtvmm's own `rm` guest means) fail at a.
+    let domains = parse_carts(&constrained("RM"))
+        .unwrap()
+        .to_domains(SbfMode::General)
+        .unwrap();
+    let as_rm = DomainSpec {
+        guest: GuestScheduler::Rm,
+        ..domains[0].clone()
+    };
+    let report = analyze_system(&[as_rm], SbfMode::General);
     assert_eq!(
-        dm_constrained.kind,
-        CartsErrorKind::BadScheduler("DM".into())
+        report.domains[0].failure,
+        Some(DomainFailure::InterfaceTooSmall {
+            task_index: 0,
+            task: Task::with_deadline(12, 3, 5)
+        })
+    );
+    // Implicit deadlines: RM stays RM.
+    let implicit = parse_carts(
+        "<system><component name=\"i\" scheduler=\"RM\"><task p=\"5\" e=\"1\"/></component></system>",
+    )
+    .unwrap();
+    assert_eq!(implicit.components[0].scheduler, GuestScheduler::Rm);
+}
+
+/// Two components with one name would be one domain named twice (two `xl` lines for one
+/// domain): refused, naming both lines — also between a top-level component and a child.
+#[test]
+fn duplicate_component_names_are_refused() {
+    let twice = error_of(
+        "<system>\n<component name=\"x\"><task p=\"5\" e=\"1\"/></component>\n<component name=\"x\"><task p=\"7\" e=\"1\"/></component>\n</system>",
+    );
+    assert_eq!(twice.line, 3);
+    assert_eq!(
+        twice.kind,
+        CartsErrorKind::DuplicateName {
+            name: "x".into(),
+            first_line: 2
+        }
+    );
+    assert!(twice.to_string().contains("line 2"), "{twice}");
+    let nested = error_of(
+        "<system>\n<component name=\"p\">\n<component name=\"q\"><task p=\"5\" e=\"1\"/></component>\n</component>\n<component name=\"q\"><task p=\"5\" e=\"1\"/></component>\n</system>",
+    );
+    assert_eq!(
+        (nested.line, nested.kind),
+        (
+            5,
+            CartsErrorKind::DuplicateName {
+                name: "q".into(),
+                first_line: 3
+            }
+        )
     );
 }
 

@@ -282,3 +282,140 @@ proptest! {
         }
     }
 }
+
+/// The published recurrence as restated by H. Mei (thesis, York 2017, §5.2.1): the load
+/// (5.5) `L(w) = C_i + Σ_{j∈hp(i)} ⌈(w + J_j)/T_j⌉ C_j` and the window (5.4)
+/// `w = L + (⌈L/C_S⌉ − 1)(T_S − C_S) + Σ_{X∈hp(S)} ⌈(max(0, w − (⌈L/C_S⌉ − 1)T_S) + J_X)/T_X⌉ C_X`,
+/// iterated from `C_i + (⌈C_i/C_S⌉ − 1)(T_S − C_S)` until it repeats (or passes
+/// `D_i − J_i`); `R_i = w + J_i`. Jitters: `J = T_S − C_S` for a task not bound to the
+/// server's release, 0 for a bound one; `J_X = T_X − C_X` for a Deferrable Server, else 0.
+/// Written from the published form alone (no code shared with the crate).
+fn published_bound(servers: &[Server], s: usize, i: usize) -> Option<u64> {
+    let server = &servers[s];
+    let (capacity, period) = (server.budget, server.period);
+    let task_jitter = |k: usize| {
+        if server.bound.get(k).copied().unwrap_or(false) {
+            0
+        } else {
+            period - capacity
+        }
+    };
+    let server_jitter = |x: &Server| {
+        if x.kind == ServerKind::Deferrable {
+            x.period - x.budget
+        } else {
+            0
+        }
+    };
+    let task = server.tasks[i];
+    let load = |w: u64| -> u64 {
+        task.wcet
+            + server
+                .tasks
+                .iter()
+                .enumerate()
+                .filter(|&(k, t)| k != i && t.priority <= task.priority)
+                .map(|(k, t)| (w + task_jitter(k)).div_ceil(t.period) * t.wcet)
+                .sum::<u64>()
+    };
+    let mut w = task.wcet + (task.wcet.div_ceil(capacity) - 1) * (period - capacity);
+    loop {
+        if w + task_jitter(i) > task.deadline {
+            return None;
+        }
+        let l = load(w);
+        let gaps = l.div_ceil(capacity) - 1;
+        let next = l
+            + gaps * (period - capacity)
+            + servers
+                .iter()
+                .filter(|x| x.priority < server.priority)
+                .map(|x| {
+                    (w.saturating_sub(gaps * period) + server_jitter(x)).div_ceil(x.period)
+                        * x.budget
+                })
+                .sum::<u64>();
+        if next == w {
+            return Some(w + task_jitter(i));
+        }
+        w = next;
+    }
+}
+
+/// Distinct priorities at the root and in each server (the published `hp` is strictly
+/// higher; rtvmm counts equals both ways), Periodic, Deferrable or Sporadic servers (the
+/// published form does not treat Polling ones).
+fn published_applies(servers: &[Server]) -> bool {
+    let distinct = |mut p: Vec<u32>| {
+        let n = p.len();
+        p.sort_unstable();
+        p.dedup();
+        p.len() == n
+    };
+    distinct(servers.iter().map(|s| s.priority).collect())
+        && servers.iter().all(|s| {
+            s.kind != ServerKind::Polling && distinct(s.tasks.iter().map(|t| t.priority).collect())
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    /// Issue 9 §6: without bound tasks, the bounds here are the published recurrence's,
+    /// task by task (the same value, or both past the deadline).
+    #[test]
+    fn without_bound_tasks_the_bound_is_the_published_recurrence(
+        raw in prop::collection::vec(raw_server(), 1..=3),
+    ) {
+        let (servers, _) = build(&raw);
+        if !published_applies(&servers) {
+            return Ok(());
+        }
+        for (s, result) in hierarchical_response_times(&servers).unwrap().iter().enumerate() {
+            if !result.schedulable_at_root {
+                continue;
+            }
+            for (k, bound) in result.tasks.iter().enumerate() {
+                prop_assert_eq!(
+                    bound.response_time(),
+                    published_bound(&servers, s, k),
+                    "server {} task {}: {:?}", s, k, servers
+                );
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("RTVMM_PUBLISHED_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000)
+    ))]
+
+    /// The one place the code is looser than published: a bound task's higher-priority
+    /// unbound tasks carry in their own bound here, `T_S − C_S` in (5.5). The published
+    /// bound is checked against simulation (it held in 300,000 random systems,
+    /// `RTVMM_PUBLISHED_CASES=300000`); without its proof it is not used. Run with
+    /// `--ignored`.
+    #[test]
+    #[ignore]
+    fn published_carry_in_of_bound_tasks_holds_in_simulation(
+        raw in prop::collection::vec(raw_bound_server(), 1..=3),
+    ) {
+        let (servers, sims) = build_bound(&raw);
+        if !published_applies(&servers) {
+            return Ok(());
+        }
+        let analysis = hierarchical_response_times(&servers).unwrap();
+        let observed = simulate(&sims, 1500);
+        for (s, result) in analysis.iter().enumerate() {
+            if !result.schedulable_at_root {
+                continue;
+            }
+            for (k, &seen) in observed[s].iter().enumerate() {
+                if let Some(published) = published_bound(&servers, s, k) {
+                    prop_assert!(seen <= published, "server {} task {}: observed {} > published {}\n{:?}", s, k, seen, published, sims);
+                }
+            }
+        }
+    }
+}

@@ -231,3 +231,101 @@ proptest! {
         }
     }
 }
+
+/// Constrained-deadline workloads (`d ≤ p`), each task's deadline at least its wcet.
+fn constrained_workload(max_tasks: usize, max_period: u64) -> impl Strategy<Value = Workload> {
+    prop::collection::vec((2..=max_period, 1u64..=100, 1u64..=100), 1..=max_tasks).prop_filter_map(
+        "utilisation above 1",
+        |raw| {
+            let tasks: Vec<Task> = raw
+                .iter()
+                .map(|&(period, share, cut)| {
+                    let wcet = (period * share / 250).max(1);
+                    Task::with_deadline(period, wcet, (period * cut / 100).clamp(wcet, period))
+                })
+                .collect();
+            let w = Workload::new(tasks).ok()?;
+            (w.utilization().cmp_ratio(Ratio::new(1, 1)) != std::cmp::Ordering::Greater)
+                .then_some(w)
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// DM on a dedicated processor (Θ = Π) is the exact deadline-monotonic test, so it must
+    /// agree with the response-time recurrence run with deadline-monotonic priorities.
+    #[test]
+    fn dm_lemma_1_on_a_full_budget_equals_rta(w in constrained_workload(6, 40), period in 1u64..20) {
+        let dm = w.deadline_monotonic();
+        let tasks: Vec<FpTask> = dm.tasks().iter().enumerate().map(|(rank, t)| FpTask {
+            period: t.period, wcet: t.wcet, deadline: t.deadline, priority: rank as u32,
+        }).collect();
+        let first_rta_failure = fp_response_times(&tasks).unwrap().iter().position(|r| !r.is_schedulable());
+        let analyzer = InterfaceAnalyzer::new(&w, GuestScheduler::Dm);
+        let lemma = analyzer.first_failure(Interface::new(period, period), SupplyForm::General);
+        prop_assert_eq!(lemma, first_rta_failure);
+    }
+
+    /// DM Algorithm 1 equals a naive brute force (every period up to 20·p_n, every budget,
+    /// Lemma 1 at every integer t with the tasks in deadline-monotonic order).
+    #[test]
+    fn dm_algorithm_1_equals_naive_brute_force(w in constrained_workload(3, 12)) {
+        let dm = w.deadline_monotonic();
+        let mut best: Option<Interface> = None;
+        for period in 1..=20 * w.max_period() {
+            let Some(budget) = naive_min_exec(period, |budget| naive_lemma1(&dm, period, budget, SupplyForm::General)) else { continue };
+            let candidate = Interface::new(period, budget);
+            if best.is_none_or(|b| candidate.bandwidth() < b.bandwidth()) {
+                best = Some(candidate);
+            }
+        }
+        let found = optimal_interface(&w, &SearchOptions { mode: SbfMode::General, guest: GuestScheduler::Dm, periods: PeriodRange::default() });
+        prop_assert_eq!(found.ok().map(|f| f.interface), best);
+    }
+
+    /// What the plateau jump of Algorithm 1 rests on: with the general sbf, supply never
+    /// grows with Π at a fixed Θ, so MinExec never falls as Π grows (RM, DM and EDF).
+    #[test]
+    fn general_min_exec_is_non_decreasing_in_the_period(w in friendly_workload(3), budget in 0u64..12, t in 0u64..200, period in 1u64..24) {
+        let budget = budget.min(period);
+        prop_assert!(sbf_general(period + 1, budget, t) <= sbf_general(period, budget, t));
+        for guest in [GuestScheduler::Rm, GuestScheduler::Dm, GuestScheduler::Edf] {
+            let analyzer = InterfaceAnalyzer::new(&w, guest);
+            let here = analyzer.min_exec(period, SbfMode::General);
+            let next = analyzer.min_exec(period + 1, SbfMode::General);
+            if let (Ok(here), Ok(next)) = (here, next) {
+                prop_assert!(here <= next, "{:?}: MinExec({}) = {} > MinExec({}) = {}", guest, period, here, period + 1, next);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// EDF with the utilisation within a few percent of 1 — where the horizon is long and
+    /// QPA walks far (issue 13's slow case) — against the naive check over every t up to
+    /// `2·lcm(H, Π) + 2Π + d_max`.
+    #[test]
+    fn edf_min_exec_near_full_utilisation_matches_naive(
+        p1 in 5u64..20, p2 in 5u64..20, share in 85u64..=100, period in 1u64..12,
+    ) {
+        // e1/p1 + e2/p2 ≈ share %, split about evenly.
+        let e1 = (p1 * share / 200).max(1);
+        let e2 = ((p2 * share / 100).saturating_sub(p2 * e1 / p1)).clamp(1, p2);
+        let Ok(w) = Workload::from_pairs(&[(p1, e1), (p2, e2)]) else { return Ok(()) };
+        if w.utilization().cmp_ratio(Ratio::new(1, 1)) == std::cmp::Ordering::Greater {
+            return Ok(());
+        }
+        let analyzer = InterfaceAnalyzer::new(&w, GuestScheduler::Edf);
+        let hyper = w.hyperperiod().unwrap();
+        let horizon = 2 * lcm(hyper, period) + 2 * period + w.max_deadline();
+        for form in [SupplyForm::General, SupplyForm::Harmonic] {
+            let expected = naive_min_exec(period, |budget| naive_edf(&w, period, budget, form, horizon));
+            let got = analyzer.min_exec_with_form(period, form).ok();
+            prop_assert_eq!(got, expected, "form {:?}", form);
+        }
+    }
+}
