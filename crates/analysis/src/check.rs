@@ -156,7 +156,7 @@ fn last_step_at_most(tasks: &[Task], t: u64) -> Option<u64> {
 pub(crate) fn task_due_at(tasks: &[Task], t: u64) -> usize {
     tasks
         .iter()
-        .position(|task| t >= task.deadline && (t - task.deadline) % task.period == 0)
+        .position(|task| t >= task.deadline && (t - task.deadline).is_multiple_of(task.period))
         .unwrap_or(tasks.len() - 1)
 }
 
