@@ -14,8 +14,6 @@ use std::ops::ControlFlow;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
@@ -23,13 +21,19 @@ use rtvmm_analysis::{GuestScheduler as AnalysisGuest, SbfMode};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_experiments::files::{self, AtomicFile, WriteError};
-use rtvmm_experiments::{Cancel, CompareArgs, ExperimentArgs, ExperimentError, GenArgs, RunHook};
+use rtvmm_experiments::ExperimentError;
 use rtvmm_scenario::analyze;
 use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::trace::TraceFormat;
 
+mod experiment;
+mod gen;
 mod progress;
+mod signals;
+
+use experiment::ExperimentArgs;
+use gen::GenArgs;
 
 const EXIT_CODES: &str = "\
 Exit codes (every command):
@@ -144,6 +148,15 @@ enum Command {
 }
 
 /// Options of `rtvmm analyze`.
+/// `rtvmm compare A.json B.json`.
+#[derive(clap::Args)]
+struct CompareArgs {
+    /// The first results file (`rtvmm sim --json`).
+    a: PathBuf,
+    /// The second results file.
+    b: PathBuf,
+}
+
 #[derive(clap::Args)]
 struct AnalyzeArgs {
     /// A scenario file (TOML) or a CARTS input file (*.xml)
@@ -260,11 +273,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             admit,
         } => check(&scenario, policy, admit),
         Command::Analyze(args) => analyze_command(args),
-        Command::Experiment(args) => experiment_command(&args),
-        Command::Gen(args) => rtvmm_experiments::run_gen(&args)
+        Command::Experiment(args) => experiment::run(&args),
+        Command::Gen(args) => gen::run_gen(&args)
             .map_err(experiment_failure)
             .and_then(|t| print(&t)),
-        Command::Compare(args) => rtvmm_experiments::run_compare(&args)
+        Command::Compare(args) => rtvmm_experiments::compare::compare_files(&args.a, &args.b)
             .map_err(experiment_failure)
             .and_then(|t| print(&t)),
         Command::Sim {
@@ -304,74 +317,6 @@ fn experiment_failure(e: ExperimentError) -> Failure {
         | ExperimentError::RunPanicked { .. }
         | ExperimentError::Analysis(_) => runtime(e),
     }
-}
-
-/// SIGINT and SIGTERM while an experiment runs. The first sets the cancel flag (runs in
-/// progress finish, the rest are skipped, what finished is written and marked partial)
-/// and records which signal came; a second exits at once with 128 + its number. Returns
-/// the recorded signal (0 until one comes).
-fn handle_signals(cancel: &Cancel) -> io::Result<Arc<AtomicUsize>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    use signal_hook::flag;
-    let which = Arc::new(AtomicUsize::new(0));
-    for signal in [SIGINT, SIGTERM] {
-        // In this order: the shutdown checks the flag before this signal sets it.
-        flag::register_conditional_shutdown(signal, 128 + signal, cancel.flag())?;
-        flag::register_usize(signal, Arc::clone(&which), signal as usize)?;
-        flag::register(signal, cancel.flag())?;
-    }
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
-    std::thread::spawn(move || {
-        if let Some(signal) = signals.forever().next() {
-            let name = if signal == SIGINT {
-                "SIGINT"
-            } else {
-                "SIGTERM"
-            };
-            eprintln!(
-                "\nrtvmm: {name}: finishing the runs in progress, skipping the rest, then \
-                 writing what is done (marked partial); {name} again stops at once"
-            );
-        }
-    });
-    Ok(which)
-}
-
-/// For the tests of the signal path: `RTVMM_TEST_RAISE=SIGTERM:N` (or `SIGINT:N`) makes
-/// the process send itself that signal once N runs have finished.
-fn test_raise_hook() -> Option<RunHook> {
-    let spec = std::env::var("RTVMM_TEST_RAISE").ok()?;
-    let (name, after) = spec.split_once(':')?;
-    let signal = match name {
-        "SIGINT" => signal_hook::consts::SIGINT,
-        "SIGTERM" => signal_hook::consts::SIGTERM,
-        _ => return None,
-    };
-    let after: usize = after.parse().ok()?;
-    Some(RunHook(Arc::new(move |finished| {
-        if finished == after {
-            let _ = signal_hook::low_level::raise(signal);
-        }
-    })))
-}
-
-fn experiment_command(args: &ExperimentArgs) -> Result<(), Failure> {
-    let cancel = Cancel::new();
-    let which = handle_signals(&cancel)
-        .context("installing the SIGINT/SIGTERM handlers")
-        .map_err(runtime)?;
-    let output = rtvmm_experiments::run_experiment_command(args, &cancel, test_raise_hook())
-        .map_err(experiment_failure)?;
-    print(&output.text)?;
-    if output.interrupted {
-        let signal = match which.load(Ordering::SeqCst) {
-            0 => signal_hook::consts::SIGINT,
-            s => s as i32,
-        };
-        eprintln!("rtvmm: interrupted: the runs that finished are written, marked partial");
-        return Err(Failure::Interrupted { signal });
-    }
-    Ok(())
 }
 
 /// Writes to stdout; a closed pipe (`rtvmm policies | head -1`) is not an error.

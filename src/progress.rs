@@ -30,20 +30,6 @@ pub struct LongRun {
     signal: Arc<AtomicUsize>,
 }
 
-/// SIGINT and SIGTERM: the first sets `stop` and records which came; a second exits at
-/// once with 128 + its number.
-fn handle_signals(stop: &Arc<AtomicBool>, which: &Arc<AtomicUsize>) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    use signal_hook::flag;
-    for signal in [SIGINT, SIGTERM] {
-        // In this order: the shutdown checks the flag before this signal sets it.
-        flag::register_conditional_shutdown(signal, 128 + signal, Arc::clone(stop))?;
-        flag::register_usize(signal, Arc::clone(which), signal as usize)?;
-        flag::register(signal, Arc::clone(stop))?;
-    }
-    Ok(())
-}
-
 /// A large count as a person reads it: `72001`, `12.1 million`, `3.6 trillion`.
 fn count(n: u64) -> String {
     let x = n as f64;
@@ -82,9 +68,10 @@ impl LongRun {
             return None;
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let signal = Arc::new(AtomicUsize::new(0));
         // Before the announcement: a signal after it never kills the run half-written.
-        let handled = handle_signals(&stop, &signal).is_ok();
+        let installed = crate::signals::install(&stop, |_| {});
+        let handled = installed.is_ok();
+        let signal = installed.unwrap_or_else(|_| Arc::new(AtomicUsize::new(0)));
         eprintln!(
             "rtvmm: a long run: about {} simulation steps ({} ticks of {quantum}, {} job \
              releases over {duration} simulated), roughly {} of wall-clock time{}",

@@ -81,7 +81,7 @@ impl ExperimentError {
     }
 
     /// A bad command-line value.
-    pub(crate) fn option(option: &str, problem: impl Into<String>) -> ExperimentError {
+    pub fn option(option: &str, problem: impl Into<String>) -> ExperimentError {
         ExperimentError::InvalidOption {
             option: option.to_string(),
             problem: problem.into(),

@@ -17,7 +17,7 @@ use rtvmm_analysis::{
     Workload,
 };
 use rtvmm_core::Nanos;
-use rtvmm_gen::{GenDomain, GenSystem};
+use rtvmm_gen::{GenDomain, GenSystem, ServerDomain};
 
 use crate::error::ExperimentError;
 
@@ -33,14 +33,6 @@ impl DomainInterface {
     /// budget ÷ period.
     pub fn bandwidth(&self) -> f64 {
         self.budget.as_ns() as f64 / self.period.as_ns() as f64
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
     }
 }
 
@@ -122,8 +114,7 @@ pub fn fixed_period_interfaces(
                 .tasks
                 .iter()
                 .flat_map(|t| [t.period, t.wcet, t.deadline])
-                .fold(period.as_ns(), |g, t| gcd(g, t.as_ns()));
-            let unit = Nanos(unit);
+                .fold(period, |g, t| g.gcd(t));
             let w = workload(domain, unit)?;
             let found =
                 fixed_period_interface(&w, period.as_ns() / unit.as_ns(), mode, GuestScheduler::Rm)
@@ -150,6 +141,53 @@ pub fn rm_priorities(interfaces: &[DomainInterface]) -> Vec<u32> {
         priority[i] = rank as u32 + 1;
     }
     priority
+}
+
+/// The domains of `system` served by their `interfaces` (one per domain, in order), as
+/// server domains under `rm` guests booting at 0, priorities by [`rm_priorities`].
+pub fn interface_servers(system: &GenSystem, interfaces: &[DomainInterface]) -> Vec<ServerDomain> {
+    let priorities = rm_priorities(interfaces);
+    system
+        .domains
+        .iter()
+        .zip(interfaces)
+        .zip(priorities)
+        .map(|((domain, interface), priority)| ServerDomain {
+            name: domain.name.clone(),
+            budget: interface.budget,
+            period: interface.period,
+            priority,
+            guest: rtvmm_core::guest::GuestScheduler::Rm,
+            tasks: domain.task_specs(),
+            offset: Nanos::ZERO,
+        })
+        .collect()
+}
+
+/// One sentence per system: every interface with its bandwidth beside its domain's
+/// utilisation, then `U_RM`, `U_W` and their difference (for reports and file headers).
+pub fn interface_note(system: &GenSystem, interfaces: &[DomainInterface]) -> String {
+    let parts: Vec<String> = interfaces
+        .iter()
+        .zip(&system.domains)
+        .map(|(i, d)| {
+            format!(
+                "{} ({}, {}) bandwidth {:.4} for utilisation {:.4}",
+                i.name,
+                i.period,
+                i.budget,
+                i.bandwidth(),
+                d.utilisation()
+            )
+        })
+        .collect();
+    let u_rm: f64 = interfaces.iter().map(DomainInterface::bandwidth).sum();
+    format!(
+        "Interfaces (period, budget): {}; U_RM = {u_rm:.4}, U_W = {:.4}, U_RM − U_W = {:.4}.",
+        parts.join("; "),
+        system.total_utilisation(),
+        u_rm - system.total_utilisation()
+    )
 }
 
 #[cfg(test)]

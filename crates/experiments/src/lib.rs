@@ -7,17 +7,20 @@
 //! experiment runs in seconds.
 //!
 //! - [`experiments`]: the registry, one file per experiment.
-//! - [`sweep`]: independent runs in parallel (rayon), a progress bar, a cancel flag that
-//!   keeps what is done; results by run index, so the same seed gives the same CSV bytes.
+//! - [`sweep`]: independent runs in parallel (rayon), progress reported to the caller's
+//!   callback, a cancel flag that keeps what is done; results by run index, so the same
+//!   seed gives the same CSV bytes.
 //! - [`files`]: output paths checked before anything runs, files written atomically.
 //! - [`report`]: the [`report::Output`] an experiment writes through, and `report.md`.
 //! - [`plot`]: line, bar and box charts as SVG + PNG.
 //! - [`system`]: a server scenario under any policy (credit weights, SEDF slices), and
 //!   running it.
 //! - [`compare`]: `rtvmm compare A.json B.json`.
-//! - [`gen`]: `rtvmm gen ...`, task sets as scenario TOML.
 //! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
-//! - [`cli`]: the clap argument structs and entry points the `rtvmm` binary calls.
+//!
+//! The library parses no flags, draws nothing and installs no signal handler: the `rtvmm`
+//! binary owns flags (clap), the progress bar and SIGINT/SIGTERM, and passes
+//! [`Options`] with a [`Cancel`] flag and a [`Progress`] callback.
 //!
 //! ```no_run
 //! use rtvmm_experiments::{run_experiment, Options};
@@ -27,12 +30,10 @@
 //! # Ok::<(), rtvmm_experiments::ExperimentError>(())
 //! ```
 
-pub mod cli;
 pub mod compare;
 pub mod error;
 pub mod experiments;
 pub mod files;
-pub mod gen;
 pub mod host;
 pub mod interfaces;
 pub mod options;
@@ -44,12 +45,8 @@ pub mod system;
 
 use std::time::Instant;
 
-pub use cli::{
-    run_compare, run_experiment_command, run_gen, CommandOutput, CompareArgs, ExperimentArgs,
-    GenArgs,
-};
 pub use error::ExperimentError;
-pub use options::{Cancel, Options, RunHook};
+pub use options::{Cancel, Options, Progress, SweepEvent};
 pub use report::{Output, Report};
 
 /// Runs the experiment `name` with `options`: its runs, then its files and `report.md`

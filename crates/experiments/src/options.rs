@@ -38,16 +38,15 @@ pub struct Options {
     pub workloads: Vec<PathBuf>,
     /// Worker threads for a sweep; 0 = one per core.
     pub jobs: usize,
-    /// Show a progress bar on stderr (only ever drawn when stderr is a terminal).
-    pub progress: bool,
     /// Behave as if cancelled once this many runs were started (for tests of the
     /// interruption path; `None` in normal use).
     pub stop_after_runs: Option<usize>,
     /// Set by the caller (the binary does on SIGINT and SIGTERM) to stop starting runs:
     /// runs in progress finish, and the experiment writes what is done, marked partial.
     pub cancel: Cancel,
-    /// Called after each run of the experiment finishes, with the number finished so far.
-    pub on_run_done: Option<RunHook>,
+    /// Told as each sweep starts, as each of its runs finishes, and as it ends (for a
+    /// progress display: the binary draws one; the library draws nothing).
+    pub progress: Option<Progress>,
 }
 
 /// A cancel flag: clones share it. The library only reads it; no signal handler is
@@ -84,26 +83,43 @@ impl PartialEq for Cancel {
 
 impl Eq for Cancel {}
 
-/// A progress callback: `f(runs finished so far)`, called from the sweep's threads.
-#[derive(Clone)]
-pub struct RunHook(pub Arc<dyn Fn(usize) + Send + Sync>);
+/// What a sweep reports as it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepEvent<'a> {
+    /// A sweep of `total` runs begins (`label` names it: the experiment, or its part).
+    Started { label: &'a str, total: usize },
+    /// A run of the sweep finished: `done` of the sweep's `total`; `finished` counts every
+    /// run of the experiment so far (all its sweeps).
+    RunDone {
+        label: &'a str,
+        done: usize,
+        total: usize,
+        finished: usize,
+    },
+    /// The sweep is over.
+    Ended { label: &'a str },
+}
 
-impl fmt::Debug for RunHook {
+/// A progress callback, called from the sweep's threads.
+#[derive(Clone)]
+pub struct Progress(pub Arc<dyn Fn(SweepEvent<'_>) + Send + Sync>);
+
+impl fmt::Debug for Progress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("RunHook")
+        f.write_str("Progress")
     }
 }
 
-impl PartialEq for RunHook {
-    fn eq(&self, other: &RunHook) -> bool {
+impl PartialEq for Progress {
+    fn eq(&self, other: &Progress) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
-impl Eq for RunHook {}
+impl Eq for Progress {}
 
 impl Options {
-    /// Defaults: full scale, seed [`DEFAULT_SEED`], all cores, progress bar on.
+    /// Defaults: full scale, seed [`DEFAULT_SEED`], all cores, no progress callback.
     pub fn new(out: impl Into<PathBuf>) -> Options {
         Options {
             out: out.into(),
@@ -115,18 +131,16 @@ impl Options {
             in_phase: false,
             workloads: Vec::new(),
             jobs: 0,
-            progress: true,
             stop_after_runs: None,
             cancel: Cancel::new(),
-            on_run_done: None,
+            progress: None,
         }
     }
 
-    /// The quick version, quiet: what the tests use.
+    /// The quick version: what the tests use.
     pub fn quick(out: impl Into<PathBuf>) -> Options {
         Options {
             quick: true,
-            progress: false,
             ..Options::new(out)
         }
     }

@@ -40,7 +40,7 @@ pub fn rtxen_domains(
     load_permille: u32,
     seed: u64,
 ) -> Result<Vec<ServerDomain>, ExperimentError> {
-    Ok(rtxen_system(pattern, load_permille, seed)?)
+    Ok(rtxen_system(pattern, load_permille, seed)?.domains)
 }
 
 /// When the domains of an rtxen experiment boot (module note).

@@ -1,5 +1,6 @@
-//! Running a sweep: many independent runs, in parallel, with a progress bar, and with a
-//! cancel flag that keeps what is done.
+//! Running a sweep: many independent runs, in parallel, reporting progress to the caller's
+//! callback ([`Options::progress`]; nothing is drawn here), with a cancel flag that keeps
+//! what is done.
 //!
 //! # Determinism
 //! Each run is a pure function of its description (the simulator is deterministic), and
@@ -12,16 +13,13 @@
 //! the experiment writes what it has, marked partial (see [`crate::report`]). No signal
 //! handler is installed here.
 
-use std::io::IsTerminal;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use crate::error::ExperimentError;
-use crate::options::Options;
+use crate::options::{Options, SweepEvent};
 
 /// What a sweep produced.
 #[derive(Debug)]
@@ -90,26 +88,11 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-fn progress_bar(label: &str, total: usize, options: &Options) -> ProgressBar {
-    let visible = options.progress && std::io::stderr().is_terminal();
-    let target = if visible {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    };
-    let bar = ProgressBar::with_draw_target(Some(total as u64), target);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{msg:>16} [{bar:32}] {pos}/{len} runs · {elapsed_precise} elapsed · ETA {eta}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(label.to_string());
-    if visible {
-        bar.enable_steady_tick(Duration::from_millis(250));
+/// Tells the caller's progress callback, if any.
+fn report(options: &Options, event: SweepEvent<'_>) {
+    if let Some(progress) = &options.progress {
+        (progress.0)(event);
     }
-    bar
 }
 
 /// Runs `work` on every item, in parallel on `options.jobs` threads (0 = all cores).
@@ -140,7 +123,9 @@ where
         .num_threads(threads)
         .build()
         .map_err(|e| ExperimentError::option("--jobs", e.to_string()))?;
-    let bar = progress_bar(label, items.len(), options);
+    let total = items.len();
+    let done_here = AtomicUsize::new(0);
+    report(options, SweepEvent::Started { label, total });
     let slots: Vec<Option<Result<R, ExperimentError>>> = pool.install(|| {
         items
             .par_iter()
@@ -156,16 +141,22 @@ where
                             message: panic_message(payload),
                         })
                     });
-                bar.inc(1);
+                let done = done_here.fetch_add(1, Ordering::SeqCst) + 1;
                 let finished = counter.finished.fetch_add(1, Ordering::SeqCst) + 1;
-                if let Some(hook) = &options.on_run_done {
-                    (hook.0)(finished);
-                }
+                report(
+                    options,
+                    SweepEvent::RunDone {
+                        label,
+                        done,
+                        total,
+                        finished,
+                    },
+                );
                 Some(outcome)
             })
             .collect()
     });
-    bar.finish_and_clear();
+    report(options, SweepEvent::Ended { label });
     let mut results = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {

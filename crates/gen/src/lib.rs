@@ -13,11 +13,14 @@
 //! | [`rtxen`] | the rtxen-capacity task sets and the share-pattern table | Xi et al., EMSOFT 2011 |
 //! | [`csa`] | the csa-periods / csa-etf task sets | Lee et al., RTAS 2012 |
 //! | [`arinc`] | avionics-shaped (ARINC-653 partition) workloads, *generated* | shape of Easwaran et al. 2009 |
+//! | [`uunifast`] | a general-purpose task set over domains with bandwidth-matched servers | — |
 //! | [`workload_file`] | reads (and writes) a partitioned workload as TOML | — |
 //!
 //! Generators return a [`GenSystem`]: domains (or partitions) of periodic tasks with
 //! deadline = period, and a `description` that records the procedure and its parameters
-//! for reports. Converting a `GenSystem` into a runnable scenario is the CLI's job.
+//! for reports; those that also give each domain a server return a [`ServerSystem`] of
+//! [`ServerDomain`]s, which run under any policy. Writing a scenario file is the scenario
+//! crate's job.
 //!
 //! Floating point appears only while drawing utilisations; every time that leaves this
 //! crate is an integer [`Nanos`].
@@ -54,6 +57,7 @@ pub mod csa;
 pub mod periods;
 pub mod rtxen;
 pub mod sampling;
+pub mod uunifast;
 pub mod workload_file;
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
@@ -117,6 +121,15 @@ impl GenDomain {
             })
             .collect()
     }
+}
+
+/// A generated system described by servers, ready to become a scenario: its name, its
+/// domains, and how it was made (procedure, parameters, seed), for the file's header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerSystem {
+    pub name: String,
+    pub description: String,
+    pub domains: Vec<ServerDomain>,
 }
 
 /// One domain of a system described by servers, as the published experiments describe

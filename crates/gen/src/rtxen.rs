@@ -39,7 +39,7 @@
 //! common random numbers across patterns).
 
 use crate::sampling::uunifast;
-use crate::{permille, GenDomain, GenError, GenSystem, GenTask, ServerDomain};
+use crate::{permille, GenDomain, GenError, GenSystem, GenTask, ServerDomain, ServerSystem};
 use rtvmm_core::guest::GuestScheduler;
 use rtvmm_core::model::VcpuId;
 use rtvmm_core::policy::{Arinc653Table, MinorFrame};
@@ -224,9 +224,9 @@ pub fn rtxen_system(
     pattern: SharePattern,
     load_permille: u32,
     seed: u64,
-) -> Result<Vec<ServerDomain>, GenError> {
+) -> Result<ServerSystem, GenError> {
     let system = rtxen_taskset(pattern, load_permille, seed)?;
-    Ok(share_pattern_table(pattern)
+    let domains = share_pattern_table(pattern)
         .into_iter()
         .zip(&system.domains)
         .map(|(server, domain)| {
@@ -241,7 +241,12 @@ pub fn rtxen_system(
                 offset: Nanos::ZERO,
             }
         })
-        .collect())
+        .collect();
+    Ok(ServerSystem {
+        name: format!("rtxen-{pattern}-{load_permille}"),
+        description: system.description,
+        domains,
+    })
 }
 
 /// An ARINC 653 table giving server domains their shares statically: the major frame is

@@ -50,7 +50,7 @@ pub enum DemoError {
 /// [`Scenario::with_policy`] for the others).
 pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
     let pattern = SharePattern::Even;
-    let servers = rtxen_system(pattern, DEMO_LOAD_PERMILLE, seed)?;
+    let servers = rtxen_system(pattern, DEMO_LOAD_PERMILLE, seed)?.domains;
     let table = share_table(&servers);
     let minor_frames = servers
         .iter()

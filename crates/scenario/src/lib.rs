@@ -172,9 +172,11 @@ mod validate;
 
 use std::path::Path;
 
+use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
-use rtvmm_sim::SystemSpec;
+use rtvmm_gen::ServerSystem;
+use rtvmm_sim::{DomainSpec, SystemSpec};
 
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
@@ -267,6 +269,53 @@ impl Scenario {
     /// table from `[scheduler]`).
     pub fn policy_config(&self, kind: PolicyKind) -> Result<PolicyConfig, ScenarioError> {
         self.policy_config_at(kind, Location::default())
+    }
+
+    /// A scenario of the generated server domains of `system` (`rtvmm gen`): one pcpu
+    /// with `quantum`, exact replenishment, no overheads; each VCPU as
+    /// [`ServerDomain::vcpu_params`](rtvmm_gen::ServerDomain::vcpu_params) gives it;
+    /// `policy` with the default settings (Credit at Xen 4.0's defaults; no ARINC 653
+    /// table). Validated.
+    pub fn from_servers(
+        system: &ServerSystem,
+        duration: Nanos,
+        seed: u64,
+        quantum: Nanos,
+        policy: PolicyKind,
+    ) -> Result<Scenario, ScenarioError> {
+        let scheduler = SchedulerSettings {
+            credit: CreditConfig::default(),
+            rtds: RtdsMode::default(),
+            arinc653: None,
+        };
+        let mut scenario = Scenario {
+            file: format!("<generated {}>", system.name),
+            name: system.name.clone(),
+            duration,
+            seed,
+            system: SystemSpec {
+                machine: MachineConfig {
+                    quantum,
+                    ..MachineConfig::default()
+                },
+                policy: PolicyConfig::Deferrable,
+                domains: system
+                    .domains
+                    .iter()
+                    .map(|d| DomainSpec {
+                        name: d.name.clone(),
+                        vcpu: d.vcpu_params(),
+                        guest: d.guest,
+                        tasks: d.booted_tasks(),
+                    })
+                    .collect(),
+                changes: Vec::new(),
+            },
+            scheduler,
+        };
+        scenario.system.policy = scenario.policy_config(policy)?;
+        scenario.validate()?;
+        Ok(scenario)
     }
 
     /// The same scenario starting under `kind`, re-validated (see the crate docs for what

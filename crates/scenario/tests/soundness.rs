@@ -204,7 +204,7 @@ fn workload_strategy() -> impl Strategy<Value = Vec<(u64, u64, u64, u64)>> {
 fn long_enough(periods: impl Iterator<Item = u64>) -> Nanos {
     // Several hyperperiods when they are short; 2 s of random phasing otherwise.
     let hyper = periods.fold(1u64, |acc, p| {
-        let g = gcd(acc, p);
+        let g = Nanos(acc).gcd(Nanos(p)).as_ns();
         (acc / g).saturating_mul(p).min(1_000_000)
     });
     ms((4 * hyper).clamp(200, 2_000))
@@ -217,13 +217,6 @@ fn cases(default: u32) -> u32 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn gcd(mut a: u64, mut b: u64) -> u64 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 proptest! {

@@ -39,7 +39,9 @@ const LOAD_PERMILLE: u32 = 700;
 /// 70 %) under `kind`, with the demo's settings: Credit at the papers' 1 ms setting,
 /// ARINC 653 with the share table.
 fn demo_system(kind: PolicyKind) -> SystemSpec {
-    let servers = rtxen_system(SharePattern::Even, LOAD_PERMILLE, SEED).expect("generator");
+    let servers = rtxen_system(SharePattern::Even, LOAD_PERMILLE, SEED)
+        .expect("generator")
+        .domains;
     let settings = PolicySettings {
         credit: CreditConfig::one_ms(),
         rtds: RtdsMode::Event,

@@ -36,7 +36,7 @@ use rtvmm_analysis::{
     analyze_system, DomainSpec as AnalysisDomain, GuestScheduler as AnalysisGuest, Interface,
     InterfaceChoice, SbfMode, SystemAnalysis,
 };
-use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+use rtvmm_core::guest::TaskSpec;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::GenSystem;
@@ -44,7 +44,7 @@ use rtvmm_sim::results::{DomainResult, RunResults};
 use rtvmm_sim::Simulation;
 
 use crate::error::ExperimentError;
-use crate::interfaces::{fixed_period_interfaces, optimal_interfaces, rm_priorities, workload};
+use crate::interfaces::{fixed_period_interfaces, interface_servers, optimal_interfaces, workload};
 use crate::plot::{cdf_points, quantile_sorted, LegendAt, LineChart, Series};
 use crate::system::{responsiveness_samples, ServerDomain};
 
@@ -119,14 +119,6 @@ impl CsaSystem {
     }
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
 /// The interfaces and servers of `system`, budgets in whole [`ANALYSIS_UNIT`]s; see the
 /// module note.
 pub fn csa_system(
@@ -147,13 +139,13 @@ pub fn csa_system_in(
         InterfacePeriods::Optimal => optimal_interfaces(system, quantum, SbfMode::Auto)?,
         InterfacePeriods::Fixed => fixed_period_interfaces(system, quantum, SbfMode::Auto)?,
     };
-    let priorities = rm_priorities(&interfaces);
     let unit = system
         .domains
         .iter()
         .flat_map(|d| d.tasks.iter().flat_map(|t| [t.period, t.wcet, t.deadline]))
         .chain(interfaces.iter().flat_map(|i| [i.period, i.budget]))
-        .fold(0, |g, t| gcd(g, t.as_ns()))
+        .fold(Nanos::ZERO, |g, t| g.gcd(t))
+        .as_ns()
         .max(1);
     let mut specs = Vec::with_capacity(system.domains.len());
     for (domain, interface) in system.domains.iter().zip(&interfaces) {
@@ -168,21 +160,7 @@ pub fn csa_system_in(
         });
     }
     let analysis = analyze_system(&specs, SbfMode::Auto);
-    let domains = system
-        .domains
-        .iter()
-        .zip(&interfaces)
-        .zip(priorities)
-        .map(|((domain, interface), priority)| ServerDomain {
-            name: domain.name.clone(),
-            budget: interface.budget,
-            period: interface.period,
-            priority,
-            guest: GuestScheduler::Rm,
-            tasks: domain.task_specs(),
-            offset: Nanos::ZERO,
-        })
-        .collect();
+    let domains = interface_servers(system, &interfaces);
     Ok(CsaSystem {
         analysis,
         unit: Nanos(unit),

@@ -3,7 +3,6 @@
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_experiments::experiments::REGISTRY;
-use rtvmm_experiments::gen::{rtxen_scenario, scenario_toml};
 use rtvmm_experiments::rtxen::rtxen_domains;
 use rtvmm_experiments::system::{build_system, machine, simulate};
 use rtvmm_experiments::{run_experiment, ExperimentError, Options};
@@ -150,9 +149,13 @@ fn an_unusable_out_directory_is_refused_before_any_run() {
     let mut options = Options::quick(file.join("out"));
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = runs.clone();
-    options.on_run_done = Some(rtvmm_experiments::RunHook(std::sync::Arc::new(move |_| {
-        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    })));
+    options.progress = Some(rtvmm_experiments::Progress(std::sync::Arc::new(
+        move |event| {
+            if let rtvmm_experiments::SweepEvent::RunDone { .. } = event {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        },
+    )));
     let err = run_experiment("rtxen-overhead", &options).unwrap_err();
     assert!(matches!(err, ExperimentError::Output(_)), "{err}");
     assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 0);
@@ -175,11 +178,7 @@ fn compare_puts_two_results_side_by_side() {
     let (pa, pb) = (dir.path().join("a.json"), dir.path().join("b.json"));
     std::fs::write(&pa, a.to_json()).unwrap();
     std::fs::write(&pb, b.to_json()).unwrap();
-    let text = rtvmm_experiments::run_compare(&rtvmm_experiments::CompareArgs {
-        a: pa.clone(),
-        b: pb,
-    })
-    .unwrap();
+    let text = rtvmm_experiments::compare::compare_files(&pa, &pb).unwrap();
     for d in ["d1", "d2", "d3", "d4", "d5"] {
         assert!(
             text.contains(&format!("| {d} | deadline miss ratio |")),
@@ -202,104 +201,6 @@ fn compare_puts_two_results_side_by_side() {
     std::fs::write(&pa, "{}").unwrap();
     let err = rtvmm_experiments::compare::compare_files(&pa, &pa).unwrap_err();
     assert!(err.to_string().contains("a.json"), "{err}");
-}
-
-#[test]
-fn generated_rtxen_scenario_is_what_the_experiments_run() {
-    let scenario = rtxen_scenario(
-        SharePattern::Increasing,
-        650,
-        4,
-        Nanos::from_secs(10),
-        PolicyKind::Deferrable,
-    )
-    .unwrap();
-    let text = scenario_toml(&scenario);
-    let parsed = rtvmm_scenario::Scenario::from_toml(&text, "gen.toml")
-        .unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let domains = rtxen_domains(SharePattern::Increasing, 650, 4).unwrap();
-    let ours = build_system(
-        &domains,
-        PolicyKind::Deferrable,
-        machine(Nanos::from_ms(1), Default::default()),
-    )
-    .unwrap();
-    assert_eq!(parsed.system.domains.len(), 5);
-    for (theirs, mine) in parsed.system.domains.iter().zip(&ours.domains) {
-        assert_eq!(theirs.name, mine.name);
-        assert_eq!(
-            (theirs.vcpu.budget, theirs.vcpu.period, theirs.vcpu.priority),
-            (mine.vcpu.budget, mine.vcpu.period, mine.vcpu.priority)
-        );
-        assert_eq!(theirs.tasks, mine.tasks);
-    }
-    // Credit weights derived the same way by the scenario crate and by the experiments.
-    let credit = parsed.with_policy(PolicyKind::Credit).unwrap();
-    let ours = build_system(
-        &domains,
-        PolicyKind::Credit,
-        machine(Nanos::from_ms(1), Default::default()),
-    )
-    .unwrap();
-    for (theirs, mine) in credit.system.domains.iter().zip(&ours.domains) {
-        assert_eq!(
-            (theirs.vcpu.weight, theirs.vcpu.cap),
-            (mine.vcpu.weight, mine.vcpu.cap)
-        );
-    }
-}
-
-#[test]
-fn generated_csa_system_schedulable_by_the_analysis_shows_no_miss_under_ptps() {
-    use rtvmm_analysis::{
-        analyze_system, DomainSpec, GuestScheduler, Interface, InterfaceChoice, SbfMode,
-    };
-    use rtvmm_experiments::gen::csa_scenario;
-    use rtvmm_experiments::interfaces::workload;
-    use rtvmm_gen::csa::{csa_taskset, CsaParams};
-
-    let params = CsaParams::new(500, (100, 300));
-    let scenario = csa_scenario(&params, 3, Nanos::from_secs(6), PolicyKind::Periodic).unwrap();
-    let text = scenario_toml(&scenario);
-    let parsed = rtvmm_scenario::Scenario::from_toml(&text, "csa.toml")
-        .unwrap_or_else(|e| panic!("{e}\n{text}"));
-    // The analysis, given exactly these interfaces (in ms), accepts the whole system ...
-    let system = csa_taskset(&params, 3).unwrap();
-    let ms = |t: Nanos| t.as_ns() / 1_000_000;
-    let specs: Vec<DomainSpec> = system
-        .domains
-        .iter()
-        .zip(&scenario.domains)
-        .map(|(d, s)| DomainSpec {
-            name: d.name.clone(),
-            workload: workload(d, Nanos::from_ms(1)).unwrap(),
-            guest: GuestScheduler::Rm,
-            interface: InterfaceChoice::Given(Interface::new(ms(s.period), ms(s.budget))),
-        })
-        .collect();
-    let analysis = analyze_system(&specs, SbfMode::Auto);
-    assert!(analysis.schedulable, "{analysis:#?}");
-    // ... so under the Periodic Server nothing may miss.
-    let results = simulate(&parsed.system, "csa", 3, parsed.duration).unwrap();
-    assert!(results.jobs > 0);
-    assert_eq!(results.missed, 0, "{}", results.summary());
-}
-
-#[test]
-fn generated_arinc_scenarios_parse_and_say_they_are_generated() {
-    use rtvmm_experiments::gen::arinc_scenario;
-    for index in 1..=7 {
-        let s = arinc_scenario(index, 1, Nanos::from_secs(1), PolicyKind::Periodic).unwrap();
-        let text = scenario_toml(&s);
-        assert!(text.contains("GENERATED"), "{text}");
-        let parsed = rtvmm_scenario::Scenario::from_toml(&text, "arinc.toml")
-            .unwrap_or_else(|e| panic!("W{index}: {e}\n{text}"));
-        for d in &parsed.system.domains {
-            assert!(d.vcpu.budget <= d.vcpu.period);
-            assert_eq!(d.vcpu.budget.as_ns() % 1_000_000, 0, "whole quanta");
-        }
-    }
-    assert!(arinc_scenario(8, 1, Nanos::from_secs(1), PolicyKind::Periodic).is_err());
 }
 
 #[test]

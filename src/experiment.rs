@@ -1,0 +1,283 @@
+//! `rtvmm experiment NAME|list|all`: the flags, their options, the progress bar and the
+//! signals. The experiments themselves are `rtvmm_experiments`' (which draws nothing and
+//! installs no handler: it takes a cancel flag and a progress callback).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rtvmm_core::Nanos;
+use rtvmm_experiments::experiments::{self, REGISTRY};
+use rtvmm_experiments::options::{parse_overheads, parse_policies, DEFAULT_SEED};
+use rtvmm_experiments::{files, plot, Cancel, ExperimentError, Options, Progress, SweepEvent};
+
+use crate::{experiment_failure, print, runtime, signals, Failure};
+
+/// `rtvmm experiment NAME|list|all`.
+#[derive(Args, Clone, Debug, PartialEq, Eq)]
+pub struct ExperimentArgs {
+    /// The experiment to run, `list` to describe them all, or `all` to run every
+    /// implemented one (each into OUT/NAME).
+    pub name: String,
+    /// Output directory [default: results/NAME].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Scaled-down durations and sweeps that finish in seconds.
+    #[arg(long)]
+    pub quick: bool,
+    /// Run seed (task sets and job draws derive from it).
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub seed: u64,
+    /// Simulated length of each run, with a unit (e.g. 30s, 500ms).
+    #[arg(long)]
+    pub duration: Option<String>,
+    /// Comma-separated policies to run instead of the experiment's own list.
+    #[arg(long)]
+    pub policies: Option<String>,
+    /// Scheduler overhead costs: a preset (none, xen, host) or DO_SCHEDULE,SWITCH with
+    /// units (e.g. 150ns,1.5us).
+    #[arg(long)]
+    pub overhead: Option<String>,
+    /// rtxen-*: start every domain's VCPU and tasks at time 0 (the synchronous worst case)
+    /// instead of at boot offsets drawn from the seed.
+    #[arg(long)]
+    pub in_phase: bool,
+    /// csa-arinc: run this workload file (repeatable) instead of the generated suite — the
+    /// route for the published avionics tables.
+    #[arg(long = "workload", value_name = "FILE")]
+    pub workloads: Vec<PathBuf>,
+    /// Worker threads (0 = one per core).
+    #[arg(long, short = 'j', default_value_t = 0)]
+    pub jobs: usize,
+    /// Do not draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl ExperimentArgs {
+    /// The options for experiment `name` (its output directory: `--out`, `--out/NAME`
+    /// under `all`, or `results/NAME`).
+    pub fn options(&self, name: &str) -> Result<Options, ExperimentError> {
+        let out = match (&self.out, self.name.as_str()) {
+            (Some(dir), "all") => dir.join(name),
+            (Some(dir), _) => dir.clone(),
+            (None, _) => PathBuf::from("results").join(name),
+        };
+        let mut options = Options::new(out);
+        options.quick = self.quick;
+        options.seed = self.seed;
+        options.in_phase = self.in_phase;
+        options.jobs = self.jobs;
+        options.workloads = self.workloads.clone();
+        if let Some(d) = &self.duration {
+            let d: Nanos = d
+                .parse()
+                .map_err(|e| ExperimentError::option("--duration", format!("{e}")))?;
+            if d.is_zero() {
+                return Err(ExperimentError::option("--duration", "must be positive"));
+            }
+            options.duration = Some(d);
+        }
+        if let Some(p) = &self.policies {
+            options.policies = Some(parse_policies(p)?);
+        }
+        if let Some(o) = &self.overhead {
+            options.overheads = Some(parse_overheads(o)?);
+        }
+        Ok(options)
+    }
+}
+
+/// A progress bar on standard error (only when it is a terminal), one sweep at a time.
+fn progress_bar() -> Progress {
+    let bar: Mutex<Option<ProgressBar>> = Mutex::new(None);
+    Progress(Arc::new(move |event| {
+        let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            SweepEvent::Started { label, total } => {
+                let b =
+                    ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+                b.set_style(
+                    ProgressStyle::with_template(
+                        "{msg:>16} [{bar:32}] {pos}/{len} runs · {elapsed_precise} elapsed · \
+                         ETA {eta}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                b.set_message(label.to_string());
+                b.enable_steady_tick(Duration::from_millis(250));
+                *bar = Some(b);
+            }
+            SweepEvent::RunDone { done, .. } => {
+                if let Some(b) = bar.as_ref() {
+                    b.set_position(done as u64);
+                }
+            }
+            SweepEvent::Ended { .. } => {
+                if let Some(b) = bar.take() {
+                    b.finish_and_clear();
+                }
+            }
+        }
+    }))
+}
+
+/// For the tests of the signal path: `RTVMM_TEST_RAISE=SIGTERM:N` (or `SIGINT:N`) makes
+/// the process send itself that signal once N runs have finished.
+fn test_raise() -> Option<(i32, usize)> {
+    let spec = std::env::var("RTVMM_TEST_RAISE").ok()?;
+    let (name, after) = spec.split_once(':')?;
+    let signal = match name {
+        "SIGINT" => signal_hook::consts::SIGINT,
+        "SIGTERM" => signal_hook::consts::SIGTERM,
+        _ => return None,
+    };
+    Some((signal, after.parse().ok()?))
+}
+
+/// The progress callback of a run: the bar (unless `--no-progress` or stderr is not a
+/// terminal) and the test hook, either, both or neither.
+fn progress(args: &ExperimentArgs) -> Option<Progress> {
+    let bar = (!args.no_progress && std::io::stderr().is_terminal()).then(progress_bar);
+    let raise = test_raise();
+    if bar.is_none() && raise.is_none() {
+        return None;
+    }
+    Some(Progress(Arc::new(move |event| {
+        if let Some(bar) = &bar {
+            (bar.0)(event);
+        }
+        if let (Some((signal, after)), SweepEvent::RunDone { finished, .. }) = (raise, event) {
+            if finished == after {
+                let _ = signal_hook::low_level::raise(signal);
+            }
+        }
+    })))
+}
+
+/// `rtvmm experiment NAME|list|all`. SIGINT and SIGTERM set the cancel flag: runs in
+/// progress finish, the rest are skipped, what finished is written and marked partial,
+/// and the exit code is 128 + the signal's number (a second signal stops at once). Every
+/// output directory is created and proven writable, and the font found, before the first
+/// run.
+pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
+    if args.name == "list" {
+        return print(&experiments::list());
+    }
+    let cancel = Cancel::new();
+    let stop: Arc<AtomicBool> = cancel.flag();
+    let which = signals::install(&stop, |name| {
+        eprintln!(
+            "\nrtvmm: {name}: finishing the runs in progress, skipping the rest, then \
+             writing what is done (marked partial); {name} again stops at once"
+        )
+    })
+    .context("installing the SIGINT/SIGTERM handlers")
+    .map_err(runtime)?;
+    let progress = progress(args);
+    let options = |name: &str| -> Result<Options, ExperimentError> {
+        let mut o = args.options(name)?;
+        o.cancel = cancel.clone();
+        o.progress = progress.clone();
+        Ok(o)
+    };
+    let mut text = String::new();
+    let mut interrupted = false;
+    if args.name == "all" {
+        let all: Vec<_> = REGISTRY.iter().filter(|e| e.run.is_some()).collect();
+        plot::ensure_font().map_err(experiment_failure)?;
+        for e in &all {
+            files::prepare_dir(&options(e.name).map_err(experiment_failure)?.out)
+                .map_err(|e| experiment_failure(e.into()))?;
+        }
+        for e in all {
+            if cancel.is_cancelled() {
+                interrupted = true;
+                break;
+            }
+            let report = rtvmm_experiments::run_experiment(
+                e.name,
+                &options(e.name).map_err(experiment_failure)?,
+            )
+            .map_err(experiment_failure)?;
+            interrupted |= report.interrupted();
+            text.push_str(&report.summary());
+            text.push('\n');
+        }
+    } else {
+        let name = args.name.as_str();
+        let report =
+            rtvmm_experiments::run_experiment(name, &options(name).map_err(experiment_failure)?)
+                .map_err(experiment_failure)?;
+        interrupted = report.interrupted();
+        text = report.summary();
+    }
+    print(&text)?;
+    if interrupted {
+        let signal = match which.load(Ordering::SeqCst) {
+            0 => signal_hook::consts::SIGINT,
+            s => s as i32,
+        };
+        eprintln!("rtvmm: interrupted: the runs that finished are written, marked partial");
+        return Err(Failure::Interrupted { signal });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use rtvmm_core::policy::PolicyKind;
+
+    #[derive(Parser, Debug)]
+    struct TestCli {
+        #[command(flatten)]
+        args: ExperimentArgs,
+    }
+
+    #[test]
+    fn experiment_args_parse_into_options() {
+        let cli = TestCli::try_parse_from([
+            "rtvmm",
+            "rtxen-capacity",
+            "--quick",
+            "--seed",
+            "9",
+            "--duration",
+            "2s",
+            "--policies",
+            "ds,credit",
+            "--overhead",
+            "host",
+            "--in-phase",
+            "-j",
+            "1",
+        ])
+        .unwrap();
+        let o = cli.args.options("rtxen-capacity").unwrap();
+        assert!(o.quick);
+        assert_eq!(o.seed, 9);
+        assert_eq!(o.duration, Some(Nanos::from_secs(2)));
+        assert_eq!(
+            o.policies,
+            Some(vec![PolicyKind::Deferrable, PolicyKind::Credit])
+        );
+        assert_eq!(o.out, PathBuf::from("results/rtxen-capacity"));
+        assert_eq!(o.jobs, 1);
+        assert!(o.in_phase);
+        let all = TestCli::try_parse_from(["rtvmm", "all", "--out", "o"]).unwrap();
+        assert_eq!(
+            all.args.options("csa-etf").unwrap().out,
+            PathBuf::from("o/csa-etf")
+        );
+        let zero = TestCli::try_parse_from(["rtvmm", "x", "--duration", "0s"]).unwrap();
+        assert!(zero.args.options("x").is_err());
+    }
+}
