@@ -16,10 +16,74 @@ use crate::report::markdown_table;
 /// Reads a results file written by `rtvmm sim --json` (or by the host executor).
 pub fn load_results(path: &Path) -> Result<RunResults, ExperimentError> {
     let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::read(path, e))?;
-    serde_json::from_str(&text).map_err(|error| ExperimentError::Json {
+    parse_results(&text, path)
+}
+
+/// Reads the text of a results file; `path` names it in errors, which say where (the
+/// field's path and the line) and what is wrong in words, not in Rust types.
+pub fn parse_results(text: &str, path: &Path) -> Result<RunResults, ExperimentError> {
+    let fail = |field: String, error: &serde_json::Error| ExperimentError::Json {
         path: path.to_path_buf(),
-        error,
-    })
+        message: json_error_in_words(&field, error),
+    };
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let results: RunResults = serde_path_to_error::deserialize(&mut reader)
+        .map_err(|e| fail(e.path().to_string(), e.inner()))?;
+    // Text after the object is an error, as `serde_json::from_str` has it.
+    reader.end().map_err(|e| fail(String::new(), &e))?;
+    Ok(results)
+}
+
+/// `domains[2].response_ns.p50: expected a whole number, found the number 0.5 (line 4,
+/// column 7)` instead of serde's `invalid type: floating point `0.5`, expected u64 at line
+/// 4 column 7`.
+fn json_error_in_words(field: &str, inner: &serde_json::Error) -> String {
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    let shown = inner.to_string();
+    let message = shown.strip_suffix(&position).unwrap_or(&shown);
+    let message = match message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.split_once(", expected "))
+    {
+        Some((found, expected)) => {
+            let expected = match expected {
+                "u64" | "u32" => "a whole number (0 or more)",
+                "i64" => "a whole number",
+                "f64" => "a number",
+                "a sequence" => "an array",
+                e if e.starts_with("struct ") => "an object",
+                e => e,
+            };
+            let found = if let Some(v) = found
+                .strip_prefix("integer ")
+                .or_else(|| found.strip_prefix("floating point "))
+            {
+                format!("the number {}", v.trim_matches('`'))
+            } else if let Some(v) = found.strip_prefix("boolean ") {
+                v.trim_matches('`').to_string()
+            } else {
+                match found {
+                    "map" => "an object".to_string(),
+                    "sequence" => "an array".to_string(),
+                    "null" => "null".to_string(),
+                    other => format!("the {other}"),
+                }
+            };
+            format!("expected {expected}, found {found}")
+        }
+        None => message.to_string(),
+    };
+    let place = if inner.line() == 0 {
+        String::new()
+    } else {
+        format!(" (line {}, column {})", inner.line(), inner.column())
+    };
+    if field == "." || field.is_empty() {
+        format!("{message}{place}")
+    } else {
+        format!("{field}: {message}{place}")
+    }
 }
 
 /// How a metric is shown.
