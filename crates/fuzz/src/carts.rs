@@ -34,7 +34,7 @@ pub fn check(text: &str) -> Checked {
                     "CARTS error without a line: {message}"
                 )));
             }
-            readable("carts", &message)?;
+            readable("carts", &message, text)?;
             return Ok(Outcome::Refused);
         }
     };
@@ -47,7 +47,7 @@ pub fn check(text: &str) -> Checked {
             system,
         };
         if let Err(e) = analyze(&input, &Options::default()) {
-            readable("carts analysis", &e.to_string())?;
+            readable("carts analysis", &e.to_string(), text)?;
         }
     }
     Ok(Outcome::Accepted)

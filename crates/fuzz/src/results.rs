@@ -29,7 +29,7 @@ pub fn check(text: &str) -> Checked {
                     "results error does not name the file: {message}"
                 )));
             }
-            readable("results", &message)?;
+            readable("results", &message, text)?;
             return Ok(Outcome::Refused);
         }
     };

@@ -51,7 +51,7 @@ pub fn check(text: &str) -> Checked {
                     "scenario error does not name the file: {message}"
                 )));
             }
-            readable("scenario", &message)?;
+            readable("scenario", &message, text)?;
             return Ok(Outcome::Refused);
         }
     };

@@ -19,7 +19,7 @@ pub fn check(text: &str) -> Checked {
     let system = match parse_workload(text) {
         Ok(system) => system,
         Err(error) => {
-            readable("workload", &error.to_string())?;
+            readable("workload", &error.to_string(), text)?;
             return Ok(Outcome::Refused);
         }
     };
