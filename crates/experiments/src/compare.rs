@@ -41,6 +41,18 @@ fn json_error_in_words(field: &str, inner: &serde_json::Error) -> String {
     let position = format!(" at line {} column {}", inner.line(), inner.column());
     let shown = inner.to_string();
     let message = shown.strip_suffix(&position).unwrap_or(&shown);
+    // A struct read from an array: `invalid length 0, expected struct RunResults with 11
+    // elements`.
+    if message.starts_with("invalid length ") && message.contains(", expected struct ") {
+        let place = format!(" (line {}, column {})", inner.line(), inner.column());
+        let field = if field == "." { "" } else { field };
+        let prefix = if field.is_empty() {
+            String::new()
+        } else {
+            format!("{field}: ")
+        };
+        return format!("{prefix}expected an object, found an array{place}");
+    }
     let message = match message
         .strip_prefix("invalid type: ")
         .or_else(|| message.strip_prefix("invalid value: "))

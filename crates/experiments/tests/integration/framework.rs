@@ -372,6 +372,17 @@ fn results_files_of_the_wrong_shape_are_reported_in_words_with_the_field() {
         error("{}"),
         "r.json: not a results file: missing field `scenario` (line 1, column 2)"
     );
+    // Found by cargo-fuzz: an array where an object belongs named the Rust struct.
+    assert_eq!(
+        error("[]"),
+        "r.json: not a results file: expected an object, found an array (line 1, column 2)"
+    );
+    let array = json.replacen("\"response_ns\": {", "\"response_ns\": [], \"x\": {", 1);
+    assert!(
+        error(&array).contains("domains[0].response_ns: expected an object, found an array"),
+        "{}",
+        error(&array)
+    );
     let trailing = error(&format!("{json} x"));
     assert!(
         trailing.starts_with("r.json: not a results file: trailing characters (line "),
