@@ -5,6 +5,7 @@
 //! Domains are matched by name, in A's order, then B's extra ones; a domain present in
 //! only one file shows `—` on the other side.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -31,6 +32,21 @@ pub fn parse_results(text: &str, path: &Path) -> Result<RunResults, ExperimentEr
         .map_err(|e| fail(e.path().to_string(), e.inner()))?;
     // Text after the object is an error, as `serde_json::from_str` has it.
     reader.end().map_err(|e| fail(String::new(), &e))?;
+    // Domains are matched by name: two of one name would show the first one's figures
+    // for both.
+    let mut seen = HashMap::with_capacity(results.domains.len());
+    for (i, d) in results.domains.iter().enumerate() {
+        if let Some(first) = seen.insert(d.name.as_str(), i) {
+            return Err(ExperimentError::Json {
+                path: path.to_path_buf(),
+                message: format!(
+                    "domains[{i}].name: '{}' is also the name of domains[{first}]: a results \
+                     file names each domain once",
+                    d.name
+                ),
+            });
+        }
+    }
     Ok(results)
 }
 
@@ -172,24 +188,35 @@ const METRICS: [Metric; 6] = [
     ),
 ];
 
+/// Each domain by name; the first of a name (a file read by [`parse_results`] has one).
+fn by_name(results: &RunResults) -> HashMap<&str, &DomainResult> {
+    let mut map = HashMap::with_capacity(results.domains.len());
+    for d in results.domains.iter().rev() {
+        map.insert(d.name.as_str(), d);
+    }
+    map
+}
+
 /// The comparison as Markdown: a line naming each file, then one table.
 pub fn compare(a: &RunResults, a_name: &str, b: &RunResults, b_name: &str) -> String {
+    let (in_a, in_b) = (by_name(a), by_name(b));
+    // A's domains in its order, then B's others (each name once), in linear time.
     let mut names: Vec<&str> = a.domains.iter().map(|d| d.name.as_str()).collect();
+    let mut shown: HashSet<&str> = names.iter().copied().collect();
     for d in &b.domains {
-        if !names.contains(&d.name.as_str()) {
+        if shown.insert(d.name.as_str()) {
             names.push(&d.name);
         }
     }
-    let find = |r: &'_ RunResults, name: &str| r.domains.iter().find(|d| d.name == name).cloned();
     let mut rows = Vec::new();
     for name in &names {
-        let (da, db) = (find(a, name), find(b, name));
+        let (da, db) = (in_a.get(name), in_b.get(name));
         for (metric, get, format) in METRICS {
             rows.push(row(
                 name,
                 metric,
-                da.as_ref().map(get),
-                db.as_ref().map(get),
+                da.map(|d| get(d)),
+                db.map(|d| get(d)),
                 format,
             ));
         }

@@ -389,3 +389,34 @@ fn results_files_of_the_wrong_shape_are_reported_in_words_with_the_field() {
         "{trailing}"
     );
 }
+
+/// Found by the fuzzing harness: compare matches domains by name, so a results file with
+/// two domains of one name showed the first one's figures for both, silently. Such a file
+/// is refused, naming both places.
+#[test]
+fn a_results_file_naming_two_domains_alike_is_refused() {
+    use rtvmm_experiments::compare::parse_results;
+    use std::path::Path;
+    let scenario = rtvmm_scenario::Scenario::from_toml(
+        "duration = \"100ms\"\n\
+         [[domain]]\nname = \"d1\"\nvcpu = { budget = \"2ms\", period = \"10ms\" }\n\
+         [[domain.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n\
+         [[domain]]\nname = \"d2\"\nvcpu = { budget = \"2ms\", period = \"20ms\" }\n\
+         [[domain.task]]\nname = \"t\"\nperiod = \"20ms\"\nwcet = \"3ms\"\n",
+        "s.toml",
+    )
+    .unwrap();
+    let json = rtvmm_scenario::run(&scenario, Default::default())
+        .unwrap()
+        .results
+        .to_json();
+    assert!(parse_results(&json, Path::new("r.json")).is_ok());
+    let twice = json.replace("\"name\": \"d2\"", "\"name\": \"d1\"");
+    assert_eq!(
+        parse_results(&twice, Path::new("r.json"))
+            .unwrap_err()
+            .to_string(),
+        "r.json: not a results file: domains[1].name: 'd1' is also the name of domains[0]: \
+         a results file names each domain once"
+    );
+}
