@@ -5,6 +5,7 @@
 //! Domains are matched by name, in A's order, then B's extra ones; a domain present in
 //! only one file shows `—` on the other side.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -16,10 +17,101 @@ use crate::report::markdown_table;
 /// Reads a results file written by `rtvmm sim --json` (or by the host executor).
 pub fn load_results(path: &Path) -> Result<RunResults, ExperimentError> {
     let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::read(path, e))?;
-    serde_json::from_str(&text).map_err(|error| ExperimentError::Json {
+    parse_results(&text, path)
+}
+
+/// Reads the text of a results file; `path` names it in errors, which say where (the
+/// field's path and the line) and what is wrong in words, not in Rust types.
+pub fn parse_results(text: &str, path: &Path) -> Result<RunResults, ExperimentError> {
+    let fail = |field: String, error: &serde_json::Error| ExperimentError::Json {
         path: path.to_path_buf(),
-        error,
-    })
+        message: json_error_in_words(&field, error),
+    };
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let results: RunResults = serde_path_to_error::deserialize(&mut reader)
+        .map_err(|e| fail(e.path().to_string(), e.inner()))?;
+    // Text after the object is an error, as `serde_json::from_str` has it.
+    reader.end().map_err(|e| fail(String::new(), &e))?;
+    // Domains are matched by name: two of one name would show the first one's figures
+    // for both.
+    let mut seen = HashMap::with_capacity(results.domains.len());
+    for (i, d) in results.domains.iter().enumerate() {
+        if let Some(first) = seen.insert(d.name.as_str(), i) {
+            return Err(ExperimentError::Json {
+                path: path.to_path_buf(),
+                message: format!(
+                    "domains[{i}].name: '{}' is also the name of domains[{first}]: a results \
+                     file names each domain once",
+                    d.name
+                ),
+            });
+        }
+    }
+    Ok(results)
+}
+
+/// `domains[2].response_ns.p50: expected a whole number, found the number 0.5 (line 4,
+/// column 7)` instead of serde's `invalid type: floating point `0.5`, expected u64 at line
+/// 4 column 7`.
+fn json_error_in_words(field: &str, inner: &serde_json::Error) -> String {
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    let shown = inner.to_string();
+    let message = shown.strip_suffix(&position).unwrap_or(&shown);
+    // A struct read from an array: `invalid length 0, expected struct RunResults with 11
+    // elements`.
+    if message.starts_with("invalid length ") && message.contains(", expected struct ") {
+        let place = format!(" (line {}, column {})", inner.line(), inner.column());
+        let field = if field == "." { "" } else { field };
+        let prefix = if field.is_empty() {
+            String::new()
+        } else {
+            format!("{field}: ")
+        };
+        return format!("{prefix}expected an object, found an array{place}");
+    }
+    let message = match message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "))
+        .and_then(|rest| rest.split_once(", expected "))
+    {
+        Some((found, expected)) => {
+            let expected = match expected {
+                "u64" | "u32" => "a whole number (0 or more)",
+                "i64" => "a whole number",
+                "f64" => "a number",
+                "a sequence" => "an array",
+                e if e.starts_with("struct ") => "an object",
+                e => e,
+            };
+            let found = if let Some(v) = found
+                .strip_prefix("integer ")
+                .or_else(|| found.strip_prefix("floating point "))
+            {
+                format!("the number {}", v.trim_matches('`'))
+            } else if let Some(v) = found.strip_prefix("boolean ") {
+                v.trim_matches('`').to_string()
+            } else {
+                match found {
+                    "map" => "an object".to_string(),
+                    "sequence" => "an array".to_string(),
+                    "null" => "null".to_string(),
+                    other => format!("the {other}"),
+                }
+            };
+            format!("expected {expected}, found {found}")
+        }
+        None => message.to_string(),
+    };
+    let place = if inner.line() == 0 {
+        String::new()
+    } else {
+        format!(" (line {}, column {})", inner.line(), inner.column())
+    };
+    if field == "." || field.is_empty() {
+        format!("{message}{place}")
+    } else {
+        format!("{field}: {message}{place}")
+    }
 }
 
 /// How a metric is shown.
@@ -96,24 +188,35 @@ const METRICS: [Metric; 6] = [
     ),
 ];
 
+/// Each domain by name; the first of a name (a file read by [`parse_results`] has one).
+fn by_name(results: &RunResults) -> HashMap<&str, &DomainResult> {
+    let mut map = HashMap::with_capacity(results.domains.len());
+    for d in results.domains.iter().rev() {
+        map.insert(d.name.as_str(), d);
+    }
+    map
+}
+
 /// The comparison as Markdown: a line naming each file, then one table.
 pub fn compare(a: &RunResults, a_name: &str, b: &RunResults, b_name: &str) -> String {
+    let (in_a, in_b) = (by_name(a), by_name(b));
+    // A's domains in its order, then B's others (each name once), in linear time.
     let mut names: Vec<&str> = a.domains.iter().map(|d| d.name.as_str()).collect();
+    let mut shown: HashSet<&str> = names.iter().copied().collect();
     for d in &b.domains {
-        if !names.contains(&d.name.as_str()) {
+        if shown.insert(d.name.as_str()) {
             names.push(&d.name);
         }
     }
-    let find = |r: &'_ RunResults, name: &str| r.domains.iter().find(|d| d.name == name).cloned();
     let mut rows = Vec::new();
     for name in &names {
-        let (da, db) = (find(a, name), find(b, name));
+        let (da, db) = (in_a.get(name), in_b.get(name));
         for (metric, get, format) in METRICS {
             rows.push(row(
                 name,
                 metric,
-                da.as_ref().map(get),
-                db.as_ref().map(get),
+                da.map(|d| get(d)),
+                db.map(|d| get(d)),
                 format,
             ));
         }

@@ -28,11 +28,9 @@ pub enum ExperimentError {
         path: PathBuf,
         error: std::io::Error,
     },
-    #[error("{path}: not a results file: {error}")]
-    Json {
-        path: PathBuf,
-        error: serde_json::Error,
-    },
+    /// A results file that is not JSON of the right shape; `message` says where and what.
+    #[error("{path}: not a results file: {message}")]
+    Json { path: PathBuf, message: String },
     /// An output path or directory that cannot be used, found before anything ran.
     #[error("{0}")]
     Output(OutputError),

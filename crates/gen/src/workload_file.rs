@@ -60,8 +60,12 @@ pub enum WorkloadFileError {
     NoPartitions,
 }
 
+// `expecting`: a value of the wrong shape is described in words, not by its Rust type.
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a workload: name, description and [[partition]] tables"
+)]
 struct RawWorkload {
     name: Option<Spanned<Value>>,
     description: Option<Spanned<Value>>,
@@ -70,7 +74,10 @@ struct RawWorkload {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a partition table with name, period and tasks"
+)]
 struct RawPartition {
     name: Option<Spanned<Value>>,
     period: Spanned<Value>,
@@ -79,7 +86,10 @@ struct RawPartition {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a task table such as { period = \"25ms\", wcet = \"1ms\" }"
+)]
 struct RawTask {
     name: Option<Spanned<Value>>,
     period: Spanned<Value>,
@@ -153,6 +163,36 @@ impl Reader<'_> {
     }
 }
 
+/// serde's message in words: `invalid type: integer `3`, expected a sequence` becomes
+/// `expected an array, found the number 3`.
+fn in_words(message: &str) -> String {
+    let Some((found, expected)) = message
+        .strip_prefix("invalid type: ")
+        .and_then(|rest| rest.split_once(", expected "))
+    else {
+        return message.to_string();
+    };
+    let expected = match expected {
+        "a sequence" => "an array",
+        other => other,
+    };
+    let found = if let Some(v) = found
+        .strip_prefix("integer ")
+        .or_else(|| found.strip_prefix("floating point "))
+    {
+        format!("the number {}", v.trim_matches('`'))
+    } else if let Some(v) = found.strip_prefix("boolean ") {
+        v.trim_matches('`').to_string()
+    } else {
+        match found {
+            "map" => "a table".to_string(),
+            "sequence" => "an array".to_string(),
+            other => format!("the {other}"),
+        }
+    };
+    format!("expected {expected}, found {found}")
+}
+
 /// Reads a workload file (format in the module note) into a [`GenSystem`] whose domains
 /// are the partitions, each with `fixed_period = Some(period)`.
 pub fn parse_workload(text: &str) -> Result<GenSystem, WorkloadFileError> {
@@ -163,7 +203,7 @@ pub fn parse_workload(text: &str) -> Result<GenSystem, WorkloadFileError> {
         WorkloadFileError::Syntax {
             line,
             column,
-            message: error.message().trim().to_string(),
+            message: in_words(error.message().trim()),
         }
     })?;
     let reader = Reader { text };
@@ -495,6 +535,43 @@ wcet = "3ms"
             "missing field `period`",
         );
         assert_syntax(parse_workload("[[partition]\n").unwrap_err(), 1, "");
+    }
+
+    /// Issue 13 §5, found by the fuzzing harness: a value of the wrong shape printed
+    /// serde's Rust types ("expected struct RawTask").
+    #[test]
+    fn values_of_the_wrong_shape_are_described_in_words() {
+        assert_eq!(
+            error_after(r#"wcet = "800us" },"#, r#"wcet = "800us" }, "0ns","#),
+            WorkloadFileError::Syntax {
+                line: 9,
+                column: 40,
+                message: "expected a task table such as { period = \"25ms\", wcet = \"1ms\" }, \
+                          found the string \"0ns\""
+                    .into()
+            }
+        );
+        assert_syntax(
+            parse_workload("[[partition]]\nperiod = \"1ms\"\ntasks = 3\n").unwrap_err(),
+            3,
+            "expected an array, found the number 3",
+        );
+        assert_syntax(
+            parse_workload("partition = [1]").unwrap_err(),
+            1,
+            "expected a partition table with name, period and tasks, found the number 1",
+        );
+        for text in [
+            "partition = [1]",
+            "partition = 1",
+            "[partition.tasks]\nperiod = true",
+        ] {
+            let message = parse_workload(text).unwrap_err().to_string();
+            assert!(
+                !message.contains("struct") && !message.contains("Raw"),
+                "{message}"
+            );
+        }
     }
 
     #[test]

@@ -62,6 +62,10 @@ pub struct WorkEstimate {
     pub jobs: u64,
     /// VCPU period boundaries (replenishments, deadlines) over every VCPU with a period.
     pub periods: u64,
+    /// The policies' own timers, over every policy the run starts with or swaps to:
+    /// Credit's ticks (its tick is its own, not the quantum) and the ends of ARINC 653's
+    /// minor frames.
+    pub policy_timers: u64,
     /// Whether `do_schedule` or a context switch costs time: each decision then takes a
     /// second step (the end of its overhead).
     pub overheads: bool,
@@ -75,6 +79,7 @@ impl WorkEstimate {
         let per_decision = if self.overheads { 2 } else { 1 };
         self.ticks
             .saturating_add(self.periods)
+            .saturating_add(self.policy_timers)
             .saturating_mul(per_decision)
             .saturating_add(self.jobs.saturating_mul(2))
     }
@@ -134,6 +139,22 @@ impl SystemSpec {
             overheads: self.machine.overheads != Default::default(),
             ..WorkEstimate::default()
         };
+        // Counted for the whole run under each policy used: an upper-leaning estimate.
+        let swaps = self.changes.iter().filter_map(|c| match &c.change {
+            Change::SwapPolicy(p) => Some(p),
+            _ => None,
+        });
+        for policy in std::iter::once(&self.policy).chain(swaps) {
+            let timers = match policy {
+                PolicyConfig::Credit(credit) => duration.as_ns() / credit.tick.as_ns().max(1),
+                PolicyConfig::Arinc653(table) => (duration.as_ns()
+                    / table.major_frame.as_ns().max(1))
+                .saturating_add(1)
+                .saturating_mul(table.minor_frames.len() as u64),
+                _ => 0,
+            };
+            estimate.policy_timers = estimate.policy_timers.saturating_add(timers);
+        }
         let added = self.changes.iter().filter_map(|c| match &c.change {
             Change::AddDomain(d) => Some((d, c.at)),
             _ => None,

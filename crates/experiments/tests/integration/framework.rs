@@ -219,3 +219,105 @@ fn an_input_in_the_out_directory_is_never_overwritten() {
     assert!(matches!(err, ExperimentError::Output(_)), "{err}");
     assert_eq!(std::fs::read_to_string(&input).unwrap(), text);
 }
+
+/// Issue 13 §5, found by the fuzzing harness: `compare`'s reader printed serde's Rust
+/// types ("expected u64", "expected struct Dist") and no field. Its errors now say which
+/// field, what was expected in words, and the line.
+#[test]
+fn results_files_of_the_wrong_shape_are_reported_in_words_with_the_field() {
+    use rtvmm_experiments::compare::parse_results;
+    use std::path::Path;
+    let scenario = rtvmm_scenario::Scenario::from_toml(
+        "duration = \"100ms\"\n[[domain]]\nname = \"d1\"\n\
+         vcpu = { budget = \"2ms\", period = \"10ms\" }\n\
+         [[domain.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n",
+        "s.toml",
+    )
+    .unwrap();
+    let json = rtvmm_scenario::run(&scenario, Default::default())
+        .unwrap()
+        .results
+        .to_json();
+    assert!(parse_results(&json, Path::new("r.json")).is_ok());
+    let error = |text: &str| {
+        parse_results(text, Path::new("r.json"))
+            .unwrap_err()
+            .to_string()
+    };
+    let p50 = json.find("\"p50\": ").unwrap();
+    let line = json[..p50].lines().count();
+    let fraction = json.replacen("\"p50\": ", "\"p50\": 0.5, \"was\": ", 1);
+    let message = error(&fraction);
+    assert!(
+        message.starts_with(&format!(
+            "r.json: not a results file: domains[0].response_ns.p50: expected a whole number \
+             (0 or more), found the number 0.5 (line {line}, column "
+        )),
+        "{message}"
+    );
+    let wrong_object = json.replacen(
+        "\"response_ns\": {",
+        "\"response_ns\": \"name\", \"x\": {",
+        1,
+    );
+    let object_message = error(&wrong_object);
+    assert!(
+        object_message
+            .contains("domains[0].response_ns: expected an object, found the string \"name\""),
+        "{object_message}"
+    );
+    for internal in ["u64", "struct", "Dist"] {
+        assert!(!message.contains(internal) && !object_message.contains(internal));
+    }
+    assert_eq!(
+        error("{}"),
+        "r.json: not a results file: missing field `scenario` (line 1, column 2)"
+    );
+    // Found by cargo-fuzz: an array where an object belongs named the Rust struct.
+    assert_eq!(
+        error("[]"),
+        "r.json: not a results file: expected an object, found an array (line 1, column 2)"
+    );
+    let array = json.replacen("\"response_ns\": {", "\"response_ns\": [], \"x\": {", 1);
+    assert!(
+        error(&array).contains("domains[0].response_ns: expected an object, found an array"),
+        "{}",
+        error(&array)
+    );
+    let trailing = error(&format!("{json} x"));
+    assert!(
+        trailing.starts_with("r.json: not a results file: trailing characters (line "),
+        "{trailing}"
+    );
+}
+
+/// Found by the fuzzing harness: compare matches domains by name, so a results file with
+/// two domains of one name showed the first one's figures for both, silently. Such a file
+/// is refused, naming both places.
+#[test]
+fn a_results_file_naming_two_domains_alike_is_refused() {
+    use rtvmm_experiments::compare::parse_results;
+    use std::path::Path;
+    let scenario = rtvmm_scenario::Scenario::from_toml(
+        "duration = \"100ms\"\n\
+         [[domain]]\nname = \"d1\"\nvcpu = { budget = \"2ms\", period = \"10ms\" }\n\
+         [[domain.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\n\
+         [[domain]]\nname = \"d2\"\nvcpu = { budget = \"2ms\", period = \"20ms\" }\n\
+         [[domain.task]]\nname = \"t\"\nperiod = \"20ms\"\nwcet = \"3ms\"\n",
+        "s.toml",
+    )
+    .unwrap();
+    let json = rtvmm_scenario::run(&scenario, Default::default())
+        .unwrap()
+        .results
+        .to_json();
+    assert!(parse_results(&json, Path::new("r.json")).is_ok());
+    let twice = json.replace("\"name\": \"d2\"", "\"name\": \"d1\"");
+    assert_eq!(
+        parse_results(&twice, Path::new("r.json"))
+            .unwrap_err()
+            .to_string(),
+        "r.json: not a results file: domains[1].name: 'd1' is also the name of domains[0]: \
+         a results file names each domain once"
+    );
+}

@@ -395,10 +395,69 @@ fn the_work_estimate_counts_ticks_jobs_and_periods() {
             ticks: 1000,
             jobs: 21 + 2 + 5,
             periods: 101 + 26,
+            policy_timers: 0,
             overheads: false,
         }
     );
     assert_eq!(estimate.steps(), 1000 + 127 + 2 * 28);
     spec.machine.overheads.do_schedule = Nanos(100);
     assert_eq!(spec.estimate_work(ms(1000)).steps(), 2 * 1127 + 56);
+}
+
+/// Found by the fuzzing harness: Credit's tick is its own, not the quantum, so a scenario
+/// with `credit = { tick = "1ns" }` took a step per nanosecond while the estimate counted
+/// one per millisecond — a run of days that `sim` did not announce as long. The estimate
+/// counts Credit's ticks and ARINC 653's frame ends under every policy the run uses.
+#[test]
+fn the_work_estimate_counts_credit_ticks_and_arinc_frames_of_every_policy_used() {
+    use rtvmm_core::model::VcpuId;
+    use rtvmm_core::policy::{Arinc653Table, CreditConfig, MinorFrame};
+    use rtvmm_sim::{Change, TimedChange};
+    let credit = PolicyConfig::Credit(CreditConfig {
+        tick: Nanos(1),
+        ..CreditConfig::one_ms()
+    });
+    let mut spec = system(
+        PolicyConfig::Deferrable,
+        vec![domain("d1", 2, 10, 1, vec![periodic("p", 50, 1)])],
+    );
+    let plain = spec.estimate_work(ms(1000));
+    assert_eq!(plain.policy_timers, 0);
+    // Swapping to Credit at any time counts its ticks over the whole run (upper-leaning).
+    spec.changes.push(TimedChange {
+        at: ms(500),
+        change: Change::SwapPolicy(credit.clone()),
+    });
+    let with_credit = spec.estimate_work(ms(1000));
+    assert_eq!(with_credit.policy_timers, 1_000_000_000);
+    assert_eq!(with_credit.steps(), plain.steps() + 1_000_000_000);
+    // ARINC 653: a 20 ms major frame of 2 minor frames over 1 s: 51 frames × 2 ends.
+    spec.changes.clear();
+    spec.policy = PolicyConfig::Arinc653(Arinc653Table {
+        major_frame: ms(20),
+        minor_frames: vec![
+            MinorFrame {
+                vcpu: VcpuId(0),
+                runtime: ms(5),
+            },
+            MinorFrame {
+                vcpu: VcpuId(0),
+                runtime: ms(5),
+            },
+        ],
+    });
+    assert_eq!(spec.estimate_work(ms(1000)).policy_timers, 102);
+    // And a run whose estimate is right takes about as many steps as it says.
+    spec.policy = credit;
+    let mut sim = Simulation::new(&spec, 1, false).unwrap();
+    let mut steps = 0u64;
+    while sim.now() < Nanos(100_000) {
+        sim.step(Nanos(100_000)).unwrap();
+        steps += 1;
+    }
+    let estimate = spec.estimate_work(Nanos(100_000)).steps();
+    assert!(
+        steps <= estimate + 10 && steps * 2 >= estimate,
+        "{steps} steps, {estimate} estimated"
+    );
 }
