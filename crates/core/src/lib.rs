@@ -12,6 +12,7 @@
 //! - [`machine`]: pcpus, the tick, overheads and time accounting around a policy.
 //! - [`guest`]: tasks, jobs and the guest schedulers (rm, dm, fp, edf).
 //! - [`rng`]: the portable seeded random stream.
+//! - [`words`]: serde's error messages in words, for every reader of a file.
 pub mod event;
 pub mod guest;
 pub mod machine;
@@ -19,5 +20,6 @@ pub mod model;
 pub mod policy;
 pub mod rng;
 pub mod time;
+pub mod words;
 
 pub use time::Nanos;

@@ -5,6 +5,7 @@
 //! Domains are matched by name, in A's order, then B's extra ones; a domain present in
 //! only one file shows `—` on the other side.
 
+use rtvmm_core::words::{serde_message_in_words, Notation};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -50,58 +51,14 @@ pub fn parse_results(text: &str, path: &Path) -> Result<RunResults, ExperimentEr
     Ok(results)
 }
 
-/// `domains[2].response_ns.p50: expected a whole number, found the number 0.5 (line 4,
-/// column 7)` instead of serde's `invalid type: floating point `0.5`, expected u64 at line
-/// 4 column 7`.
+/// `domains[2].response_ns.p50: expected a whole number (0 or more), found the number 0.5
+/// (line 4, column 7)` instead of serde's `invalid type: floating point `0.5`, expected u64 at
+/// line 4 column 7`.
 fn json_error_in_words(field: &str, inner: &serde_json::Error) -> String {
     let position = format!(" at line {} column {}", inner.line(), inner.column());
     let shown = inner.to_string();
     let message = shown.strip_suffix(&position).unwrap_or(&shown);
-    // A struct read from an array: `invalid length 0, expected struct RunResults with 11
-    // elements`.
-    if message.starts_with("invalid length ") && message.contains(", expected struct ") {
-        let place = format!(" (line {}, column {})", inner.line(), inner.column());
-        let field = if field == "." { "" } else { field };
-        let prefix = if field.is_empty() {
-            String::new()
-        } else {
-            format!("{field}: ")
-        };
-        return format!("{prefix}expected an object, found an array{place}");
-    }
-    let message = match message
-        .strip_prefix("invalid type: ")
-        .or_else(|| message.strip_prefix("invalid value: "))
-        .and_then(|rest| rest.split_once(", expected "))
-    {
-        Some((found, expected)) => {
-            let expected = match expected {
-                "u64" | "u32" => "a whole number (0 or more)",
-                "i64" => "a whole number",
-                "f64" => "a number",
-                "a sequence" => "an array",
-                e if e.starts_with("struct ") => "an object",
-                e => e,
-            };
-            let found = if let Some(v) = found
-                .strip_prefix("integer ")
-                .or_else(|| found.strip_prefix("floating point "))
-            {
-                format!("the number {}", v.trim_matches('`'))
-            } else if let Some(v) = found.strip_prefix("boolean ") {
-                v.trim_matches('`').to_string()
-            } else {
-                match found {
-                    "map" => "an object".to_string(),
-                    "sequence" => "an array".to_string(),
-                    "null" => "null".to_string(),
-                    other => format!("the {other}"),
-                }
-            };
-            format!("expected {expected}, found {found}")
-        }
-        None => message.to_string(),
-    };
+    let message = serde_message_in_words(message, Notation::Json);
     let place = if inner.line() == 0 {
         String::new()
     } else {

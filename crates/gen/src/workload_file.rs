@@ -29,6 +29,7 @@
 //! [`crate::arinc::is_harmonic_workload`] to check); the analysis is exact when they are.
 
 use crate::{GenDomain, GenError, GenSystem, GenTask};
+use rtvmm_core::words::{serde_message_in_words, Notation};
 use rtvmm_core::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -163,36 +164,6 @@ impl Reader<'_> {
     }
 }
 
-/// serde's message in words: `invalid type: integer `3`, expected a sequence` becomes
-/// `expected an array, found the number 3`.
-fn in_words(message: &str) -> String {
-    let Some((found, expected)) = message
-        .strip_prefix("invalid type: ")
-        .and_then(|rest| rest.split_once(", expected "))
-    else {
-        return message.to_string();
-    };
-    let expected = match expected {
-        "a sequence" => "an array",
-        other => other,
-    };
-    let found = if let Some(v) = found
-        .strip_prefix("integer ")
-        .or_else(|| found.strip_prefix("floating point "))
-    {
-        format!("the number {}", v.trim_matches('`'))
-    } else if let Some(v) = found.strip_prefix("boolean ") {
-        v.trim_matches('`').to_string()
-    } else {
-        match found {
-            "map" => "a table".to_string(),
-            "sequence" => "an array".to_string(),
-            other => format!("the {other}"),
-        }
-    };
-    format!("expected {expected}, found {found}")
-}
-
 /// Reads a workload file (format in the module note) into a [`GenSystem`] whose domains
 /// are the partitions, each with `fixed_period = Some(period)`.
 pub fn parse_workload(text: &str) -> Result<GenSystem, WorkloadFileError> {
@@ -203,7 +174,7 @@ pub fn parse_workload(text: &str) -> Result<GenSystem, WorkloadFileError> {
         WorkloadFileError::Syntax {
             line,
             column,
-            message: in_words(error.message().trim()),
+            message: serde_message_in_words(error.message().trim(), Notation::Toml),
         }
     })?;
     let reader = Reader { text };

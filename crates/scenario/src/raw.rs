@@ -9,6 +9,7 @@
 //! deserializing the document piece by piece ([`locate`]) and says it in words:
 //! `domain 'd1', task 't': priority: expected a whole number, found the string "x"`.
 
+use rtvmm_core::words::{serde_message_in_words, Notation};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 
@@ -349,43 +350,7 @@ fn without_repeated_field((mut location, message): (Location, String)) -> (Locat
     (location, in_words(&message))
 }
 
-/// serde's message in words: `invalid type: string "x", expected i64` becomes
-/// `expected a whole number, found the string "x"`.
+/// serde's message in words (the core's one wording, in TOML's terms).
 pub(crate) fn in_words(message: &str) -> String {
-    if let Some(rest) = message.strip_prefix("unknown field ") {
-        return format!("unknown key {rest}");
-    }
-    let Some(rest) = message.strip_prefix("invalid type: ") else {
-        return message.to_string();
-    };
-    let Some((found, expected)) = rest.split_once(", expected ") else {
-        return message.to_string();
-    };
-    let expected = match expected {
-        "i64" | "u64" | "i32" | "u32" => "a whole number",
-        "a sequence" => "an array",
-        "a boolean" => "true or false",
-        other => other,
-    };
-    let quoted = |prefix: &str| {
-        found
-            .strip_prefix(prefix)
-            .map(|v| v.trim_matches('`').to_string())
-    };
-    let found = if let Some(v) = quoted("integer ") {
-        format!("the number {v}")
-    } else if let Some(v) = quoted("floating point ") {
-        format!("the number {v}")
-    } else if let Some(v) = quoted("boolean ") {
-        v
-    } else if found.starts_with("string ") {
-        format!("the {found}")
-    } else if found == "sequence" {
-        "an array".to_string()
-    } else if found == "map" {
-        "a table".to_string()
-    } else {
-        found.to_string()
-    };
-    format!("expected {expected}, found {found}")
+    serde_message_in_words(message, Notation::Toml)
 }
