@@ -531,7 +531,6 @@ fn sim(
     let long = progress::LongRun::start(
         &scenario.system.estimate_work(scenario.duration),
         scenario.duration,
-        scenario.system.machine.quantum,
     );
     let run = guarded("simulating", || {
         let record = rtvmm_scenario::Record {

@@ -61,7 +61,7 @@ impl LongRun {
     /// For a run estimated to take longer than a few seconds: installs the Ctrl-C handler,
     /// says on standard error how long the run will take and what Ctrl-C does, and shows
     /// a progress bar when standard error is a terminal. `None` for a short run.
-    pub fn start(estimate: &WorkEstimate, duration: Nanos, quantum: Nanos) -> Option<LongRun> {
+    pub fn start(estimate: &WorkEstimate, duration: Nanos) -> Option<LongRun> {
         let steps = estimate.steps();
         let seconds = steps as f64 / STEPS_PER_SECOND as f64;
         if seconds < LONG.as_secs_f64() {
@@ -73,10 +73,10 @@ impl LongRun {
         let handled = installed.is_ok();
         let signal = installed.unwrap_or_else(|_| Arc::new(AtomicUsize::new(0)));
         eprintln!(
-            "rtvmm: a long run: about {} simulation steps ({} ticks of {quantum}, {} job \
-             releases over {duration} simulated), roughly {} of wall-clock time{}",
+            "rtvmm: a long run: about {} simulation steps ({} scheduler ticks and timers, {} \
+             job releases over {duration} simulated), roughly {} of wall-clock time{}",
             count(steps),
-            count(estimate.ticks),
+            count(estimate.ticks.saturating_add(estimate.policy_timers)),
             count(estimate.jobs),
             human(seconds),
             if handled {

@@ -45,7 +45,8 @@ fn a_long_run_says_so_up_front_and_ctrl_c_keeps_what_was_simulated() {
         "{announcement}"
     );
     assert!(
-        announcement.contains("3.6 trillion ticks of 1ns") && announcement.contains("days"),
+        announcement.contains("3.6 trillion scheduler ticks and timers")
+            && announcement.contains("days"),
         "{announcement}"
     );
     assert!(

@@ -10,7 +10,7 @@
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::PolicyConfig;
+use rtvmm_core::policy::{PolicyConfig, TickInterval};
 use rtvmm_core::Nanos;
 
 /// One domain: one VCPU and its guest.
@@ -56,7 +56,8 @@ pub struct SystemSpec {
 /// returns. Each count is an upper-leaning estimate of events in `[0, duration]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkEstimate {
-    /// Scheduler ticks: `duration ÷ quantum`.
+    /// Quantum ticks, `duration ÷ quantum`, when a policy the run uses ticks every quantum
+    /// (the RT-Xen servers, RTDS in quantum mode); 0 otherwise.
     pub ticks: u64,
     /// Job releases, over every task of every domain (added domains from when they join).
     pub jobs: u64,
@@ -135,7 +136,6 @@ impl SystemSpec {
             (jobs, periods)
         };
         let mut estimate = WorkEstimate {
-            ticks: duration.as_ns() / self.machine.quantum.as_ns().max(1),
             overheads: self.machine.overheads != Default::default(),
             ..WorkEstimate::default()
         };
@@ -144,7 +144,15 @@ impl SystemSpec {
             Change::SwapPolicy(p) => Some(p),
             _ => None,
         });
-        for policy in std::iter::once(&self.policy).chain(swaps) {
+        let policies: Vec<&PolicyConfig> = std::iter::once(&self.policy).chain(swaps).collect();
+        // The quantum tick, if a policy used has it (the policy says: its `tick_interval`).
+        if policies
+            .iter()
+            .any(|p| p.build(1).tick_interval() == TickInterval::Quantum)
+        {
+            estimate.ticks = duration.as_ns() / self.machine.quantum.as_ns().max(1);
+        }
+        for policy in policies {
             let timers = match policy {
                 PolicyConfig::Credit(credit) => duration.as_ns() / credit.tick.as_ns().max(1),
                 PolicyConfig::Arinc653(table) => (duration.as_ns()

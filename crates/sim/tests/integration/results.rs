@@ -447,6 +447,22 @@ fn the_work_estimate_counts_credit_ticks_and_arinc_frames_of_every_policy_used()
         ],
     });
     assert_eq!(spec.estimate_work(ms(1000)).policy_timers, 102);
+    // Quantum ticks count only for a policy that has them: ARINC 653 has none, and neither
+    // has SEDF; the servers and RTDS in quantum mode do (1000 of 1 ms in 1 s).
+    assert_eq!(spec.estimate_work(ms(1000)).ticks, 0);
+    for (policy, ticks) in [
+        (PolicyConfig::Sedf, 0),
+        (PolicyConfig::Rtds(rtvmm_core::policy::RtdsMode::Event), 0),
+        (
+            PolicyConfig::Rtds(rtvmm_core::policy::RtdsMode::Quantum),
+            1000,
+        ),
+        (PolicyConfig::Polling, 1000),
+    ] {
+        let mut s = spec.clone();
+        s.policy = policy;
+        assert_eq!(s.estimate_work(ms(1000)).ticks, ticks, "{:?}", s.policy);
+    }
     // And a run whose estimate is right takes about as many steps as it says.
     spec.policy = credit;
     let mut sim = Simulation::new(&spec, 1, false).unwrap();
