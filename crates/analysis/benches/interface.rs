@@ -113,7 +113,7 @@ type Case = (
     PeriodRange,
 );
 
-/// Issue 13 §2's inputs (the same as `tests/analysis/bounded_analysis.rs`, which checks
+/// Issue 13 §2's inputs (the same as `tests/integration/bounded_analysis.rs`, which checks
 /// their answers).
 fn bench_pathological(c: &mut Criterion) {
     let day_10us = 8_640_000_000;

@@ -24,7 +24,8 @@
 //!   preempts at each of its replenishments gets B every P + (that delay), not every P,
 //!   and the response-time bounds of Davis & Burns (which treat a Sporadic Server like a
 //!   periodic task, as Sprunt et al. show it may be) fail — pinned in
-//!   `crates/scenario/tests/soundness.rs`, `sporadic_server_replenishes_from_activation`.
+//!   `crates/scenario/tests/integration/soundness.rs`,
+//!   `sporadic_server_replenishes_from_activation`.
 //!   The spec names Stanovich et al. 2010 as its source, so `s` is read as their
 //!   activation time (Sprunt et al.: the instant the server's priority level becomes
 //!   active with budget > 0).
@@ -59,7 +60,7 @@
 //! Known gaps: one pcpu per instance. The merge at `max_replenishments` brings budget back
 //! later than one period after the activation that spent it, so a Sporadic Server behaves
 //! like the periodic task the response-time analysis assumes only while nothing is merged
-//! (`crates/scenario/tests/soundness.rs`,
+//! (`crates/scenario/tests/integration/soundness.rs`,
 //! `sporadic_server_merge_limit_can_delay_budget_past_the_bound`).
 
 use std::collections::VecDeque;

@@ -1,9 +1,12 @@
 //! The experiments crate's integration tests: every experiment in `--quick` mode (with
 //! durations shortened further where the debug build needs it), its files and the facts
 //! that follow from the theory; plus the framework (list, interruption, compare, gen).
+//! One binary: `csa` holds the 2012 experiments, `eval` the evaluation experiments.
 mod util;
 
 mod capacity;
+mod csa;
+mod eval;
 mod framework;
 mod isolation;
 mod overhead;

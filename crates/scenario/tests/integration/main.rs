@@ -9,6 +9,7 @@
 //!   to the same bytes, over generated scenarios (a property test).
 //! - `limits`: times at and above `MAX_TIME`, overheads against the quantum.
 //! - `large`: files with tens of thousands of domains, tasks and events.
+//! - `soundness`: what `rtvmm analyze` guarantees holds when the same system is simulated.
 
 mod errors;
 mod examples;
@@ -16,4 +17,5 @@ mod format;
 mod large;
 mod limits;
 mod roundtrip;
+mod soundness;
 mod util;

@@ -3,11 +3,9 @@
 //! SIGINT/SIGTERM), what each command prints, the files `sim` writes, and that no
 //! output ever destroys an input or is left half-written.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 
 use serde_json::Value;
 

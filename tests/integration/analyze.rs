@@ -2,9 +2,7 @@
 //! fields the issue names, the emitted scenario (which `check` and `sim` must accept), the
 //! `xl` lines, CARTS input, and the exit codes (0 ok, 2 bad input or refused).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use serde_json::Value;
 

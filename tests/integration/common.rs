@@ -1,6 +1,4 @@
-//! What the binary's test files share: run `rtvmm`, read its output, find the examples.
-#![allow(dead_code)]
-
+//! What the binary's test modules share: run `rtvmm`, read its output, find the examples.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

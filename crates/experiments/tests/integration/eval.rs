@@ -1,11 +1,7 @@
 //! The evaluation experiments in `--quick` mode: eval-affinity and eval-contention — their
-//! files, and the facts that follow from the servers' rules. (Shares the harness of the
-//! `integration` test binary.)
+//! files, and the facts that follow from the servers' rules.
 
-#[path = "integration/util.rs"]
-mod util;
-
-use util::{assert_structure, csv_bytes, run, Csv};
+use crate::util::{assert_structure, csv_bytes, run, Csv};
 
 const POLICIES: [&str; 4] = ["deferrable", "ptps", "wcps", "crps"];
 

@@ -1,14 +1,10 @@
 //! The 2012 (CSA) experiments in `--quick` mode: csa-periods, csa-etf, csa-arinc — their
 //! files, and the facts that follow from the theory rather than from the papers' numbers.
-//! (Shares the harness of the `integration` test binary.)
-
-#[path = "integration/util.rs"]
-mod util;
 
 use std::collections::BTreeMap;
 
+use crate::util::{assert_structure, csv_bytes, run, short, Csv};
 use rtvmm_core::Nanos;
-use util::{assert_structure, csv_bytes, run, short, Csv};
 
 const PERIODS_RUNS: &[&str] = &[
     "u_w_permille",

@@ -3,12 +3,10 @@
 //! instant reached, prints and writes the results of what was simulated, and exits 130.
 //! A short run says nothing of the kind.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// One hour at a 1 ns quantum: 3.6·10¹² ticks, days of wall-clock time.

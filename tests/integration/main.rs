@@ -1,0 +1,16 @@
+//! The `rtvmm` binary's integration tests: one binary, run as a user runs the program.
+//!
+//! - `cli`: exit codes, what each command prints, the files `sim` writes, and that no
+//!   output ever destroys an input or is left half-written.
+//! - `analyze`: `rtvmm analyze` and `rtvmm check --admit` — tables, JSON, emitted
+//!   scenarios, `xl` lines, CARTS input.
+//! - `long_runs`: the announcement of a long run and Ctrl-C keeping what was simulated.
+//! - `msrv`: the declared minimum Rust version is true of every locked dependency.
+//! - `common`: running the binary and finding the examples.
+
+mod common;
+
+mod analyze;
+mod cli;
+mod long_runs;
+mod msrv;
