@@ -4,7 +4,7 @@
 //! A short run says nothing of the kind.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 
 use crate::common::*;
 use serde_json::Value;
@@ -24,17 +24,33 @@ period = "50ms"
 wcet = "5ms"
 "#;
 
+/// A run of days that is killed if the test fails before it is stopped: a failed
+/// assertion must not leave the simulation running behind the test.
+struct Reaped(Option<Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 #[test]
 fn a_long_run_says_so_up_front_and_ctrl_c_keeps_what_was_simulated() {
     let dir = tempfile::tempdir().unwrap();
     let scenario = write(dir.path(), "fine.toml", ONE_HOUR_AT_ONE_NANOSECOND);
     let json = dir.path().join("out.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rtvmm"))
-        .args(["sim", &scenario, "--json", json.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run rtvmm");
+    let mut run = Reaped(Some(
+        Command::new(env!("CARGO_BIN_EXE_rtvmm"))
+            .args(["sim", &scenario, "--json", json.to_str().unwrap()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rtvmm"),
+    ));
+    let child = run.0.as_mut().unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut announcement = String::new();
     stderr.read_line(&mut announcement).unwrap();
@@ -57,7 +73,7 @@ fn a_long_run_says_so_up_front_and_ctrl_c_keeps_what_was_simulated() {
         .status()
         .unwrap();
     assert!(interrupt.success());
-    let out = child.wait_with_output().unwrap();
+    let out = run.0.take().unwrap().wait_with_output().unwrap();
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(130), "{text}");
     assert!(text.contains("interrupted by SIGINT at "), "{text}");
