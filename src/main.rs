@@ -66,7 +66,8 @@ enum Command {
     /// Five domains with the RT-Xen "even" shares (budget/period 2/10, 4/20, 6/30, 8/40,
     /// 10/50 ms, priorities 1-5), each running a rate-monotonic task set drawn for a total
     /// load of 70%. ARINC 653 runs a 10 ms major frame with a 2 ms minor frame per domain
-    /// (the same 20% shares); Credit runs with a 1 ms time slice, as in the papers.
+    /// (the same 20% shares); Credit runs with the papers' 1 ms setting (a 1 ms tick and
+    /// time slice, accounting every 3 ms).
     #[command(after_help = EXIT_CODES)]
     Demo {
         /// Simulated time per policy (with a unit: 10s, 500ms)
