@@ -997,6 +997,16 @@ mod tests {
         Machine::with_policy(config, PolicyConfig::Deferrable, Box::new(fake))
     }
 
+    /// A VCPU (1 ms every 2 ms, priority 1) of domain `domain`, added at 0.
+    fn vcpu(m: &mut Machine, domain: u32) -> VcpuId {
+        m.add_vcpu(
+            Nanos::ZERO,
+            DomainId(domain),
+            VcpuParams::server(ms(1), ms(2), 1),
+        )
+        .unwrap()
+    }
+
     fn fake(tick: TickInterval, slice: Option<Nanos>) -> (Fake, Arc<Mutex<Seen>>) {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let fake = Fake {
@@ -1030,13 +1040,7 @@ mod tests {
         let (mut policy, seen) = fake(TickInterval::Every(ms(3)), None);
         policy.tick_asks = false;
         let mut m = machine(MachineConfig::default(), policy);
-        let v = m
-            .add_vcpu(
-                Nanos::ZERO,
-                DomainId(0),
-                VcpuParams::server(ms(1), ms(2), 1),
-            )
-            .unwrap();
+        let v = vcpu(&mut m, 0);
         m.wake(Nanos::ZERO, v);
         run_until(&mut m, ms(10));
         let seen = seen.lock().unwrap();
@@ -1051,12 +1055,7 @@ mod tests {
         let (mut policy, seen) = fake(TickInterval::Quantum, None);
         policy.tick_asks = true;
         let mut m = machine(MachineConfig::default(), policy);
-        m.add_vcpu(
-            Nanos::ZERO,
-            DomainId(0),
-            VcpuParams::server(ms(1), ms(2), 1),
-        )
-        .unwrap();
+        vcpu(&mut m, 0);
         run_until(&mut m, ms(3));
         assert_eq!(
             seen.lock().unwrap().schedules,
@@ -1065,13 +1064,7 @@ mod tests {
 
         let (policy, seen) = fake(TickInterval::None, Some(ms(2)));
         let mut m = machine(MachineConfig::default(), policy);
-        let v = m
-            .add_vcpu(
-                Nanos::ZERO,
-                DomainId(0),
-                VcpuParams::server(ms(1), ms(2), 1),
-            )
-            .unwrap();
+        let v = vcpu(&mut m, 0);
         m.wake(Nanos::ZERO, v);
         run_until(&mut m, ms(5));
         // The first decision, then the end of each 2 ms slice.
@@ -1095,12 +1088,7 @@ mod tests {
             let (mut policy, seen) = fake(tick, None);
             policy.timer = Some(us(1500));
             let mut m = machine(config, policy);
-            m.add_vcpu(
-                Nanos::ZERO,
-                DomainId(0),
-                VcpuParams::server(ms(1), ms(2), 1),
-            )
-            .unwrap();
+            vcpu(&mut m, 0);
             run_until(&mut m, ms(3));
             assert_eq!(seen.lock().unwrap().timers, vec![due], "{tick:?}");
         }
@@ -1125,13 +1113,7 @@ mod tests {
             };
             let (policy, seen) = fake(TickInterval::None, Some(ms(1)));
             let mut m = machine(config, policy);
-            let v = m
-                .add_vcpu(
-                    Nanos::ZERO,
-                    DomainId(0),
-                    VcpuParams::server(ms(1), ms(2), 1),
-                )
-                .unwrap();
+            let v = vcpu(&mut m, 0);
             m.wake(Nanos::ZERO, v);
             run_until(&mut m, ms(3));
             let stats = m.pcpu_stats(PcpuId(0));
@@ -1178,20 +1160,8 @@ mod tests {
         };
         let (policy, seen) = fake(TickInterval::None, Some(us(200)));
         let mut m = machine(config, policy);
-        let a = m
-            .add_vcpu(
-                Nanos::ZERO,
-                DomainId(0),
-                VcpuParams::server(ms(1), ms(2), 1),
-            )
-            .unwrap();
-        let b = m
-            .add_vcpu(
-                Nanos::ZERO,
-                DomainId(1),
-                VcpuParams::server(ms(1), ms(2), 1),
-            )
-            .unwrap();
+        let a = vcpu(&mut m, 0);
+        let b = vcpu(&mut m, 1);
         m.wake(Nanos::ZERO, a);
         m.wake(Nanos::ZERO, b);
         run_until(&mut m, us(700));
@@ -1222,13 +1192,7 @@ mod tests {
         let (mut policy, seen) = fake(TickInterval::Quantum, Some(ms(1)));
         policy.tick_asks = true;
         let mut m = machine(config, policy);
-        let v = m
-            .add_vcpu(
-                Nanos::ZERO,
-                DomainId(0),
-                VcpuParams::server(ms(1), ms(2), 1),
-            )
-            .unwrap();
+        let v = vcpu(&mut m, 0);
         m.wake(Nanos::ZERO, v);
         run_until(&mut m, us(4600));
         let seen = seen.lock().unwrap();

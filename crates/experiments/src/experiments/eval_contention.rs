@@ -706,22 +706,24 @@ fn write_contention(
                 .filter(|s| s.others == others || s.relation == Relation::Alone)
                 .collect();
             let categories: Vec<String> = group.iter().map(|s| s.short()).collect();
-            let delay_series = policies
-                .iter()
-                .map(|&policy| {
-                    let values = group
-                        .iter()
-                        .map(|s| {
-                            find(setup, s, policy)
-                                .and_then(|o| worst(&o.phases))
-                                .map_or(0.0, |w| {
-                                    (w.max.as_ns() as f64 / 1e6).min(DELAY_FIGURE_CAP_MS)
-                                })
-                        })
-                        .collect();
-                    (eval_name(policy).to_string(), values)
+            // One bar per policy and setting: `value` of its outcome, 0 where there is none.
+            let series = |value: &dyn Fn(&ContentionOutcome) -> f64| -> Vec<(String, Vec<f64>)> {
+                policies
+                    .iter()
+                    .map(|&policy| {
+                        let values = group
+                            .iter()
+                            .map(|s| find(setup, s, policy).map_or(0.0, value))
+                            .collect();
+                        (eval_name(policy).to_string(), values)
+                    })
+                    .collect()
+            };
+            let delay_series = series(&|o| {
+                worst(&o.phases).map_or(0.0, |w| {
+                    (w.max.as_ns() as f64 / 1e6).min(DELAY_FIGURE_CAP_MS)
                 })
-                .collect();
+            });
             let plural = if others == 1 { "" } else { "s" };
             let suffix = setup.stem_suffix();
             out.figure(
@@ -746,19 +748,7 @@ fn write_contention(
                     setup.describe()
                 ),
             )?;
-            let slow_series = policies
-                .iter()
-                .map(|&policy| {
-                    let values = group
-                        .iter()
-                        .map(|s| {
-                            find(setup, s, policy)
-                                .map_or(0.0, |o| slowdown(o.long_job, long_job, long_run).0)
-                        })
-                        .collect();
-                    (eval_name(policy).to_string(), values)
-                })
-                .collect();
+            let slow_series = series(&|o| slowdown(o.long_job, long_job, long_run).0);
             out.figure(
                 &format!("slowdown_{others}{suffix}"),
                 &Chart::Bar(BarChart {
