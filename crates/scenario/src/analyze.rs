@@ -1780,8 +1780,16 @@ fn failure_blocker(
             },
             task: name(*task_index),
         },
-        Some(DomainFailure::Invalid { message }) => Blocker {
-            reason: message.clone(),
+        Some(DomainFailure::Invalid { error }) => Blocker {
+            reason: error.to_string(),
+            task: None,
+        },
+        Some(DomainFailure::Undecided { task_index, .. }) => Blocker {
+            reason: format!(
+                "the exact test of task {task_index} on the given interface needs more than {} \
+                 steps; analyse in a coarser time unit",
+                rtvmm_analysis::MAX_TEST_STEPS
+            ),
             task: None,
         },
         None => Blocker {
