@@ -464,12 +464,7 @@ fn capacity_gap(server: &Server) -> u64 {
 /// `r_S(x)` for server `index`: (H2), which is Mei (5.1) for `x = C_S` and the last server
 /// period of (5.4) otherwise. `Err` holds the first iterate above `limit` (a lower bound
 /// on `r_S(x)`) when the least fixed point is past it.
-fn server_response(
-    servers: &[Server],
-    index: usize,
-    units: u64,
-    limit: u64,
-) -> Result<u64, u64> {
+fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> Result<u64, u64> {
     let me = &servers[index];
     let mut response = units;
     loop {
@@ -494,8 +489,7 @@ fn server_response(
 
 fn analyse_server(servers: &[Server], index: usize, check: RootCheck) -> ServerAnalysis {
     let server = &servers[index];
-    let budget_response_time =
-        server_response(servers, index, server.budget, server.period).ok();
+    let budget_response_time = server_response(servers, index, server.budget, server.period).ok();
     let schedulable_at_root = budget_response_time.is_some();
     let tasks = if schedulable_at_root || check == RootCheck::Skipped {
         task_bounds(servers, index, schedulable_at_root)

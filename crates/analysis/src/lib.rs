@@ -100,8 +100,8 @@ pub use compose::{
 pub use demand::{dbf, rbf, rm_test_points};
 pub use error::{InterfaceError, WorkloadError};
 pub use hierarchical::{
-    hierarchical_response_times, hierarchical_response_times_with, HierarchyError, RootCheck, Server,
-    ServerAnalysis, ServerKind,
+    hierarchical_response_times, hierarchical_response_times_with, HierarchyError, RootCheck,
+    Server, ServerAnalysis, ServerKind,
 };
 pub use interface::{
     critical_time_point, critical_time_points, critical_time_points_at, edf_schedulable,
