@@ -10,11 +10,11 @@
 //!   shows as extra interface overhead.
 //!
 //! Servers get rate-monotonic priorities by interface period, ties by domain order
-//! ([`rm_priorities`]).
+//! ([`rm_priorities`], the analysis crate's [`rate_monotonic_ranks`]).
 
 use rtvmm_analysis::{
-    fixed_period_interface, optimal_interface, GuestScheduler, SbfMode, SearchOptions, Task,
-    Workload,
+    fixed_period_interface, optimal_interface, rate_monotonic_ranks, GuestScheduler, SbfMode,
+    SearchOptions, Task, Workload,
 };
 use rtvmm_core::Nanos;
 use rtvmm_gen::{GenDomain, GenSystem};
@@ -33,14 +33,6 @@ impl DomainInterface {
     /// budget ÷ period.
     pub fn bandwidth(&self) -> f64 {
         self.budget.as_ns() as f64 / self.period.as_ns() as f64
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
     }
 }
 
@@ -122,8 +114,7 @@ pub fn fixed_period_interfaces(
                 .tasks
                 .iter()
                 .flat_map(|t| [t.period, t.wcet, t.deadline])
-                .fold(period.as_ns(), |g, t| gcd(g, t.as_ns()));
-            let unit = Nanos(unit);
+                .fold(period, Nanos::gcd);
             let w = workload(domain, unit)?;
             let found =
                 fixed_period_interface(&w, period.as_ns() / unit.as_ns(), mode, GuestScheduler::Rm)
@@ -143,13 +134,11 @@ pub fn fixed_period_interfaces(
 
 /// Rate-monotonic priorities (1 = highest) by interface period, ties by domain order.
 pub fn rm_priorities(interfaces: &[DomainInterface]) -> Vec<u32> {
-    let mut order: Vec<usize> = (0..interfaces.len()).collect();
-    order.sort_by_key(|&i| (interfaces[i].period, i));
-    let mut priority = vec![0; interfaces.len()];
-    for (rank, &i) in order.iter().enumerate() {
-        priority[i] = rank as u32 + 1;
-    }
-    priority
+    let periods: Vec<Option<Nanos>> = interfaces.iter().map(|i| Some(i.period)).collect();
+    rate_monotonic_ranks(&periods)
+        .into_iter()
+        .map(|rank| rank.map_or(0, |rank| rank as u32 + 1))
+        .collect()
 }
 
 #[cfg(test)]
