@@ -952,6 +952,100 @@ mod tests {
         );
     }
 
+    /// The least solution of (5.4) by brute force, for a task released at any time in
+    /// server `index`: the least `R ≤ D` with `R = G + (k−1)T_S + r_S(x)`, every value
+    /// computed from its definition (`None`: no solution up to the deadline).
+    fn least_solution_by_brute_force(servers: &[Server], index: usize, i: usize) -> Option<u64> {
+        let me = &servers[index];
+        let task = me.tasks[i];
+        // r_S(x), the least fixed point of y = x + Σ ⌈(y + J_X)/T_X⌉ C_X, if below `cap`.
+        let r = |x: u64, cap: u64| -> Option<u64> {
+            let mut y = x;
+            while y <= cap {
+                let next = x + servers
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, s)| j != index && s.priority <= me.priority)
+                    .map(|(_, s)| {
+                        let jitter = if s.kind == ServerKind::Deferrable {
+                            s.period - s.budget
+                        } else {
+                            0
+                        };
+                        (y + jitter).div_ceil(s.period) * s.budget
+                    })
+                    .sum::<u64>();
+                if next == y {
+                    return Some(y);
+                }
+                y = next;
+            }
+            None
+        };
+        (1..=task.deadline).find(|&response| {
+            let load = task.wcet
+                + me.tasks
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, t)| j != i && t.priority <= task.priority)
+                    .map(|(_, t)| response.div_ceil(t.period) * t.wcet)
+                    .sum::<u64>();
+            let k = load.div_ceil(me.budget);
+            let before = (me.period - me.budget) + (k - 1) * me.period;
+            let x = load - (k - 1) * me.budget;
+            r(x, task.deadline).is_some_and(|y| before + y == response)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Without the root check, every task's bound is the least solution of (5.4) — found
+        /// by the iteration for served servers and by the scan for the others, whether or
+        /// not the map is monotone — and with it, a served server's bounds are the same.
+        #[test]
+        fn skipped_root_check_gives_the_least_solution(
+            shape in proptest::collection::vec((2u64..=12, 1u64..=12, proptest::bool::ANY), 2..=3),
+            tasks in proptest::collection::vec((5u64..=60, 1u64..=4, 0u32..=2), 1..=3),
+        ) {
+            let n = shape.len();
+            let servers: Vec<Server> = shape
+                .iter()
+                .enumerate()
+                .map(|(k, &(period, budget, deferrable))| Server {
+                    name: format!("S{k}"),
+                    budget: 1 + (budget - 1) % period,
+                    period,
+                    priority: k as u32,
+                    kind: if deferrable { ServerKind::Deferrable } else { ServerKind::Periodic },
+                    tasks: if k == n - 1 {
+                        tasks
+                            .iter()
+                            .map(|&(p, e, prio)| FpTask::new(p, e.min(p), prio))
+                            .collect()
+                    } else {
+                        vec![FpTask::new(60, 1, 0)]
+                    },
+                    bound: Vec::new(),
+                })
+                .collect();
+            let skipped = hierarchical_response_times_with(&servers, RootCheck::Skipped).unwrap();
+            let checked = hierarchical_response_times(&servers).unwrap();
+            for (index, (unchecked, checked)) in skipped.iter().zip(&checked).enumerate() {
+                for (i, bound) in unchecked.tasks.iter().enumerate() {
+                    proptest::prop_assert_eq!(
+                        bound.response_time(),
+                        least_solution_by_brute_force(&servers, index, i),
+                        "server {} task {}", index, i
+                    );
+                }
+                if checked.schedulable_at_root {
+                    proptest::prop_assert_eq!(&unchecked.tasks, &checked.tasks);
+                }
+            }
+        }
+    }
+
     #[test]
     fn invalid_input_is_typed() {
         let bad = [server(ServerKind::Periodic, 6, 5, 0, vec![])];
