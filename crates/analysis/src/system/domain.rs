@@ -108,14 +108,17 @@ pub(super) fn step1(domain: &Domain) -> Step1 {
             _ => (None, true, None),
         },
         Prepared::Tasks {
-            workload, guest, ..
+            workload,
+            guest,
+            order,
+            ..
         } => {
             let analyzer = InterfaceAnalyzer::new(workload, *guest);
             let outcome = domain_interface(&analyzer, domain.interface, domain.sbf);
             (
                 outcome.interface,
                 outcome.proven_optimal,
-                Some(outcome.failure),
+                Some(outcome.failure.map(|failure| as_given(failure, order))),
             )
         }
     };
@@ -124,5 +127,25 @@ pub(super) fn step1(domain: &Domain) -> Step1 {
         interface,
         proven_optimal,
         analysed,
+    }
+}
+
+/// The failure with its task named by its position as given (the workload's declaration
+/// index is its position in the guest's priority order).
+fn as_given(failure: DomainFailure, order: &[usize]) -> DomainFailure {
+    match failure {
+        DomainFailure::Unschedulable { task_index, task } => DomainFailure::Unschedulable {
+            task_index: order[task_index],
+            task,
+        },
+        DomainFailure::InterfaceTooSmall { task_index, task } => DomainFailure::InterfaceTooSmall {
+            task_index: order[task_index],
+            task,
+        },
+        DomainFailure::Undecided { task_index, task } => DomainFailure::Undecided {
+            task_index: order[task_index],
+            task,
+        },
+        DomainFailure::Invalid { error } => DomainFailure::Invalid { error },
     }
 }

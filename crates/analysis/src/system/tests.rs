@@ -1,6 +1,7 @@
 //! The system entry point on small systems derived by hand, one per root model.
 
 use super::*;
+use crate::compose::DomainFailure;
 use crate::error::WorkloadError;
 use crate::prm::SupplyForm;
 use crate::rta::ResponseBound;
@@ -327,4 +328,25 @@ fn a_sporadic_server_that_can_merge_is_not_a_periodic_resource() {
         Some(ServerKind::Sporadic)
     );
     assert_eq!(plain.domains[0].tasks[0].verdict, TaskVerdict::ByLemma1);
+}
+
+/// Task indices in verdicts are positions as given, whatever the priority order: lo =
+/// (10, 6) given first, hi = (5, 3) second. On a dedicated pcpu lo needs
+/// rbf(t) = 6 + 3⌈t/5⌉ ≤ t for some t ≤ 10: 9, 12 at t = 9, 10 — it fails, so there is
+/// no interface, and lo (position 0) is named.
+#[test]
+fn failures_name_tasks_by_their_position_as_given() {
+    let system = System {
+        root: periodic(true),
+        domains: vec![domain(
+            "d",
+            rm(vec![fp_task(10, 6, 2, None), fp_task(5, 3, 1, None)]),
+            InterfaceChoice::default(),
+        )],
+    };
+    let result = analyze(&system);
+    assert!(matches!(
+        result.domains[0].verdict,
+        DomainVerdict::NoInterface(DomainFailure::Unschedulable { task_index: 0, .. })
+    ));
 }

@@ -139,18 +139,13 @@ pub use options::{parse_guest, parse_sbf, FixedPeriod, Length, Options, PeriodBo
 pub use report::{DomainReport, InterfaceSource, Refusal, Report, RtaStatus, TaskKind, TaskReport};
 
 use crate::Scenario;
-use rtvmm_analysis::SbfMode;
 
 /// Runs the analysis: the input converted, the system analysed, the report built from the
 /// result.
 pub fn analyze(input: &Input, options: &Options) -> Result<Report, AnalyzeError> {
     let converted = convert::convert(input, options)?;
     let result = system::analyze(&converted.system);
-    let sbf_mode = match options.sbf {
-        SbfMode::Auto => "auto",
-        SbfMode::General => "general",
-    };
-    Ok(report::build(converted, &result, sbf_mode, options.given))
+    Ok(report::build(converted, &result))
 }
 
 /// `check --admit`: the scenario's own VCPUs are the interfaces where it has them, the

@@ -5,12 +5,13 @@
 
 use rtvmm_analysis::system::{DomainResult, Lemma1, Response, RootModel, SystemResult, TaskResult};
 use rtvmm_analysis::{
-    ExactSum, GuestScheduler as AnalysisGuest, Ratio, ResponseBound, ServerKind, SupplyForm,
+    ExactSum, GuestScheduler as AnalysisGuest, Ratio, ResponseBound, SbfMode, ServerKind,
+    SupplyForm,
 };
 use rtvmm_core::policy::PolicyKind;
 use serde::{Serialize, Serializer};
 
-use super::convert::{Converted, DomainInput, Role, TaskInput};
+use super::convert::{Converted, DomainInput, Refused, Role, TaskInput};
 use super::render::{guest_name, server_name, supply_name, words};
 
 /// What kind of task (as written; CARTS children are components).
@@ -216,17 +217,14 @@ impl Report {
 }
 
 /// The report of `result`, the analysis of `converted.system`.
-pub(crate) fn build(
-    converted: Converted,
-    result: &SystemResult,
-    sbf_mode: &'static str,
-    given: bool,
-) -> Report {
+pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
     let Converted {
         file,
         format,
         unit,
         policy,
+        sbf,
+        given,
         system,
         domains: inputs,
         mut notes,
@@ -241,33 +239,28 @@ pub(crate) fn build(
         })
         .collect();
     let domains: Vec<DomainReport> = inputs
-        .into_iter()
+        .iter()
         .map(|input| match &input.role {
             Role::Analysed { index, order } => {
-                let (index, order) = (*index, order.clone());
-                analysed(input, &order, &result.domains[index], policy, unit)
+                analysed(input, order, &result.domains[*index], policy, unit)
             }
-            Role::Refused(_) => refused(input, model, unit),
+            Role::Refused(why) => refused(input, why, model, unit),
         })
         .collect();
     notes.extend(words::analysis_notes(
         &domains, result, &servers, model, policy,
     ));
 
-    let mut u_w = ExactSum::zero();
-    for d in &domains {
-        for t in &d.tasks {
-            if let (Some(period), Some(wcet)) = (t.period, t.wcet) {
-                u_w.add(Ratio::new(wcet, period));
-            }
-        }
-    }
+    let u_w = utilization(domains.iter().flat_map(|d| &d.tasks));
     let u_rm = &result.u_rm;
     Report {
         input: file,
         format,
         unit_ns: unit,
-        sbf_mode,
+        sbf_mode: match sbf {
+            SbfMode::Auto => "auto",
+            SbfMode::General => "general",
+        },
         interfaces: if given { "given" } else { "computed" },
         policy,
         root_test: words::root_test(model, policy),
@@ -305,7 +298,8 @@ fn task_report(t: &TaskInput, rta: RtaStatus) -> TaskReport {
     }
 }
 
-fn utilization(tasks: &[TaskReport]) -> ExactSum {
+/// `Σ e/p` over the tasks the analysis could express in units.
+fn utilization<'t>(tasks: impl IntoIterator<Item = &'t TaskReport>) -> ExactSum {
     let mut sum = ExactSum::zero();
     for t in tasks {
         if let (Some(period), Some(wcet)) = (t.period, t.wcet) {
@@ -316,10 +310,7 @@ fn utilization(tasks: &[TaskReport]) -> ExactSum {
 }
 
 /// A domain the analysis could not take.
-fn refused(input: DomainInput, model: RootModel, unit: u64) -> DomainReport {
-    let Role::Refused(why) = &input.role else {
-        unreachable!("a refused domain")
-    };
+fn refused(input: &DomainInput, why: &Refused, model: RootModel, unit: u64) -> DomainReport {
     let tasks: Vec<TaskReport> = input
         .tasks
         .iter()
@@ -334,8 +325,8 @@ fn refused(input: DomainInput, model: RootModel, unit: u64) -> DomainReport {
         .collect();
     let utilization = utilization(&tasks);
     DomainReport {
-        name: input.name,
-        guest: input.guest_label,
+        name: input.name.clone(),
+        guest: input.guest_label.clone(),
         analysed_as: None,
         period: None,
         budget: None,
@@ -361,7 +352,7 @@ fn refused(input: DomainInput, model: RootModel, unit: u64) -> DomainReport {
 
 /// A domain the analysis took: its result, task by task.
 fn analysed(
-    input: DomainInput,
+    input: &DomainInput,
     order: &[usize],
     result: &DomainResult,
     policy: PolicyKind,
@@ -375,7 +366,7 @@ fn analysed(
     for (&i, outcome) in order.iter().zip(&result.tasks) {
         record(&mut tasks[i], outcome, unit);
     }
-    let blame = words::blame(result, &input, order, &tasks, policy, unit);
+    let blame = words::blame(result, input, order, &tasks, policy, unit);
     let interface = result.interface;
     let (bandwidth, bandwidth_exact) = match interface {
         Some(i) => (i.bandwidth().to_f64(), Some(i.bandwidth().to_string())),
@@ -383,8 +374,8 @@ fn analysed(
     };
     let utilization = utilization(&tasks);
     DomainReport {
-        name: input.name,
-        guest: input.guest_label,
+        name: input.name.clone(),
+        guest: input.guest_label.clone(),
         analysed_as: result.analysed_as,
         period: interface.map(|i| i.period),
         budget: interface.map(|i| i.budget),

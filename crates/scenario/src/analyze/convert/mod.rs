@@ -33,6 +33,10 @@ pub(crate) struct Converted {
     pub unit: u64,
     /// The VMM policy assumed.
     pub policy: PolicyKind,
+    /// The sbf mode asked for (`--sbf`).
+    pub sbf: SbfMode,
+    /// The VCPUs' own parameters are the interfaces (`--given`).
+    pub given: bool,
     /// What the analysis gets.
     pub system: System,
     /// Per input domain, in order.
@@ -172,6 +176,8 @@ pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, Ana
         format,
         unit,
         policy,
+        sbf: options.sbf,
+        given: options.given,
         system,
         domains,
         notes,
