@@ -82,7 +82,8 @@
 //!   interfere no more than a periodic task `(T_X, C_X)`: Sprunt, Sha & Lehoczky 1989 for
 //!   the Sporadic Server, whose merges only delay replenishments). S is **schedulable at
 //!   the root** iff `r_S(C_S) ≤ T_S`; otherwise its tasks get
-//!   [`ResponseBound::ServerUnschedulable`].
+//!   [`ResponseBound::ServerUnschedulable`] (unless the check is skipped: "Without the
+//!   root check" below).
 //! * **(H3) response time** (Mei (5.4), task jitter (5.7, 5.8)): with `k = ⌈L/C_S⌉` server
 //!   periods needed and
 //!   `x = L − (k−1)C_S` units in the last one,

@@ -104,7 +104,9 @@
 //!   server's release** (no capacity gap; Davis & Burns) when it is periodic, its period
 //!   and offset are whole multiples of the server period, the VCPU's offset is 0, and the
 //!   server is Periodic, Deferrable or Polling (the table marks it `*`).
-//! - **Verdict, task by task**: the root delivers the server's budget, and either Lemma 1
+//! - **Verdict, task by task** (the analysis's typed
+//!   [`TaskVerdict`](rtvmm_analysis::system::TaskVerdict), put into words here): the root
+//!   delivers the server's budget, and either Lemma 1
 //!   holds for the task on the interface (where the model holds; `∃t ≤ d_i: sbf(t) ≥
 //!   rbf_i(t)` concerns task i alone) or its response-time bound is within its deadline —
 //!   both are sufficient, so either guarantees the task. An EDF guest needs the dbf test
