@@ -1,14 +1,19 @@
 //! Composition on one pcpu: each domain's interface `(Π_k, Θ_k)` becomes a periodic task
 //! of the root, scheduled RM on the whole processor (`sbf(t) = t`).
 //!
-//! Source: Shin & Lee, TECS 2008, compositional analysis (compositional analysis: a component's interface
-//! is transformed into a periodic task of its parent); spec, "Composition". The root test is
+//! Source: Shin & Lee, TECS 2008, compositional analysis (a component's interface is
+//! transformed into a periodic task of its parent); spec, "Composition". The root test is
 //! the exact RTA of Audsley et al. 1993 (equivalently Lemma 1 with `sbf(t) = t`).
+//!
+//! The pieces are public for [`crate::system`], which composes the same interfaces under
+//! other roots: [`domain_interface`] (one domain's interface as [`InterfaceChoice`] says),
+//! [`rate_monotonic_ranks`] (servers ranked by interface period) and
+//! [`rate_monotonic_root`] (the interfaces as RM periodic tasks).
 
 use serde::Serialize;
 
 use crate::error::InterfaceError;
-use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange, Verdict, MAX_TEST_STEPS};
+use crate::interface::{GuestScheduler, InterfaceAnalyzer, PeriodRange, Verdict};
 use crate::prm::{Interface, SbfMode};
 use crate::ratio::ExactSum;
 use crate::rta::{fp_response_time, FpTask};
@@ -63,10 +68,18 @@ pub enum DomainFailure {
         /// The task.
         task: Task,
     },
+    /// The exact test of a given interface needed more than [`crate::MAX_TEST_STEPS`] for
+    /// this task (analyse in a coarser time unit).
+    Undecided {
+        /// Declaration index.
+        task_index: usize,
+        /// The task.
+        task: Task,
+    },
     /// Any other interface error (invalid given interface, period range, analysis limit).
     Invalid {
-        /// Human-readable cause.
-        message: String,
+        /// What went wrong.
+        error: InterfaceError,
     },
 }
 
@@ -149,29 +162,17 @@ pub fn analyze_system(domains: &[DomainSpec], mode: SbfMode) -> SystemAnalysis {
         domains.iter().map(|d| analyse_domain(d, mode)).collect();
 
     // Root: interface tasks, RM by period, ties by domain order.
-    let mut with_interface: Vec<usize> = (0..results.len())
-        .filter(|&k| results[k].period.is_some())
-        .collect();
-    with_interface.sort_by_key(|&k| results[k].period);
-    let root_tasks: Vec<FpTask> = with_interface
+    let interfaces: Vec<Option<Interface>> = results
         .iter()
-        .enumerate()
-        .map(|(rank, &k)| {
-            let period = results[k].period.unwrap_or(1);
-            FpTask {
-                period,
-                wcet: results[k].budget.unwrap_or(0).max(1),
-                deadline: period,
-                priority: rank as u32,
-            }
-        })
+        .map(|r| Some(Interface::new(r.period?, r.budget?)))
         .collect();
     let mut root_schedulable = true;
-    for (rank, &k) in with_interface.iter().enumerate() {
-        let response = fp_response_time(&root_tasks, rank, root_tasks[rank].period);
-        results[k].root_priority = Some(rank);
-        results[k].root_response_time = response;
-        root_schedulable &= response.is_some();
+    for (result, root) in results.iter_mut().zip(rate_monotonic_root(&interfaces)) {
+        if let Some(root) = root {
+            result.root_priority = Some(root.rank);
+            result.root_response_time = root.response_time;
+            root_schedulable &= root.response_time.is_some();
+        }
     }
 
     let mut u_rm = ExactSum::zero();
@@ -200,11 +201,101 @@ pub fn analyze_system(domains: &[DomainSpec], mode: SbfMode) -> SystemAnalysis {
     }
 }
 
-fn analyse_domain(spec: &DomainSpec, mode: SbfMode) -> DomainAnalysis {
-    let analyzer = InterfaceAnalyzer::new(&spec.workload, spec.guest);
-    let utilization = spec.workload.utilization();
+/// Rate-monotonic ranks by interface period: for each entry with a period, its rank among
+/// them (0 = the shortest period), ties by position; `None` where there is no period. The
+/// one place servers are ranked by interface period (the root of [`analyze_system`], the
+/// server priorities of [`crate::system`], the experiments' servers).
+///
+/// ```
+/// use rtvmm_analysis::rate_monotonic_ranks;
+/// assert_eq!(rate_monotonic_ranks(&[Some(30), None, Some(10), Some(30)]),
+///            vec![Some(1), None, Some(0), Some(2)]);
+/// ```
+pub fn rate_monotonic_ranks<K: Ord>(periods: &[Option<K>]) -> Vec<Option<usize>> {
+    let mut order: Vec<usize> = (0..periods.len())
+        .filter(|&k| periods[k].is_some())
+        .collect();
+    order.sort_by_key(|&k| &periods[k]); // stable: ties keep their positions
+    let mut ranks = vec![None; periods.len()];
+    for (rank, &k) in order.iter().enumerate() {
+        ranks[k] = Some(rank);
+    }
+    ranks
+}
+
+/// One interface as a task of a rate-monotonic root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RootTask {
+    /// Its RM rank ([`rate_monotonic_ranks`]; 0 = highest priority).
+    pub rank: usize,
+    /// Its worst-case response time at the root, if within its period `Π` (the root then
+    /// delivers `Θ` in every period).
+    pub response_time: Option<u64>,
+}
+
+/// The root of spec "Composition": each interface `(Π, Θ)` a periodic task, scheduled RM
+/// (ties by position) on a dedicated pcpu, by the exact response-time analysis (Audsley et
+/// al. 1993). One entry per interface given, `None` where there is none.
+///
+/// ```
+/// use rtvmm_analysis::{rate_monotonic_root, Interface};
+/// // (10, 3) below (5, 2): R = 3 + 2⌈R/5⌉: 3 → 5 → 5 ≤ 10.
+/// let root = rate_monotonic_root(&[Some(Interface::new(10, 3)), None, Some(Interface::new(5, 2))]);
+/// assert_eq!(root[0].map(|t| (t.rank, t.response_time)), Some((1, Some(5))));
+/// assert_eq!(root[1], None);
+/// ```
+pub fn rate_monotonic_root(interfaces: &[Option<Interface>]) -> Vec<Option<RootTask>> {
+    let ranks = rate_monotonic_ranks(
+        &interfaces
+            .iter()
+            .map(|i| i.map(|i| i.period))
+            .collect::<Vec<_>>(),
+    );
+    let mut tasks: Vec<Option<FpTask>> = vec![None; ranks.iter().flatten().count()];
+    for (interface, rank) in interfaces.iter().zip(&ranks) {
+        if let (Some(interface), Some(rank)) = (interface, rank) {
+            tasks[*rank] = Some(FpTask::new(
+                interface.period,
+                interface.budget.max(1),
+                *rank as u32,
+            ));
+        }
+    }
+    let tasks: Vec<FpTask> = tasks.into_iter().flatten().collect();
+    ranks
+        .iter()
+        .map(|rank| {
+            rank.map(|rank| RootTask {
+                rank,
+                response_time: fp_response_time(&tasks, rank, tasks[rank].period),
+            })
+        })
+        .collect()
+}
+
+/// One domain's interface, as [`analyze_system`] chooses it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InterfaceOutcome {
+    /// The interface found, or the one given — kept when it is too small for the workload
+    /// (it still competes at the root).
+    pub interface: Option<Interface>,
+    /// False only when the search could not prove optimality (EDF corner cases, a test cut
+    /// short by its step limit).
+    pub proven_optimal: bool,
+    /// Why the workload is not schedulable on it, or why there is none.
+    pub failure: Option<DomainFailure>,
+}
+
+/// One domain's interface as `choice` says, with the sbf of `mode`, for the workload and
+/// guest scheduler of `analyzer` (build it once and use it for per-task tests too; see
+/// [`InterfaceAnalyzer::lemma1_holds`]). This is the per-domain half of [`analyze_system`].
+pub fn domain_interface(
+    analyzer: &InterfaceAnalyzer<'_>,
+    choice: InterfaceChoice,
+    mode: SbfMode,
+) -> InterfaceOutcome {
     let mut proven_optimal = true;
-    let outcome: Result<Interface, DomainFailure> = match spec.interface {
+    let outcome: Result<Interface, DomainFailure> = match choice {
         InterfaceChoice::Optimal(range) => analyzer
             .optimal(mode, range)
             .map(|found| {
@@ -216,11 +307,11 @@ fn analyse_domain(spec: &DomainSpec, mode: SbfMode) -> DomainAnalysis {
             .min_exec(period, mode)
             .map(|budget| Interface::new(period, budget))
             .map_err(failure_from),
-        InterfaceChoice::Given(interface) => check_given(&analyzer, interface, mode),
+        InterfaceChoice::Given(interface) => check_given(analyzer, interface, mode),
     };
     let (interface, failure) = match outcome {
         Ok(interface) => (Some(interface), None),
-        Err(DomainFailure::InterfaceTooSmall { task_index, task }) => match spec.interface {
+        Err(DomainFailure::InterfaceTooSmall { task_index, task }) => match choice {
             InterfaceChoice::Given(given) => (
                 Some(given),
                 Some(DomainFailure::InterfaceTooSmall { task_index, task }),
@@ -232,6 +323,21 @@ fn analyse_domain(spec: &DomainSpec, mode: SbfMode) -> DomainAnalysis {
         },
         Err(other) => (None, Some(other)),
     };
+    InterfaceOutcome {
+        interface,
+        proven_optimal,
+        failure,
+    }
+}
+
+fn analyse_domain(spec: &DomainSpec, mode: SbfMode) -> DomainAnalysis {
+    let analyzer = InterfaceAnalyzer::new(&spec.workload, spec.guest);
+    let utilization = spec.workload.utilization();
+    let InterfaceOutcome {
+        interface,
+        proven_optimal,
+        failure,
+    } = domain_interface(&analyzer, spec.interface, mode);
     let (bandwidth, bandwidth_exact, overhead) = match interface {
         Some(found) => {
             let bandwidth = found.bandwidth();
@@ -281,13 +387,9 @@ fn check_given(
             task_index: workload.declaration_index(task),
             task: workload.tasks()[task],
         }),
-        Verdict::Undecided { task } => Err(DomainFailure::Invalid {
-            message: format!(
-                "the exact test of task {} on the given interface needs more than {} steps; \
-                 analyse in a coarser time unit",
-                workload.declaration_index(task),
-                MAX_TEST_STEPS
-            ),
+        Verdict::Undecided { task } => Err(DomainFailure::Undecided {
+            task_index: workload.declaration_index(task),
+            task: workload.tasks()[task],
         }),
     }
 }
@@ -297,9 +399,7 @@ fn failure_from(error: InterfaceError) -> DomainFailure {
         InterfaceError::Unschedulable { task_index, task } => {
             DomainFailure::Unschedulable { task_index, task }
         }
-        other => DomainFailure::Invalid {
-            message: other.to_string(),
-        },
+        error => DomainFailure::Invalid { error },
     }
 }
 

@@ -12,8 +12,8 @@
 //! (5.5) the load, (5.7) and (5.8) the task and server jitters (cited together below: the
 //! restatement at hand lists both numbers without saying which is which), (5.13) blocking. Each recurrence
 //! here is also derived and proved sound in this module, and checked against two simulators
-//! (the discrete one in `tests/analysis/hierarchical_sim.rs` and the scheduling core in
-//! `crates/scenario/tests/soundness.rs`); `tests/analysis/hierarchical_sim.rs` also checks
+//! (the discrete one in `tests/integration/hierarchical_sim.rs` and the scheduling core in
+//! `crates/scenario/tests/integration/soundness.rs`); `tests/integration/hierarchical_sim.rs` also checks
 //! that, without bound tasks, the bounds here *are* those of (5.4) and (5.5).
 //!
 //! # Term by term against the published form
@@ -82,7 +82,8 @@
 //!   interfere no more than a periodic task `(T_X, C_X)`: Sprunt, Sha & Lehoczky 1989 for
 //!   the Sporadic Server, whose merges only delay replenishments). S is **schedulable at
 //!   the root** iff `r_S(C_S) ≤ T_S`; otherwise its tasks get
-//!   [`ResponseBound::ServerUnschedulable`].
+//!   [`ResponseBound::ServerUnschedulable`] (unless the check is skipped: "Without the
+//!   root check" below).
 //! * **(H3) response time** (Mei (5.4), task jitter (5.7, 5.8)): with `k = ⌈L/C_S⌉` server
 //!   periods needed and
 //!   `x = L − (k−1)C_S` units in the last one,
@@ -149,7 +150,7 @@
 //! The core caps pending replenishments at `max_replenishments`; one more is merged into
 //! the latest pending one, which moves to the new one's due time (activation + `T_S`), so
 //! budget can come back later than one period after the activation that spent it
-//! (`crates/scenario/tests/soundness.rs` pins a case 1.04 ms past the (H3) bound with gap
+//! (`crates/scenario/tests/integration/soundness.rs` pins a case 1.04 ms past the (H3) bound with gap
 //! `T_S − C_S`). Take a busy window from `a`. Every replenishment pending at `a` is due at
 //! some chunk's activation + `T_S` with that activation before `a`, so by `a + T_S`; the
 //! chunk open at `a` (if any) was activated before `a` and its payback, merged or not, is
@@ -163,6 +164,30 @@
 //! budget in the core's time grain (1 ns) can never hold that many replenishments (each is
 //! at least 1 ns and they add up to at most `C_S`), so it never merges: that is
 //! [`ServerKind::Sporadic`].
+//!
+//! # Without the root check
+//! [`RootCheck::Skipped`] gives every server's tasks their (5.4) bound whether or not (5.1)
+//! holds — how the 2011 RT-Xen evaluation applied the analysis (`rtxen-theory`'s *tasks
+//! only* verdict): the higher-priority servers still interfere in the last period, and only
+//! `r_S(C_S) ≤ T_S` goes unchecked. For a server that passes (5.1) nothing changes. For one
+//! that does not, the last-period term `r_S(x)` is computed without the `≤ T_S` limit (up
+//! to the task's deadline), and two things differ:
+//! * **It is not sound**: (5.4) counts `C_S` units in every full server period, which the
+//!   root does not deliver to such a server; the bound is the published formula's value,
+//!   not a guarantee.
+//! * **The map need not be monotone**: with `r_S(C_S) > T_S + r_S(1)`, one more unit of
+//!   load can take a server period less (`(k−1)T_S + r_S(C_S) > kT_S + r_S(1)`), so the
+//!   iteration from below could overshoot the least solution or cycle. The code finds the
+//!   least solution of (5.4) (least fixed point of (H3)) by a scan instead: the load
+//!   `L(R)` is a step function, so (H3)'s right side `F(R) = S(L(R))` is constant between
+//!   two steps of `L`, and a fixed point lies in such a stretch iff `S` of its load falls
+//!   inside it. From a stretch starting at R with `t = S(L(R))`, the scan stops at t when
+//!   `L(t) = L(R)` (t is a fixed point and every point before it is not); jumps to t when
+//!   `t > R` and `L(t)` needs as many server periods as `L(R)` (`S` is non-decreasing in
+//!   the load while the number of periods stays the same, so no point in `[R, t)` is
+//!   fixed); and otherwise moves to the next step of `L`. Its work is at most one step per
+//!   higher-priority job released before the deadline, and it is used only for servers
+//!   that fail (5.1).
 //!
 //! # Remaining gaps (stated honestly)
 //! * The published carry-in of unbound higher-priority tasks in a bound task's window (see
@@ -220,6 +245,33 @@ impl ServerKind {
             ServerKind::Sporadic | ServerKind::SporadicMerging => false,
         }
     }
+
+    /// Once the root serves it (`r_S(C_S) ≤ T_S`), the server delivers the periodic
+    /// resource model's supply `(T_S, C_S)` to a backlogged domain (`C_S` in every period,
+    /// a blackout of at most `2(T_S − C_S)`), so Lemma 1 applies to its tasks: Periodic,
+    /// Deferrable and never-merging Sporadic servers. Not a Polling server (an idle server
+    /// loses its budget: a domain that becomes busy just after a poll can wait
+    /// `2T_S − C_S`) nor a merging Sporadic Server (a merged replenishment can come back up
+    /// to a period late; module docs).
+    pub fn supplies_periodic_resource(self) -> bool {
+        match self {
+            ServerKind::Periodic | ServerKind::Deferrable | ServerKind::Sporadic => true,
+            ServerKind::Polling | ServerKind::SporadicMerging => false,
+        }
+    }
+}
+
+/// Whether a server's tasks get bounds only when the root can serve it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum RootCheck {
+    /// (5.1) first: the tasks of a server with `r_S(C_S) > T_S` get
+    /// [`ResponseBound::ServerUnschedulable`]. Sound.
+    #[default]
+    Checked,
+    /// (5.1) not checked: every server's tasks get their (5.4) bound, higher-priority
+    /// servers interfering as published; for a server that fails (5.1) the bound is the
+    /// formula's value, not a guarantee (module docs, "Without the root check").
+    Skipped,
 }
 
 /// A server with its tasks.
@@ -314,9 +366,33 @@ pub enum HierarchyError {
 pub fn hierarchical_response_times(
     servers: &[Server],
 ) -> Result<Vec<ServerAnalysis>, HierarchyError> {
+    hierarchical_response_times_with(servers, RootCheck::Checked)
+}
+
+/// [`hierarchical_response_times`] with (5.1) checked or skipped ([`RootCheck`]); with
+/// [`RootCheck::Skipped`] a server that fails (5.1) is still reported as not schedulable
+/// at the root, and its tasks get bounds all the same.
+///
+/// ```
+/// use rtvmm_analysis::{hierarchical_response_times_with, FpTask, RootCheck, Server, ServerKind};
+/// let server = |name: &str, budget, priority, tasks| Server {
+///     name: name.into(), budget, period: 4, priority, kind: ServerKind::Periodic, tasks,
+///     bound: vec![],
+/// };
+/// // S2 below S1 (2 of every 4): r(3) = 3 + 2⌈r/4⌉ → 5 → 7 > 4, not served. Its task
+/// // (40, 3) still gets (5.4): L = 3, k = 1, R = (4 − 3) + r(3) = 1 + 7 = 8.
+/// let servers = [server("S1", 2, 0, vec![]), server("S2", 3, 1, vec![FpTask::new(40, 3, 0)])];
+/// let result = hierarchical_response_times_with(&servers, RootCheck::Skipped).unwrap();
+/// assert!(!result[1].schedulable_at_root);
+/// assert_eq!(result[1].tasks[0].response_time(), Some(8));
+/// ```
+pub fn hierarchical_response_times_with(
+    servers: &[Server],
+    check: RootCheck,
+) -> Result<Vec<ServerAnalysis>, HierarchyError> {
     validate(servers)?;
     Ok((0..servers.len())
-        .map(|index| analyse_server(servers, index))
+        .map(|index| analyse_server(servers, index, check))
         .collect())
 }
 
@@ -386,14 +462,15 @@ fn capacity_gap(server: &Server) -> u64 {
     }
 }
 
-/// `r_S(x)` for server `index`, or `None` if it exceeds `limit`: (H2), which is Mei (5.1) for
-/// `x = C_S` and the last server period of (5.4) otherwise.
-fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> Option<u64> {
+/// `r_S(x)` for server `index`: (H2), which is Mei (5.1) for `x = C_S` and the last server
+/// period of (5.4) otherwise. `Err` holds the first iterate above `limit` (a lower bound
+/// on `r_S(x)`) when the least fixed point is past it.
+fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> Result<u64, u64> {
     let me = &servers[index];
     let mut response = units;
     loop {
         if response > limit {
-            return None;
+            return Err(response);
         }
         let next = units
             + servers
@@ -405,18 +482,18 @@ fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> 
                 })
                 .sum::<u64>();
         if next == response {
-            return Some(response);
+            return Ok(response);
         }
         response = next;
     }
 }
 
-fn analyse_server(servers: &[Server], index: usize) -> ServerAnalysis {
+fn analyse_server(servers: &[Server], index: usize, check: RootCheck) -> ServerAnalysis {
     let server = &servers[index];
-    let budget_response_time = server_response(servers, index, server.budget, server.period);
+    let budget_response_time = server_response(servers, index, server.budget, server.period).ok();
     let schedulable_at_root = budget_response_time.is_some();
-    let tasks = if schedulable_at_root {
-        task_bounds(servers, index)
+    let tasks = if schedulable_at_root || check == RootCheck::Skipped {
+        task_bounds(servers, index, schedulable_at_root)
     } else {
         vec![ResponseBound::ServerUnschedulable; server.tasks.len()]
     };
@@ -431,20 +508,26 @@ fn analyse_server(servers: &[Server], index: usize) -> ServerAnalysis {
 /// Every task's bound: (H3) (Mei (5.4) with (5.5) and `J_i = T_S − C_S`), then, for bound
 /// tasks in priority order, the smaller of (H3) and (H4) (the same with `J_i = 0`; the
 /// carry-in of unbound higher-priority tasks is their own bound, not (5.5)'s `T_S − C_S`).
-fn task_bounds(servers: &[Server], index: usize) -> Vec<ResponseBound> {
+/// `served`: the server passes (5.1); otherwise (no root check) the (5.4) map is solved by
+/// the scan of the module docs.
+fn task_bounds(servers: &[Server], index: usize, served: bool) -> Vec<ResponseBound> {
     let server = &servers[index];
     let tasks = &server.tasks;
+    let supply = Supply {
+        servers,
+        index,
+        served,
+    };
     let gap = capacity_gap(server);
     let mut bounds: Vec<ResponseBound> = (0..tasks.len())
         .map(|i| {
-            fixed_point(servers, index, gap, tasks[i], |response| {
-                Some(
-                    rta::interferers(tasks, i)
-                        .map(|other| response.div_ceil(other.period) * other.wcet)
-                        .sum(),
-                )
-            })
-            .expect("(H3) always applies")
+            let load = Load {
+                wcet: tasks[i].wcet,
+                interferers: rta::interferers(tasks, i)
+                    .map(|other| (*other, 0))
+                    .collect(),
+            };
+            supply.solve(gap, tasks[i], &load)
         })
         .collect();
     let is_bound = |i: usize| server.bound.get(i).copied().unwrap_or(false);
@@ -452,24 +535,30 @@ fn task_bounds(servers: &[Server], index: usize) -> Vec<ResponseBound> {
     by_priority.sort_by_key(|&i| (tasks[i].priority, i));
     for i in by_priority.into_iter().filter(|&i| is_bound(i)) {
         // Higher-priority tasks' bounds as known so far: final for strictly higher ones
-        // (done first), (H3) for equal ones — both valid bounds.
-        let known = bounds.clone();
-        let refined = fixed_point(servers, index, 0, tasks[i], |response| {
-            let mut load = 0;
-            for (j, other) in tasks.iter().enumerate() {
-                if j == i || other.priority > tasks[i].priority {
-                    continue;
-                }
-                let carry_in = if is_bound(j) && known[j].is_schedulable() {
-                    0
+        // (done first), (H3) for equal ones — both valid bounds. Without a bound for an
+        // unbound one, (H4) does not apply.
+        let interferers: Option<Vec<(FpTask, u64)>> = tasks
+            .iter()
+            .enumerate()
+            .filter(|&(j, other)| j != i && other.priority <= tasks[i].priority)
+            .map(|(j, other)| {
+                let carry_in = if is_bound(j) && bounds[j].is_schedulable() {
+                    Some(0)
                 } else {
-                    known[j].response_time()?
+                    bounds[j].response_time()
                 };
-                load += (response + carry_in).div_ceil(other.period) * other.wcet;
-            }
-            Some(load)
-        });
-        if let Some(refined) = refined.filter(|r| tighter(r, &bounds[i])) {
+                carry_in.map(|carry_in| (*other, carry_in))
+            })
+            .collect();
+        let Some(interferers) = interferers else {
+            continue;
+        };
+        let load = Load {
+            wcet: tasks[i].wcet,
+            interferers,
+        };
+        let refined = supply.solve(0, tasks[i], &load);
+        if tighter(&refined, &bounds[i]) {
             bounds[i] = refined;
         }
     }
@@ -494,37 +583,136 @@ fn tighter(a: &ResponseBound, b: &ResponseBound) -> bool {
     }
 }
 
-/// `R = gap + (k−1)T_S + r_S(x)` with `L = C_i + interference(R)` — Mei (5.4) in the time
-/// `R = w + J_i` from the task's release, with its load (5.5) — iterated from `C_i`;
-/// `None` if `interference` says the recurrence does not apply (it returned `None`).
-fn fixed_point(
-    servers: &[Server],
-    server_index: usize,
-    gap: u64,
-    task: FpTask,
-    interference: impl Fn(u64) -> Option<u64>,
-) -> Option<ResponseBound> {
-    let server = &servers[server_index];
-    let mut response = task.wcet;
-    loop {
-        let load = task.wcet + interference(response)?;
+/// The level-i load (Mei (5.5)) in a window of length R from the task's release:
+/// `L(R) = C_i + Σ_j ⌈(R + c_j)/T_j⌉ C_j` over the interfering tasks j with carry-in `c_j`.
+struct Load {
+    wcet: u64,
+    /// Each interfering task with its carry-in.
+    interferers: Vec<(FpTask, u64)>,
+}
+
+impl Load {
+    fn at(&self, response: u64) -> u64 {
+        self.wcet
+            + self
+                .interferers
+                .iter()
+                .map(|(task, carry_in)| (response + carry_in).div_ceil(task.period) * task.wcet)
+                .sum::<u64>()
+    }
+
+    /// The least `R' > R` at which the load can grow (`None`: it never does).
+    fn next_step(&self, response: u64) -> Option<u64> {
+        // ⌈(R + c)/T⌉ is constant while R + c stays in ((m−1)T, mT].
+        self.interferers
+            .iter()
+            .map(|(task, carry_in)| {
+                (response + carry_in).div_ceil(task.period) * task.period - carry_in + 1
+            })
+            .min()
+    }
+}
+
+/// The service of one server: how long after the task's release `L` units are delivered.
+struct Supply<'s> {
+    servers: &'s [Server],
+    index: usize,
+    /// The server passes (5.1), so `r_S(x) ≤ r_S(C_S) ≤ T_S` and the map is monotone.
+    served: bool,
+}
+
+impl Supply<'_> {
+    /// `S(L) = gap + (k−1)T_S + r_S(x)` with `k = ⌈L/C_S⌉`, `x = L − (k−1)C_S`, or `Err`
+    /// with a lower bound on it above `deadline`.
+    fn service(&self, gap: u64, load: u64, deadline: u64) -> Result<u64, u64> {
+        let server = &self.servers[self.index];
         let periods = load.div_ceil(server.budget);
         let last = load - (periods - 1) * server.budget;
-        // r_S(last) ≤ r_S(C_S) ≤ T_S, so it always exists here.
-        let in_last = server_response(servers, server_index, last, server.period)
-            .expect("r_S(x) ≤ r_S(C_S) ≤ T_S");
-        let next = gap + (periods - 1) * server.period + in_last;
-        if next > task.deadline {
-            return Some(ResponseBound::ExceedsDeadline { at_least: next });
+        let before = gap + (periods - 1) * server.period;
+        // Served: r_S(last) ≤ r_S(C_S) ≤ T_S, so it always exists within T_S. Not served:
+        // no limit but the deadline.
+        let limit = if self.served {
+            server.period
+        } else {
+            server.period.max(deadline.saturating_sub(before))
+        };
+        server_response(self.servers, self.index, last, limit)
+            .map(|in_last| before + in_last)
+            .map_err(|at_least| before + at_least)
+    }
+
+    /// The least `R ≤ D_i` with `R = S(L(R))` — Mei (5.4) in the time `R = w + J_i` from
+    /// the task's release, with its load (5.5) — or the first value found past `D_i`.
+    fn solve(&self, gap: u64, task: FpTask, load: &Load) -> ResponseBound {
+        if self.served {
+            self.iterate(gap, task, load)
+        } else {
+            self.scan(gap, task, load)
         }
-        if next == response {
-            return Some(ResponseBound::Bounded {
-                response_time: next,
-                slack: task.deadline - next,
-            });
+    }
+
+    /// The fixed-point iteration from `C_i`: the map is monotone when the server is
+    /// served (module docs, (H3)), so it rises to the least fixed point.
+    fn iterate(&self, gap: u64, task: FpTask, load: &Load) -> ResponseBound {
+        let mut response = task.wcet;
+        loop {
+            let next = match self.service(gap, load.at(response), task.deadline) {
+                Ok(next) => next,
+                Err(at_least) => return ResponseBound::ExceedsDeadline { at_least },
+            };
+            if next > task.deadline {
+                return ResponseBound::ExceedsDeadline { at_least: next };
+            }
+            if next == response {
+                return bounded(next, task.deadline);
+            }
+            // The map is monotone and we start below its least fixed point, so `next ≥ response`.
+            response = next;
         }
-        // The map is monotone and we start below its least fixed point, so `next ≥ response`.
-        response = next;
+    }
+
+    /// The least fixed point of a map that need not be monotone, stretch by stretch of the
+    /// load (module docs, "Without the root check"). Invariant: no `R' < response` is a
+    /// fixed point.
+    fn scan(&self, gap: u64, task: FpTask, load: &Load) -> ResponseBound {
+        let server = &self.servers[self.index];
+        let periods = |units: u64| units.div_ceil(server.budget);
+        let mut response = task.wcet;
+        while response <= task.deadline {
+            let here = load.at(response);
+            if let Ok(served_by) = self.service(gap, here, task.deadline) {
+                if served_by >= response {
+                    let there = load.at(served_by);
+                    if there == here {
+                        return if served_by > task.deadline {
+                            ResponseBound::ExceedsDeadline {
+                                at_least: served_by,
+                            }
+                        } else {
+                            bounded(served_by, task.deadline)
+                        };
+                    }
+                    if periods(there) == periods(here) {
+                        response = served_by;
+                        continue;
+                    }
+                }
+            }
+            match load.next_step(response) {
+                Some(next) => response = next,
+                None => break,
+            }
+        }
+        ResponseBound::ExceedsDeadline {
+            at_least: response.max(task.deadline + 1),
+        }
+    }
+}
+
+fn bounded(response_time: u64, deadline: u64) -> ResponseBound {
+    ResponseBound::Bounded {
+        response_time,
+        slack: deadline - response_time,
     }
 }
 
@@ -689,6 +877,174 @@ mod tests {
         let result = hierarchical_response_times(&servers).unwrap();
         assert!(!result[1].schedulable_at_root);
         assert_eq!(result[1].tasks[0], ResponseBound::ServerUnschedulable);
+    }
+
+    /// Without the root check a served server's bounds are the checked ones: the two
+    /// servers of `two_servers_by_hand`, both served.
+    #[test]
+    fn skipping_the_root_check_changes_nothing_for_served_servers() {
+        let servers = [
+            server(ServerKind::Deferrable, 2, 5, 0, vec![FpTask::new(10, 1, 0)]),
+            server(ServerKind::Periodic, 3, 10, 1, vec![FpTask::new(40, 4, 0)]),
+        ];
+        assert_eq!(
+            hierarchical_response_times_with(&servers, RootCheck::Skipped),
+            hierarchical_response_times(&servers)
+        );
+    }
+
+    /// S1 = Periodic (C 4, T 5, prio 0); S2 = Periodic (C 3, T 5, prio 1), gap 5 − 3 = 2:
+    /// r(x) = x + 4⌈r/5⌉: r(1) = 1 → 5 → 5; r(2) = 2 → 6 → 10 → 10;
+    /// r(3) = 3 → 7 → 11 → 15 → 15 > 5: S2 fails (5.1), and its tasks get no bound when
+    /// it is checked. Skipped: S(L) = 2 + 5(k − 1) + r(x), so S(1) = 7, S(2) = 12,
+    /// S(3) = 17, S(4) = 2 + 5 + 5 = 12 — one more unit of load, five less: not monotone
+    /// (r(3) = 15 > T + r(1) = 10).
+    /// hi = (10, 1): L = 1, R = S(1) = 7.
+    /// lo = (100, 2): L(R) = 2 + ⌈R/10⌉. R ∈ [1, 10]: L = 3, S(3) = 17 ∉ [1, 10];
+    /// R ∈ [11, 20]: L = 4, S(4) = 12 ∈ [11, 20]: the least solution is 12 (iterating from 2
+    /// would go to 17 first, then down to 12).
+    #[test]
+    fn without_the_root_check_an_unserved_server_gets_the_least_solution() {
+        let servers = |tasks| {
+            [
+                server(ServerKind::Periodic, 4, 5, 0, vec![]),
+                server(ServerKind::Periodic, 3, 5, 1, tasks),
+            ]
+        };
+        let tasks = vec![FpTask::new(10, 1, 0), FpTask::new(100, 2, 1)];
+        let checked = hierarchical_response_times(&servers(tasks.clone())).unwrap();
+        assert!(!checked[1].schedulable_at_root);
+        assert_eq!(
+            checked[1].tasks,
+            vec![ResponseBound::ServerUnschedulable; 2]
+        );
+        let skipped =
+            hierarchical_response_times_with(&servers(tasks), RootCheck::Skipped).unwrap();
+        assert!(!skipped[1].schedulable_at_root);
+        assert_eq!(skipped[1].budget_response_time, None);
+        let bounds: Vec<Option<u64>> = skipped[1].tasks.iter().map(|b| b.response_time()).collect();
+        assert_eq!(bounds, vec![Some(7), Some(12)]);
+    }
+
+    /// The same servers with hi = (5, 1): hi's R = S(1) = 7 > 5. lo: L(R) = 2 + ⌈R/5⌉, and
+    /// in the stretch where L = 2 + m (R ∈ [5m − 4, 5m]) a solution needs S(2 + m) there:
+    /// S(3), S(4), … = 17, 12, 17, 22, 17, 22, 27, 22, 27, 32, … never catches up with
+    /// [1, 5], [6, 10], [11, 15], …, so (5.4) has no solution (iterating from 2 would cycle
+    /// 17 → 22 → 17) and lo gets no bound.
+    #[test]
+    fn without_the_root_check_no_solution_means_no_bound() {
+        let servers = [
+            server(ServerKind::Periodic, 4, 5, 0, vec![]),
+            server(
+                ServerKind::Periodic,
+                3,
+                5,
+                1,
+                vec![FpTask::new(5, 1, 0), FpTask::new(100, 2, 1)],
+            ),
+        ];
+        let result = hierarchical_response_times_with(&servers, RootCheck::Skipped).unwrap();
+        assert_eq!(
+            result[1].tasks,
+            vec![
+                ResponseBound::ExceedsDeadline { at_least: 7 },
+                ResponseBound::ExceedsDeadline { at_least: 101 }
+            ]
+        );
+    }
+
+    /// The least solution of (5.4) by brute force, for a task released at any time in
+    /// server `index`: the least `R ≤ D` with `R = G + (k−1)T_S + r_S(x)`, every value
+    /// computed from its definition (`None`: no solution up to the deadline).
+    fn least_solution_by_brute_force(servers: &[Server], index: usize, i: usize) -> Option<u64> {
+        let me = &servers[index];
+        let task = me.tasks[i];
+        // r_S(x), the least fixed point of y = x + Σ ⌈(y + J_X)/T_X⌉ C_X, if below `cap`.
+        let r = |x: u64, cap: u64| -> Option<u64> {
+            let mut y = x;
+            while y <= cap {
+                let next = x + servers
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, s)| j != index && s.priority <= me.priority)
+                    .map(|(_, s)| {
+                        let jitter = if s.kind == ServerKind::Deferrable {
+                            s.period - s.budget
+                        } else {
+                            0
+                        };
+                        (y + jitter).div_ceil(s.period) * s.budget
+                    })
+                    .sum::<u64>();
+                if next == y {
+                    return Some(y);
+                }
+                y = next;
+            }
+            None
+        };
+        (1..=task.deadline).find(|&response| {
+            let load = task.wcet
+                + me.tasks
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, t)| j != i && t.priority <= task.priority)
+                    .map(|(_, t)| response.div_ceil(t.period) * t.wcet)
+                    .sum::<u64>();
+            let k = load.div_ceil(me.budget);
+            let before = (me.period - me.budget) + (k - 1) * me.period;
+            let x = load - (k - 1) * me.budget;
+            r(x, task.deadline).is_some_and(|y| before + y == response)
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Without the root check, every task's bound is the least solution of (5.4) — found
+        /// by the iteration for served servers and by the scan for the others, whether or
+        /// not the map is monotone — and with it, a served server's bounds are the same.
+        #[test]
+        fn skipped_root_check_gives_the_least_solution(
+            shape in proptest::collection::vec((2u64..=12, 1u64..=12, proptest::bool::ANY), 2..=3),
+            tasks in proptest::collection::vec((5u64..=60, 1u64..=4, 0u32..=2), 1..=3),
+        ) {
+            let n = shape.len();
+            let servers: Vec<Server> = shape
+                .iter()
+                .enumerate()
+                .map(|(k, &(period, budget, deferrable))| Server {
+                    name: format!("S{k}"),
+                    budget: 1 + (budget - 1) % period,
+                    period,
+                    priority: k as u32,
+                    kind: if deferrable { ServerKind::Deferrable } else { ServerKind::Periodic },
+                    tasks: if k == n - 1 {
+                        tasks
+                            .iter()
+                            .map(|&(p, e, prio)| FpTask::new(p, e.min(p), prio))
+                            .collect()
+                    } else {
+                        vec![FpTask::new(60, 1, 0)]
+                    },
+                    bound: Vec::new(),
+                })
+                .collect();
+            let skipped = hierarchical_response_times_with(&servers, RootCheck::Skipped).unwrap();
+            let checked = hierarchical_response_times(&servers).unwrap();
+            for (index, (unchecked, checked)) in skipped.iter().zip(&checked).enumerate() {
+                for (i, bound) in unchecked.tasks.iter().enumerate() {
+                    proptest::prop_assert_eq!(
+                        bound.response_time(),
+                        least_solution_by_brute_force(&servers, index, i),
+                        "server {} task {}", index, i
+                    );
+                }
+                if checked.schedulable_at_root {
+                    proptest::prop_assert_eq!(&unchecked.tasks, &checked.tasks);
+                }
+            }
+        }
     }
 
     #[test]

@@ -16,9 +16,10 @@
 //! | [`demand`] | `rbf_i` (RM), `dbf` (EDF) | Lehoczky et al. 1989; Baruah et al. 1990 |
 //! | [`check`] | Lemma 1 by its fixed point, the EDF demand test by QPA, their horizons — exact, in bounded work | Joseph & Pandya 1986; Zhang & Burns, IEEE TC 2009 |
 //! | [`interface`] | Lemma 1, EDF test, MinExec, `CrT_i`, `X_{i,Π}`, MaxResPeriod, **Algorithm 1** | Shin & Lee 2008; Lee et al., RTAS 2012 |
-//! | [`compose`] | one-pcpu composition, [`SystemAnalysis`] | Shin & Lee 2008 |
+//! | [`compose`] | one-pcpu composition, [`SystemAnalysis`]; one domain's interface, the RM root over interfaces | Shin & Lee 2008 |
 //! | [`rta`] | flat FP response times, Liu & Layland and hyperbolic bounds | Joseph & Pandya 1986; Audsley et al. 1993; Bini et al. 2003 |
 //! | [`hierarchical`] | task response times inside Periodic/Polling/Sporadic/Deferrable servers, bound tasks, merging Sporadic Servers | Davis & Burns, RTSS 2005 (derived; see its gaps) |
+//! | [`system`] | a VMM's whole system: the root model (fixed-priority servers, no root check, EDF, RM over interfaces) and a typed verdict per domain and per task, [`system::analyze`] | Shin & Lee 2008; Davis & Burns 2005 |
 //! | [`carts`] | CARTS XML input | CARTS (UPenn) |
 //!
 //! ## Conventions
@@ -88,16 +89,19 @@ pub mod interface;
 pub mod prm;
 pub mod ratio;
 pub mod rta;
+pub mod system;
 pub mod workload;
 
 pub use carts::{parse_carts, CartsComponent, CartsError, CartsErrorKind, CartsSystem, CartsTask};
 pub use compose::{
-    analyze_system, DomainAnalysis, DomainFailure, DomainSpec, InterfaceChoice, SystemAnalysis,
+    analyze_system, domain_interface, rate_monotonic_ranks, rate_monotonic_root, DomainAnalysis,
+    DomainFailure, DomainSpec, InterfaceChoice, InterfaceOutcome, RootTask, SystemAnalysis,
 };
 pub use demand::{dbf, rbf, rm_test_points};
 pub use error::{InterfaceError, WorkloadError};
 pub use hierarchical::{
-    hierarchical_response_times, HierarchyError, Server, ServerAnalysis, ServerKind,
+    hierarchical_response_times, hierarchical_response_times_with, HierarchyError, RootCheck,
+    Server, ServerAnalysis, ServerKind,
 };
 pub use interface::{
     critical_time_point, critical_time_points, critical_time_points_at, edf_schedulable,

@@ -10,11 +10,11 @@
 //!   shows as extra interface overhead.
 //!
 //! Servers get rate-monotonic priorities by interface period, ties by domain order
-//! ([`rm_priorities`]).
+//! ([`rm_priorities`], the analysis crate's [`rate_monotonic_ranks`]).
 
 use rtvmm_analysis::{
-    fixed_period_interface, optimal_interface, GuestScheduler, SbfMode, SearchOptions, Task,
-    Workload,
+    fixed_period_interface, optimal_interface, rate_monotonic_ranks, GuestScheduler, SbfMode,
+    SearchOptions, Task, Workload,
 };
 use rtvmm_core::Nanos;
 use rtvmm_gen::{GenDomain, GenSystem, ServerDomain};
@@ -114,7 +114,7 @@ pub fn fixed_period_interfaces(
                 .tasks
                 .iter()
                 .flat_map(|t| [t.period, t.wcet, t.deadline])
-                .fold(period, |g, t| g.gcd(t));
+                .fold(period, Nanos::gcd);
             let w = workload(domain, unit)?;
             let found =
                 fixed_period_interface(&w, period.as_ns() / unit.as_ns(), mode, GuestScheduler::Rm)
@@ -134,13 +134,11 @@ pub fn fixed_period_interfaces(
 
 /// Rate-monotonic priorities (1 = highest) by interface period, ties by domain order.
 pub fn rm_priorities(interfaces: &[DomainInterface]) -> Vec<u32> {
-    let mut order: Vec<usize> = (0..interfaces.len()).collect();
-    order.sort_by_key(|&i| (interfaces[i].period, i));
-    let mut priority = vec![0; interfaces.len()];
-    for (rank, &i) in order.iter().enumerate() {
-        priority[i] = rank as u32 + 1;
-    }
-    priority
+    let periods: Vec<Option<Nanos>> = interfaces.iter().map(|i| Some(i.period)).collect();
+    rate_monotonic_ranks(&periods)
+        .into_iter()
+        .map(|rank| rank.map_or(0, |rank| rank as u32 + 1))
+        .collect()
 }
 
 /// The domains of `system` served by their `interfaces` (one per domain, in order), as

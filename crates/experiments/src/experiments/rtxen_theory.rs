@@ -3,22 +3,24 @@
 //! Procedure: for the rtxen-capacity task sets (three share patterns, α from 30 % to
 //! 100 % in steps of 5 %, the run seed), apply the hierarchical fixed-priority
 //! response-time analysis (Davis & Burns 2005, as implemented in
-//! [`rtvmm_analysis::hierarchical`]) to the five servers under the Deferrable and under the
-//! Periodic Server, in units of 1 ms (every budget, period and cost of these task sets is a
-//! whole number of milliseconds) with overheads taken as zero. Every task is treated as
-//! unbound (not released at its server's releases). Two verdicts per load:
-//! - **tasks only** — the way the 2011 evaluation applied the analysis: every domain's
-//!   tasks have a response-time bound within their deadlines, each domain analysed with
-//!   its own server as if the root always served it (its server alone on the pcpu: the
-//!   budget gap `T − C`, no interference from the other servers), the servers' own
-//!   schedulability at the root not checked. Not a sound guarantee: the root may not
-//!   deliver those budgets;
-//! - **full** — the same analysis with the root included: every server schedulable at the
-//!   root against the higher-priority servers, and every task bounded with their
-//!   interference. Sound.
+//! [`rtvmm_analysis::hierarchical`], through [`rtvmm_analysis::system::analyze`]) to the
+//! five servers under the Deferrable and under the Periodic Server, in units of 1 ms (every
+//! budget, period and cost of these task sets is a whole number of milliseconds) with
+//! overheads taken as zero. Every task is treated as unbound (not released at its server's
+//! releases). Two verdicts per load, each on the tasks' response-time bounds alone:
+//! - **tasks only** — the way the 2011 evaluation applied the analysis
+//!   ([`RootModel::NoRootCheck`]): every task's bound is within its deadline, by the
+//!   published task recurrence (Mei 2017, eq. 5.4: the server's capacity gaps and the
+//!   higher-priority servers' interference), the servers' own schedulability at the root
+//!   (eq. 5.1, `r_S(C_S) ≤ T_S`) not checked — for a server that fails it, the last-period
+//!   term is computed without that limit, up to the task's deadline. Not a sound
+//!   guarantee: the root may not deliver the budgets the recurrence counts on;
+//! - **full** — the same analysis with the root included ([`RootModel::FixedPriority`]):
+//!   every server schedulable at the root against the higher-priority servers, and every
+//!   task bounded with their interference. Sound.
 //!
-//! A full bound is never below the tasks-only bound of the same task (the root only adds
-//! interference), so a load guaranteed in full is guaranteed tasks-only too.
+//! For a server the root serves both bounds are the same; one it does not serve has no full
+//! bound. So a load guaranteed in full is guaranteed tasks-only too.
 //! Then run each (pattern, α, policy) for 5 simulated minutes (no overhead, whatever
 //! `--overhead` says; domains booted at the rtxen-capacity offsets, or `--in-phase`) and
 //! check:
@@ -35,7 +37,11 @@
 //!
 //! `--quick`: α ∈ {30, 50, 70, 90, 100} %, 5 s per run.
 
-use rtvmm_analysis::{hierarchical_response_times, FpTask, ResponseBound, Server, ServerKind};
+use rtvmm_analysis::system::{
+    self, Domain, DomainVerdict, Guest, GuestTask, PriorityOrder, ReplenishmentCap, Response,
+    RootModel, System, SystemResult,
+};
+use rtvmm_analysis::{FpTask, Interface, InterfaceChoice, SbfMode, ServerKind};
 use rtvmm_core::machine::Overheads;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
@@ -56,8 +62,9 @@ pub const EXPERIMENT: Experiment = Experiment {
     description: "For the rtxen-capacity task sets, marks the loads α at which the Davis & \
         Burns hierarchical response-time analysis guarantees the system under the Deferrable \
         and the Periodic Server (overheads taken as zero), with two verdicts: tasks only \
-        (every domain's tasks bounded, each domain with its own server, the root not \
-        checked — as the 2011 evaluation applied the analysis) and full (root included). \
+        (every task's bound within its deadline, higher-priority servers interfering, the \
+        servers' own schedulability at the root not checked — as the 2011 evaluation applied \
+        the analysis) and full (root included). \
         Runs each load for 5 simulated minutes and checks that every load guaranteed in full \
         — and every domain the full analysis bounds — shows no deadline miss and no response \
         above its bound, and reports where the tasks-only verdict is contradicted by a run.",
@@ -82,13 +89,14 @@ fn in_units(t: Nanos) -> Result<u64, ExperimentError> {
     Ok(t.as_ns() / UNIT.as_ns())
 }
 
-/// The servers of `domains` for the analysis, in ms, tasks with rate-monotonic priorities
-/// (ties by declaration order).
-pub fn analysis_servers(
+/// The system of `domains` for the analysis under `root`, in ms: each VCPU's budget and
+/// period as its given interface, its own priority at the root, tasks with rate-monotonic
+/// priority levels (ties by declaration order), released at any time.
+pub fn analysis_system(
     domains: &[ServerDomain],
-    kind: ServerKind,
-) -> Result<Vec<Server>, ExperimentError> {
-    domains
+    root: RootModel,
+) -> Result<System, ExperimentError> {
+    let domains = domains
         .iter()
         .map(|d| {
             // The rm guest's priority levels: by period, equal periods sharing one (served
@@ -96,42 +104,43 @@ pub fn analysis_servers(
             let mut periods: Vec<Nanos> = d.tasks.iter().map(|t| t.period).collect();
             periods.sort_unstable();
             periods.dedup();
-            let rank: Vec<u32> = d
-                .tasks
-                .iter()
-                .map(|t| periods.partition_point(|&p| p < t.period) as u32)
-                .collect();
             let tasks = d
                 .tasks
                 .iter()
-                .zip(&rank)
-                .map(|(t, &priority)| {
-                    Ok(FpTask {
-                        period: in_units(t.period)?,
-                        wcet: in_units(t.wcet)?,
-                        deadline: in_units(t.deadline)?,
-                        priority,
+                .map(|t| {
+                    Ok(GuestTask {
+                        task: FpTask {
+                            period: in_units(t.period)?,
+                            wcet: in_units(t.wcet)?,
+                            deadline: in_units(t.deadline)?,
+                            priority: periods.partition_point(|&p| p < t.period) as u32,
+                        },
+                        offset: None,
                     })
                 })
                 .collect::<Result<Vec<_>, ExperimentError>>()?;
-            // The simulated VCPU's cap on pending replenishments decides whether a
-            // Sporadic Server can merge them (and so wait a whole period).
-            let limit = d.vcpu_params().max_replenishments;
-            let kind = match kind {
-                ServerKind::Sporadic => ServerKind::sporadic(u64::from(limit), d.budget.as_ns()),
-                other => other,
-            };
-            Ok(Server {
-                bound: Vec::new(),
+            Ok(Domain {
                 name: d.name.clone(),
-                budget: in_units(d.budget)?,
-                period: in_units(d.period)?,
-                priority: d.priority,
-                kind,
-                tasks,
+                guest: Guest::FixedPriority {
+                    order: PriorityOrder::RateMonotonic,
+                    tasks,
+                },
+                interface: InterfaceChoice::Given(Interface::new(
+                    in_units(d.period)?,
+                    in_units(d.budget)?,
+                )),
+                sbf: SbfMode::General,
+                root_priority: Some(d.priority),
+                // The simulated VCPU's cap on pending replenishments decides whether a
+                // Sporadic Server can merge them (and so wait a whole period).
+                replenishment_cap: Some(ReplenishmentCap {
+                    max_pending: u64::from(d.vcpu_params().max_replenishments),
+                    grains_per_unit: UNIT.as_ns(),
+                }),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, ExperimentError>>()?;
+    Ok(System { root, domains })
 }
 
 /// What the analysis says about one system.
@@ -142,8 +151,8 @@ pub struct Bounds {
     pub tasks: Vec<Vec<Option<u64>>>,
     /// Per domain: whether its server is schedulable at the root.
     pub root_schedulable: Vec<bool>,
-    /// Per domain, per task: the tasks-only bound (ms): the domain analysed with its own
-    /// server alone, the root not checked.
+    /// Per domain, per task: the tasks-only bound (ms): the same recurrence with the root
+    /// check not made.
     pub tasks_only: Vec<Vec<Option<u64>>>,
 }
 
@@ -193,30 +202,55 @@ impl Bounds {
     }
 }
 
-fn bounds_of(analysis: &[rtvmm_analysis::ServerAnalysis]) -> Vec<Vec<Option<u64>>> {
-    analysis
+/// Per domain, per task: the response-time bound within the deadline, if any.
+fn bounds_of(result: &SystemResult) -> Vec<Vec<Option<u64>>> {
+    result
+        .domains
         .iter()
-        .map(|s| s.tasks.iter().map(ResponseBound::response_time).collect())
+        .map(|d| {
+            d.tasks
+                .iter()
+                .map(|t| match t.response {
+                    Response::Bound(bound) => bound.response_time(),
+                    Response::NotApplicable | Response::NotAnalysed => None,
+                })
+                .collect()
+        })
         .collect()
 }
 
 /// The hierarchical analysis of `domains` served by `kind` servers: in full, and tasks only
-/// (each server analysed alone, so the root neither interferes nor is checked).
+/// (the root check skipped).
 pub fn task_bounds(domains: &[ServerDomain], kind: ServerKind) -> Result<Bounds, ExperimentError> {
-    let servers = analysis_servers(domains, kind)?;
-    let analyse = |servers: &[Server]| {
-        hierarchical_response_times(servers).map_err(|e| ExperimentError::Analysis(e.to_string()))
+    let analyse = |root| -> Result<SystemResult, ExperimentError> {
+        let result = system::analyze(&analysis_system(domains, root)?);
+        // Every VCPU is a server at the root, with valid tasks.
+        for (d, r) in domains.iter().zip(&result.domains) {
+            if let DomainVerdict::InvalidTasks { error, .. } = &r.verdict {
+                return Err(ExperimentError::Analysis(format!("{}: {error}", d.name)));
+            }
+            if r.interface.is_none() {
+                return Err(ExperimentError::Analysis(format!(
+                    "{}: its VCPU ({} of {}) is not a valid interface",
+                    d.name, d.budget, d.period
+                )));
+            }
+        }
+        Ok(result)
     };
-    let full = analyse(&servers)?;
-    let mut tasks_only = Vec::with_capacity(servers.len());
-    for server in &servers {
-        let alone = analyse(std::slice::from_ref(server))?;
-        tasks_only.extend(bounds_of(&alone));
-    }
+    let full = analyse(RootModel::FixedPriority {
+        server: kind,
+        response_times: true,
+    })?;
+    let tasks_only = analyse(RootModel::NoRootCheck { server: kind })?;
     Ok(Bounds {
         tasks: bounds_of(&full),
-        root_schedulable: full.iter().map(|s| s.schedulable_at_root).collect(),
-        tasks_only,
+        root_schedulable: full
+            .domains
+            .iter()
+            .map(|d| d.root.and_then(|r| r.served) == Some(true))
+            .collect(),
+        tasks_only: bounds_of(&tasks_only),
     })
 }
 
@@ -346,8 +380,9 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     );
     out.param(
         "verdict 'tasks only'",
-        "every task of every domain bounded within its deadline, each domain with its own \
-         server alone (gap T − C, no other server), the root not checked — the 2011 \
+        "every task of every domain bounded within its deadline by the published recurrence \
+         (Mei 2017, eq. 5.4: gaps T − C and the higher-priority servers' interference), the \
+         servers' own schedulability at the root (eq. 5.1) not checked — the 2011 \
          evaluation's use of the analysis; not a sound guarantee",
     );
     out.param(
@@ -709,8 +744,11 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
              and proved in its module notes), with every task unbound (not tied to its \
              server's releases)."
                 .to_string(),
-            "'Root not checked' is read as each server analysed alone (gap T − C, no \
-             interference from the other servers); the paper's exact reading is not given."
+            "'Root not checked' is read as the published task recurrence (Mei 2017, eq. 5.4, \
+             higher-priority servers interfering) with only the servers' own check (eq. 5.1, \
+             r_S(C_S) ≤ T_S) skipped: a server the root cannot serve still gets task bounds, \
+             its last-period term computed without that limit, up to the task's deadline; the \
+             paper's exact reading is not given."
                 .to_string(),
             "The full verdict (root included) is added: it is the sound one, and with shares \
              adding up to 100 % of the pcpu it guarantees no whole system."
@@ -746,46 +784,74 @@ mod tests {
             ],
             offset: Nanos::ZERO,
         }];
-        let servers = analysis_servers(&domains, ServerKind::Periodic).unwrap();
-        assert_eq!((servers[0].budget, servers[0].period), (2, 10));
-        let priorities: Vec<u32> = servers[0].tasks.iter().map(|t| t.priority).collect();
+        let full = RootModel::FixedPriority {
+            server: ServerKind::Periodic,
+            response_times: true,
+        };
+        let system = analysis_system(&domains, full).unwrap();
+        let d1 = &system.domains[0];
+        assert_eq!(
+            d1.interface,
+            InterfaceChoice::Given(Interface::new(10, 2)),
+            "budget 2, period 10"
+        );
+        assert_eq!(d1.root_priority, Some(1));
+        let Guest::FixedPriority { tasks, .. } = &d1.guest else {
+            panic!("an rm guest has fixed priorities");
+        };
+        let priorities: Vec<u32> = tasks.iter().map(|t| t.task.priority).collect();
         // Equal periods share a level: the rm guest serves them first-in, first-out.
         assert_eq!(priorities, vec![1, 0, 1]);
-        assert_eq!(servers[0].tasks[0].period, 50);
+        assert_eq!(tasks[0].task.period, 50);
+        assert!(
+            tasks.iter().all(|t| t.offset.is_none()),
+            "every task unbound"
+        );
         // A non-whole millisecond is refused, not rounded.
         let mut odd = domains.clone();
         odd[0].tasks[0].wcet = Nanos::from_us(5500);
-        assert!(analysis_servers(&odd, ServerKind::Periodic).is_err());
+        assert!(analysis_system(&odd, full).is_err());
     }
 
     /// Two Periodic servers whose shares add up to 125 %: S1 (2 of 4 ms, priority 1) and S2
-    /// (3 of 4 ms, priority 2), one task each (period 40 ms, costs 2 and 3 ms).
-    /// - S1 alone or in full: load 2 = one budget, R = gap (4 − 2) + 2 = 4 ms.
-    /// - S2 alone: R = (4 − 3) + 3 = 4 ms (tasks only: bounded).
+    /// (3 of 4 ms, priority 2), one task each (period and deadline `p` ms, costs 2 and 3 ms).
+    /// - S1, served (r(2) = 2 ≤ 4): load 2 = one budget, R = gap (4 − 2) + 2 = 4 ms, in full
+    ///   and tasks only.
     /// - S2 at the root: r(3) = 3 + ⌈r/4⌉·2 → 5 → 7 = 7 > 4, not schedulable: in full its
-    ///   task has no bound.
+    ///   task has no bound. Tasks only, the recurrence still counts S1's interference in the
+    ///   last period: R = gap (4 − 3) + r(3) = 1 + 7 = 8 ms. (Analysed alone, as this
+    ///   experiment used to read "root not checked", it was 1 + 3 = 4 ms.)
+    ///
+    /// With p = 40 the verdicts differ: tasks only guarantees both domains, full only S1.
+    /// With p = 7, 8 > 7: tasks only no longer guarantees S2 either.
     #[test]
-    fn tasks_only_ignores_the_root_and_full_does_not() {
-        let server = |name: &str, budget: u64, priority: u32, cost: u64| ServerDomain {
-            name: name.into(),
-            budget: Nanos::from_ms(budget),
-            period: Nanos::from_ms(4),
-            priority,
-            guest: GuestScheduler::Rm,
-            tasks: vec![TaskSpec::periodic(
-                "t",
-                Nanos::from_ms(40),
-                Nanos::from_ms(cost),
-            )],
-            offset: Nanos::ZERO,
-        };
-        let domains = [server("S1", 2, 1, 2), server("S2", 3, 2, 3)];
+    fn tasks_only_skips_the_root_check_and_full_does_not() {
+        let server =
+            |name: &str, budget: u64, priority: u32, cost: u64, period: u64| ServerDomain {
+                name: name.into(),
+                budget: Nanos::from_ms(budget),
+                period: Nanos::from_ms(4),
+                priority,
+                guest: GuestScheduler::Rm,
+                tasks: vec![TaskSpec::periodic(
+                    "t",
+                    Nanos::from_ms(period),
+                    Nanos::from_ms(cost),
+                )],
+                offset: Nanos::ZERO,
+            };
+        let domains = [server("S1", 2, 1, 2, 40), server("S2", 3, 2, 3, 40)];
         let b = task_bounds(&domains, ServerKind::Periodic).unwrap();
-        assert_eq!(b.tasks_only, vec![vec![Some(4)], vec![Some(4)]]);
+        assert_eq!(b.tasks_only, vec![vec![Some(4)], vec![Some(8)]]);
         assert_eq!(b.tasks, vec![vec![Some(4)], vec![None]]);
         assert_eq!(b.root_schedulable, vec![true, false]);
         assert!(b.guaranteed(Verdict::TasksOnly));
         assert!(!b.guaranteed(Verdict::Full));
         assert_eq!(b.domains_guaranteed(Verdict::Full), 1);
+
+        let tight = [server("S1", 2, 1, 2, 7), server("S2", 3, 2, 3, 7)];
+        let b = task_bounds(&tight, ServerKind::Periodic).unwrap();
+        assert_eq!(b.tasks_only, vec![vec![Some(4)], vec![None]]);
+        assert_eq!(b.domains_guaranteed(Verdict::TasksOnly), 1);
     }
 }
