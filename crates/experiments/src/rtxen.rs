@@ -112,6 +112,52 @@ impl Phasing {
     }
 }
 
+/// The share-pattern systems (rtxen-capacity, rtxen-theory): every pattern at every load,
+/// drawn from `seed` and booted by `phasing`, so one system is the same under every policy
+/// and in both experiments.
+pub struct ShareSystems {
+    /// `(pattern-load, domains)`, patterns in [`SharePattern::ALL`] order, loads as given.
+    systems: Vec<((SharePattern, u32), Vec<ServerDomain>)>,
+}
+
+impl ShareSystems {
+    pub fn boot(loads: &[u32], seed: u64, phasing: Phasing) -> Result<Self, ExperimentError> {
+        let mut systems = Vec::new();
+        for pattern in SharePattern::ALL {
+            for &load_permille in loads {
+                let mut domains = rtxen_domains(pattern, load_permille, seed)?;
+                phasing.boot(&mut domains, u64::from(load_permille));
+                systems.push(((pattern, load_permille), domains));
+            }
+        }
+        Ok(ShareSystems { systems })
+    }
+
+    /// The system of `pattern` at `load_permille` (one of the loads it was booted with).
+    pub fn get(&self, pattern: SharePattern, load_permille: u32) -> &[ServerDomain] {
+        &self
+            .systems
+            .iter()
+            .find(|(key, _)| *key == (pattern, load_permille))
+            .expect("every pattern is booted at every load")
+            .1
+    }
+
+    /// [`record_offsets`] for every system, named `pattern-load`.
+    pub fn record_offsets(
+        &self,
+        out: &mut Output,
+        phasing: Phasing,
+    ) -> Result<(), ExperimentError> {
+        let named: Vec<(String, Vec<ServerDomain>)> = self
+            .systems
+            .iter()
+            .map(|((pattern, load), domains)| (format!("{pattern}-{load}"), domains.clone()))
+            .collect();
+        record_offsets(out, phasing, &named)
+    }
+}
+
 /// Records the phasing as a parameter and writes `offsets.csv`: for every system (by its
 /// name), each domain's VCPU period and boot offset.
 pub fn record_offsets(

@@ -21,7 +21,7 @@ use super::Experiment;
 use crate::error::ExperimentError;
 use crate::plot::{BarChart, Chart, LegendAt, LineChart, RefLine, Series};
 use crate::report::Output;
-use crate::rtxen::{record_offsets, rtxen_domains, Phasing, RTXEN_POLICIES};
+use crate::rtxen::{Phasing, ShareSystems, RTXEN_POLICIES};
 use crate::system::{build_system_with, machine, run_labels, run_policies, simulate, RunPolicy};
 
 pub const EXPERIMENT: Experiment = Experiment {
@@ -103,22 +103,8 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     );
 
     // The systems, booted: the same for every policy.
-    let mut systems = Vec::new();
-    for pattern in SharePattern::ALL {
-        for &load_permille in &loads {
-            let mut domains = rtxen_domains(pattern, load_permille, seed)?;
-            phasing.boot(&mut domains, u64::from(load_permille));
-            systems.push((format!("{pattern}-{load_permille}"), domains));
-        }
-    }
-    record_offsets(out, phasing, &systems)?;
-    let system_of = |pattern: SharePattern, load: u32| {
-        &systems
-            .iter()
-            .find(|(name, _)| *name == format!("{pattern}-{load}"))
-            .expect("every system is built")
-            .1
-    };
+    let systems = ShareSystems::boot(&loads, seed, phasing)?;
+    systems.record_offsets(out, phasing)?;
     let mut points = Vec::new();
     for pattern in SharePattern::ALL {
         for &load_permille in &loads {
@@ -133,7 +119,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     }
     let scenario = |p: &Point| format!("rtxen-{}-{}-{}", p.pattern, p.load_permille, p.policy);
     let outcome = out.sweep("rtxen-capacity", &points, scenario, |p| {
-        let domains = system_of(p.pattern, p.load_permille);
+        let domains = systems.get(p.pattern, p.load_permille);
         let system = build_system_with(
             domains,
             &p.policy.config,

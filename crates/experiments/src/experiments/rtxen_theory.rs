@@ -53,7 +53,7 @@ use super::Experiment;
 use crate::error::ExperimentError;
 use crate::plot::{Chart, LegendAt, LineChart, Series};
 use crate::report::Output;
-use crate::rtxen::{record_offsets, rtxen_domains, Phasing};
+use crate::rtxen::{Phasing, ShareSystems};
 use crate::system::{build_system, machine, simulate, ServerDomain};
 
 pub const EXPERIMENT: Experiment = Experiment {
@@ -395,22 +395,8 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     out.param("pcpus · quantum", "1 · 1ms");
 
     // The systems, booted as in rtxen-capacity: the same for both policies.
-    let mut systems = Vec::new();
-    for pattern in SharePattern::ALL {
-        for &load_permille in &loads {
-            let mut domains = rtxen_domains(pattern, load_permille, seed)?;
-            phasing.boot(&mut domains, u64::from(load_permille));
-            systems.push((format!("{pattern}-{load_permille}"), domains));
-        }
-    }
-    record_offsets(out, phasing, &systems)?;
-    let system_of = |pattern: SharePattern, load: u32| {
-        &systems
-            .iter()
-            .find(|(name, _)| *name == format!("{pattern}-{load}"))
-            .expect("every system is built")
-            .1
-    };
+    let systems = ShareSystems::boot(&loads, seed, phasing)?;
+    systems.record_offsets(out, phasing)?;
 
     let mut points = Vec::new();
     for pattern in SharePattern::ALL {
@@ -432,7 +418,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         )
     };
     let outcome = out.sweep("rtxen-theory", &points, name, |p| {
-        let domains = system_of(p.pattern, p.load_permille);
+        let domains = systems.get(p.pattern, p.load_permille);
         let bounds = task_bounds(domains, p.kind)?;
         let system = build_system(
             domains,
