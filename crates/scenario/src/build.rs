@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use rtvmm_analysis::rate_monotonic_ranks;
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
@@ -16,7 +17,7 @@ use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::raw::{
     RawDomain, RawEvent, RawMachine, RawScenario, RawScheduler, RawTask, RawTime, RawVcpu,
 };
-use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings, MAX_TIME};
+use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings, DEFAULT_SEED, MAX_TIME};
 
 /// Parses and converts; does not run the policies' checks (the caller does).
 pub(crate) fn build(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
@@ -58,8 +59,6 @@ pub(crate) fn policy_names() -> String {
 /// A domain before priorities and weights are settled.
 struct DomainDraft {
     spec: DomainSpec,
-    /// Declaration order over the whole file (initial domains, then added ones).
-    declared: usize,
     priority_given: bool,
     weight_given: bool,
 }
@@ -202,7 +201,7 @@ impl Builder<'_> {
             &duration_at,
         )?;
         let seed = match raw.seed {
-            None => 0,
+            None => DEFAULT_SEED,
             Some(s) => u64::try_from(s).map_err(|_| {
                 self.err(
                     Location::top("seed"),
@@ -218,8 +217,8 @@ impl Builder<'_> {
 
         // Every domain the file declares, initial ones first, then those added by events.
         let mut drafts = Vec::new();
-        for (i, d) in raw.domain.into_iter().enumerate() {
-            drafts.push(self.domain(d, i, Location::default())?);
+        for d in raw.domain {
+            drafts.push(self.domain(d, Location::default())?);
         }
         let initial = drafts.len();
         let mut events = Vec::new();
@@ -455,12 +454,7 @@ impl Builder<'_> {
     }
 
     /// `base` carries the event number for domains added by an event.
-    fn domain(
-        &self,
-        raw: RawDomain,
-        declared: usize,
-        base: Location,
-    ) -> Result<DomainDraft, ScenarioError> {
+    fn domain(&self, raw: RawDomain, base: Location) -> Result<DomainDraft, ScenarioError> {
         let name = self.name(raw.name, &base.field("name"))?;
         let here = Location {
             domain: Some(name.clone()),
@@ -507,7 +501,6 @@ impl Builder<'_> {
                 guest,
                 tasks,
             },
-            declared,
             priority_given,
             weight_given,
         })
@@ -801,7 +794,7 @@ impl Builder<'_> {
                         self.err(at, ErrorKind::Invalid(message))
                     })?;
                 let declared = drafts.len();
-                drafts.push(self.domain(raw_domain, declared, here.clone())?);
+                drafts.push(self.domain(raw_domain, here.clone())?);
                 EventDraft::AddDomain(declared)
             }
             _ => EventDraft::RemoveDomain(domain_name(raw.domain)?),
@@ -860,10 +853,10 @@ impl Builder<'_> {
                 },
             ));
         }
-        let mut order: Vec<usize> = (0..drafts.len()).collect();
-        order.sort_by_key(|&i| (drafts[i].spec.vcpu.period, drafts[i].declared));
-        for (rank, i) in order.into_iter().enumerate() {
-            drafts[i].spec.vcpu.priority = rank as u32 + 1;
+        // Drafts are in declaration order (initial domains, then added ones): ties keep it.
+        let periods: Vec<Option<Nanos>> = drafts.iter().map(|d| Some(d.spec.vcpu.period)).collect();
+        for (draft, rank) in drafts.iter_mut().zip(rate_monotonic_ranks(&periods)) {
+            draft.spec.vcpu.priority = rank.expect("every draft has a period") as u32 + 1;
         }
         Ok(())
     }

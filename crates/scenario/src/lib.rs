@@ -183,6 +183,9 @@ pub use error::{ErrorKind, Location, ScenarioError};
 pub use run::{run, run_with, Record, RecordedTrace, Run};
 pub use validate::{ARINC653_MAX_MINOR_FRAMES, MAX_TIME};
 
+/// The seed of a scenario whose file names none.
+pub const DEFAULT_SEED: u64 = 0;
+
 /// The longest name (of a scenario, domain, task, CARTS component or task) accepted, in
 /// characters: names go into tables, traces and `xl` commands, and a longer one is a
 /// mistake, not a name.
@@ -275,8 +278,9 @@ impl Scenario {
     /// with `quantum`, exact replenishment, no overheads; each VCPU as
     /// [`ServerDomain::vcpu_params`](rtvmm_gen::ServerDomain::vcpu_params) gives it;
     /// `policy` with the default settings (Credit at Xen 4.0's defaults; no ARINC 653
-    /// table). Validated.
+    /// table). Validated; `file` names where it came from in messages.
     pub fn from_servers(
+        file: &str,
         system: &ServerSystem,
         duration: Nanos,
         seed: u64,
@@ -289,7 +293,7 @@ impl Scenario {
             arinc653: None,
         };
         let mut scenario = Scenario {
-            file: format!("<generated {}>", system.name),
+            file: file.to_string(),
             name: system.name.clone(),
             duration,
             seed,
@@ -313,7 +317,8 @@ impl Scenario {
             },
             scheduler,
         };
-        scenario.system.policy = scenario.policy_config(policy)?;
+        scenario.system.policy =
+            scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
         scenario.validate()?;
         Ok(scenario)
     }

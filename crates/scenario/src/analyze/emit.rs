@@ -1,16 +1,18 @@
 //! `--emit scenario`: the analysed input as a runnable scenario whose VCPUs are the
 //! interfaces.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use rtvmm_analysis::CartsSystem;
+use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::model::{VcpuParams, DEFAULT_WEIGHT};
+use rtvmm_core::Nanos;
+use rtvmm_gen::{ServerDomain, ServerSystem};
 
 use super::render::ns;
 use super::report::{DomainReport, Report};
 use super::{AnalyzeError, Input};
-use crate::{weight_from_share, Scenario};
+use crate::{weight_from_share, Scenario, DEFAULT_SEED};
 
 /// `--emit scenario`: the input with every domain's VCPU set to its interface (budget
 /// Θ·unit, period Π·unit, the report's RM priority) under the policy the analysis assumed,
@@ -95,8 +97,6 @@ fn carts_scenario(
             c.name
         )));
     }
-    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
-    let time = |v: u64| quote(&ns(v).to_string());
     let longest = report
         .domains
         .iter()
@@ -113,30 +113,20 @@ fn carts_scenario(
     let stem = Path::new(file)
         .file_stem()
         .map_or_else(|| "carts".to_string(), |s| s.to_string_lossy().into_owned());
-    let mut text = String::new();
-    let _ = writeln!(text, "name = {}", quote(&stem));
-    let _ = writeln!(text, "duration = {}", time(duration));
-    let _ = writeln!(text, "[machine]\nquantum = {}", time(report.unit_ns));
-    let _ = writeln!(text, "replenishment = \"exact\"");
-    let _ = writeln!(
-        text,
-        "[scheduler]\npolicy = {}",
-        quote(report.policy.name())
-    );
+    let mut domains = Vec::new();
     for d in &report.domains {
         let (Some(budget), Some(period), Some(priority)) = (d.budget_ns, d.period_ns, d.priority)
         else {
             return Err(no_interface(d));
         };
-        let _ = writeln!(text, "[[domain]]\nname = {}", quote(&d.name));
-        let _ = writeln!(text, "guest = {}", quote(&d.guest));
-        let _ = writeln!(
-            text,
-            "vcpu = {{ budget = {}, period = {}, priority = {priority} }}",
-            time(budget),
-            time(period)
-        );
+        let guest = GuestScheduler::from_name(&d.guest).ok_or_else(|| {
+            AnalyzeError::Emit(format!(
+                "domain '{}': guest '{}' has no scenario form",
+                d.name, d.guest
+            ))
+        })?;
         let mut seen: Vec<String> = Vec::new();
+        let mut tasks = Vec::new();
         for t in &d.tasks {
             // CARTS names need not be unique; scenario task names must be.
             let mut name = t.name.clone();
@@ -146,24 +136,40 @@ fn carts_scenario(
                 n += 1;
             }
             seen.push(name.clone());
-            let _ = writeln!(
-                text,
-                "[[domain.task]]\nname = {}\nperiod = {}\nwcet = {}\ndeadline = {}",
-                quote(&name),
-                time(t.period_ns),
-                time(t.wcet_ns),
-                time(t.deadline_ns)
-            );
+            let mut task = TaskSpec::periodic(&name, ns(t.period_ns), ns(t.wcet_ns));
+            task.deadline = ns(t.deadline_ns);
+            tasks.push(task);
         }
+        domains.push(ServerDomain {
+            name: d.name.clone(),
+            budget: ns(budget),
+            period: ns(period),
+            priority,
+            guest,
+            tasks,
+            offset: Nanos::ZERO,
+        });
     }
-    Scenario::from_toml(&text, file)
-        .map_err(|e| AnalyzeError::Emit(format!("the emitted scenario does not validate: {e}")))
+    let system = ServerSystem {
+        name: stem,
+        description: String::new(),
+        domains,
+    };
+    Scenario::from_servers(
+        file,
+        &system,
+        ns(duration),
+        DEFAULT_SEED,
+        ns(report.unit_ns),
+        report.policy,
+    )
+    .map_err(|e| AnalyzeError::Emit(format!("the emitted scenario does not validate: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::tests::{domain, scenario};
+    use crate::analyze::tests::{carts, domain, scenario};
     use crate::analyze::{analyze, Options};
 
     #[test]
@@ -182,5 +188,44 @@ mod tests {
             assert_eq!(Some(domain.vcpu.period.as_ns()), d.period_ns);
             assert_eq!(Some(domain.vcpu.priority), d.priority);
         }
+    }
+
+    /// A CARTS component with two tasks of one name (CARTS allows it) becomes a domain
+    /// whose tasks are `t` and `t#2`, each with its period, wcet and deadline in the unit
+    /// (1 ms), under the interface the analysis chose; the file reads back and runs.
+    #[test]
+    fn carts_input_emits_a_scenario_with_unique_task_names() {
+        let input = carts(
+            r#"<system os_scheduler="RM">
+  <component name="c" scheduler="RM">
+    <task name="t" p="10" e="1"/>
+    <task name="t" p="20" d="15" e="2"/>
+  </component>
+</system>"#,
+        );
+        let report = analyze(&input, &Options::default()).unwrap();
+        let emitted = emit_scenario(&input, &report).unwrap();
+        let back = Scenario::from_toml(&emitted, "emitted.toml").unwrap();
+        assert_eq!(back.name, "test");
+        assert_eq!(back.system.machine.quantum, Nanos::from_ms(1));
+        let d = &back.system.domains[0];
+        assert_eq!(d.name, "c");
+        assert_eq!(Some(d.vcpu.budget.as_ns()), report.domains[0].budget_ns);
+        assert_eq!(Some(d.vcpu.period.as_ns()), report.domains[0].period_ns);
+        let tasks: Vec<(&str, u64, u64, u64)> = d
+            .tasks
+            .iter()
+            .map(|t| {
+                (
+                    t.name.as_str(),
+                    t.period.as_ns() / 1_000_000,
+                    t.wcet.as_ns() / 1_000_000,
+                    t.deadline.as_ns() / 1_000_000,
+                )
+            })
+            .collect();
+        assert_eq!(tasks, vec![("t", 10, 1, 10), ("t#2", 20, 2, 15)]);
+        // 20 × the longest period, at least 1 s.
+        assert_eq!(back.duration, Nanos::from_ms(1000));
     }
 }
