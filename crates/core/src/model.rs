@@ -1,5 +1,6 @@
 //! Identifiers and parameters shared by the VMM policies and the guests.
 
+use crate::guest::{GuestScheduler, TaskSpec};
 use crate::time::Nanos;
 
 /// A VCPU, by its index in the machine's VCPU table. Ids are never reused, so a removed
@@ -137,6 +138,16 @@ pub enum ParamError {
     RtdsTooSmall(Nanos),
     #[error("{0}")]
     Other(String),
+}
+
+/// One domain as a driver is given it: its VCPU and its guest (the scheduler and tasks
+/// inside). The simulator runs these; generators and the scenario reader make them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DomainSpec {
+    pub name: String,
+    pub vcpu: VcpuParams,
+    pub guest: GuestScheduler,
+    pub tasks: Vec<TaskSpec>,
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMod
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, PolicySettings};
 use rtvmm_core::Nanos;
 use rtvmm_sim::results::RunResults;
-use rtvmm_sim::{DomainSpec, Simulation, SystemSpec};
+use rtvmm_sim::{Simulation, SystemSpec};
 
 use crate::error::ExperimentError;
 
@@ -138,15 +138,7 @@ pub fn build_system_with(
     Ok(SystemSpec {
         machine,
         policy: config.clone(),
-        domains: domains
-            .iter()
-            .map(|d| DomainSpec {
-                name: d.name.clone(),
-                vcpu: d.vcpu_params(),
-                guest: d.guest,
-                tasks: d.booted_tasks(),
-            })
-            .collect(),
+        domains: domains.iter().map(ServerDomain::domain_spec).collect(),
         changes: Vec::new(),
     })
 }

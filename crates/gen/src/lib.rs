@@ -61,7 +61,7 @@ pub mod uunifast;
 pub mod workload_file;
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
-use rtvmm_core::model::{credit_weight_from_share, VcpuParams};
+use rtvmm_core::model::{credit_weight_from_share, DomainSpec, VcpuParams};
 use rtvmm_core::Nanos;
 use serde::Serialize;
 
@@ -150,6 +150,17 @@ pub struct ServerDomain {
 }
 
 impl ServerDomain {
+    /// The domain as a driver runs it: [`Self::vcpu_params`] and its guest with
+    /// [`Self::booted_tasks`].
+    pub fn domain_spec(&self) -> DomainSpec {
+        DomainSpec {
+            name: self.name.clone(),
+            vcpu: self.vcpu_params(),
+            guest: self.guest,
+            tasks: self.booted_tasks(),
+        }
+    }
+
     /// Its VCPU under any policy: the servers and RTDS read budget, period and priority,
     /// SEDF the budget as its slice (extratime off), Credit a weight proportional to the
     /// share ([`credit_weight_from_share`]) with no cap; it boots at `offset`.

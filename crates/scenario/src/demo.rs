@@ -23,7 +23,8 @@ use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_system, share_table, SharePattern};
 use rtvmm_gen::GenError;
-use rtvmm_sim::{DomainSpec, SimError, SystemSpec};
+use rtvmm_gen::ServerDomain;
+use rtvmm_sim::{SimError, SystemSpec};
 
 use crate::run::{run, Record, Run};
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, ScenarioError, SchedulerSettings};
@@ -60,15 +61,7 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
             runtime: frame.runtime,
         })
         .collect();
-    let domains = servers
-        .iter()
-        .map(|s| DomainSpec {
-            name: s.name.clone(),
-            vcpu: s.vcpu_params(),
-            guest: s.guest,
-            tasks: s.booted_tasks(),
-        })
-        .collect();
+    let domains = servers.iter().map(ServerDomain::domain_spec).collect();
     let scenario = Scenario {
         file: "<demo>".to_string(),
         name: format!("demo-{}-{}", pattern.name(), DEMO_LOAD_PERMILLE / 10),

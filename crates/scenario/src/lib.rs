@@ -175,8 +175,9 @@ use std::path::Path;
 use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
+use rtvmm_gen::ServerDomain;
 use rtvmm_gen::ServerSystem;
-use rtvmm_sim::{DomainSpec, SystemSpec};
+use rtvmm_sim::SystemSpec;
 
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
@@ -306,12 +307,7 @@ impl Scenario {
                 domains: system
                     .domains
                     .iter()
-                    .map(|d| DomainSpec {
-                        name: d.name.clone(),
-                        vcpu: d.vcpu_params(),
-                        guest: d.guest,
-                        tasks: d.booted_tasks(),
-                    })
+                    .map(ServerDomain::domain_spec)
                     .collect(),
                 changes: Vec::new(),
             },

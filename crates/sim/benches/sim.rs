@@ -27,7 +27,8 @@ use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::policy::{CreditConfig, PolicyKind, PolicySettings, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_system, share_table, SharePattern};
-use rtvmm_sim::{DomainSpec, Simulation, SystemSpec};
+use rtvmm_gen::ServerDomain;
+use rtvmm_sim::{Simulation, SystemSpec};
 
 /// Simulated time per iteration.
 const RUN_SECONDS: u64 = 300;
@@ -50,15 +51,7 @@ fn demo_system(kind: PolicyKind) -> SystemSpec {
     SystemSpec {
         machine: MachineConfig::default(),
         policy: settings.config(kind).expect("the demo has every table"),
-        domains: servers
-            .iter()
-            .map(|s| DomainSpec {
-                name: s.name.clone(),
-                vcpu: s.vcpu_params(),
-                guest: s.guest,
-                tasks: s.booted_tasks(),
-            })
-            .collect(),
+        domains: servers.iter().map(ServerDomain::domain_spec).collect(),
         changes: Vec::new(),
     }
 }

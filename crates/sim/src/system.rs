@@ -7,20 +7,13 @@
 //! keeps every instant the simulator forms below 2⁶³ (the argument is in that crate's
 //! docs, "Limits"); a system built in code must keep its times within the same bound.
 
-use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::{PolicyConfig, TickInterval};
 use rtvmm_core::Nanos;
 
-/// One domain: one VCPU and its guest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DomainSpec {
-    pub name: String,
-    pub vcpu: VcpuParams,
-    pub guest: GuestScheduler,
-    pub tasks: Vec<TaskSpec>,
-}
+/// One domain: one VCPU and its guest (the core's, shared by every driver).
+pub use rtvmm_core::model::DomainSpec;
 
 /// A change to the running system.
 #[derive(Clone, Debug, PartialEq, Eq)]
