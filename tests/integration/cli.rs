@@ -9,6 +9,20 @@ use crate::common::*;
 
 use serde_json::Value;
 
+/// Every policy, in the order `policies` and `demo` list them.
+const POLICIES: [&str; 10] = [
+    "deferrable",
+    "periodic",
+    "polling",
+    "sporadic",
+    "wcps",
+    "crps",
+    "credit",
+    "sedf",
+    "rtds",
+    "arinc653",
+];
+
 const SMALL: &str = r#"name = "small"
 duration = "200ms"
 seed = 5
@@ -36,19 +50,7 @@ fn policies_lists_all_ten_with_aliases() {
     let text = stdout(&o);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 10, "{text}");
-    let names = [
-        "deferrable",
-        "periodic",
-        "polling",
-        "sporadic",
-        "wcps",
-        "crps",
-        "credit",
-        "sedf",
-        "rtds",
-        "arinc653",
-    ];
-    for (line, name) in lines.iter().zip(names) {
+    for (line, name) in lines.iter().zip(POLICIES) {
         assert!(line.starts_with(name), "{line}");
         assert!(line.len() > name.len() + 20, "has a description: {line}");
     }
@@ -604,18 +606,7 @@ fn demo_compares_every_policy() {
         "{text}"
     );
     assert!(lines[1].starts_with("policy"), "{text}");
-    for (line, kind) in lines[2..12].iter().zip([
-        "deferrable",
-        "periodic",
-        "polling",
-        "sporadic",
-        "wcps",
-        "crps",
-        "credit",
-        "sedf",
-        "rtds",
-        "arinc653",
-    ]) {
+    for (line, kind) in lines[2..12].iter().zip(POLICIES) {
         assert!(line.starts_with(kind), "{line}");
     }
 }
