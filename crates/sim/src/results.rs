@@ -22,7 +22,8 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use rtvmm_core::model::PcpuId;
+use rtvmm_core::machine::Machine;
+use rtvmm_core::model::{PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
 use crate::driver::{JobRecord, Simulation};
@@ -198,6 +199,47 @@ pub struct RunResults {
     pub deadline_miss_ratio: f64,
     pub pcpus: Vec<PcpuResult>,
     pub domains: Vec<DomainResult>,
+    /// The host executor's own measurements (`source = "host"` only; absent from a
+    /// simulation's JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostResults>,
+}
+
+/// What the host executor measured about itself (`rtvmm host run`), beside the figures
+/// every driver gives. Times in nanoseconds of the monotonic clock.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostResults {
+    /// False when the run lacked a real-time privilege (`--best-effort`): its figures are
+    /// not those of a real-time run.
+    pub real_time: bool,
+    /// Why the run is not real-time, one line per missing privilege (empty otherwise).
+    pub not_real_time_because: Vec<String>,
+    /// The managed cpu.
+    pub cpu: u32,
+    /// The enforcement backend: `freeze`, `band` or `signal`.
+    pub enforce: String,
+    /// Time in `handle_timeout` calls that ran `do_schedule`.
+    pub do_schedule_ns: Dist,
+    pub do_schedule_total_ns: u64,
+    /// From the decision instant to the next domain's (or the IDLE VCPU's) own timestamp
+    /// of really running, per context switch.
+    pub switch_ns: Dist,
+    pub switch_total_ns: u64,
+    /// Timer wake-ups of the scheduler thread: actual wake-up − intended instant.
+    pub tick_lateness_ns: Dist,
+    /// CPU time of the scheduler thread over the run.
+    pub scheduler_cpu_ns: u64,
+    /// `scheduler_cpu_ns` ÷ the run's length: the share of the managed cpu lost to
+    /// scheduling.
+    pub cpu_lost_share: f64,
+    /// The host's steal time on the managed cpu during the run (`/proc/stat`).
+    pub steal_ns: u64,
+    /// Job records a guest could not hand over (its ring was full): 0 in a sound run.
+    pub jobs_lost: u64,
+    /// CPU time each domain's guest threads really had (their own thread CPU clocks), by
+    /// domain in the order of `domains`: what enforcement gave, beside the VCPU's
+    /// `run_ns` (what the scheduler accounted).
+    pub domain_cpu_ns: Vec<u64>,
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {
@@ -380,29 +422,99 @@ impl Counts {
     }
 }
 
+/// One task's jobs at the end of a run, as a driver hands them over: the statistics of
+/// its finished jobs and every job released but not finished by the end.
+pub struct TaskJobs<'a> {
+    pub name: &'a str,
+    pub relative_deadline: Nanos,
+    pub stats: &'a TaskStats,
+    /// Released and unfinished at the end (empty for a removed domain: its pending jobs
+    /// are left out of every count).
+    pub pending: Vec<JobRecord>,
+}
+
+/// One domain's jobs and VCPU at the end of a run (see [`TaskJobs`]).
+pub struct DomainJobs<'a> {
+    pub name: &'a str,
+    pub vcpu: VcpuId,
+    pub tasks: Vec<TaskJobs<'a>>,
+}
+
+/// `source` of a simulated run.
+pub const SOURCE_SIMULATION: &str = "simulation";
+/// `source` of a real-time run on the host (`rtvmm host run`).
+pub const SOURCE_HOST: &str = "host";
+
 impl RunResults {
     /// Collects the results of a simulation that ran until `end`.
     pub fn collect(sim: &Simulation, scenario: &str, seed: u64, end: Nanos) -> RunResults {
-        let machine = sim.machine();
+        let domains: Vec<DomainJobs> = sim
+            .domains()
+            .iter()
+            .enumerate()
+            .map(|(d, run)| {
+                let mut pending: Vec<Vec<JobRecord>> = vec![Vec::new(); run.spec.tasks.len()];
+                if run.removed_at.is_none() {
+                    for (t, job) in sim.pending_jobs(d) {
+                        pending[t].push(job);
+                    }
+                }
+                DomainJobs {
+                    name: &run.spec.name,
+                    vcpu: run.vcpu,
+                    tasks: run
+                        .stats
+                        .iter()
+                        .zip(&run.spec.tasks)
+                        .zip(pending)
+                        .map(|((stats, spec), pending)| TaskJobs {
+                            name: &spec.name,
+                            relative_deadline: spec.deadline,
+                            stats,
+                            pending,
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        RunResults::from_domains(
+            sim.machine(),
+            &domains,
+            scenario,
+            seed,
+            end,
+            SOURCE_SIMULATION,
+        )
+    }
+
+    /// The results of a run of any driver that ended at `end`: the jobs of every domain
+    /// as the driver kept them, the VCPU and pcpu figures from the machine it drove. The
+    /// simulator ([`Self::collect`]) and the host executor both build their results here.
+    pub fn from_domains(
+        machine: &Machine,
+        domains: &[DomainJobs],
+        scenario: &str,
+        seed: u64,
+        end: Nanos,
+        source: &str,
+    ) -> RunResults {
         let mut total = Counts::default();
-        let mut domains = Vec::new();
-        for (d, run) in sim.domains().iter().enumerate() {
+        let mut results = Vec::new();
+        for run in domains {
             let mut tallies: Vec<TaskTally> = run
-                .stats
+                .tasks
                 .iter()
-                .zip(&run.spec.tasks)
-                .map(|(stats, spec)| TaskTally {
-                    stats,
-                    relative_deadline: spec.deadline,
+                .map(|task| TaskTally {
+                    stats: task.stats,
+                    relative_deadline: task.relative_deadline,
                     pending: 0,
                     pending_missed: 0,
                     in_flight: 0,
-                    latency: stats.latency.clone(),
+                    latency: task.stats.latency.clone(),
                 })
                 .collect();
-            if run.removed_at.is_none() {
-                for (t, job) in sim.pending_jobs(d) {
-                    let tally = &mut tallies[t];
+            for (tally, task) in tallies.iter_mut().zip(&run.tasks) {
+                for job in &task.pending {
                     tally.pending += 1;
                     if job.deadline <= end {
                         tally.pending_missed += 1;
@@ -420,7 +532,7 @@ impl RunResults {
                 counts.add(tally);
                 let response = tally.response();
                 tasks.push(TaskResult {
-                    name: run.spec.tasks[t].name.clone(),
+                    name: run.tasks[t].name.to_string(),
                     jobs: tally.released() - tally.in_flight,
                     released: tally.released(),
                     finished: tally.stats.finished,
@@ -450,8 +562,8 @@ impl RunResults {
                 scheduled: stats.scheduled,
                 preemptions: stats.preemptions,
             };
-            domains.push(DomainResult {
-                name: run.spec.name.clone(),
+            results.push(DomainResult {
+                name: run.name.to_string(),
                 jobs: counts.jobs(),
                 released: counts.released,
                 finished: counts.finished,
@@ -483,13 +595,14 @@ impl RunResults {
             policy: machine.policy_kind().name().to_string(),
             seed,
             duration_ns: end.as_ns(),
-            source: "simulation".to_string(),
+            source: source.to_string(),
             jobs: total.jobs(),
             missed: total.missed,
             in_flight: total.in_flight,
             deadline_miss_ratio: ratio(total.missed, total.jobs()),
             pcpus,
-            domains,
+            domains: results,
+            host: None,
         }
     }
 
@@ -503,12 +616,24 @@ impl RunResults {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} · policy {} · seed {} · {} simulated",
+            "{} · policy {} · seed {} · {} {}",
             self.scenario,
             self.policy,
             self.seed,
-            Nanos(self.duration_ns)
+            Nanos(self.duration_ns),
+            if self.source == SOURCE_SIMULATION {
+                "simulated".to_string()
+            } else {
+                format!("run on the {}", self.source)
+            }
         );
+        if let Some(host) = self.host.as_ref().filter(|h| !h.real_time) {
+            let _ = writeln!(
+                out,
+                "NOT REAL-TIME (--best-effort): {}",
+                host.not_real_time_because.join("; ")
+            );
+        }
         let _ = writeln!(
             out,
             "{:<12} {:>7} {:>7} {:>9} {:>8} {:>10} {:>10} {:>10}",

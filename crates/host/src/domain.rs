@@ -1,0 +1,411 @@
+//! Process domains: starting a domain's guest process, and the bookkeeping of its jobs.
+//!
+//! # Design note
+//! [`ProcessDomain::spawn`] writes the tasks into a fresh [`Shared`] page (with the
+//! guest-level `SCHED_FIFO` priorities: [`guest_ranks`]), re-executes the helper program
+//! as the guest (the page and the executor's eventfd handed over as fds 3 and 4, a
+//! parent-death SIGKILL, a process group of its own so that a terminal's Ctrl-C reaches
+//! only the executor), and waits until every task thread is ready.
+//!
+//! [`JobBook`] turns the job records the guest hands over into the per-task statistics
+//! every driver reports ([`TaskStats`]) and, at the end, the jobs still pending: a record
+//! whose finish (or first start) lies past the end of the run counts as not finished (not
+//! started) — the run's end is the instant the executor stopped every domain, and what a
+//! guest did after it is not part of the run.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rtvmm_core::guest::{Arrival, GuestScheduler, Job, TaskSpec};
+use rtvmm_core::model::{DomainSpec, VcpuId};
+use rtvmm_core::Nanos;
+use rtvmm_sim::driver::JobRecord;
+use rtvmm_sim::stats::TaskStats;
+
+use crate::enforce::{guest_priority, Member, GUEST_LEVELS};
+use crate::shm::{ArrivalKind, JobTimes, Shared, TaskConfig, TaskState, DEFAULT_RING_LEN};
+use crate::{HelperCommand, HostError};
+
+/// The rank (0: most urgent) of each task under the guest scheduler: tasks of equal level
+/// share a rank (and so a `SCHED_FIFO` priority, served first-in first-out, as the core's
+/// guests break ties). `Err` names what the host cannot run.
+pub fn guest_ranks(domain: &DomainSpec) -> Result<Vec<u32>, String> {
+    let level = |t: &TaskSpec| -> Result<u64, String> {
+        Ok(match domain.guest {
+            GuestScheduler::Rm => t.period.as_ns(),
+            GuestScheduler::Dm => t.deadline.as_ns(),
+            GuestScheduler::Fp => t.priority as u64,
+            GuestScheduler::Edf => {
+                return Err("guest 'edf': the host runs guests under Linux's SCHED_FIFO, a \
+                            fixed-priority scheduler; use rm, dm or fp"
+                    .into())
+            }
+        })
+    };
+    let levels: Vec<u64> = domain.tasks.iter().map(level).collect::<Result<_, _>>()?;
+    let mut distinct = levels.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    if distinct.len() > GUEST_LEVELS as usize {
+        return Err(format!(
+            "{} distinct task priorities: a guest on the host has at most {GUEST_LEVELS} \
+             SCHED_FIFO levels",
+            distinct.len()
+        ));
+    }
+    Ok(levels
+        .iter()
+        .map(|l| distinct.binary_search(l).expect("present") as u32)
+        .collect())
+}
+
+/// A task's arrival as the guest page encodes it; `Err` for what the host cannot run.
+fn arrival(task: &TaskSpec) -> Result<(ArrivalKind, u64), String> {
+    match &task.arrival {
+        Arrival::Periodic => Ok((ArrivalKind::Periodic, 0)),
+        Arrival::Sporadic { max_extra_gap } => Ok((ArrivalKind::Sporadic, max_extra_gap.as_ns())),
+        Arrival::Poisson { mean_gap } => Ok((ArrivalKind::Poisson, mean_gap.as_ns())),
+        Arrival::AperiodicTimes(_) => Err(format!(
+            "task '{}': aperiodic releases at listed times are not supported by the host \
+             executor (periodic, sporadic and Poisson arrivals are)",
+            task.name
+        )),
+    }
+}
+
+/// Checks that the host can run a domain's guest (before anything starts).
+pub fn check_runnable(domain: &DomainSpec) -> Result<(), String> {
+    guest_ranks(domain)?;
+    for t in &domain.tasks {
+        arrival(t)?;
+    }
+    Ok(())
+}
+
+/// The jobs of one domain as its guest reported them.
+#[derive(Default)]
+pub struct JobBook {
+    pub stats: Vec<TaskStats>,
+    /// Jobs reported pending at the end (and those finished after it).
+    pub pending: Vec<Vec<JobRecord>>,
+    /// Every finished job, kept only for a trace: (task, record, finish).
+    pub finished: Vec<(usize, JobTimes)>,
+    keep: bool,
+}
+
+impl JobBook {
+    pub fn new(tasks: usize, keep: bool) -> JobBook {
+        JobBook {
+            stats: vec![TaskStats::default(); tasks],
+            pending: vec![Vec::new(); tasks],
+            finished: Vec::new(),
+            keep,
+        }
+    }
+
+    /// Counts one record of `task` (relative deadline `deadline`) of a run that ends at
+    /// `end` (`None`: still running, every record is before the end).
+    pub fn record(&mut self, task: usize, deadline: Nanos, times: JobTimes, end: Option<Nanos>) {
+        let end = end.map_or(u64::MAX, Nanos::as_ns);
+        if times.release > end {
+            return;
+        }
+        let first_start = times.first_start.filter(|&s| s <= end).map(Nanos);
+        let release = Nanos(times.release);
+        let job = Job {
+            task: task as u32,
+            seq: times.seq,
+            release,
+            deadline: release + deadline,
+            demand: Nanos::ZERO,
+            done: Nanos::ZERO,
+            first_start,
+        };
+        match times.finish.filter(|&f| f <= end) {
+            Some(finish) => {
+                self.stats[task].finished_job(&job, Nanos(finish));
+                if self.keep {
+                    self.finished.push((task, times));
+                }
+            }
+            None => self.pending[task].push(JobRecord {
+                seq: job.seq,
+                release: job.release,
+                deadline: job.deadline,
+                first_start: job.first_start,
+                finish: None,
+            }),
+        }
+    }
+}
+
+/// A running guest process and what the executor keeps about it.
+pub struct ProcessDomain {
+    pub spec: DomainSpec,
+    pub vcpu: VcpuId,
+    pub shared: Shared,
+    pub member: Member,
+    pub book: JobBook,
+    child: Child,
+}
+
+impl ProcessDomain {
+    /// Starts the guest of `spec` (domain number `index`, joining at `join`, relative)
+    /// on `cpu`, and waits until its threads are ready. `fifo`: whether its threads run
+    /// `SCHED_FIFO` (false only in a best-effort run without the privilege).
+    #[allow(clippy::too_many_arguments)]
+    pub fn spawn(
+        helper: &HelperCommand,
+        spec: DomainSpec,
+        vcpu: VcpuId,
+        index: u32,
+        join: Nanos,
+        seed: u64,
+        cpu: usize,
+        fifo: bool,
+        notify: &impl AsFd,
+        keep_jobs: bool,
+    ) -> Result<ProcessDomain, HostError> {
+        let name = spec.name.clone();
+        let bad = |reason: String| HostError::Domain {
+            domain: name.clone(),
+            reason,
+        };
+        let ranks = guest_ranks(&spec).map_err(bad)?;
+        let shared = Shared::create(spec.tasks.len(), DEFAULT_RING_LEN, seed, index)
+            .map_err(|e| bad(e.to_string()))?;
+        shared.set_join(join.as_ns());
+        for (t, task) in spec.tasks.iter().enumerate() {
+            let (kind, param) = arrival(task).map_err(bad)?;
+            shared.write_config(
+                t,
+                &TaskConfig {
+                    arrival: kind,
+                    period: task.period.as_ns(),
+                    wcet: task.wcet.as_ns(),
+                    min_exec: task.min_exec.as_ns(),
+                    deadline: task.deadline.as_ns(),
+                    offset: task.offset.as_ns(),
+                    priority: task.priority,
+                    arrival_param: param,
+                    fifo_priority: if fifo {
+                        guest_priority(ranks[t]).expect("ranks are checked")
+                    } else {
+                        0
+                    },
+                },
+            );
+            shared.set_state(t, TaskState::NextRelease((join + task.offset).as_ns()));
+        }
+        let child = spawn_guest(helper, &shared, notify, cpu).map_err(|e| bad(e.to_string()))?;
+        let mut domain = ProcessDomain {
+            book: JobBook::new(spec.tasks.len(), keep_jobs),
+            member: Member {
+                pids: vec![child.id() as i32],
+                threads: Vec::new(),
+                cgroup: None,
+            },
+            spec,
+            vcpu,
+            shared,
+            child,
+        };
+        domain.wait_ready().map_err(bad)?;
+        Ok(domain)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let tasks = self.shared.tasks();
+        while self.shared.ready() < tasks {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("its guest process exited during set-up ({status})"));
+            }
+            if Instant::now() > deadline {
+                return Err("its guest process did not get ready within 10 s".into());
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        self.member.threads = (0..tasks)
+            .map(|t| (self.shared.tid(t), self.shared.config(t).fifo_priority))
+            .collect();
+        Ok(())
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Takes the job records handed over since the last call.
+    pub fn drain(&mut self, end: Option<Nanos>) {
+        for t in 0..self.spec.tasks.len() {
+            let deadline = self.spec.tasks[t].deadline;
+            let book = &mut self.book;
+            self.shared
+                .drain(t, |times| book.record(t, deadline, times, end));
+        }
+    }
+
+    /// The CPU time its task threads had, as they last reported it.
+    pub fn cpu_ns(&self) -> u64 {
+        (0..self.spec.tasks.len()).map(|t| self.shared.cpu(t)).sum()
+    }
+
+    /// Records lost to full rings.
+    pub fn lost(&self) -> u64 {
+        (0..self.spec.tasks.len()).map(|t| self.shared.lost(t)).sum()
+    }
+
+    /// Whether every task reported its pending jobs.
+    pub fn finalized(&self) -> bool {
+        (0..self.spec.tasks.len()).all(|t| self.shared.finalized(t))
+    }
+
+    /// Whether the guest process has exited, and how.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+}
+
+impl Drop for ProcessDomain {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_guest(
+    helper: &HelperCommand,
+    shared: &Shared,
+    notify: &impl AsFd,
+    cpu: usize,
+) -> io::Result<Child> {
+    let shm = shared.fd().as_raw_fd();
+    let event = notify.as_fd().as_raw_fd();
+    let mut command = Command::new(&helper.program);
+    command
+        .args(&helper.args)
+        .arg("guest")
+        .arg(cpu.to_string())
+        .arg(std::process::id().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .process_group(0);
+    // SAFETY: between fork and exec only async-signal-safe calls (fcntl, dup2, prctl) on
+    // descriptors this process owns and keeps open across the spawn.
+    unsafe {
+        command.pre_exec(move || {
+            // Copies above the targets first, so that 3 and 4 never clobber a source.
+            let a = libc::fcntl(shm, libc::F_DUPFD_CLOEXEC, 10);
+            let b = libc::fcntl(event, libc::F_DUPFD_CLOEXEC, 10);
+            if a < 0 || b < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::dup2(a, crate::shm::GUEST_SHM_FD) < 0
+                || libc::dup2(b, crate::shm::GUEST_NOTIFY_FD) < 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command.spawn().map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("starting the guest ({}): {e}", helper.program.display()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtvmm_core::model::VcpuParams;
+
+    fn ms(x: u64) -> Nanos {
+        Nanos::from_ms(x)
+    }
+
+    fn domain(guest: GuestScheduler, tasks: Vec<TaskSpec>) -> DomainSpec {
+        DomainSpec {
+            name: "d".into(),
+            vcpu: VcpuParams::server(ms(2), ms(10), 1),
+            guest,
+            tasks,
+        }
+    }
+
+    #[test]
+    fn rate_monotonic_ranks_share_a_level_between_equal_periods() {
+        let d = domain(
+            GuestScheduler::Rm,
+            vec![
+                TaskSpec::periodic("slow", ms(50), ms(1)),
+                TaskSpec::periodic("fast", ms(10), ms(1)),
+                TaskSpec::periodic("fast2", ms(10), ms(1)),
+            ],
+        );
+        assert_eq!(guest_ranks(&d), Ok(vec![1, 0, 0]));
+        assert_eq!(guest_priority(0), Some(crate::enforce::RUN_BAND_TOP));
+    }
+
+    #[test]
+    fn what_the_host_cannot_run_is_named() {
+        let edf = domain(
+            GuestScheduler::Edf,
+            vec![TaskSpec::periodic("t", ms(10), ms(1))],
+        );
+        assert!(check_runnable(&edf).unwrap_err().contains("edf"));
+        let mut listed = TaskSpec::periodic("l", ms(10), ms(1));
+        listed.arrival = Arrival::AperiodicTimes(vec![ms(1)]);
+        let d = domain(GuestScheduler::Rm, vec![listed]);
+        assert!(check_runnable(&d).unwrap_err().contains("task 'l'"));
+        let many = domain(
+            GuestScheduler::Rm,
+            (1..=GUEST_LEVELS as u64 + 1)
+                .map(|p| TaskSpec::periodic(&format!("t{p}"), ms(p), Nanos(1)))
+                .collect(),
+        );
+        assert!(check_runnable(&many).unwrap_err().contains("distinct"));
+    }
+
+    /// The bookkeeping: finished jobs go into the statistics (late ones counted), a job
+    /// finished or started after the end counts as pending and not started, and a release
+    /// after the end is not part of the run.
+    #[test]
+    fn records_past_the_end_count_as_pending_and_unstarted() {
+        let mut book = JobBook::new(1, true);
+        let d = ms(10);
+        let rec = |seq, release, start: Option<u64>, finish: Option<u64>| JobTimes {
+            seq,
+            release: ms(release).as_ns(),
+            first_start: start.map(|s| ms(s).as_ns()),
+            finish: finish.map(|f| ms(f).as_ns()),
+        };
+        book.record(0, d, rec(0, 0, Some(1), Some(3)), None);
+        book.record(0, d, rec(1, 10, Some(12), Some(25)), None); // late: deadline 20
+        let end = Some(ms(35));
+        book.record(0, d, rec(2, 20, Some(30), Some(36)), end); // finished after the end
+        book.record(0, d, rec(3, 30, Some(36), None), end); // started after the end
+        book.record(0, d, rec(4, 40, None, None), end); // released after the end
+        let stats = &book.stats[0];
+        assert_eq!((stats.finished, stats.finished_late), (2, 1));
+        assert_eq!(stats.response.max(), Some(ms(15).as_ns()));
+        assert_eq!(stats.latency.min(), Some(ms(1).as_ns()));
+        let pending: Vec<(u64, Option<Nanos>, Nanos)> = book.pending[0]
+            .iter()
+            .map(|j| (j.seq, j.first_start, j.deadline))
+            .collect();
+        assert_eq!(
+            pending,
+            vec![(2, Some(ms(30)), ms(30)), (3, None, ms(40))]
+        );
+        assert_eq!(book.finished.len(), 2);
+    }
+}

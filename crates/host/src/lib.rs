@@ -1,0 +1,179 @@
+//! # rtvmm-host: the scheduling core in real time, on Linux
+//!
+//! The simulator says what would happen; this crate makes it happen. It drives the very
+//! same [`Machine`](rtvmm_core::machine::Machine) — no second implementation of any
+//! policy — with the real clock, and enforces each decision on real processes pinned to
+//! one core, the way RT-Xen's scheduler did inside Xen (`../shared/spec/host.md`).
+//!
+//! - [`executor`]: the scheduler thread (`SCHED_FIFO` 99, pinned, memory locked): sleep
+//!   until `poll_timeout` (absolute), `handle_timeout(now)`, enforce `activity`; the
+//!   paravirtual block/wake protocol; measurements; the results in the simulator's format;
+//!   the seam for live control ([`executor::control`]).
+//! - [`domain`]: process domains (a guest process per domain) and the bookkeeping of their
+//!   jobs.
+//! - [`guest`]: the guest process: tasks as `SCHED_FIFO` threads burning thread CPU time.
+//! - [`shm`]: the memory a guest shares with the executor (lock-free, versioned).
+//! - [`enforce`]: stopping and resuming domains: `freeze` (cgroup v2), `band` (priority
+//!   band), `signal` (SIGSTOP/SIGCONT).
+//! - [`idle`]: the IDLE VCPU, a `SCHED_FIFO` spinner.
+//! - [`cgroup`]: the run's cgroups.
+//! - [`watchdog`]: the process that undoes everything if the executor dies.
+//! - [`sys`]: clocks, sleeps, affinity, `sched_setattr`, RT throttling, privileges, steal.
+//!
+//! The executor re-executes a program for its helpers (the guests and the watchdog): the
+//! `rtvmm` binary passes itself ([`HelperCommand`]) and hands its first argument
+//! [`HELPER_ARG`] to [`helper_main`].
+//!
+//! ```no_run
+//! # #[cfg(target_os = "linux")] {
+//! use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+//! use rtvmm_core::machine::MachineConfig;
+//! use rtvmm_core::model::{DomainSpec, VcpuParams};
+//! use rtvmm_core::policy::PolicyConfig;
+//! use rtvmm_core::Nanos;
+//! use rtvmm_host::executor::{self, HostOptions};
+//! use rtvmm_host::HelperCommand;
+//! use rtvmm_sim::SystemSpec;
+//!
+//! let ms = Nanos::from_ms;
+//! let system = SystemSpec {
+//!     machine: MachineConfig::default(),
+//!     policy: PolicyConfig::Deferrable,
+//!     domains: vec![DomainSpec {
+//!         name: "d1".into(),
+//!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
+//!         guest: GuestScheduler::Rm,
+//!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
+//!     }],
+//!     changes: vec![],
+//! };
+//! // The helper program must dispatch `HELPER_ARG` to `rtvmm_host::helper_main`.
+//! let helper = HelperCommand::this_program().unwrap();
+//! let options = HostOptions::new(helper, ms(1000));
+//! let run = executor::run(&system, "example", 42, options).unwrap();
+//! println!("{}", run.results.summary());
+//! # }
+//! ```
+#![cfg_attr(not(target_os = "linux"), allow(unused))]
+
+#[cfg(target_os = "linux")]
+pub mod cgroup;
+#[cfg(target_os = "linux")]
+pub mod domain;
+#[cfg(target_os = "linux")]
+pub mod enforce;
+#[cfg(target_os = "linux")]
+pub mod executor;
+#[cfg(target_os = "linux")]
+pub mod guest;
+#[cfg(target_os = "linux")]
+pub mod idle;
+#[cfg(target_os = "linux")]
+pub mod shm;
+#[cfg(target_os = "linux")]
+pub mod sys;
+#[cfg(target_os = "linux")]
+pub mod watchdog;
+
+use std::path::PathBuf;
+
+/// The first argument of a re-executed helper (a guest or the watchdog).
+pub const HELPER_ARG: &str = "__rtvmm-helper";
+
+/// How to start a helper process: this program, with [`HELPER_ARG`] first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HelperCommand {
+    pub program: PathBuf,
+    /// Arguments before the helper's own (normally just [`HELPER_ARG`]).
+    pub args: Vec<String>,
+}
+
+impl HelperCommand {
+    /// The running program as the helper (it must hand [`HELPER_ARG`] to
+    /// [`helper_main`]).
+    pub fn this_program() -> std::io::Result<HelperCommand> {
+        Ok(HelperCommand {
+            program: std::env::current_exe()?,
+            args: vec![HELPER_ARG.to_string()],
+        })
+    }
+}
+
+/// Runs a helper if `args` (the program's arguments, without the program name) start
+/// with [`HELPER_ARG`]: returns its exit code, or `None` when they do not.
+pub fn helper_main(args: &[String]) -> Option<i32> {
+    if args.first().map(String::as_str) != Some(HELPER_ARG) {
+        return None;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        Some(match args.get(1).map(String::as_str) {
+            Some("guest") => guest::main(&args[2..]),
+            Some("watchdog") => watchdog::main(&args[2..]),
+            other => {
+                eprintln!("rtvmm: unknown helper {other:?}");
+                2
+            }
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Some(2)
+    }
+}
+
+/// Why a host run could not start or failed.
+#[cfg(target_os = "linux")]
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// Privileges a real-time run needs are missing (and `--best-effort` was not given).
+    #[error(
+        "missing privileges for a real-time run:\n  - {}\n(or give --best-effort to run without them; every result is then labelled not real-time)",
+        .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n  - ")
+    )]
+    Privileges(Vec<sys::MissingPrivilege>),
+    /// The chosen enforcement backend cannot work here.
+    #[error("--enforce {backend}: unavailable: {reason}")]
+    BackendUnavailable {
+        backend: &'static str,
+        reason: String,
+    },
+    /// Something the host executor does not run (a setting, a guest, a task).
+    #[error("domain '{domain}': {reason}")]
+    Domain { domain: String, reason: String },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("cpu {cpu}: no such cpu (this machine has {count}: 0..{})", .count - 1)]
+    NoSuchCpu { cpu: usize, count: usize },
+    #[error("{what}: {error}")]
+    Io {
+        what: String,
+        #[source]
+        error: std::io::Error,
+    },
+    #[error("{0}")]
+    Machine(String),
+    #[error("the executor panicked (a bug in rtvmm); everything it changed was undone")]
+    Panicked,
+}
+
+#[cfg(target_os = "linux")]
+impl HostError {
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HostError {
+        let what = what.into();
+        move |error| HostError::Io { what, error }
+    }
+
+    /// Whether the error is the user's to fix (bad input or missing privilege) rather than
+    /// a failure while running.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            HostError::Privileges(_)
+                | HostError::BackendUnavailable { .. }
+                | HostError::Domain { .. }
+                | HostError::Unsupported(_)
+                | HostError::NoSuchCpu { .. }
+        )
+    }
+}

@@ -1,0 +1,243 @@
+//! The watchdog: a small process that undoes what a run changed if the executor dies.
+//!
+//! # Design note
+//! The executor starts it first (re-executing its own program, `HELPER_ARG watchdog CPU`),
+//! in a process group of its own (so a Ctrl-C to the terminal does not reach it), and
+//! keeps the write end of a pipe to its standard input. Before changing anything, the
+//! executor announces how to undo it, one line at a time ([`Undo`]): the RT throttling
+//! value to restore, the run's cgroup tree to thaw, empty and remove, each guest process
+//! (pid and start time, so a reused pid is never killed), each external cgroup to thaw
+//! and each external process to continue. When the pipe closes — the executor finished
+//! (after its own clean-up), panicked, was stopped by a signal or killed with `kill -9` —
+//! the watchdog undoes everything announced, idempotently, and exits. The executor waits
+//! for it at a normal end, so that when `rtvmm host run` returns the machine is as it was.
+//!
+//! No RT spinner can outlive the executor: the IDLE spinner is one of its threads, and the
+//! guests die with it (parent-death signal, and the watchdog's kill).
+
+use std::fs;
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::{cgroup, sys, HelperCommand};
+
+/// One thing to undo.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Undo {
+    /// Write this value back to `sched_rt_runtime_us`.
+    RtRuntime(String),
+    /// The run's cgroup tree: thaw, kill, remove.
+    RunCgroup(PathBuf),
+    /// A guest process: kill it (if it is still the process started at `start_time`).
+    Guest { pid: i32, start_time: u64 },
+    /// An external cgroup the run may have frozen: thaw it.
+    ExternalCgroup(PathBuf),
+    /// An external process the run may have stopped: continue it.
+    ExternalPid(i32),
+}
+
+impl Undo {
+    /// One line of the protocol (paths must not contain a newline).
+    pub fn to_line(&self) -> String {
+        match self {
+            Undo::RtRuntime(v) => format!("rt_runtime {v}"),
+            Undo::RunCgroup(p) => format!("run_cgroup {}", p.display()),
+            Undo::Guest { pid, start_time } => format!("guest {pid} {start_time}"),
+            Undo::ExternalCgroup(p) => format!("external_cgroup {}", p.display()),
+            Undo::ExternalPid(pid) => format!("external_pid {pid}"),
+        }
+    }
+
+    pub fn from_line(line: &str) -> Option<Undo> {
+        let (kind, rest) = line.split_once(' ')?;
+        Some(match kind {
+            "rt_runtime" => Undo::RtRuntime(rest.to_string()),
+            "run_cgroup" => Undo::RunCgroup(rest.into()),
+            "guest" => {
+                let (pid, start) = rest.split_once(' ')?;
+                Undo::Guest {
+                    pid: pid.parse().ok()?,
+                    start_time: start.parse().ok()?,
+                }
+            }
+            "external_cgroup" => Undo::ExternalCgroup(rest.into()),
+            "external_pid" => Undo::ExternalPid(rest.parse().ok()?),
+            _ => return None,
+        })
+    }
+}
+
+/// A process's start time (field 22 of `/proc/PID/stat`), to tell it from a later process
+/// with the same pid.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; it ends at the last ')'.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Undoes everything in `undo`, in a safe order: external domains continue, guests die,
+/// the run's cgroups go, then the throttling setting comes back.
+pub fn undo_all(undo: &[Undo]) {
+    for u in undo {
+        match u {
+            Undo::ExternalCgroup(p) => {
+                let _ = cgroup::set_frozen(p, false);
+            }
+            Undo::ExternalPid(pid) => {
+                let _ = kill(Pid::from_raw(*pid), Signal::SIGCONT);
+            }
+            _ => {}
+        }
+    }
+    for u in undo {
+        if let Undo::Guest { pid, start_time: t } = u {
+            if start_time(*pid) == Some(*t) {
+                let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+                let _ = kill(Pid::from_raw(*pid), Signal::SIGCONT);
+            }
+        }
+    }
+    for u in undo {
+        if let Undo::RunCgroup(p) = u {
+            let _ = cgroup::remove_tree(p);
+        }
+    }
+    // Guests not in a cgroup (no cgroup v2): wait until they are gone (bounded).
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for u in undo {
+        if let Undo::Guest { pid, start_time: t } = u {
+            while start_time(*pid) == Some(*t) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+    for u in undo {
+        if let Undo::RtRuntime(v) = u {
+            let _ = fs::write(sys::RT_RUNTIME_PATH, v);
+        }
+    }
+}
+
+/// The watchdog process's entry point (`HELPER_ARG watchdog CPU`). Returns the exit code.
+pub fn main(args: &[String]) -> i32 {
+    // Off the managed cpu; deaf to the terminal's signals (its own process group already).
+    if let Some(cpu) = args.first().and_then(|c| c.parse::<usize>().ok()) {
+        let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
+    }
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGPIPE] {
+        // SAFETY: SIG_IGN installs no handler code.
+        unsafe {
+            let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn);
+        }
+    }
+    let mut undo = Vec::new();
+    let stdin = io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if let Some(u) = Undo::from_line(line.trim_end()) {
+            undo.push(u);
+        }
+    }
+    undo_all(&undo);
+    0
+}
+
+/// The executor's end of the watchdog.
+pub struct Watchdog {
+    child: Child,
+    pipe: Option<ChildStdin>,
+}
+
+impl Watchdog {
+    /// Starts the watchdog process.
+    pub fn spawn(helper: &HelperCommand, cpu: usize) -> io::Result<Watchdog> {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(&helper.program)
+            .args(&helper.args)
+            .arg("watchdog")
+            .arg(cpu.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("starting the watchdog ({}): {e}", helper.program.display()),
+                )
+            })?;
+        let pipe = child.stdin.take();
+        Ok(Watchdog { child, pipe })
+    }
+
+    /// Tells the watchdog how to undo something, before it is done.
+    pub fn announce(&mut self, undo: &Undo) -> io::Result<()> {
+        let pipe = self
+            .pipe
+            .as_mut()
+            .ok_or_else(|| io::Error::other("watchdog closed"))?;
+        writeln!(pipe, "{}", undo.to_line())?;
+        pipe.flush()
+    }
+
+    /// Closes the pipe and waits (bounded) for the watchdog to finish undoing.
+    pub fn finish(mut self) {
+        self.close_and_wait();
+    }
+
+    fn close_and_wait(&mut self) {
+        self.pipe = None;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            match self.child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.close_and_wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_undo_line_reads_back() {
+        let all = [
+            Undo::RtRuntime("950000".into()),
+            Undo::RunCgroup("/sys/fs/cgroup/unified/rtvmm-12".into()),
+            Undo::Guest {
+                pid: 42,
+                start_time: 123456,
+            },
+            Undo::ExternalCgroup("/sys/fs/cgroup/unified/my vm".into()),
+            Undo::ExternalPid(7),
+        ];
+        for u in all {
+            assert_eq!(Undo::from_line(&u.to_line()), Some(u.clone()), "{u:?}");
+        }
+        assert_eq!(Undo::from_line("guest 12"), None);
+        assert_eq!(Undo::from_line("reboot now"), None);
+    }
+
+    #[test]
+    fn a_process_start_time_is_read_past_a_name_with_spaces() {
+        let me = std::process::id() as i32;
+        let t = start_time(me).expect("our own start time");
+        assert!(t > 0);
+        assert_eq!(start_time(me), Some(t), "stable");
+        assert_eq!(start_time(i32::MAX), None);
+    }
+}
