@@ -156,7 +156,8 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         written.push(text_file(out, &run.results.to_json())?);
         text.push_str(&format!("results: {}\n", out.display()));
     }
-    if let (Some(out), Some(format), Some((events, names))) = (&args.trace, trace_format, &run.trace)
+    if let (Some(out), Some(format), Some((events, names))) =
+        (&args.trace, trace_format, &run.trace)
     {
         written.push(output_file(out, |file| {
             write_trace(file, format, events, names)
@@ -182,7 +183,11 @@ pub fn overhead_table(h: &HostResults) -> String {
         "executor on cpu {} (enforce {}){}\n{:<34} {:>8} {:>10} {:>10} {:>10} {:>12}\n",
         h.cpu,
         h.enforce,
-        if h.real_time { "" } else { " — NOT REAL-TIME" },
+        if h.real_time {
+            ""
+        } else {
+            " — NOT REAL-TIME"
+        },
         "",
         "count",
         "median",
@@ -191,8 +196,18 @@ pub fn overhead_table(h: &HostResults) -> String {
         "total"
     );
     for (name, d, total, unit_ns) in [
-        ("do_schedule (ns)", &h.do_schedule_ns, h.do_schedule_total_ns, true),
-        ("switch, decision → running (µs)", &h.switch_ns, h.switch_total_ns, false),
+        (
+            "do_schedule (ns)",
+            &h.do_schedule_ns,
+            h.do_schedule_total_ns,
+            true,
+        ),
+        (
+            "switch, decision → running (µs)",
+            &h.switch_ns,
+            h.switch_total_ns,
+            false,
+        ),
         ("tick lateness (µs)", &h.tick_lateness_ns, 0, false),
     ] {
         let show = |v: u64| {

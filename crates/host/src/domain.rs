@@ -39,9 +39,11 @@ pub fn guest_ranks(domain: &DomainSpec) -> Result<Vec<u32>, String> {
             GuestScheduler::Dm => t.deadline.as_ns(),
             GuestScheduler::Fp => t.priority as u64,
             GuestScheduler::Edf => {
-                return Err("guest 'edf': the host runs guests under Linux's SCHED_FIFO, a \
+                return Err(
+                    "guest 'edf': the host runs guests under Linux's SCHED_FIFO, a \
                             fixed-priority scheduler; use rm, dm or fp"
-                    .into())
+                        .into(),
+                )
             }
         })
     };
@@ -256,7 +258,9 @@ impl ProcessDomain {
 
     /// Records lost to full rings.
     pub fn lost(&self) -> u64 {
-        (0..self.spec.tasks.len()).map(|t| self.shared.lost(t)).sum()
+        (0..self.spec.tasks.len())
+            .map(|t| self.shared.lost(t))
+            .sum()
     }
 
     /// Whether every task reported its pending jobs.
@@ -402,10 +406,7 @@ mod tests {
             .iter()
             .map(|j| (j.seq, j.first_start, j.deadline))
             .collect();
-        assert_eq!(
-            pending,
-            vec![(2, Some(ms(30)), ms(30)), (3, None, ms(40))]
-        );
+        assert_eq!(pending, vec![(2, Some(ms(30)), ms(30)), (3, None, ms(40))]);
         assert_eq!(book.finished.len(), 2);
     }
 }

@@ -201,7 +201,10 @@ mod tests {
         assert_eq!(guest_priority(GUEST_LEVELS), None);
         let demoted_top = RUN_BAND_TOP - BAND_SHIFT;
         let demoted_bottom = RUN_BAND_BOTTOM - BAND_SHIFT;
-        assert!(demoted_bottom >= 2, "demoted threads stay above SCHED_FIFO 1");
+        assert!(
+            demoted_bottom >= 2,
+            "demoted threads stay above SCHED_FIFO 1"
+        );
         assert!(demoted_top < IDLE_PRIORITY_BAND && IDLE_PRIORITY_BAND < RUN_BAND_BOTTOM);
         assert!(RUN_BAND_TOP < SCHEDULER_PRIORITY);
         for b in Backend::ALL {

@@ -370,7 +370,8 @@ impl Shared {
     /// Starts the run at absolute instant `start` and wakes the guest's threads.
     pub fn go(&self, start: u64) {
         self.set(H_START, start);
-        self.phase_word().store(Phase::Run as u32, Ordering::Release);
+        self.phase_word()
+            .store(Phase::Run as u32, Ordering::Release);
         crate::sys::futex_wake_all(self.phase_word(), true);
     }
 
@@ -409,7 +410,10 @@ impl Shared {
             // Several threads may race: the first to swap the sequence answers.
             let ack = self.word(H_ACK_SEQ);
             let old = ack.load(Ordering::Acquire);
-            if old != seq && ack.compare_exchange(old, seq, Ordering::AcqRel, Ordering::Acquire).is_ok()
+            if old != seq
+                && ack
+                    .compare_exchange(old, seq, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
             {
                 self.set(H_ACK_AT, now());
             }

@@ -484,7 +484,10 @@ mod tests {
             cgroup2_mount_in(text),
             Some(PathBuf::from("/sys/fs/cgroup/unified"))
         );
-        assert_eq!(cgroup2_mount_in("42 31 0:39 / /x rw - cgroup cgroup rw"), None);
+        assert_eq!(
+            cgroup2_mount_in("42 31 0:39 / /x rw - cgroup cgroup rw"),
+            None
+        );
         assert_eq!(
             cgroup2_mount_in("41 31 0:38 / /my\\040cg rw - cgroup2 none rw"),
             Some(PathBuf::from("/my cg"))
@@ -493,7 +496,8 @@ mod tests {
 
     #[test]
     fn steal_is_the_eighth_value_of_the_cpus_line() {
-        let stat = "cpu  1 2 3 4 5 6 7 99 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\ncpu1 1 2 3 4 5 6 7 42 0 0\n";
+        let stat =
+            "cpu  1 2 3 4 5 6 7 99 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\ncpu1 1 2 3 4 5 6 7 42 0 0\n";
         assert_eq!(steal_ticks_in(stat, 1), Some(42));
         assert_eq!(steal_ticks_in(stat, 0), Some(8));
         assert_eq!(steal_ticks_in(stat, 2), None);

@@ -130,7 +130,12 @@ pub fn main(args: &[String]) -> i32 {
     if let Some(cpu) = args.first().and_then(|c| c.parse::<usize>().ok()) {
         let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
     }
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP, Signal::SIGPIPE] {
+    for signal in [
+        Signal::SIGINT,
+        Signal::SIGTERM,
+        Signal::SIGHUP,
+        Signal::SIGPIPE,
+    ] {
         // SAFETY: SIG_IGN installs no handler code.
         unsafe {
             let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn);

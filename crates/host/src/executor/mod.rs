@@ -50,7 +50,7 @@ use rtvmm_core::machine::{Activity, Machine};
 use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_sim::driver::{GuestEvent, TraceEvent};
-use rtvmm_sim::results::{DomainJobs, Dist, HostResults, RunResults, TaskJobs, SOURCE_HOST};
+use rtvmm_sim::results::{Dist, DomainJobs, HostResults, RunResults, TaskJobs, SOURCE_HOST};
 use rtvmm_sim::trace::{DomainNames, TaskNames, TraceNames};
 use rtvmm_sim::{Change, SystemSpec};
 
@@ -310,8 +310,9 @@ impl Run {
             }
             None => None,
         };
-        let notify = EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
-            .map_err(|e| HostError::io("eventfd")(e.into()))?;
+        let notify =
+            EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
+                .map_err(|e| HostError::io("eventfd")(e.into()))?;
         let timer = TimerFd::new(
             ClockId::CLOCK_MONOTONIC,
             TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
@@ -529,12 +530,11 @@ impl Run {
             domain: domain.to_string(),
             reason: "no such domain".into(),
         };
-        let machine_error = |domain: &str, e: rtvmm_core::machine::MachineError| {
-            HostError::Domain {
+        let machine_error =
+            |domain: &str, e: rtvmm_core::machine::MachineError| HostError::Domain {
                 domain: domain.to_string(),
                 reason: e.to_string(),
-            }
-        };
+            };
         match change {
             Change::SetParams { domain, params } => {
                 let d = self.slot_named(&domain).ok_or_else(|| unknown(&domain))?;
@@ -634,9 +634,12 @@ impl Run {
         match self.current {
             Some(Target::Domain(d)) => {
                 let slot = &self.slots[d];
-                self.enforcer.stop(&slot.domain.member).map_err(HostError::io(
-                    format!("domain '{}': stopping it", slot.domain.spec.name),
-                ))?
+                self.enforcer
+                    .stop(&slot.domain.member)
+                    .map_err(HostError::io(format!(
+                        "domain '{}': stopping it",
+                        slot.domain.spec.name
+                    )))?
             }
             Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
             None => {}
@@ -648,9 +651,12 @@ impl Run {
         match target {
             Target::Domain(d) => {
                 let slot = &self.slots[d];
-                self.enforcer.resume(&slot.domain.member).map_err(HostError::io(
-                    format!("domain '{}': resuming it", slot.domain.spec.name),
-                ))?
+                self.enforcer
+                    .resume(&slot.domain.member)
+                    .map_err(HostError::io(format!(
+                        "domain '{}': resuming it",
+                        slot.domain.spec.name
+                    )))?
             }
             Target::Idle => self.spinner.as_ref().expect("started").spin(),
         }
@@ -684,7 +690,10 @@ impl Run {
         );
         if self
             .timer
-            .set(Expiration::OneShot(spec), TimerSetTimeFlags::TFD_TIMER_ABSTIME)
+            .set(
+                Expiration::OneShot(spec),
+                TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+            )
             .is_err()
         {
             sys::sleep_until(at);
@@ -783,7 +792,14 @@ impl Run {
                         .collect(),
                 })
                 .collect();
-            RunResults::from_domains(&self.machine, &domains, scenario, seed, reached, SOURCE_HOST)
+            RunResults::from_domains(
+                &self.machine,
+                &domains,
+                scenario,
+                seed,
+                reached,
+                SOURCE_HOST,
+            )
         };
         results.host = Some(host);
         let trace = options.record_trace.then(|| self.trace(reached));
@@ -811,7 +827,12 @@ impl Run {
 
 impl Run {
     /// The executor's own measurements.
-    fn host_results(&mut self, options: &HostOptions, reached: Nanos, cpu_used: u64) -> HostResults {
+    fn host_results(
+        &mut self,
+        options: &HostOptions,
+        reached: Nanos,
+        cpu_used: u64,
+    ) -> HostResults {
         let total = |v: &[u64]| v.iter().sum::<u64>();
         let m = &mut self.measures;
         let duration = reached.as_ns().max(1);
@@ -821,7 +842,12 @@ impl Run {
         };
         HostResults {
             real_time: self.allowed.missing.is_empty(),
-            not_real_time_because: self.allowed.missing.iter().map(ToString::to_string).collect(),
+            not_real_time_because: self
+                .allowed
+                .missing
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
             cpu: self.cpu as u32,
             enforce: options.backend.name().to_string(),
             do_schedule_total_ns: total(&m.do_schedule),

@@ -1,0 +1,65 @@
+//! The host executor's integration tests, on real threads and processes.
+//!
+//! One test binary with its own small runner (`harness = false`): the binary doubles as
+//! the helper the executor re-executes (guests, watchdog) and as a stand-alone executor
+//! for the tests that kill one (`__run`), and the tests share one cpu, so they run one
+//! after another. Each test that needs root, cgroup v2 and `SCHED_FIFO` checks for them
+//! first and, where they are missing, prints `skipped: ...` with the reason and returns.
+//! After every test the runner checks that nothing was left behind (no rtvmm cgroup, RT
+//! throttling as it was, no rtvmm thread anywhere) and fails the test otherwise.
+//!
+//! Modules:
+//! - [`util`]: the runner, the skip check, systems to run, the leftover check.
+//! - [`share`]: a 20 %-budget domain gets 20 % of the core under every server policy.
+//! - [`idle_server`]: an idle high-priority domain under DS and PTPS.
+//! - [`safety`]: `kill -9` (and SIGTERM) of the executor leaves nothing behind, every
+//!   backend, several times; a stop flag ends a run with its results.
+//! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
+//!   best effort the run is labelled not real-time.
+//! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
+
+mod idle_server;
+mod privileges;
+mod protocol;
+mod safety;
+mod share;
+mod util;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = rtvmm_host::helper_main(&args) {
+        return ExitCode::from(code.clamp(0, 255) as u8);
+    }
+    if args.first().map(String::as_str) == Some(util::RUN_ARG) {
+        return util::run_executor(&args[1..]);
+    }
+    let tests: &[(&str, fn())] = &[
+        (
+            "share::a_20_percent_domain_gets_20_percent_under_every_server_policy",
+            share::a_20_percent_domain_gets_20_percent_under_every_server_policy,
+        ),
+        (
+            "idle_server::an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds",
+            idle_server::an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds,
+        ),
+        (
+            "safety::kill_9_of_the_executor_leaves_nothing_behind",
+            safety::kill_9_of_the_executor_leaves_nothing_behind,
+        ),
+        (
+            "safety::a_stopped_run_keeps_its_results_and_cleans_up",
+            safety::a_stopped_run_keeps_its_results_and_cleans_up,
+        ),
+        (
+            "privileges::an_unprivileged_user_is_refused_with_the_privilege_named",
+            privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
+        ),
+        (
+            "protocol::every_released_job_is_counted_once_with_its_deadline",
+            protocol::every_released_job_is_counted_once_with_its_deadline,
+        ),
+    ];
+    util::run_tests(tests, &args)
+}

@@ -1,0 +1,54 @@
+//! A domain with a 20 % server (2 ms every 10 ms, the highest priority) competing with an
+//! always-busy domain gets 20 % of the core, under every server policy.
+
+use rtvmm_core::policy::PolicyKind;
+use rtvmm_host::enforce::Backend;
+
+use crate::util::{ms, run, skip, twenty_percent};
+
+/// The share the 20 % domain's threads really had (their own CPU clocks) may differ from
+/// 20 % by at most this (percentage points): each of its 100 switches in per second costs
+/// it the switch latency (≈ 15–50 µs here), and the host steals time at random.
+const TOLERANCE: f64 = 2.5;
+/// What the core accounted (its VCPU's run time, measured with the real clock) is within
+/// this of 20 %.
+const ACCOUNTED_TOLERANCE: f64 = 1.0;
+
+/// 1.5 s per policy (150 periods), freeze backend.
+pub fn a_20_percent_domain_gets_20_percent_under_every_server_policy() {
+    if skip("share") {
+        return;
+    }
+    let duration = ms(1500);
+    for policy in [
+        PolicyKind::Deferrable,
+        PolicyKind::Periodic,
+        PolicyKind::Polling,
+        PolicyKind::Sporadic,
+        PolicyKind::Wcps,
+        PolicyKind::Crps,
+    ] {
+        let results = run(&twenty_percent(policy), duration, Backend::Freeze).results;
+        let host = results.host.as_ref().expect("a host section");
+        assert!(host.real_time, "{policy:?}: a real-time run");
+        let seconds = duration.as_secs_f64() * 1e9;
+        let got = 100.0 * host.domain_cpu_ns[0] as f64 / seconds;
+        let accounted = 100.0 * results.domains[0].vcpus[0].run_ns as f64 / seconds;
+        let rest = 100.0 * host.domain_cpu_ns[1] as f64 / seconds;
+        eprintln!(
+            "{policy:?}: d20 had {got:.2}% (accounted {accounted:.2}%), the busy domain {rest:.2}%"
+        );
+        assert!(
+            (got - 20.0).abs() <= TOLERANCE,
+            "{policy:?}: the 20% domain had {got:.2}% of the core"
+        );
+        assert!(
+            (accounted - 20.0).abs() <= ACCOUNTED_TOLERANCE,
+            "{policy:?}: its VCPU was accounted {accounted:.2}%"
+        );
+        assert!(
+            rest >= 70.0,
+            "{policy:?}: the busy domain had only {rest:.2}% of the rest"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! The runner, the skip check, systems to run, and the leftover check.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+use rtvmm_core::machine::MachineConfig;
+use rtvmm_core::model::{DomainSpec, VcpuParams};
+use rtvmm_core::policy::{PolicyKind, PolicySettings};
+use rtvmm_core::Nanos;
+use rtvmm_host::enforce::Backend;
+use rtvmm_host::executor::{self, HostOptions, HostRun};
+use rtvmm_host::{sys, HelperCommand};
+use rtvmm_sim::SystemSpec;
+
+/// First argument of the stand-alone executor mode:
+/// `__run POLICY BACKEND MILLISECONDS [best-effort]`.
+pub const RUN_ARG: &str = "__run";
+
+pub fn ms(x: u64) -> Nanos {
+    Nanos::from_ms(x)
+}
+
+/// Runs the tests whose names contain every non-flag argument, one after another;
+/// prints libtest's lines (so CI counts them). A test fails by panicking, or by leaving
+/// something behind.
+pub fn run_tests(tests: &[(&str, fn())], args: &[String]) -> ExitCode {
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let chosen: Vec<&(&str, fn())> = tests
+        .iter()
+        .filter(|(name, _)| filters.iter().all(|f| name.contains(f.as_str())))
+        .collect();
+    let began = Instant::now();
+    println!("\nrunning {} tests", chosen.len());
+    let mut failed = Vec::new();
+    for (name, test) in &chosen {
+        let outcome = panic::catch_unwind(AssertUnwindSafe(test));
+        let leftovers = leftovers();
+        let ok = outcome.is_ok() && leftovers.is_empty();
+        if !leftovers.is_empty() {
+            eprintln!("{name}: left behind: {leftovers:?}");
+        }
+        println!("test {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if !ok {
+            failed.push(*name);
+        }
+    }
+    let passed = chosen.len() - failed.len();
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for f in &failed {
+            println!("    {f}");
+        }
+    }
+    println!(
+        "\ntest result: {}. {passed} passed; {} failed; 0 ignored; 0 measured; {} filtered out; finished in {:.2}s\n",
+        if failed.is_empty() { "ok" } else { "FAILED" },
+        failed.len(),
+        tests.len() - chosen.len(),
+        began.elapsed().as_secs_f64()
+    );
+    if failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `Err(reason)` unless this machine lets a real-time run start: root (or the
+/// capabilities), a writable RT-throttling setting, and a writable cgroup v2.
+pub fn real_time_available() -> Result<(), String> {
+    let missing = sys::missing_privileges(&sys::Host, true);
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(missing
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "))
+    }
+}
+
+/// Prints why the test is skipped and returns true when it must be.
+pub fn skip(test: &str) -> bool {
+    match real_time_available() {
+        Ok(()) => false,
+        Err(reason) => {
+            eprintln!("skipped: {test}: needs root, cgroup v2 and SCHED_FIFO: {reason}");
+            true
+        }
+    }
+}
+
+/// A domain whose one task always has work (wcet twice its period).
+pub fn busy(name: &str, budget: Nanos, period: Nanos, priority: u32) -> DomainSpec {
+    DomainSpec {
+        name: name.into(),
+        vcpu: VcpuParams::server(budget, period, priority),
+        guest: GuestScheduler::Rm,
+        tasks: vec![TaskSpec::periodic("busy", period, period + period)],
+    }
+}
+
+pub fn system(policy: PolicyKind, domains: Vec<DomainSpec>) -> SystemSpec {
+    SystemSpec {
+        machine: MachineConfig::default(),
+        policy: PolicySettings::default()
+            .config(policy)
+            .expect("a policy without a table"),
+        domains,
+        changes: vec![],
+    }
+}
+
+/// The two-domain system of the share test: `d20` (2 ms every 10 ms, priority 1) and
+/// `rest` (10 ms every 10 ms, priority 2), both always busy.
+pub fn twenty_percent(policy: PolicyKind) -> SystemSpec {
+    system(
+        policy,
+        vec![
+            busy("d20", ms(2), ms(10), 1),
+            busy("rest", ms(10), ms(10), 2),
+        ],
+    )
+}
+
+pub fn options(duration: Nanos) -> HostOptions {
+    HostOptions::new(
+        HelperCommand::this_program().expect("this test binary"),
+        duration,
+    )
+}
+
+pub fn run(system: &SystemSpec, duration: Nanos, backend: Backend) -> HostRun {
+    let mut options = options(duration);
+    options.backend = backend;
+    executor::run(system, "test", 1, options).unwrap_or_else(|e| panic!("host run: {e}"))
+}
+
+/// The stand-alone executor (`__run POLICY BACKEND MILLISECONDS [best-effort]`): runs
+/// [`twenty_percent`] and prints its summary; exit 0, 1 (failed) or 2 (refused, the
+/// message on stderr).
+pub fn run_executor(args: &[String]) -> ExitCode {
+    let (policy, backend, millis, best_effort) = match args {
+        [p, b, m] => (p, b, m, false),
+        [p, b, m, flag] if flag == "best-effort" => (p, b, m, true),
+        _ => {
+            eprintln!("usage: {RUN_ARG} POLICY BACKEND MILLISECONDS [best-effort]");
+            return ExitCode::from(2);
+        }
+    };
+    let policy = PolicyKind::from_name(policy).expect("a policy");
+    let backend = Backend::from_name(backend).expect("a backend");
+    let mut options = options(ms(millis.parse().expect("milliseconds")));
+    options.backend = backend;
+    options.best_effort = best_effort;
+    match executor::run(&twenty_percent(policy), "test", 1, options) {
+        Ok(run) => {
+            print!("{}", run.results.summary());
+            println!("{}", run.results.to_json());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(if e.is_bad_input() { 2 } else { 1 })
+        }
+    }
+}
+
+/// The RT throttling setting before any test ran (read once).
+pub fn rt_runtime_at_start() -> String {
+    static AT_START: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    AT_START
+        .get_or_init(|| {
+            std::fs::read_to_string(sys::RT_RUNTIME_PATH)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        })
+        .clone()
+}
+
+/// What a run may have left behind: rtvmm cgroups, a changed RT throttling setting, and
+/// threads named `rtvmm-*` (guest task threads, the IDLE spinner, the scheduler thread)
+/// anywhere on the machine, with their scheduling class.
+pub fn leftovers() -> Vec<String> {
+    let mut found = Vec::new();
+    if let Some(mount) = sys::cgroup2_mount() {
+        if let Ok(entries) = std::fs::read_dir(&mount) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with("rtvmm-") {
+                    found.push(format!("cgroup {}", e.path().display()));
+                }
+            }
+        }
+    }
+    let now = std::fs::read_to_string(sys::RT_RUNTIME_PATH)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    if now != rt_runtime_at_start() {
+        found.push(format!(
+            "sched_rt_runtime_us is {now}, was {}",
+            rt_runtime_at_start()
+        ));
+    }
+    found.extend(rtvmm_threads());
+    found
+}
+
+/// Every thread on the machine named `rtvmm-*`, as `pid/tid name policy`.
+pub fn rtvmm_threads() -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for p in procs.flatten() {
+        let Ok(pid) = p.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            let comm = comm.trim();
+            if comm.starts_with("rtvmm-") {
+                let tid: i32 = t.file_name().to_string_lossy().parse().unwrap_or(0);
+                let policy = sys::policy_of(tid)
+                    .map(|(p, prio)| format!("policy {p} prio {prio}"))
+                    .unwrap_or_default();
+                found.push(format!("thread {pid}/{tid} {comm} {policy}"));
+            }
+        }
+    }
+    found
+}
+
+/// Waits up to `seconds` for `done`, polling.
+pub fn eventually(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + std::time::Duration::from_secs(seconds);
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    done()
+}
+
+/// The run's cgroup of executor `pid`, if cgroup v2 is mounted.
+pub fn run_cgroup(pid: u32) -> Option<std::path::PathBuf> {
+    sys::cgroup2_mount().map(|m| m.join(format!("rtvmm-{pid}")))
+}
+
+pub fn exists(path: &Option<std::path::PathBuf>) -> bool {
+    path.as_deref().is_some_and(Path::exists)
+}
