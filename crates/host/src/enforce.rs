@@ -43,6 +43,9 @@ pub const IDLE_PRIORITY_BAND: u32 = RUN_BAND_BOTTOM - 1;
 pub const IDLE_PRIORITY: u32 = 1;
 /// The scheduler thread's priority.
 pub const SCHEDULER_PRIORITY: u32 = 99;
+
+// The scheduler thread preempts every guest thread, whatever its band.
+const _: () = assert!(RUN_BAND_TOP < SCHEDULER_PRIORITY);
 /// Distinct priority levels a guest may use.
 pub const GUEST_LEVELS: u32 = RUN_BAND_TOP - RUN_BAND_BOTTOM + 1;
 
@@ -206,7 +209,6 @@ mod tests {
             "demoted threads stay above SCHED_FIFO 1"
         );
         assert!(demoted_top < IDLE_PRIORITY_BAND && IDLE_PRIORITY_BAND < RUN_BAND_BOTTOM);
-        assert!(RUN_BAND_TOP < SCHEDULER_PRIORITY);
         for b in Backend::ALL {
             assert_eq!(Backend::from_name(b.name()), Some(b));
         }

@@ -613,7 +613,7 @@ mod tests {
             seq,
             release: seq * 10,
             first_start: Some(seq * 10 + 1),
-            finish: (seq % 2 == 0).then_some(seq * 10 + 5),
+            finish: seq.is_multiple_of(2).then_some(seq * 10 + 5),
         }
     }
 
