@@ -84,7 +84,7 @@ impl FakeExecutor {
                     let request = requests.recv_timeout(Duration::from_millis(1));
                     let mut guard = system.lock().unwrap();
                     let System { machine, domains } = &mut *guard;
-                    now = now + ms(1);
+                    now += ms(1);
                     while machine.poll_timeout() <= now {
                         let due = machine.poll_timeout().max(machine.now());
                         machine.handle_timeout(due);
