@@ -27,6 +27,7 @@ use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::trace::TraceFormat;
 
+mod ctl;
 mod experiment;
 mod gen;
 mod progress;
@@ -146,6 +147,10 @@ enum Command {
     /// List the VMM scheduling policies, with their aliases
     #[command(after_help = EXIT_CODES)]
     Policies,
+    /// Live control of a running `rtvmm host run` over its control socket: sched-show,
+    /// sched-set, sched-rtds, policy (hot swap), domain add/remove
+    #[command(after_help = EXIT_CODES)]
+    Ctl(ctl::CtlArgs),
 }
 
 /// Options of `rtvmm analyze`.
@@ -268,6 +273,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Policies => policies(),
+        Command::Ctl(args) => ctl::run(args),
         Command::Check {
             scenario,
             policy,

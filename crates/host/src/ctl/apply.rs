@@ -295,11 +295,12 @@ pub fn apply(
             domains.insert(&spec.name, vcpu);
             done(
                 format!(
-                    "{}: added as VCPU {} ({} tasks, guest {}; budget {}, period {}, \
+                    "{}: added as VCPU {} ({} task{}, guest {}; budget {}, period {}, \
                      priority {})",
                     spec.name,
                     vcpu.0,
                     spec.tasks.len(),
+                    if spec.tasks.len() == 1 { "" } else { "s" },
                     spec.guest.name(),
                     spec.vcpu.budget,
                     spec.vcpu.period,
@@ -375,14 +376,21 @@ fn show(machine: &Machine, domains: &Domains, only: Option<&str>) -> Reply {
 /// waiting for it, [`Request::claim`]), sends the reply, and returns what the executor
 /// must do outside the machine. The executor's whole side of live control:
 ///
-/// ```ignore
+/// ```
+/// # use rtvmm_host::ctl;
+/// # use rtvmm_core::{machine::Machine, Nanos};
+/// # fn drain(control: &std::sync::mpsc::Receiver<ctl::Request>, machine: &mut Machine,
+/// #          domains: &mut ctl::Domains, now: Nanos) {
+/// # let start_guest = |_, _| {};
+/// # let stop_guest = |_| {};
 /// while let Ok(request) = control.try_recv() {
-///     match ctl::serve(request, &mut machine, &mut domains, now) {
+///     match ctl::serve(request, machine, domains, now) {
 ///         ctl::Effect::Added { vcpu, domain } => start_guest(vcpu, domain),
 ///         ctl::Effect::Removed { vcpu, .. } => stop_guest(vcpu),
 ///         _ => {}
 ///     }
 /// }
+/// # }
 /// ```
 pub fn serve(request: Request, machine: &mut Machine, domains: &mut Domains, now: Nanos) -> Effect {
     serve_with(request, machine, domains, now, |_| {})

@@ -210,3 +210,116 @@ pub fn exchange(path: &Path, line: &str, timeout: Duration) -> Result<String, Cl
     }
     Ok(String::from_utf8_lossy(&reply[..end]).into_owned())
 }
+
+/// A file `rtvmm ctl` reads that cannot be used: the user's to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("{path}: cannot read the file: {error}")]
+    Io { path: PathBuf, error: io::Error },
+    #[error("{path}: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("{path}: {problem}")]
+    Shape { path: PathBuf, problem: String },
+    /// The scenario reader's refusal (it names the file, the domain and the field).
+    #[error("{0}")]
+    Invalid(rtvmm_scenario::ScenarioError),
+}
+
+/// A file as a TOML table: TOML, or JSON when its name ends in `.json`.
+fn read_table(path: &Path) -> Result<toml::Table, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|error| FileError::Io {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    let syntax = |message: String| FileError::Syntax {
+        path: path.to_path_buf(),
+        message,
+    };
+    if path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    {
+        let value: Value = serde_json::from_str(&text).map_err(|e| syntax(e.to_string()))?;
+        match super::protocol::to_toml(&value, "") {
+            Ok(toml::Value::Table(table)) => Ok(table),
+            Ok(_) => Err(FileError::Shape {
+                path: path.to_path_buf(),
+                problem: "expected a JSON object".to_string(),
+            }),
+            Err(e) => Err(syntax(e.to_string())),
+        }
+    } else {
+        toml::from_str(&text).map_err(|e: toml::de::Error| syntax(e.message().trim().to_string()))
+    }
+}
+
+/// The one table under `key` when `table` is a scenario-like file holding it (`[[domain]]`
+/// with exactly one entry, or `[scheduler]`), else `table` itself.
+fn unwrap_section(
+    path: &Path,
+    mut table: toml::Table,
+    key: &str,
+) -> Result<toml::Table, FileError> {
+    let shape = |problem: String| FileError::Shape {
+        path: path.to_path_buf(),
+        problem,
+    };
+    match table.remove(key) {
+        None => Ok(table),
+        Some(toml::Value::Table(inner)) => Ok(inner),
+        Some(toml::Value::Array(mut items)) if items.len() == 1 => match items.remove(0) {
+            toml::Value::Table(inner) => Ok(inner),
+            _ => Err(shape(format!("[[{key}]]: expected a table"))),
+        },
+        Some(toml::Value::Array(items)) => Err(shape(format!(
+            "{} [[{key}]] tables: give one per command",
+            items.len()
+        ))),
+        Some(other) => Err(shape(format!(
+            "{key}: expected a table, found a {}",
+            other.type_str()
+        ))),
+    }
+}
+
+/// Reads a domain file for `add-domain`: the keys of one `[[domain]]` table (`name`,
+/// `guest`, `vcpu`, `[[task]]`), or a file with exactly one `[[domain]]`; TOML, or JSON
+/// when it ends in `.json`. Checked by the scenario reader, with the file named in its
+/// messages. Returns the domain as the request's `domain` value.
+pub fn read_domain_file(path: &Path) -> Result<Value, FileError> {
+    let table = unwrap_section(path, read_table(path)?, "domain")?;
+    let value = toml::Value::Table(table);
+    rtvmm_scenario::live::read_domain(&value, &path.display().to_string())
+        .map_err(FileError::Invalid)?;
+    Ok(toml_to_json(&value))
+}
+
+/// Reads a `[scheduler]` settings file for `swap-policy`: that section's keys (`credit`,
+/// `rtds`, `major_frame`, `minor_frames`), or a scenario-like file with a `[scheduler]`
+/// section (its `policy` key, if any, is left out: the command names the policy).
+pub fn read_scheduler_file(path: &Path) -> Result<serde_json::Map<String, Value>, FileError> {
+    let mut table = unwrap_section(path, read_table(path)?, "scheduler")?;
+    table.remove("policy");
+    match toml_to_json(&toml::Value::Table(table)) {
+        Value::Object(map) => Ok(map),
+        _ => unreachable!("a table becomes an object"),
+    }
+}
+
+/// A TOML value as JSON (a date, which no key takes, becomes its text).
+fn toml_to_json(value: &toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::String(s.clone()),
+        toml::Value::Integer(i) => Value::from(*i),
+        toml::Value::Float(x) => Value::from(*x),
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(d) => Value::String(d.to_string()),
+        toml::Value::Array(items) => Value::Array(items.iter().map(toml_to_json).collect()),
+        toml::Value::Table(table) => Value::Object(
+            table
+                .iter()
+                .map(|(k, v)| (k.clone(), toml_to_json(v)))
+                .collect(),
+        ),
+    }
+}

@@ -87,11 +87,16 @@ pub mod client;
 pub mod protocol;
 pub mod render;
 mod server;
+pub mod standin;
 
 pub use apply::{apply, serve, serve_with, Applied, Domains, Effect};
-pub use client::{call, default_socket_dir, default_socket_path, find_socket, ClientError};
+pub use client::{
+    call, default_socket_dir, default_socket_path, find_socket, read_domain_file,
+    read_scheduler_file, ClientError, FileError,
+};
 pub use protocol::{
     request, Command, DomainStatus, ErrorCode, Reply, RequestError, SchedShow, MAX_REQUEST_BYTES,
     VERSION,
 };
 pub use server::{Request, Server, ServerConfig, ServerError, MAX_SOCKET_PATH};
+pub use standin::StandIn;

@@ -103,7 +103,7 @@ fn kind_of(value: &Value) -> &'static str {
 
 /// A JSON value as the TOML value the scenario reader takes; `field` names it in
 /// messages. JSON's null and integers beyond TOML's have no TOML form.
-fn to_toml(value: &Value, field: &str) -> Result<toml::Value, RequestError> {
+pub(crate) fn to_toml(value: &Value, field: &str) -> Result<toml::Value, RequestError> {
     let problem = |problem: String| RequestError::Field {
         field: field.to_string(),
         problem,

@@ -8,116 +8,52 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rtvmm_core::machine::{Machine, MachineConfig};
+use rtvmm_core::machine::Machine;
 use rtvmm_core::model::{DomainId, VcpuId, VcpuParams};
-use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
+use rtvmm_core::policy::{PolicyConfig, PolicyKind};
 use rtvmm_core::Nanos;
-use rtvmm_host::ctl::{self, client, Domains, ErrorCode, Reply, Request, Server, ServerConfig};
-use rtvmm_scenario::SchedulerSettings;
+use rtvmm_host::ctl::{
+    self, client, Domains, ErrorCode, Reply, Request, Server, ServerConfig, StandIn,
+};
+use rtvmm_scenario::Scenario;
 use serde_json::{json, Value};
 
 fn ms(x: u64) -> Nanos {
     Nanos::from_ms(x)
 }
 
-/// The system a stand-in executor runs: Deferrable Server, d1 (2/10 ms, priority 1) and
+/// The system the stand-in executor runs: Deferrable Server, d1 (2/10 ms, priority 1) and
 /// d2 (4/20 ms, priority 2), both busy.
-struct System {
-    machine: Machine,
-    domains: Domains,
+const SCENARIO: &str = r#"
+    name = "two"
+    duration = "10s"
+    [[domain]]
+    name = "d1"
+    vcpu = { budget = "2ms", period = "10ms" }
+    [[domain]]
+    name = "d2"
+    vcpu = { budget = "4ms", period = "20ms" }
+"#;
+
+fn scenario() -> Scenario {
+    Scenario::from_toml(SCENARIO, "two.toml").unwrap()
 }
 
-impl System {
-    fn new() -> System {
-        let mut machine = Machine::new(MachineConfig::default(), PolicyConfig::Deferrable).unwrap();
-        let mut domains = Domains::new(SchedulerSettings {
-            credit: CreditConfig::default(),
-            rtds: RtdsMode::default(),
-            arinc653: None,
-        });
-        for (name, budget, period, priority) in [("d1", 2, 10, 1), ("d2", 4, 20, 2)] {
-            let params = VcpuParams {
-                weight: rtvmm_core::model::credit_weight_from_share(ms(budget), ms(period)),
-                ..VcpuParams::server(ms(budget), ms(period), priority)
-            };
-            let id = DomainId(machine.vcpu_count() as u32);
-            let vcpu = machine.add_vcpu(Nanos::ZERO, id, params).unwrap();
-            machine.wake(Nanos::ZERO, vcpu);
-            domains.insert(name, vcpu);
-        }
-        System { machine, domains }
-    }
-
-    /// Every VCPU's parameters and the policy: what a refused request must leave as it
-    /// was.
-    fn snapshot(&self) -> (Vec<VcpuParams>, PolicyConfig) {
-        let params = (0..self.machine.vcpu_count())
-            .map(|i| self.machine.params(VcpuId(i as u32)).clone())
-            .collect();
-        (params, self.machine.policy_config().clone())
-    }
+fn executor(requests: Receiver<Request>) -> StandIn {
+    StandIn::from_scenario(&scenario(), requests).unwrap()
 }
 
-/// A stand-in for the executor: a thread that advances the machine on a virtual clock
-/// (1 ms per millisecond of waiting) and serves each request between two steps.
-struct FakeExecutor {
-    system: Arc<Mutex<System>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl FakeExecutor {
-    fn start(requests: Receiver<Request>) -> FakeExecutor {
-        let system = Arc::new(Mutex::new(System::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (system, stop) = (Arc::clone(&system), Arc::clone(&stop));
-            std::thread::spawn(move || {
-                let mut now = Nanos::ZERO;
-                while !stop.load(Ordering::SeqCst) {
-                    let request = requests.recv_timeout(Duration::from_millis(1));
-                    let mut guard = system.lock().unwrap();
-                    let System { machine, domains } = &mut *guard;
-                    now += ms(1);
-                    while machine.poll_timeout() <= now {
-                        let due = machine.poll_timeout().max(machine.now());
-                        machine.handle_timeout(due);
-                    }
-                    match request {
-                        Ok(request) => {
-                            ctl::serve(request, machine, domains, now);
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => return,
-                    }
-                }
-            })
-        };
-        FakeExecutor {
-            system,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    fn with<T>(&self, f: impl FnOnce(&System) -> T) -> T {
-        f(&self.system.lock().unwrap())
-    }
-}
-
-impl Drop for FakeExecutor {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+/// Every VCPU's parameters and the policy: what a refused request must leave as it was.
+fn snapshot(machine: &Machine, _: &Domains) -> (Vec<VcpuParams>, PolicyConfig) {
+    let params = (0..machine.vcpu_count())
+        .map(|i| machine.params(VcpuId(i as u32)).clone())
+        .collect();
+    (params, machine.policy_config().clone())
 }
 
 /// A fresh directory others may traverse (0755), as `/run/rtvmm` is not but a test's
@@ -225,7 +161,7 @@ fn commands_through_the_socket_reach_the_machine() {
     let dir = socket_dir();
     let path = dir.path().join("run.sock");
     let (_server, requests) = Server::start(&path).unwrap();
-    let executor = FakeExecutor::start(requests);
+    let executor = executor(requests);
     let d1 = VcpuId(0);
 
     let reply = call(
@@ -236,7 +172,7 @@ fn commands_through_the_socket_reach_the_machine() {
         message(&reply).starts_with("d1: budget 2ms -> 3ms"),
         "{reply:?}"
     );
-    executor.with(|s| assert_eq!(s.machine.params(d1).budget, ms(3)));
+    executor.with(|m, _| assert_eq!(m.params(d1).budget, ms(3)));
 
     let reply = call(&path, json!({"v":1,"cmd":"sched-show"}));
     let Reply::Show(show) = &reply else {
@@ -251,13 +187,13 @@ fn commands_through_the_socket_reach_the_machine() {
         message(&reply),
         "policy deferrable -> rtds: every domain starts its first period under rtds now"
     );
-    executor.with(|s| assert_eq!(s.machine.policy_kind(), PolicyKind::Rtds));
+    executor.with(|m, _| assert_eq!(m.policy_kind(), PolicyKind::Rtds));
 
     let add = json!({"v":1,"cmd":"add-domain","domain":{"name":"d3",
         "vcpu":{"budget":"1ms","period":"5ms","priority":3},
         "task":[{"name":"t1","period":"10ms","wcet":"1ms"}]}});
     assert!(message(&call(&path, add)).starts_with("d3: added as VCPU 2"));
-    executor.with(|s| assert_eq!(s.domains.vcpu("d3"), Some(VcpuId(2))));
+    executor.with(|_, d| assert_eq!(d.vcpu("d3"), Some(VcpuId(2))));
     assert_eq!(
         message(&call(
             &path,
@@ -265,7 +201,7 @@ fn commands_through_the_socket_reach_the_machine() {
         )),
         "d3: removed (VCPU 2)"
     );
-    executor.with(|s| assert_eq!(s.domains.vcpu("d3"), None));
+    executor.with(|_, d| assert_eq!(d.vcpu("d3"), None));
 }
 
 #[test]
@@ -273,8 +209,8 @@ fn refused_and_malformed_requests_change_nothing() {
     let dir = socket_dir();
     let path = dir.path().join("run.sock");
     let (_server, requests) = Server::start(&path).unwrap();
-    let executor = FakeExecutor::start(requests);
-    let before = executor.with(System::snapshot);
+    let executor = executor(requests);
+    let before = executor.with(snapshot);
 
     // Refused by the executor: budget above period (the core's check), an unknown domain.
     let reply = call(
@@ -320,7 +256,7 @@ fn refused_and_malformed_requests_change_nothing() {
     .unwrap_err();
     assert!(error.is_usage());
 
-    assert_eq!(executor.with(System::snapshot), before);
+    assert_eq!(executor.with(snapshot), before);
 }
 
 #[test]
@@ -332,7 +268,7 @@ fn a_silent_client_times_out_without_holding_up_others() {
         ..ServerConfig::default()
     };
     let (_server, requests) = Server::start_with(&path, config).unwrap();
-    let _executor = FakeExecutor::start(requests);
+    let _executor = executor(requests);
     let silent = UnixStream::connect(&path).unwrap();
     let started = Instant::now();
     let reply = call(&path, json!({"v":1,"cmd":"sched-show"}));
@@ -362,7 +298,7 @@ fn connections_beyond_the_limit_are_told_to_retry() {
         ..ServerConfig::default()
     };
     let (_server, requests) = Server::start_with(&path, config).unwrap();
-    let _executor = FakeExecutor::start(requests);
+    let _executor = executor(requests);
     let _silent = UnixStream::connect(&path).unwrap();
     std::thread::sleep(Duration::from_millis(50));
     let reply = call(&path, json!({"v":1,"cmd":"sched-show"}));
@@ -390,12 +326,22 @@ fn an_executor_that_does_not_answer_does_not_hang_the_client_and_changes_nothing
         "the executor did not take the command within 200 ms; nothing was changed"
     );
     // The executor wakes up late: the abandoned request is skipped, as the client was told.
-    let mut system = System::new();
-    let before = system.snapshot();
     let request = requests.try_recv().expect("queued");
-    let effect = ctl::serve(request, &mut system.machine, &mut system.domains, ms(1));
+    let late = executor(std::sync::mpsc::channel().1);
+    let before = late.with(snapshot);
+    drop(late);
+    let s = scenario();
+    let mut machine = Machine::new(s.system.machine, s.system.policy.clone()).unwrap();
+    let mut domains = Domains::new(s.scheduler.clone());
+    for (i, d) in s.system.domains.iter().enumerate() {
+        let v = machine
+            .add_vcpu(Nanos::ZERO, DomainId(i as u32), d.vcpu.clone())
+            .unwrap();
+        domains.insert(&d.name, v);
+    }
+    let effect = ctl::serve(request, &mut machine, &mut domains, ms(1));
     assert_eq!(effect, ctl::Effect::None);
-    assert_eq!(system.snapshot(), before);
+    assert_eq!(snapshot(&machine, &domains), before);
 
     // An executor gone: said at once.
     drop(requests);
@@ -418,7 +364,7 @@ fn the_wake_hook_is_called_for_each_command() {
         ..ServerConfig::default()
     };
     let (_server, requests) = Server::start_with(&path, config).unwrap();
-    let _executor = FakeExecutor::start(requests);
+    let _executor = executor(requests);
     call(&path, json!({"v":1,"cmd":"sched-show"}));
     call(&path, json!({"v":1,"cmd":"sched-show"}));
     assert_eq!(woken.load(Ordering::SeqCst), 2);
@@ -504,8 +450,8 @@ fn a_non_owner_is_refused() {
     let dir = socket_dir();
     let path = dir.path().join("run.sock");
     let (_server, requests) = Server::start(&path).unwrap();
-    let executor = FakeExecutor::start(requests);
-    let before = executor.with(System::snapshot);
+    let executor = executor(requests);
+    let before = executor.with(snapshot);
     // A copy of this test binary that the other user can run wherever the build is.
     let binary = dir.path().join("helper");
     std::fs::copy(std::env::current_exe().unwrap(), &binary).unwrap();
@@ -538,7 +484,7 @@ fn a_non_owner_is_refused() {
             nobody.uid
         )
     );
-    assert_eq!(executor.with(System::snapshot), before);
+    assert_eq!(executor.with(snapshot), before);
     // The owner is served all along.
     assert!(matches!(
         call(&path, json!({"v":1,"cmd":"sched-show"})),

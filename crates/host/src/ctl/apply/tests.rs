@@ -304,7 +304,7 @@ fn add_domain_adds_a_vcpu_and_names_are_never_reused() {
     assert_eq!(
         applied.reply,
         Reply::Done {
-            message: "d3: added as VCPU 2 (1 tasks, guest rm; budget 1ms, period 5ms, \
+            message: "d3: added as VCPU 2 (1 task, guest rm; budget 1ms, period 5ms, \
                       priority 3)"
                 .into()
         }
