@@ -27,6 +27,8 @@ use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::trace::TraceFormat;
 
+#[cfg(target_os = "linux")]
+mod ctl;
 mod experiment;
 mod gen;
 #[cfg(target_os = "linux")]
@@ -156,6 +158,11 @@ enum Command {
     #[cfg(target_os = "linux")]
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Live control of a running `rtvmm host run` over its control socket: sched-show,
+    /// sched-set, sched-rtds, policy (hot swap), domain add/remove
+    #[cfg(target_os = "linux")]
+    #[command(after_help = EXIT_CODES)]
+    Ctl(ctl::CtlArgs),
 }
 
 /// `rtvmm bench ...`.
@@ -297,6 +304,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Host(command) => host::run(command),
         #[cfg(target_os = "linux")]
         Command::Bench(BenchCommand::Host(args)) => host::bench(args),
+        #[cfg(target_os = "linux")]
+        Command::Ctl(args) => ctl::run(args),
         Command::Check {
             scenario,
             policy,

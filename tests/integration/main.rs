@@ -6,11 +6,14 @@
 //!   scenarios, `xl` lines, CARTS input.
 //! - `long_runs`: the announcement of a long run and Ctrl-C keeping what was simulated.
 //! - `msrv`: the declared minimum Rust version is true of every locked dependency.
+//! - `ctl`: `rtvmm ctl` against a control socket served by a stand-in executor: output,
+//!   exit codes, refusals that change nothing, another user refused.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
 
 mod analyze;
 mod cli;
+mod ctl;
 mod long_runs;
 mod msrv;

@@ -18,6 +18,8 @@
 //! - [`idle`]: the IDLE VCPU, a `SCHED_FIFO` spinner.
 //! - [`cgroup`]: the run's cgroups.
 //! - [`watchdog`]: the process that undoes everything if the executor dies.
+//! - [`ctl`]: live control — the Unix socket, its protocol, the `rtvmm ctl` client, and
+//!   the one function through which a running executor applies a command to its machine.
 //! - [`sys`]: clocks, sleeps, affinity, `sched_setattr`, RT throttling, privileges, steal.
 //!
 //! The executor re-executes a program for its helpers (the guests and the watchdog): the
@@ -58,6 +60,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod cgroup;
+#[cfg(target_os = "linux")]
+pub mod ctl;
 #[cfg(target_os = "linux")]
 pub mod domain;
 #[cfg(target_os = "linux")]

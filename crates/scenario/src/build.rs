@@ -14,6 +14,7 @@ use rtvmm_core::Nanos;
 use rtvmm_sim::{Change, DomainSpec, SystemSpec, TimedChange};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
+use crate::live::ParamUpdate;
 use crate::raw::{
     RawDomain, RawEvent, RawMachine, RawScenario, RawScheduler, RawTask, RawTime, RawVcpu,
 };
@@ -57,35 +58,26 @@ pub(crate) fn policy_names() -> String {
 }
 
 /// A domain before priorities and weights are settled.
-struct DomainDraft {
-    spec: DomainSpec,
-    priority_given: bool,
-    weight_given: bool,
+pub(crate) struct DomainDraft {
+    pub(crate) spec: DomainSpec,
+    pub(crate) priority_given: bool,
+    pub(crate) weight_given: bool,
 }
 
-enum EventDraft {
-    SetParams {
-        domain: String,
-        budget: Option<Nanos>,
-        period: Option<Nanos>,
-        priority: Option<u32>,
-        weight: Option<u32>,
-        cap: Option<u32>,
-        extratime: Option<bool>,
-        max_replenishments: Option<u32>,
-    },
+pub(crate) enum EventDraft {
+    SetParams(ParamUpdate),
     SwapPolicy(PolicyKind),
     /// Index into the list of drafts.
     AddDomain(usize),
     RemoveDomain(String),
 }
 
-struct Builder<'a> {
-    file: &'a str,
+pub(crate) struct Builder<'a> {
+    pub(crate) file: &'a str,
 }
 
 impl Builder<'_> {
-    fn err(&self, location: Location, kind: ErrorKind) -> ScenarioError {
+    pub(crate) fn err(&self, location: Location, kind: ErrorKind) -> ScenarioError {
         ScenarioError::new(self.file, location, kind)
     }
 
@@ -367,7 +359,7 @@ impl Builder<'_> {
         })
     }
 
-    fn scheduler(
+    pub(crate) fn scheduler(
         &self,
         raw: RawScheduler,
     ) -> Result<(PolicyKind, SchedulerSettings), ScenarioError> {
@@ -454,7 +446,11 @@ impl Builder<'_> {
     }
 
     /// `base` carries the event number for domains added by an event.
-    fn domain(&self, raw: RawDomain, base: Location) -> Result<DomainDraft, ScenarioError> {
+    pub(crate) fn domain(
+        &self,
+        raw: RawDomain,
+        base: Location,
+    ) -> Result<DomainDraft, ScenarioError> {
         let name = self.name(raw.name, &base.field("name"))?;
         let here = Location {
             domain: Some(name.clone()),
@@ -691,6 +687,17 @@ impl Builder<'_> {
     ) -> Result<(Nanos, EventDraft), ScenarioError> {
         let at_field = here.field("at");
         let at = self.time(self.required(raw.at.as_ref(), &at_field)?, &at_field)?;
+        Ok((at, self.action(raw, here, drafts)?))
+    }
+
+    /// An event's action, without its time (`at` is read by the caller, or refused by
+    /// the live reader). A domain it adds is pushed onto `drafts`.
+    pub(crate) fn action(
+        &self,
+        raw: RawEvent,
+        here: &Location,
+        drafts: &mut Vec<DomainDraft>,
+    ) -> Result<EventDraft, ScenarioError> {
         let action_at = here.field("action");
         let action = self.required(raw.action.clone(), &action_at)?;
         let action = action.trim().to_ascii_lowercase();
@@ -759,7 +766,7 @@ impl Builder<'_> {
                     domain: Some(domain.clone()),
                     ..here.clone()
                 };
-                EventDraft::SetParams {
+                EventDraft::SetParams(ParamUpdate {
                     budget: self.opt_time(raw.budget.as_ref(), &here.field("budget"), true)?,
                     period: self.opt_time(raw.period.as_ref(), &here.field("period"), true)?,
                     priority: self.opt_u32(raw.priority, &here.field("priority"))?,
@@ -769,7 +776,7 @@ impl Builder<'_> {
                     max_replenishments: self
                         .opt_u32(raw.max_replenishments, &here.field("max_replenishments"))?,
                     domain,
-                }
+                })
             }
             "swap-policy" => {
                 let policy_at = here.field("policy");
@@ -799,7 +806,7 @@ impl Builder<'_> {
             }
             _ => EventDraft::RemoveDomain(domain_name(raw.domain)?),
         };
-        Ok((at, event))
+        Ok(event)
     }
 
     /// Domain names are unique over the whole file, added domains included: results and
@@ -895,37 +902,16 @@ impl Builder<'_> {
                 )
             };
             let change = match event {
-                EventDraft::SetParams {
-                    domain,
-                    budget,
-                    period,
-                    priority,
-                    weight,
-                    cap,
-                    extratime,
-                    max_replenishments,
-                } => {
-                    let (params, weight_given) = match live.get(&domain) {
+                EventDraft::SetParams(update) => {
+                    let (params, weight_given) = match live.get(&update.domain) {
                         Some(entry) => entry.clone(),
-                        None => return Err(unknown(&domain, &live)),
+                        None => return Err(unknown(&update.domain, &live)),
                     };
-                    let mut new = params.clone();
-                    new.budget = budget.unwrap_or(params.budget);
-                    new.period = period.unwrap_or(params.period);
-                    new.priority = priority.unwrap_or(params.priority);
-                    new.cap = cap.unwrap_or(params.cap);
-                    new.extratime = extratime.unwrap_or(params.extratime);
-                    new.max_replenishments =
-                        max_replenishments.unwrap_or(params.max_replenishments);
-                    let weight_given = weight_given || weight.is_some();
-                    new.weight = match weight {
-                        Some(w) => w,
-                        None if weight_given => params.weight,
-                        None => default_weight(&new),
-                    };
-                    live.insert(domain.clone(), (new.clone(), weight_given));
+                    let new = update.applied_to(&params, weight_given);
+                    let weight_given = weight_given || update.weight.is_some();
+                    live.insert(update.domain.clone(), (new.clone(), weight_given));
                     Change::SetParams {
-                        domain,
+                        domain: update.domain,
                         params: new,
                     }
                 }
@@ -960,7 +946,7 @@ fn names_of(live: &BTreeMap<String, (VcpuParams, bool)>) -> String {
 
 /// The weight a VCPU gets when the file gives none: proportional to its share when it
 /// has a budget and period, else Xen's default.
-fn default_weight(params: &VcpuParams) -> u32 {
+pub(crate) fn default_weight(params: &VcpuParams) -> u32 {
     if params.period.is_zero() {
         DEFAULT_WEIGHT
     } else {

@@ -5,7 +5,8 @@
 //! the text into a validated [`Scenario`] (whose [`Scenario::system`] is what
 //! `rtvmm_sim::Simulation` runs), prints it back in normalised form
 //! ([`Scenario::to_toml`]), re-targets it at another policy ([`Scenario::with_policy`]),
-//! and runs it ([`run()`]). [`demo`] holds the built-in scenario of `rtvmm demo`.
+//! and runs it ([`run()`]). [`demo`] holds the built-in scenario of `rtvmm demo`;
+//! [`live`] reads the events' actions one at a time, for changing a running system.
 //! Bad input gives a [`ScenarioError`] that names the file, the place (section, event,
 //! domain, task), the field and what is wrong; nothing here panics on input.
 //!
@@ -163,6 +164,7 @@
 pub mod analyze;
 pub mod demo;
 pub mod error;
+pub mod live;
 pub mod run;
 
 mod build;

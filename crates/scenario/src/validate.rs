@@ -16,7 +16,7 @@ use rtvmm_core::Nanos;
 use rtvmm_sim::{Change, DomainSpec};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
-use crate::{ArincTableSpec, Scenario};
+use crate::{ArincTableSpec, Scenario, SchedulerSettings};
 
 /// Xen's `ARINC653_MAX_DOMAINS_PER_SCHEDULE`: at most this many minor frames per table.
 pub use rtvmm_core::policy::arinc653::MAX_MINOR_FRAMES as ARINC653_MAX_MINOR_FRAMES;
@@ -37,27 +37,14 @@ impl Scenario {
         kind: PolicyKind,
         at: Location,
     ) -> Result<PolicyConfig, ScenarioError> {
-        if kind == PolicyKind::Credit {
-            // The core's rules; the parser already refuses zero times with a field.
-            credit::validate_config(&self.scheduler.credit).map_err(|problem| {
-                self.err(
-                    Location::section("[scheduler]", "credit"),
-                    ErrorKind::Invalid(problem),
-                )
-            })?;
+        // A domain's position among those declared is the id of its VCPU; the first
+        // declaration of a name counts (duplicates are refused elsewhere).
+        let mut position: HashMap<&str, u32> = HashMap::new();
+        for (i, name) in self.declared_domains().enumerate() {
+            position.entry(name).or_insert(i as u32);
         }
-        let arinc653 = match (kind, &self.scheduler.arinc653) {
-            (PolicyKind::Arinc653, Some(table)) => Some(self.arinc_table(table)?),
-            _ => None,
-        };
-        let settings = PolicySettings {
-            credit: self.scheduler.credit,
-            rtds: self.scheduler.rtds,
-            arinc653,
-        };
-        settings
-            .config(kind)
-            .map_err(|_| self.err(at, ErrorKind::NeedsArincTable))
+        let vcpu_of = |name: &str| position.get(name).map(|&i| VcpuId(i));
+        policy_config(&self.file, kind, &self.scheduler, &vcpu_of, at)
     }
 
     /// Every domain name in declaration order (initial domains, then added ones); a
@@ -71,76 +58,6 @@ impl Scenario {
         initial.chain(added)
     }
 
-    /// Checks the table and turns domain names into VCPU ids. The checks here name the
-    /// minor frame at fault; the core's [`arinc653::validate_table`] has the last word.
-    fn arinc_table(&self, table: &ArincTableSpec) -> Result<Arinc653Table, ScenarioError> {
-        let at = |field: String| Location::section("[scheduler]", &field);
-        if table.major_frame.is_zero() {
-            return Err(self.err(at("major_frame".into()), ErrorKind::Zero));
-        }
-        let count = table.minor_frames.len();
-        if count > ARINC653_MAX_MINOR_FRAMES {
-            return Err(self.err(
-                at("minor_frames".into()),
-                ErrorKind::TooManyMinorFrames {
-                    count,
-                    max: ARINC653_MAX_MINOR_FRAMES,
-                },
-            ));
-        }
-        // A domain's position among those declared is the id of its VCPU; the first
-        // declaration of a name counts (duplicates are refused elsewhere).
-        let mut position: HashMap<&str, usize> = HashMap::new();
-        for (i, name) in self.declared_domains().enumerate() {
-            position.entry(name).or_insert(i);
-        }
-        let mut total = Nanos::ZERO;
-        let mut minor_frames = Vec::with_capacity(count);
-        for (i, frame) in table.minor_frames.iter().enumerate() {
-            let field = |name: &str| at(format!("minor_frames[{}].{name}", i + 1));
-            if frame.runtime.is_zero() {
-                return Err(self.err(field("runtime"), ErrorKind::Zero));
-            }
-            let vcpu = *position.get(frame.domain.as_str()).ok_or_else(|| {
-                self.err(
-                    field("domain"),
-                    ErrorKind::UnknownDomain {
-                        name: frame.domain.clone(),
-                        when: String::new(),
-                    },
-                )
-            })?;
-            total = total.checked_add(frame.runtime).ok_or_else(|| {
-                self.err(
-                    field("runtime"),
-                    ErrorKind::Overflow {
-                        detail: "the sum of the minor frames".to_string(),
-                    },
-                )
-            })?;
-            minor_frames.push(MinorFrame {
-                vcpu: VcpuId(vcpu as u32),
-                runtime: frame.runtime,
-            });
-        }
-        if total > table.major_frame {
-            return Err(self.err(
-                at("minor_frames".into()),
-                ErrorKind::MinorFramesExceedMajorFrame {
-                    total,
-                    major_frame: table.major_frame,
-                },
-            ));
-        }
-        let table = Arinc653Table {
-            major_frame: table.major_frame,
-            minor_frames,
-        };
-        arinc653::validate_table(&table)
-            .map_err(|problem| self.err(at("minor_frames".into()), ErrorKind::Invalid(problem)))?;
-        Ok(table)
-    }
-
     /// Runs every check that needs the policies or the run's length. Called by the parser
     /// and by every `with_*` method; call it again after editing a `Scenario` by hand.
     pub fn validate(&self) -> Result<(), ScenarioError> {
@@ -149,8 +66,9 @@ impl Scenario {
         }
         self.bounded(&Location::default(), "duration", self.duration)?;
         self.check_machine_and_scheduler()?;
-        if let Some(table) = &self.scheduler.arinc653 {
-            self.arinc_table(table)?;
+        if self.scheduler.arinc653.is_some() {
+            // The table is checked whatever the policy: a swap to ARINC 653 may come.
+            self.policy_config_at(PolicyKind::Arinc653, Location::default())?;
         }
         let machine = &self.system.machine;
         Machine::new(*machine, self.system.policy.clone()).map_err(|e| {
@@ -339,19 +257,9 @@ impl Scenario {
         ] {
             self.bounded(&at, field, value)?;
         }
-        policy.validate(params).map_err(|error| {
-            let unset = params.budget.is_zero() && params.period.is_zero();
-            let kind = if unset && matches!(error, ParamError::PeriodZero | ParamError::BudgetZero)
-            {
-                ErrorKind::NeedsServerParams { policy: kind }
-            } else {
-                ErrorKind::Param {
-                    policy: kind,
-                    error,
-                }
-            };
-            self.err(at.field("vcpu"), kind)
-        })
+        policy
+            .validate(params)
+            .map_err(|error| self.err(at.field("vcpu"), vcpu_error(kind, params, error)))
     }
 
     /// A domain under the policy in effect when it joins: its VCPU and its tasks.
@@ -409,6 +317,121 @@ impl Scenario {
             Arrival::Poisson { mean_gap } => self.bounded(at, "mean_gap", *mean_gap),
         }
     }
+}
+
+/// Why `policy` refused a VCPU's `params`: the policy's own reason, or — when budget and
+/// period were never given and the policy needs them — a hint to give them.
+pub(crate) fn vcpu_error(policy: PolicyKind, params: &VcpuParams, error: ParamError) -> ErrorKind {
+    let unset = params.budget.is_zero() && params.period.is_zero();
+    if unset && matches!(error, ParamError::PeriodZero | ParamError::BudgetZero) {
+        ErrorKind::NeedsServerParams { policy }
+    } else {
+        ErrorKind::Param { policy, error }
+    }
+}
+
+/// The configuration of `kind` under `settings` (Credit's checked, ARINC 653's table
+/// resolved: `vcpu_of` gives the VCPU of a domain name). Errors name `file` and, for a
+/// missing table, `at`.
+pub(crate) fn policy_config(
+    file: &str,
+    kind: PolicyKind,
+    settings: &SchedulerSettings,
+    vcpu_of: &dyn Fn(&str) -> Option<VcpuId>,
+    at: Location,
+) -> Result<PolicyConfig, ScenarioError> {
+    let err = |location, kind| ScenarioError::new(file, location, kind);
+    if kind == PolicyKind::Credit {
+        // The core's rules; the parser already refuses zero times with a field.
+        credit::validate_config(&settings.credit).map_err(|problem| {
+            err(
+                Location::section("[scheduler]", "credit"),
+                ErrorKind::Invalid(problem),
+            )
+        })?;
+    }
+    let arinc653 = match (kind, &settings.arinc653) {
+        (PolicyKind::Arinc653, Some(table)) => Some(arinc_table(file, table, vcpu_of)?),
+        _ => None,
+    };
+    let settings = PolicySettings {
+        credit: settings.credit,
+        rtds: settings.rtds,
+        arinc653,
+    };
+    settings
+        .config(kind)
+        .map_err(|_| err(at, ErrorKind::NeedsArincTable))
+}
+
+/// Checks an ARINC 653 table and turns its domain names into VCPU ids (`vcpu_of`). The
+/// checks here name the minor frame at fault; the core's [`arinc653::validate_table`] has
+/// the last word.
+fn arinc_table(
+    file: &str,
+    table: &ArincTableSpec,
+    vcpu_of: &dyn Fn(&str) -> Option<VcpuId>,
+) -> Result<Arinc653Table, ScenarioError> {
+    let err = |location, kind| ScenarioError::new(file, location, kind);
+    let at = |field: String| Location::section("[scheduler]", &field);
+    if table.major_frame.is_zero() {
+        return Err(err(at("major_frame".into()), ErrorKind::Zero));
+    }
+    let count = table.minor_frames.len();
+    if count > ARINC653_MAX_MINOR_FRAMES {
+        return Err(err(
+            at("minor_frames".into()),
+            ErrorKind::TooManyMinorFrames {
+                count,
+                max: ARINC653_MAX_MINOR_FRAMES,
+            },
+        ));
+    }
+    let mut total = Nanos::ZERO;
+    let mut minor_frames = Vec::with_capacity(count);
+    for (i, frame) in table.minor_frames.iter().enumerate() {
+        let field = |name: &str| at(format!("minor_frames[{}].{name}", i + 1));
+        if frame.runtime.is_zero() {
+            return Err(err(field("runtime"), ErrorKind::Zero));
+        }
+        let vcpu = vcpu_of(frame.domain.as_str()).ok_or_else(|| {
+            err(
+                field("domain"),
+                ErrorKind::UnknownDomain {
+                    name: frame.domain.clone(),
+                    when: String::new(),
+                },
+            )
+        })?;
+        total = total.checked_add(frame.runtime).ok_or_else(|| {
+            err(
+                field("runtime"),
+                ErrorKind::Overflow {
+                    detail: "the sum of the minor frames".to_string(),
+                },
+            )
+        })?;
+        minor_frames.push(MinorFrame {
+            vcpu,
+            runtime: frame.runtime,
+        });
+    }
+    if total > table.major_frame {
+        return Err(err(
+            at("minor_frames".into()),
+            ErrorKind::MinorFramesExceedMajorFrame {
+                total,
+                major_frame: table.major_frame,
+            },
+        ));
+    }
+    let table = Arinc653Table {
+        major_frame: table.major_frame,
+        minor_frames,
+    };
+    arinc653::validate_table(&table)
+        .map_err(|problem| err(at("minor_frames".into()), ErrorKind::Invalid(problem)))?;
+    Ok(table)
 }
 
 /// The domains present at one point of the event list, and, for every policy an event

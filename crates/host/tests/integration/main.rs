@@ -17,7 +17,12 @@
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
+//! - [`ctl`]: live control end to end — the socket's mode and life, a stand-in executor
+//!   that applies commands to a real `Machine`, the client library, malformed and
+//!   unauthorised requests (a child of this binary switched to another uid, when run as
+//!   root), time-outs on both sides. These need no privilege except the non-owner test.
 
+mod ctl;
 mod idle_server;
 mod privileges;
 mod protocol;
@@ -27,6 +32,13 @@ mod util;
 
 use std::process::ExitCode;
 
+/// The runner's list: each test function with its path as its name.
+macro_rules! tests {
+    ($($module:ident :: $test:ident),* $(,)?) => {
+        &[$((concat!(stringify!($module), "::", stringify!($test)), $module::$test as fn())),*]
+    };
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(code) = rtvmm_host::helper_main(&args) {
@@ -35,31 +47,27 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(util::RUN_ARG) {
         return util::run_executor(&args[1..]);
     }
-    let tests: &[(&str, fn())] = &[
-        (
-            "share::a_20_percent_domain_gets_20_percent_under_every_server_policy",
-            share::a_20_percent_domain_gets_20_percent_under_every_server_policy,
-        ),
-        (
-            "idle_server::an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds",
-            idle_server::an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds,
-        ),
-        (
-            "safety::kill_9_of_the_executor_leaves_nothing_behind",
-            safety::kill_9_of_the_executor_leaves_nothing_behind,
-        ),
-        (
-            "safety::a_stopped_run_keeps_its_results_and_cleans_up",
-            safety::a_stopped_run_keeps_its_results_and_cleans_up,
-        ),
-        (
-            "privileges::an_unprivileged_user_is_refused_with_the_privilege_named",
-            privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
-        ),
-        (
-            "protocol::every_released_job_is_counted_once_with_its_deadline",
-            protocol::every_released_job_is_counted_once_with_its_deadline,
-        ),
+    if args.first().map(String::as_str) == Some(ctl::CLIENT_ARG) {
+        return ctl::client_as_another_user();
+    }
+    let tests = tests![
+        share::a_20_percent_domain_gets_20_percent_under_every_server_policy,
+        idle_server::an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds,
+        safety::kill_9_of_the_executor_leaves_nothing_behind,
+        safety::a_stopped_run_keeps_its_results_and_cleans_up,
+        privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
+        protocol::every_released_job_is_counted_once_with_its_deadline,
+        ctl::the_socket_is_owner_only_from_the_start_and_removed_on_drop,
+        ctl::a_missing_directory_is_created_owner_only,
+        ctl::a_live_socket_or_another_file_is_never_replaced_and_a_stale_one_is,
+        ctl::commands_through_the_socket_reach_the_machine,
+        ctl::refused_and_malformed_requests_change_nothing,
+        ctl::a_silent_client_times_out_without_holding_up_others,
+        ctl::connections_beyond_the_limit_are_told_to_retry,
+        ctl::an_executor_that_does_not_answer_does_not_hang_the_client_and_changes_nothing_later,
+        ctl::the_wake_hook_is_called_for_each_command,
+        ctl::a_non_owner_is_refused,
+        ctl::default_paths_are_named_after_the_run,
     ];
     util::run_tests(tests, &args)
 }
