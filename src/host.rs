@@ -9,8 +9,9 @@ use anyhow::anyhow;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_experiments::files;
+use rtvmm_host::ctl::{self, ServerError};
 use rtvmm_host::enforce::Backend;
-use rtvmm_host::executor::{self, HostOptions, HostRun};
+use rtvmm_host::executor::{self, HostOptions, HostRun, LiveControl};
 use rtvmm_host::{HelperCommand, HostError};
 use rtvmm_sim::results::HostResults;
 use rtvmm_sim::trace::{write_trace, TraceFormat};
@@ -69,6 +70,13 @@ pub struct HostRunArgs {
     /// not real-time
     #[arg(long)]
     best_effort: bool,
+    /// Serve live control on a Unix socket (mode 0600) while running: `rtvmm ctl
+    /// --socket PATH sched-show|sched-set|sched-rtds|policy|domain add|domain remove`.
+    /// Without PATH: $XDG_RUNTIME_DIR/rtvmm/NAME.sock, or /run/rtvmm/NAME.sock (NAME: the
+    /// scenario's name), where `rtvmm ctl` finds it without --socket. The path is printed
+    /// (stderr) at the start; the socket is removed at the end
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    ctl: Option<Option<PathBuf>>,
 }
 
 /// `rtvmm bench host`.
@@ -139,6 +147,30 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     options.best_effort = args.best_effort;
     options.record_trace = args.trace.is_some();
     options.stop = stop;
+    if let Some(path) = args.ctl {
+        let path = path.unwrap_or_else(|| ctl::default_socket_path(&scenario.name));
+        let control = LiveControl::start(&path, scenario.scheduler.clone()).map_err(|e| {
+            // A path the user chose that cannot be used is theirs to fix.
+            let yours = matches!(
+                e,
+                ServerError::InUse { .. }
+                    | ServerError::NotASocket { .. }
+                    | ServerError::PathTooLong { .. }
+            );
+            let e = anyhow!("--ctl: {e}");
+            if yours {
+                bad_input(e)
+            } else {
+                runtime(e)
+            }
+        })?;
+        eprintln!(
+            "rtvmm: live control on {} (rtvmm ctl --socket {} sched-show)",
+            control.path().display(),
+            control.path().display()
+        );
+        options.control = Some(control);
+    }
     let run = executor::run(&scenario.system, &scenario.name, scenario.seed, options)
         .map_err(host_failure)?;
     let mut text = run.results.summary();

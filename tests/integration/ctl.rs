@@ -1,6 +1,7 @@
 //! `rtvmm ctl` as a user runs it, against a control socket served by the host crate's
 //! stand-in executor (a real `Machine` on a virtual clock): what each command prints and
-//! changes, its exit codes, and another user refused.
+//! changes, its exit codes, and another user refused; then against a live `rtvmm host run
+//! --ctl` (the real executor).
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -278,4 +279,119 @@ fn rtvmm_ctl_as_another_user_is_refused() {
         "refused by the credential check"
     );
     executor.with(|m, _| assert_eq!(m.params(VcpuId(0)), &before));
+}
+
+/// The two domains of `rtvmm host run` below: d1 (2 ms every 10 ms, priority 1) and
+/// rest (10 ms every 10 ms, priority 2), both always busy.
+const LIVE_SCENARIO: &str = r#"
+    name = "live"
+    duration = "3s"
+    [[domain]]
+    name = "d1"
+    vcpu = { budget = "2ms", period = "10ms", priority = 1 }
+    [[domain.task]]
+    name = "busy"
+    period = "10ms"
+    wcet = "20ms"
+    [[domain]]
+    name = "rest"
+    vcpu = { budget = "10ms", period = "10ms", priority = 2 }
+    [[domain.task]]
+    name = "busy"
+    period = "10ms"
+    wcet = "20ms"
+"#;
+
+/// `rtvmm ctl` against a live `rtvmm host run --ctl PATH` (the real executor; needs root,
+/// cgroup v2 and SCHED_FIFO, else skipped with the reason): the socket's path is printed
+/// at the start, `sched-show` shows the running domains with their guests' jobs,
+/// `sched-set` changes a budget, and the socket is gone when the run ends.
+#[test]
+fn rtvmm_ctl_drives_a_live_host_run() {
+    let missing = rtvmm_host::sys::missing_privileges(&rtvmm_host::sys::Host, true);
+    if !missing.is_empty() {
+        let reasons: Vec<String> = missing.iter().map(ToString::to_string).collect();
+        eprintln!(
+            "skipped: rtvmm ctl against a live run: needs root, cgroup v2 and SCHED_FIFO: {}",
+            reasons.join("; ")
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("live.toml");
+    std::fs::write(&scenario, LIVE_SCENARIO).unwrap();
+    let socket = dir.path().join("live.sock");
+    let mut run = Command::new(env!("CARGO_BIN_EXE_rtvmm"))
+        .arg("host")
+        .arg("run")
+        .arg(&scenario)
+        .arg("--ctl")
+        .arg(&socket)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rtvmm host run");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !socket.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if !socket.exists() {
+        let _ = run.kill();
+        panic!("no socket: {:?}", run.wait_with_output().unwrap());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+
+    let o = ctl(&socket, &["sched-show"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(text.starts_with("policy deferrable, as of "), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1],
+        "Name  ID  Budget  Period  Prio  Weight  Cap  Extra     Work  Remaining          Run  Jobs  Misses",
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("d1     0     2ms    10ms     1    2000    0     no  "),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("rest   1    10ms    10ms     2   10000    0     no  "),
+        "{text}"
+    );
+    // The guests' jobs, counted live: each busy task finishes a 20 ms job now and then.
+    let jobs = |line: &str| -> u64 { line.split_whitespace().nth(11).unwrap().parse().unwrap() };
+    assert!(jobs(lines[3]) > 0, "{text}");
+
+    let o = ctl(&socket, &["sched-set", "-d", "d1", "-b", "5ms"]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).starts_with("d1: budget 2ms -> 5ms, weight 2000 -> 5000 (policy deferrable"),
+        "{}",
+        stdout(&o)
+    );
+    let o = ctl(&socket, &["sched-rtds", "-d", "d1"]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o)
+            .lines()
+            .nth(2)
+            .is_some_and(|l| l.starts_with("d1     0     5ms    10ms     1    5000")),
+        "{}",
+        stdout(&o)
+    );
+
+    let output = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("rtvmm: live control on {}", socket.display())),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("live · policy deferrable"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(!socket.exists(), "the socket is removed at the end");
 }

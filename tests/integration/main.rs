@@ -7,7 +7,8 @@
 //! - `long_runs`: the announcement of a long run and Ctrl-C keeping what was simulated.
 //! - `msrv`: the declared minimum Rust version is true of every locked dependency.
 //! - `ctl`: `rtvmm ctl` against a control socket served by a stand-in executor: output,
-//!   exit codes, refusals that change nothing, another user refused.
+//!   exit codes, refusals that change nothing, another user refused; and against a live
+//!   `rtvmm host run --ctl` (real time: skipped without the privileges).
 //! - `common`: running the binary and finding the examples.
 
 mod common;

@@ -268,6 +268,18 @@ impl ProcessDomain {
         (0..self.spec.tasks.len()).all(|t| self.shared.finalized(t))
     }
 
+    /// Kills the guest (a removed domain's): its threads are first moved to `off_cpus`
+    /// (away from the managed cpu, where a stopped or demoted thread could wait long for
+    /// the cpu it needs to exit), then the process gets SIGKILL (which ends a frozen or
+    /// stopped process too). Reap it with [`ProcessDomain::exited`].
+    pub fn kill(&mut self, off_cpus: &[usize]) {
+        for &(tid, _) in &self.member.threads {
+            let _ = crate::sys::set_affinity(tid, off_cpus);
+        }
+        let _ = crate::sys::set_affinity(self.pid(), off_cpus);
+        let _ = self.child.kill();
+    }
+
     /// Whether the guest process has exited, and how.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()

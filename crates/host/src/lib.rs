@@ -8,7 +8,8 @@
 //! - [`executor`]: the scheduler thread (`SCHED_FIFO` 99, pinned, memory locked): sleep
 //!   until `poll_timeout` (absolute), `handle_timeout(now)`, enforce `activity`; the
 //!   paravirtual block/wake protocol; measurements; the results in the simulator's format;
-//!   the seam for live control ([`executor::control`]).
+//!   live control of the run ([`executor::control`]: the control socket served between
+//!   two decisions, commands applied by [`ctl::apply`]).
 //! - [`domain`]: process domains (a guest process per domain) and the bookkeeping of their
 //!   jobs.
 //! - [`guest`]: the guest process: tasks as `SCHED_FIFO` threads burning thread CPU time.
@@ -18,8 +19,27 @@
 //! - [`idle`]: the IDLE VCPU, a `SCHED_FIFO` spinner.
 //! - [`cgroup`]: the run's cgroups.
 //! - [`watchdog`]: the process that undoes everything if the executor dies.
-//! - [`ctl`]: live control — the Unix socket, its protocol, the `rtvmm ctl` client, and
-//!   the one function through which a running executor applies a command to its machine.
+//! - [`ctl`]: live control — the Unix socket, its protocol, the `rtvmm ctl` client, the
+//!   one function through which a running executor applies a command to its machine, and
+//!   a stand-in executor (a machine on a virtual clock) for tests without privileges.
+//!
+//! # Live control
+//! `rtvmm host run SCENARIO --ctl [PATH]` serves a Unix socket (mode 0600; owner and root
+//! only) for the run's length; `rtvmm ctl --socket PATH` is its client:
+//!
+//! ```text
+//! $ sudo rtvmm host run two.toml --ctl /run/rtvmm/two.sock &
+//! rtvmm: live control on /run/rtvmm/two.sock (rtvmm ctl --socket /run/rtvmm/two.sock sched-show)
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock sched-set -d d1 -b 5ms   # next replenishment
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock policy rtds              # hot swap
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock domain add d3.toml       # a new guest
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock domain remove d3         # reaped
+//! ```
+//!
+//! In a program: [`executor::LiveControl::start`] and
+//! [`HostOptions::control`](executor::HostOptions::control). A malformed or refused
+//! request gets an error and changes nothing; the watchdog removes the socket if the
+//! executor dies.
 //! - [`sys`]: clocks, sleeps, affinity, `sched_setattr`, RT throttling, privileges, steal.
 //!
 //! The executor re-executes a program for its helpers (the guests and the watchdog): the

@@ -7,7 +7,8 @@
 //! executor announces how to undo it, one line at a time ([`Undo`]): the RT throttling
 //! value to restore, the run's cgroup tree to thaw, empty and remove, each guest process
 //! (pid and start time, so a reused pid is never killed), each external cgroup to thaw
-//! and each external process to continue. When the pipe closes — the executor finished
+//! and each external process to continue, and the live-control socket to remove (if it is
+//! still the file the run created: device and inode). When the pipe closes — the executor finished
 //! (after its own clean-up), panicked, was stopped by a signal or killed with `kill -9` —
 //! the watchdog undoes everything announced, idempotently, and exits. The executor waits
 //! for it at a normal end, so that when `rtvmm host run` returns the machine is as it was.
@@ -39,6 +40,8 @@ pub enum Undo {
     ExternalCgroup(PathBuf),
     /// An external process the run may have stopped: continue it.
     ExternalPid(i32),
+    /// The live-control socket: remove it if it is still this file (device, inode).
+    Socket { path: PathBuf, dev: u64, ino: u64 },
 }
 
 impl Undo {
@@ -50,6 +53,7 @@ impl Undo {
             Undo::Guest { pid, start_time } => format!("guest {pid} {start_time}"),
             Undo::ExternalCgroup(p) => format!("external_cgroup {}", p.display()),
             Undo::ExternalPid(pid) => format!("external_pid {pid}"),
+            Undo::Socket { path, dev, ino } => format!("socket {dev} {ino} {}", path.display()),
         }
     }
 
@@ -67,6 +71,15 @@ impl Undo {
             }
             "external_cgroup" => Undo::ExternalCgroup(rest.into()),
             "external_pid" => Undo::ExternalPid(rest.parse().ok()?),
+            "socket" => {
+                let (dev, rest) = rest.split_once(' ')?;
+                let (ino, path) = rest.split_once(' ')?;
+                Undo::Socket {
+                    path: path.into(),
+                    dev: dev.parse().ok()?,
+                    ino: ino.parse().ok()?,
+                }
+            }
             _ => return None,
         })
     }
@@ -81,9 +94,18 @@ pub fn start_time(pid: i32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
-/// Undoes everything in `undo`, in a safe order: external domains continue, guests die,
-/// the run's cgroups go, then the throttling setting comes back.
+/// Undoes everything in `undo`, in a safe order: the control socket goes (no command can
+/// arrive any more), external domains continue, guests die, the run's cgroups go, then
+/// the throttling setting comes back.
 pub fn undo_all(undo: &[Undo]) {
+    for u in undo {
+        if let Undo::Socket { path, dev, ino } = u {
+            use std::os::unix::fs::MetadataExt;
+            if fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (*dev, *ino)) {
+                let _ = fs::remove_file(path);
+            }
+        }
+    }
     for u in undo {
         match u {
             Undo::ExternalCgroup(p) => {
@@ -229,6 +251,11 @@ mod tests {
             },
             Undo::ExternalCgroup("/sys/fs/cgroup/unified/my vm".into()),
             Undo::ExternalPid(7),
+            Undo::Socket {
+                path: "/run/rtvmm/my run.sock".into(),
+                dev: 64769,
+                ino: 1234567,
+            },
         ];
         for u in all {
             assert_eq!(Undo::from_line(&u.to_line()), Some(u.clone()), "{u:?}");

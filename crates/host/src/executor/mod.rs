@@ -11,8 +11,9 @@
 //!    busy or due task is woken (`Machine::wake`), one without is blocked
 //!    (`Machine::block`) and its earliest next release becomes a wake-up timer the
 //!    executor owns — so a frozen domain is woken at the right time.
-//! 3. **Changes**: the scenario's timed events that are due, then live-control requests
-//!    ([`control`]), applied through the same code.
+//! 3. **Changes**: the scenario's timed events that are due (the simulator's rule), then
+//!    the live-control requests queued ([`control`]: `ctl::apply`, the stand-in's rule);
+//!    removed domains' guests are reaped.
 //! 4. **Decide**: `handle_timeout(now)` while `poll_timeout() <= now`; the calls that ran
 //!    `do_schedule` are timed.
 //! 5. **Enforce** `activity(pcpu 0)`: switching means stopping the previous domain and
@@ -21,7 +22,8 @@
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
 //!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
-//!    guest's notification (eventfd); a timer wake-up's lateness is measured.
+//!    guest's notification or a control command (eventfds); a timer wake-up's lateness is
+//!    measured.
 //!
 //! No scheduling logic lives here: which VCPU runs, for how long, and when budgets
 //! change is the core's; the executor reports, asks and enforces.
@@ -39,7 +41,6 @@ pub mod control;
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -55,18 +56,19 @@ use rtvmm_sim::trace::{DomainNames, TaskNames, TraceNames};
 use rtvmm_sim::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
+use crate::ctl::{self, Applied, Command, Domains, Effect, ErrorCode, Reply, SchedShow};
 use crate::domain::{check_runnable, JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, SCHEDULER_PRIORITY};
 use crate::idle::IdleSpinner;
-use crate::shm::Shared;
+use crate::shm::{Shared, TaskState};
 use crate::sys::{self, MissingPrivilege, RtThrottle};
 use crate::watchdog::{start_time, Undo, Watchdog};
 use crate::{HelperCommand, HostError};
 
-use control::{ControlMessage, ControlReply, ControlRequest, DomainView};
+pub use control::LiveControl;
 
-/// The longest the loop sleeps while nothing is due (so that a stop or a control request
-/// waits at most this long).
+/// The longest the loop sleeps while nothing is due (so that a stop waits at most this
+/// long; a control command wakes the loop at once).
 pub const MAX_SLEEP: Nanos = Nanos(20_000_000);
 /// Time between set-up and the run's time 0, for every guest thread to be waiting.
 const LEAD: u64 = 20_000_000;
@@ -86,8 +88,9 @@ pub struct HostOptions {
     pub record_trace: bool,
     /// Set to stop the run early (a signal handler's flag); what was measured is kept.
     pub stop: Arc<AtomicBool>,
-    /// Live control requests (see [`control`]).
-    pub control: Option<Receiver<ControlMessage>>,
+    /// The live-control socket, served while the run lasts and removed at its end (see
+    /// [`control`]).
+    pub control: Option<LiveControl>,
 }
 
 impl HostOptions {
@@ -144,6 +147,20 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
             domain: d.name.clone(),
             reason,
         })?;
+    }
+    if let Some(control) = &options.control {
+        if control
+            .path()
+            .as_os_str()
+            .as_encoded_bytes()
+            .contains(&b'\n')
+        {
+            return Err(HostError::Unsupported(format!(
+                "--ctl {:?}: a newline in the socket's path (the watchdog, which removes it if \
+                 the executor dies, reads paths one a line)",
+                control.path()
+            )));
+        }
     }
     let needs_cgroup = options.backend == Backend::Freeze;
     let missing = sys::missing_privileges(&sys::Host, needs_cgroup);
@@ -204,6 +221,9 @@ pub fn run(
     // managed cpu; the caller's affinity comes back at the end.
     let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
     let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
+    if let Some(control) = &options.control {
+        control.keep_off(cpu);
+    }
     let system = system.clone();
     let scenario = scenario.to_string();
     let outcome = std::thread::Builder::new()
@@ -221,6 +241,8 @@ pub fn run(
 struct Slot {
     domain: ProcessDomain,
     removed_at: Option<Nanos>,
+    /// Removed and killed, not yet reaped.
+    dying: bool,
     /// When its blocked VCPU is due to wake (its earliest next release).
     wake_at: Option<u64>,
 }
@@ -233,14 +255,18 @@ enum Target {
 }
 
 /// The run's state, owned by the scheduler thread. Fields are dropped in declaration
-/// order: the spinner, the guests, the cgroups, the throttle, then the watchdog.
+/// order: the control socket, the spinner, the guests, the cgroups, the throttle, then the
+/// watchdog.
 struct Run {
+    control: Option<LiveControl>,
     spinner: Option<IdleSpinner>,
     slots: Vec<Slot>,
     cgroups: Option<RunCgroups>,
     throttle: Option<RtThrottle>,
     watchdog: Watchdog,
     machine: Machine,
+    /// The present domains by name (and the names used), as live control sees them.
+    names: Domains,
     enforcer: Box<dyn Enforcer>,
     notify: EventFd,
     timer: TimerFd,
@@ -272,11 +298,12 @@ fn execute(
     system: &SystemSpec,
     scenario: &str,
     seed: u64,
-    options: HostOptions,
+    mut options: HostOptions,
     cpu: usize,
     allowed: Allowed,
 ) -> Result<HostRun, HostError> {
-    let mut run = Run::set_up(system, seed, &options, cpu, allowed)?;
+    let control = options.control.take();
+    let mut run = Run::set_up(system, seed, &options, control, cpu, allowed)?;
     let reached = run.run_loop(&options)?;
     run.finish(scenario, seed, &options, reached)
 }
@@ -286,11 +313,22 @@ impl Run {
         system: &SystemSpec,
         seed: u64,
         options: &HostOptions,
+        control: Option<LiveControl>,
         cpu: usize,
         allowed: Allowed,
     ) -> Result<Run, HostError> {
         let mut watchdog =
             Watchdog::spawn(&options.helper, cpu).map_err(HostError::io("the watchdog"))?;
+        if let Some(control) = &control {
+            let (dev, ino) = control.file_id();
+            watchdog
+                .announce(&Undo::Socket {
+                    path: control.path().to_path_buf(),
+                    dev,
+                    ino,
+                })
+                .map_err(HostError::io("the watchdog"))?;
+        }
         let throttle = if allowed.throttle {
             let old = RtThrottle::current().map_err(HostError::io(sys::RT_RUNTIME_PATH))?;
             watchdog
@@ -321,13 +359,19 @@ impl Run {
         let mut machine = Machine::new(system.machine, system.policy.clone())
             .map_err(|e| HostError::Machine(e.to_string()))?;
         machine.set_recording(options.record_trace);
+        let settings = control
+            .as_ref()
+            .map(|c| c.settings.clone())
+            .unwrap_or_default();
         let mut run = Run {
+            control,
             spinner: None,
             slots: Vec::new(),
             cgroups,
             throttle,
             watchdog,
             machine,
+            names: Domains::new(settings),
             enforcer: enforcer(options.backend),
             notify,
             timer,
@@ -370,17 +414,31 @@ impl Run {
         Ok(run)
     }
 
-    /// Starts a process domain joining at `join` (relative), stopped.
+    /// Adds a domain joining at `join` (relative): its VCPU, then its guest, stopped.
     fn add_domain(&mut self, spec: DomainSpec, join: Nanos) -> Result<(), HostError> {
-        let index = self.slots.len();
-        let name = spec.name.clone();
+        // One VCPU per domain: the domain's id is its VCPU's (as in `ctl::apply`).
+        let id = DomainId(self.machine.vcpu_count() as u32);
         let vcpu = self
             .machine
-            .add_vcpu(join, DomainId(index as u32), spec.vcpu.clone())
+            .add_vcpu(join, id, spec.vcpu.clone())
             .map_err(|e| HostError::Domain {
-                domain: name.clone(),
+                domain: spec.name.clone(),
                 reason: e.to_string(),
             })?;
+        self.names.insert(&spec.name, vcpu);
+        self.start_guest(spec, vcpu, join)
+    }
+
+    /// Starts the guest of a domain whose VCPU the machine has, joining at `join`
+    /// (relative), stopped.
+    fn start_guest(
+        &mut self,
+        spec: DomainSpec,
+        vcpu: VcpuId,
+        join: Nanos,
+    ) -> Result<(), HostError> {
+        let index = self.slots.len();
+        let name = spec.name.clone();
         let mut domain = ProcessDomain::spawn(
             &self.helper,
             spec,
@@ -414,14 +472,57 @@ impl Run {
         }
         self.domain_of_vcpu[vcpu.index()] = index;
         if self.start != 0 {
+            // Added while running: its releases begin now that its guest is ready (the
+            // start-up, a few milliseconds, would otherwise come due at once as a burst
+            // of late jobs).
+            let ready = Nanos(self.rel()).max(join);
+            domain.shared.set_join(ready.as_ns());
+            for (t, task) in domain.spec.tasks.iter().enumerate() {
+                let first = ready + task.offset;
+                domain
+                    .shared
+                    .set_state(t, TaskState::NextRelease(first.as_ns()));
+            }
             domain.shared.go(self.start);
         }
         self.slots.push(Slot {
             domain,
             removed_at: None,
+            dying: false,
             wake_at: None,
         });
         Ok(())
+    }
+
+    /// Ends the guest of a domain the machine no longer has: its jobs so far taken, its
+    /// threads moved off the managed cpu (so that they die at once whatever their
+    /// priority), killed; reaped later by [`Run::reap`].
+    fn end_guest(&mut self, d: usize, now: Nanos) {
+        if self.current == Some(Target::Domain(d)) {
+            let _ = self.enforcer.stop(&self.slots[d].domain.member);
+            self.current = None;
+        }
+        if self.probed == Some(Target::Domain(d)) {
+            self.probed = None;
+        }
+        let slot = &mut self.slots[d];
+        slot.domain.drain(Some(now));
+        slot.removed_at = Some(now);
+        slot.wake_at = None;
+        slot.domain.kill(&sys::cpus_except(self.cpu));
+        slot.dying = true;
+    }
+
+    /// Reaps the removed domains' guests that have died, and removes their cgroups.
+    fn reap(&mut self) {
+        for slot in &mut self.slots {
+            if slot.dying && slot.domain.exited().is_some() {
+                slot.dying = false;
+                if let Some((dir, _)) = slot.domain.member.cgroup.take() {
+                    let _ = std::fs::remove_dir(dir);
+                }
+            }
+        }
     }
 
     fn rel(&self) -> u64 {
@@ -446,12 +547,8 @@ impl Run {
             self.read_probe();
             self.observe_guests(now);
             self.apply_due_changes(now)?;
-            if let Some(rx) = &options.control {
-                while let Ok((request, reply)) = rx.try_recv() {
-                    let answer = self.control(now, request);
-                    let _ = reply.send(answer);
-                }
-            }
+            self.serve_control(now);
+            self.reap();
             self.decide(now);
             self.enforce(now)?;
             for slot in &mut self.slots {
@@ -518,13 +615,7 @@ impl Run {
         Ok(())
     }
 
-    fn slot_named(&self, name: &str) -> Option<usize> {
-        self.slots
-            .iter()
-            .position(|s| s.domain.spec.name == name && s.removed_at.is_none())
-    }
-
-    /// Applies one change (a scenario event or a control request).
+    /// Applies one of the scenario's timed changes, as the simulator does.
     fn apply(&mut self, now: Nanos, change: Change) -> Result<(), HostError> {
         let unknown = |domain: &str| HostError::Domain {
             domain: domain.to_string(),
@@ -537,8 +628,8 @@ impl Run {
             };
         match change {
             Change::SetParams { domain, params } => {
-                let d = self.slot_named(&domain).ok_or_else(|| unknown(&domain))?;
-                let vcpu = self.slots[d].domain.vcpu;
+                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
+                let d = self.domain_of(vcpu);
                 self.machine
                     .adjust(now, vcpu, params.clone())
                     .map_err(|e| machine_error(&domain, e))?;
@@ -549,7 +640,7 @@ impl Run {
                 .swap_policy(now, policy)
                 .map_err(|e| HostError::Machine(e.to_string()))?,
             Change::AddDomain(spec) => {
-                if self.slot_named(&spec.name).is_some() {
+                if self.names.vcpu(&spec.name).is_some() {
                     return Err(HostError::Domain {
                         domain: spec.name,
                         reason: "a domain of this name runs already".into(),
@@ -562,50 +653,94 @@ impl Run {
                 self.add_domain(spec, now)?;
             }
             Change::RemoveDomain { domain } => {
-                let d = self.slot_named(&domain).ok_or_else(|| unknown(&domain))?;
-                let vcpu = self.slots[d].domain.vcpu;
+                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
                 self.machine
                     .remove_vcpu(now, vcpu)
                     .map_err(|e| machine_error(&domain, e))?;
-                if self.current == Some(Target::Domain(d)) {
-                    let _ = self.enforcer.stop(&self.slots[d].domain.member);
-                    self.current = None;
-                }
-                if self.probed == Some(Target::Domain(d)) {
-                    self.probed = None;
-                }
-                let slot = &mut self.slots[d];
-                slot.domain.drain(Some(now));
-                slot.removed_at = Some(now);
-                slot.wake_at = None;
+                self.names.remove(&domain);
+                self.end_guest(self.domain_of(vcpu), now);
             }
         }
         Ok(())
     }
 
-    /// A live-control request: applied like an event, refused (changing nothing) when
-    /// the machine refuses it.
-    fn control(&mut self, now: Nanos, request: ControlRequest) -> ControlReply {
-        match request.change() {
-            None => ControlReply::Shown {
-                policy: self.machine.policy_kind().name().to_string(),
-                now,
-                domains: self
-                    .slots
-                    .iter()
-                    .filter(|s| s.removed_at.is_none())
-                    .map(|s| DomainView {
-                        name: s.domain.spec.name.clone(),
-                        params: self.machine.params(s.domain.vcpu).clone(),
-                        has_work: self.machine.has_work(s.domain.vcpu),
-                        running: self.machine.running(PcpuId(0)) == Some(s.domain.vcpu),
-                    })
-                    .collect(),
-            },
-            Some(change) => match self.apply(now, change) {
-                Ok(()) => ControlReply::Done,
-                Err(e) => ControlReply::Refused(e.to_string()),
-            },
+    /// 3. The live-control commands queued, each applied and answered in turn.
+    fn serve_control(&mut self, now: Nanos) {
+        loop {
+            let Some(request) = self
+                .control
+                .as_ref()
+                .and_then(|c| c.requests.try_recv().ok())
+            else {
+                return;
+            };
+            // Given up by the server (the client was told nothing changed): skipped.
+            let Some((command, reply)) = request.take() else {
+                continue;
+            };
+            let answer = self.command(now, command);
+            let _ = reply.try_send(answer);
+        }
+    }
+
+    /// One live-control command: the machine change ([`ctl::apply`]), then what it asks of
+    /// the executor (see [`control`]); the reply.
+    fn command(&mut self, now: Nanos, command: Command) -> Reply {
+        if let Command::AddDomain(spec) = &command {
+            if let Err(reason) = check_runnable(spec) {
+                return Reply::error(
+                    ErrorCode::Refused,
+                    format!("{}: domain '{}': {reason}", control::ORIGIN, spec.name),
+                );
+            }
+        }
+        let Applied { mut reply, effect } =
+            ctl::apply(&mut self.machine, &mut self.names, now, command);
+        match effect {
+            Effect::Added { vcpu, domain } => {
+                let name = domain.name.clone();
+                let join = self.machine.now();
+                if let Err(e) = self.start_guest(domain, vcpu, join) {
+                    let _ = self.machine.remove_vcpu(join, vcpu);
+                    self.names.forget(&name);
+                    reply = Reply::error(
+                        ErrorCode::Refused,
+                        format!(
+                            "{}: domain '{name}': {e}; nothing was added",
+                            control::ORIGIN
+                        ),
+                    );
+                }
+            }
+            Effect::Removed { vcpu, .. } => {
+                let now = self.machine.now();
+                self.end_guest(self.domain_of(vcpu), now);
+            }
+            Effect::Adjusted { vcpu } => {
+                let d = self.domain_of(vcpu);
+                self.slots[d].domain.spec.vcpu = self.machine.params(vcpu).clone();
+            }
+            Effect::Swapped { .. } | Effect::None => {}
+        }
+        if let Reply::Show(show) = &mut reply {
+            self.fill(show);
+        }
+        reply
+    }
+
+    /// `sched-show`'s figures only the executor knows: each guest's finished jobs and
+    /// how many missed their deadline.
+    fn fill(&self, show: &mut SchedShow) {
+        for status in &mut show.domains {
+            let Some(&d) = self.domain_of_vcpu.get(status.vcpu as usize) else {
+                continue;
+            };
+            let Some(slot) = self.slots.get(d) else {
+                continue;
+            };
+            let stats = &slot.domain.book.stats;
+            status.jobs = Some(stats.iter().map(|s| s.finished).sum());
+            status.misses = Some(stats.iter().map(|s| s.finished_late).sum());
         }
     }
 
@@ -699,9 +834,16 @@ impl Run {
             sys::sleep_until(at);
             return;
         }
+        // Without live control the guests' eventfd stands in the third place (polled
+        // twice: harmless), so that the array needs no allocation.
+        let command = self
+            .control
+            .as_ref()
+            .map_or(self.notify.as_fd(), LiveControl::wake_fd);
         let mut fds = [
             PollFd::new(self.timer.as_fd(), PollFlags::POLLIN),
             PollFd::new(self.notify.as_fd(), PollFlags::POLLIN),
+            PollFd::new(command, PollFlags::POLLIN),
         ];
         let _ = poll(&mut fds, PollTimeout::NONE);
         let woke = sys::mono_ns();
@@ -713,6 +855,9 @@ impl Run {
             let _ = self.timer.wait();
         }
         let _ = self.notify.read();
+        if let Some(control) = &self.control {
+            control.clear_wake();
+        }
     }
 
     /// Ends the run at `reached`: everyone stopped, pending jobs reported, results built,
@@ -725,6 +870,9 @@ impl Run {
         reached: Nanos,
     ) -> Result<HostRun, HostError> {
         let cpu_used = sys::thread_cpu_ns() - self.cpu_at_start;
+        // No command after the end: the socket goes now (a client is told the executor
+        // has stopped).
+        self.control = None;
         self.machine.advance(reached.max(self.machine.now()));
         if let Some(Target::Domain(d)) = self.current {
             let _ = self.enforcer.stop(&self.slots[d].domain.member);

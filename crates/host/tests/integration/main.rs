@@ -17,6 +17,9 @@
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
+//! - [`live`]: live control of the real executor — a `sched-set` takes effect at the
+//!   next replenishment, a policy hot swap, a domain added (its guest's jobs counted) and
+//!   removed (its guest reaped), malformed and refused requests change nothing.
 //! - [`ctl`]: live control end to end — the socket's mode and life, a stand-in executor
 //!   that applies commands to a real `Machine`, the client library, malformed and
 //!   unauthorised requests (a child of this binary switched to another uid, when run as
@@ -24,6 +27,7 @@
 
 mod ctl;
 mod idle_server;
+mod live;
 mod privileges;
 mod protocol;
 mod safety;
@@ -68,6 +72,10 @@ fn main() -> ExitCode {
         ctl::the_wake_hook_is_called_for_each_command,
         ctl::a_non_owner_is_refused,
         ctl::default_paths_are_named_after_the_run,
+        live::a_live_sched_set_takes_effect_at_the_next_replenishment,
+        live::a_live_policy_swap_names_both_policies,
+        live::a_live_domain_add_starts_a_guest_and_remove_reaps_it,
+        live::malformed_and_refused_requests_to_a_live_run_change_nothing,
     ];
     util::run_tests(tests, &args)
 }
