@@ -306,27 +306,34 @@ const LIVE_SCENARIO: &str = r#"
 /// cgroup v2 and SCHED_FIFO, else skipped with the reason): the socket's path is printed
 /// at the start, `sched-show` shows the running domains with their guests' jobs,
 /// `sched-set` changes a budget, and the socket is gone when the run ends.
-#[test]
-fn rtvmm_ctl_drives_a_live_host_run() {
+/// One real-time run at a time: this binary's tests run in parallel, and two executors
+/// would share the managed cpu (and the RT-throttling setting).
+static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Prints why a real-time test is skipped and returns true when it must be.
+fn skip_real_time(test: &str) -> bool {
     let missing = rtvmm_host::sys::missing_privileges(&rtvmm_host::sys::Host, true);
-    if !missing.is_empty() {
-        let reasons: Vec<String> = missing.iter().map(ToString::to_string).collect();
-        eprintln!(
-            "skipped: rtvmm ctl against a live run: needs root, cgroup v2 and SCHED_FIFO: {}",
-            reasons.join("; ")
-        );
-        return;
+    if missing.is_empty() {
+        return false;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("live.toml");
+    let reasons: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    eprintln!(
+        "skipped: {test}: needs root, cgroup v2 and SCHED_FIFO: {}",
+        reasons.join("; ")
+    );
+    true
+}
+
+/// A `rtvmm host run` of [`LIVE_SCENARIO`] serving `socket`, once the socket is there.
+fn live_host_run(dir: &Path, socket: &Path) -> std::process::Child {
+    let scenario = dir.join("live.toml");
     std::fs::write(&scenario, LIVE_SCENARIO).unwrap();
-    let socket = dir.path().join("live.sock");
     let mut run = Command::new(env!("CARGO_BIN_EXE_rtvmm"))
         .arg("host")
         .arg("run")
         .arg(&scenario)
         .arg("--ctl")
-        .arg(&socket)
+        .arg(socket)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -339,6 +346,38 @@ fn rtvmm_ctl_drives_a_live_host_run() {
         let _ = run.kill();
         panic!("no socket: {:?}", run.wait_with_output().unwrap());
     }
+    run
+}
+
+/// `kill -9` of a `rtvmm host run --ctl`: its watchdog removes the socket.
+#[test]
+fn the_socket_of_a_killed_host_run_is_removed() {
+    if skip_real_time("socket of a killed run") {
+        return;
+    }
+    let _one_at_a_time = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("killed.sock");
+    let mut run = live_host_run(dir.path(), &socket);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while socket.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!socket.exists(), "the killed run's socket is still there");
+}
+
+#[test]
+fn rtvmm_ctl_drives_a_live_host_run() {
+    if skip_real_time("rtvmm ctl against a live run") {
+        return;
+    }
+    let _one_at_a_time = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("live.sock");
+    let run = live_host_run(dir.path(), &socket);
     std::thread::sleep(std::time::Duration::from_millis(500));
 
     let o = ctl(&socket, &["sched-show"]);
