@@ -121,6 +121,11 @@ const LATE: u64 = 2_000_000;
 /// start and end it (means over a hundred windows: a fraction of that).
 const WINDOW_TOLERANCE_NS: f64 = 250_000.0;
 
+/// How far (percentage points of the run) the domain's threads' own CPU time may fall
+/// from its budgets: each of its 100 switches in per second costs it the switch latency
+/// (15–100 µs here), and the host steals time at random (more when it is loaded).
+const CPU_TOLERANCE: f64 = 4.0;
+
 /// `d20` (Deferrable Server, 2 ms every 10 ms, priority 1) is always busy beside an
 /// always-busy `rest` (priority 2). About 1 s in, `sched-set -d d20 -b 5ms`. The core's
 /// rule (`Policy::adjust`): a larger budget is not granted early — it comes with the
@@ -230,7 +235,7 @@ pub fn a_live_sched_set_takes_effect_at_the_next_replenishment() {
         got / 1e6,
         expected / 1e6
     );
-    assert!(points.abs() <= 2.5, "{points:+.2} points off");
+    assert!(points.abs() <= CPU_TOLERANCE, "{points:+.2} points off");
 }
 
 /// A hot swap from the Deferrable Server to RTDS on a live run: the reply names both
