@@ -37,6 +37,13 @@ pub enum HostCommand {
     /// the run and keeps what was measured (exit 130). Whatever happens to the executor, a
     /// watchdog process thaws, restores and removes what the run changed.
     Run(HostRunArgs),
+    /// Undo what runs whose executor and watchdog are both gone left behind (a frozen
+    /// domain cgroup, leftover guests, lifted RT throttling), from their records in
+    /// /run/rtvmm; live runs are left alone. Every `host run` does this first
+    ///
+    /// The watchdog normally does it; this is for when the executor and the watchdog were
+    /// killed together (a kill of the whole process tree or session). Needs root.
+    Cleanup,
 }
 
 #[derive(clap::Args)]
@@ -116,7 +123,36 @@ fn stop_on_signal() -> (Arc<AtomicBool>, Arc<AtomicUsize>) {
 pub fn run(command: HostCommand) -> Result<(), Failure> {
     match command {
         HostCommand::Run(args) => host_run(args),
+        HostCommand::Cleanup => cleanup(),
     }
+}
+
+fn cleanup() -> Result<(), Failure> {
+    use rtvmm_host::runs::{self, StateDir};
+    let state = StateDir::system();
+    let mount = rtvmm_host::sys::cgroup2_mount();
+    let recovered =
+        runs::recover(&state, mount.as_deref()).map_err(|e| {
+            runtime(anyhow!(e).context(
+                "recovering abandoned runs (root is needed to change what they left behind)",
+            ))
+        })?;
+    let mut text = String::new();
+    if recovered.is_empty() {
+        text.push_str("nothing to recover: no abandoned run\n");
+    }
+    for line in &recovered {
+        text.push_str(line);
+        text.push('\n');
+    }
+    for live in state.records().iter().filter(|r| r.live()) {
+        text.push_str(&format!(
+            "left alone: the live run of executor pid {}{}\n",
+            live.executor.pid,
+            live.cpu.map(|c| format!(" on cpu {c}")).unwrap_or_default()
+        ));
+    }
+    print(&text)
 }
 
 fn host_run(args: HostRunArgs) -> Result<(), Failure> {

@@ -8,6 +8,8 @@
 //! - `msrv`: the declared minimum Rust version is true of every locked dependency.
 //! - `ctl`: `rtvmm ctl` against a control socket served by a stand-in executor: output,
 //!   exit codes, refusals that change nothing, another user refused.
+//! - `host`: `rtvmm host run` stopped by SIGINT and SIGTERM keeps its results, exits 130
+//!   and 143, and leaves nothing behind (real time: skipped without root); `host cleanup`.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -15,5 +17,7 @@ mod common;
 mod analyze;
 mod cli;
 mod ctl;
+#[cfg(target_os = "linux")]
+mod host;
 mod long_runs;
 mod msrv;

@@ -18,6 +18,8 @@
 //! - [`idle`]: the IDLE VCPU, a `SCHED_FIFO` spinner.
 //! - [`cgroup`]: the run's cgroups.
 //! - [`watchdog`]: the process that undoes everything if the executor dies.
+//! - [`runs`]: each run's record on disk (`/run/rtvmm`), the recovery of runs whose
+//!   executor and watchdog both died, the shared RT-throttling setting, one run per cpu.
 //! - [`ctl`]: live control — the Unix socket, its protocol, the `rtvmm ctl` client, and
 //!   the one function through which a running executor applies a command to its machine.
 //! - [`sys`]: clocks, sleeps, affinity, `sched_setattr`, RT throttling, privileges, steal.
@@ -72,6 +74,8 @@ pub mod executor;
 pub mod guest;
 #[cfg(target_os = "linux")]
 pub mod idle;
+#[cfg(target_os = "linux")]
+pub mod runs;
 #[cfg(target_os = "linux")]
 pub mod shm;
 #[cfg(target_os = "linux")]
@@ -155,6 +159,12 @@ pub enum HostError {
         #[source]
         error: std::io::Error,
     },
+    /// Another run manages the cpu (one run per cpu).
+    #[error(
+        "cpu {cpu} is managed by another rtvmm run{}: one run per cpu (wait for it to end, or choose another with --cpu)",
+        .holder.map(|p| format!(" (executor pid {p})")).unwrap_or_default()
+    )]
+    CpuBusy { cpu: usize, holder: Option<i32> },
     #[error("{0}")]
     Machine(String),
     #[error("the executor panicked (a bug in rtvmm); everything it changed was undone")]
@@ -178,6 +188,7 @@ impl HostError {
                 | HostError::Domain { .. }
                 | HostError::Unsupported(_)
                 | HostError::NoSuchCpu { .. }
+                | HostError::CpuBusy { .. }
         )
     }
 }

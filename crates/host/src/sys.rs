@@ -8,8 +8,8 @@
 //! - **Scheduling**: [`set_fifo`] puts a thread in `SCHED_FIFO` at a priority with
 //!   `sched_setattr` (neither `nix` nor `libc` wraps it; `libc` has the struct and the
 //!   number); [`pin_to`] sets affinity; [`lock_memory`] is `mlockall`.
-//! - **RT throttling**: [`RtThrottle`] writes -1 to `sched_rt_runtime_us` for the run and
-//!   restores the old value when dropped (the watchdog restores it if the executor dies).
+//! - **RT throttling**: [`RT_RUNTIME_PATH`]; lifting and restoring it, shared between
+//!   runs, is [`crate::runs`]'s.
 //! - **cgroup v2** is found in `/proc/self/mountinfo` (fstype `cgroup2`), never assumed
 //!   at a fixed path ([`cgroup2_mount`]).
 //! - **Privileges** are checked before anything changes ([`missing_privileges`]), against
@@ -203,31 +203,6 @@ fn unescape_mount(text: &str) -> String {
 /// Where cgroup v2 is mounted on this machine, if anywhere.
 pub fn cgroup2_mount() -> Option<PathBuf> {
     cgroup2_mount_in(&fs::read_to_string("/proc/self/mountinfo").ok()?)
-}
-
-/// Lifts RT throttling for as long as it lives: writes -1 to `sched_rt_runtime_us` and
-/// restores the old value when dropped.
-pub struct RtThrottle {
-    old: String,
-}
-
-impl RtThrottle {
-    /// The value in force now (to give the watchdog before changing it).
-    pub fn current() -> io::Result<String> {
-        Ok(fs::read_to_string(RT_RUNTIME_PATH)?.trim().to_string())
-    }
-
-    /// Writes -1; `old` is what to restore.
-    pub fn lift(old: String) -> io::Result<RtThrottle> {
-        fs::write(RT_RUNTIME_PATH, "-1")?;
-        Ok(RtThrottle { old })
-    }
-}
-
-impl Drop for RtThrottle {
-    fn drop(&mut self) {
-        let _ = fs::write(RT_RUNTIME_PATH, &self.old);
-    }
 }
 
 /// The host's steal time on `cpu` so far, in nanoseconds (`/proc/stat`, the eighth value

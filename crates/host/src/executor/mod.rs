@@ -58,8 +58,9 @@ use crate::cgroup::RunCgroups;
 use crate::domain::{check_runnable, JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, SCHEDULER_PRIORITY};
 use crate::idle::IdleSpinner;
+use crate::runs::{self, CpuLock, CpuLockError, LiftedThrottle, StateDir};
 use crate::shm::Shared;
-use crate::sys::{self, MissingPrivilege, RtThrottle};
+use crate::sys::{self, MissingPrivilege};
 use crate::watchdog::{start_time, Undo, Watchdog};
 use crate::{HelperCommand, HostError};
 
@@ -88,6 +89,10 @@ pub struct HostOptions {
     pub stop: Arc<AtomicBool>,
     /// Live control requests (see [`control`]).
     pub control: Option<Receiver<ControlMessage>>,
+    /// Fault injection for the safety tests: the scheduler thread panics once the run
+    /// reaches this instant. Not a user setting (no flag sets it).
+    #[doc(hidden)]
+    pub test_panic_at: Option<Nanos>,
 }
 
 impl HostOptions {
@@ -102,6 +107,7 @@ impl HostOptions {
             record_trace: false,
             stop: Arc::new(AtomicBool::new(false)),
             control: None,
+            test_panic_at: None,
         }
     }
 }
@@ -225,6 +231,45 @@ struct Slot {
     wake_at: Option<u64>,
 }
 
+/// The run's domains; dropped, every guest is killed before any is waited for.
+#[derive(Default)]
+struct Slots(Vec<Slot>);
+
+impl std::ops::Deref for Slots {
+    type Target = Vec<Slot>;
+    fn deref(&self) -> &Vec<Slot> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Slots {
+    fn deref_mut(&mut self) -> &mut Vec<Slot> {
+        &mut self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Slots {
+    type Item = &'a Slot;
+    type IntoIter = std::slice::Iter<'a, Slot>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Slots {
+    type Item = &'a mut Slot;
+    type IntoIter = std::slice::IterMut<'a, Slot>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter_mut()
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        crate::domain::kill_all(self.0.iter_mut().map(|s| &mut s.domain));
+    }
+}
+
 /// Who the pcpu is enforced to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
@@ -233,13 +278,18 @@ enum Target {
 }
 
 /// The run's state, owned by the scheduler thread. Fields are dropped in declaration
-/// order: the spinner, the guests, the cgroups, the throttle, then the watchdog.
+/// order: the guests, the spinner, the cgroups, the throttle, the watchdog, then the
+/// cpu's lock (which the watchdog holds too, until it is done). The guests go first, all
+/// killed before any is waited for ([`Slots`]): when a panic unwinds mid-run, a domain may
+/// still be running at its `SCHED_FIFO` priority, above the spinner and the other guests,
+/// which could never run to exit while it spins.
 struct Run {
+    slots: Slots,
     spinner: Option<IdleSpinner>,
-    slots: Vec<Slot>,
     cgroups: Option<RunCgroups>,
-    throttle: Option<RtThrottle>,
+    throttle: Option<LiftedThrottle>,
     watchdog: Watchdog,
+    _cpu_lock: Option<CpuLock>,
     machine: Machine,
     enforcer: Box<dyn Enforcer>,
     notify: EventFd,
@@ -289,14 +339,39 @@ impl Run {
         cpu: usize,
         allowed: Allowed,
     ) -> Result<Run, HostError> {
-        let mut watchdog =
-            Watchdog::spawn(&options.helper, cpu).map_err(HostError::io("the watchdog"))?;
+        // One run per cpu; then what abandoned runs left is undone; then this run is
+        // recorded (see `crate::runs`). Without a usable state directory (best effort, not
+        // root) there is neither lock nor record.
+        let state = StateDir::system();
+        let (cpu_lock, state) = match runs::lock_cpu(&state, cpu) {
+            Ok(lock) => (Some(lock), Some(state)),
+            Err(CpuLockError::Busy { holder }) => return Err(HostError::CpuBusy { cpu, holder }),
+            Err(CpuLockError::Io(_)) if !allowed.missing.is_empty() => (None, None),
+            Err(CpuLockError::Io(e)) => return Err(HostError::io("the cpu's lock")(e)),
+        };
+        if let Some(state) = &state {
+            let mount = sys::cgroup2_mount();
+            let recovered = runs::recover(state, mount.as_deref())
+                .map_err(HostError::io("recovering abandoned runs"))?;
+            for line in recovered {
+                eprintln!("rtvmm: {line}");
+            }
+        }
+        let mut watchdog = Watchdog::spawn(
+            &options.helper,
+            cpu,
+            state.as_ref(),
+            cpu_lock.as_ref().map(CpuLock::raw_fd),
+        )
+        .map_err(HostError::io("the watchdog"))?;
         let throttle = if allowed.throttle {
-            let old = RtThrottle::current().map_err(HostError::io(sys::RT_RUNTIME_PATH))?;
-            watchdog
-                .announce(&Undo::RtRuntime(old.clone()))
-                .map_err(HostError::io("the watchdog"))?;
-            Some(RtThrottle::lift(old).map_err(HostError::io(sys::RT_RUNTIME_PATH))?)
+            let record = state
+                .as_ref()
+                .map(|s| s.record_path(std::process::id() as i32));
+            let lifted = LiftedThrottle::lift(state.as_ref(), record.as_deref(), |old| {
+                watchdog.announce(&Undo::RtRuntime(old.to_string()))
+            });
+            Some(lifted.map_err(HostError::io(sys::RT_RUNTIME_PATH))?)
         } else {
             None
         };
@@ -322,11 +397,12 @@ impl Run {
             .map_err(|e| HostError::Machine(e.to_string()))?;
         machine.set_recording(options.record_trace);
         let mut run = Run {
+            slots: Slots::default(),
             spinner: None,
-            slots: Vec::new(),
             cgroups,
             throttle,
             watchdog,
+            _cpu_lock: cpu_lock,
             machine,
             enforcer: enforcer(options.backend),
             notify,
@@ -442,6 +518,9 @@ impl Run {
             }
             if options.stop.load(Ordering::Relaxed) {
                 return Ok(now);
+            }
+            if options.test_panic_at.is_some_and(|at| now >= at) {
+                panic!("test_panic_at: a fault injected by a test");
             }
             self.read_probe();
             self.observe_guests(now);
@@ -812,8 +891,8 @@ impl Run {
             watchdog,
             ..
         } = self;
-        drop(spinner);
         drop(slots);
+        drop(spinner);
         drop(cgroups);
         drop(throttle);
         watchdog.finish();
