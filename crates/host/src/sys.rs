@@ -41,6 +41,19 @@ pub fn mono_ns() -> u64 {
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
 }
 
+/// What one [`mono_ns`] costs on the calling thread: the median gap between two
+/// back-to-back reads, over `pairs` pairs.
+pub fn clock_read_cost(pairs: usize) -> u64 {
+    let mut gaps: Vec<u64> = (0..pairs.max(1))
+        .map(|_| {
+            let a = mono_ns();
+            mono_ns() - a
+        })
+        .collect();
+    gaps.sort_unstable();
+    gaps[gaps.len() / 2]
+}
+
 /// The calling thread's CPU time, in nanoseconds.
 #[inline]
 pub fn thread_cpu_ns() -> u64 {
