@@ -35,7 +35,9 @@ pub enum HostCommand {
     /// Needs root (SCHED_FIFO, lifting RT throttling, mlockall, cgroup v2 for `freeze`);
     /// without, it refuses and names what is missing, unless --best-effort. Ctrl-C stops
     /// the run and keeps what was measured (exit 130). Whatever happens to the executor, a
-    /// watchdog process thaws, restores and removes what the run changed.
+    /// watchdog process thaws, restores and removes what the run changed; if both are
+    /// killed, the next run (or `rtvmm host cleanup`) does, from the run's record in
+    /// /run/rtvmm. One run per cpu: a second run on a managed cpu is refused.
     Run(HostRunArgs),
     /// Undo what runs whose executor and watchdog are both gone left behind (a frozen
     /// domain cgroup, leftover guests, lifted RT throttling), from their records in
