@@ -14,7 +14,7 @@ use rtvmm_core::Nanos;
 use rtvmm_host::ctl::{Server, StandIn};
 use rtvmm_scenario::Scenario;
 
-use crate::common::{assert_exit, assert_readable, stderr, stdout};
+use crate::common::{assert_exit, assert_readable, skip_real_time, stderr, stdout, REAL_TIME};
 
 const SCENARIO: &str = r#"
     name = "two"
@@ -306,24 +306,6 @@ const LIVE_SCENARIO: &str = r#"
 /// cgroup v2 and SCHED_FIFO, else skipped with the reason): the socket's path is printed
 /// at the start, `sched-show` shows the running domains with their guests' jobs,
 /// `sched-set` changes a budget, and the socket is gone when the run ends.
-/// One real-time run at a time: this binary's tests run in parallel, and two executors
-/// would share the managed cpu (and the RT-throttling setting).
-static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Prints why a real-time test is skipped and returns true when it must be.
-fn skip_real_time(test: &str) -> bool {
-    let missing = rtvmm_host::sys::missing_privileges(&rtvmm_host::sys::Host, true);
-    if missing.is_empty() {
-        return false;
-    }
-    let reasons: Vec<String> = missing.iter().map(ToString::to_string).collect();
-    eprintln!(
-        "skipped: {test}: needs root, cgroup v2 and SCHED_FIFO: {}",
-        reasons.join("; ")
-    );
-    true
-}
-
 /// A `rtvmm host run` of [`LIVE_SCENARIO`] serving `socket`, once the socket is there.
 fn live_host_run(dir: &Path, socket: &Path) -> std::process::Child {
     let scenario = dir.join("live.toml");

@@ -9,6 +9,8 @@
 //! - `ctl`: `rtvmm ctl` against a control socket served by a stand-in executor: output,
 //!   exit codes, refusals that change nothing, another user refused; and against a live
 //!   `rtvmm host run --ctl` (real time: skipped without the privileges).
+//! - `host`: `rtvmm host run` stopped by SIGINT and SIGTERM keeps its results, exits 130
+//!   and 143, and leaves nothing behind (real time: skipped without root); `host cleanup`.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -16,5 +18,7 @@ mod common;
 mod analyze;
 mod cli;
 mod ctl;
+#[cfg(target_os = "linux")]
+mod host;
 mod long_runs;
 mod msrv;

@@ -286,6 +286,26 @@ impl ProcessDomain {
     }
 }
 
+impl ProcessDomain {
+    /// Sends SIGKILL to the guest without waiting (see [`kill_all`]).
+    pub fn sigkill(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// Kills every guest first, then waits for each: a guest killed while another spins
+/// above it on the managed cpu (a panic unwinding mid-run: a domain still running at its
+/// `SCHED_FIFO` priority) could never run to exit if it were waited for alone.
+pub fn kill_all<'a>(domains: impl IntoIterator<Item = &'a mut ProcessDomain>) {
+    let mut all: Vec<&mut ProcessDomain> = domains.into_iter().collect();
+    for d in &mut all {
+        d.sigkill();
+    }
+    for d in all {
+        let _ = d.child.wait();
+    }
+}
+
 impl Drop for ProcessDomain {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -227,6 +227,15 @@ pub struct HostResults {
     pub switch_total_ns: u64,
     /// Timer wake-ups of the scheduler thread: actual wake-up − intended instant.
     pub tick_lateness_ns: Dist,
+    /// What one clock read costs on the scheduler thread (the median gap between two
+    /// back-to-back `CLOCK_MONOTONIC` reads, measured before the run): every
+    /// `do_schedule_ns` figure includes about one.
+    #[serde(default)]
+    pub clock_read_ns: u64,
+    /// Times the scheduler thread woke (timer or guest notification): its CPU time per
+    /// wake-up is `scheduler_cpu_ns / wakeups`.
+    #[serde(default)]
+    pub wakeups: u64,
     /// CPU time of the scheduler thread over the run.
     pub scheduler_cpu_ns: u64,
     /// `scheduler_cpu_ns` ÷ the run's length: the share of the managed cpu lost to

@@ -12,8 +12,10 @@
 //! - [`util`]: the runner, the skip check, systems to run, the leftover check.
 //! - [`share`]: a 20 %-budget domain gets 20 % of the core under every server policy.
 //! - [`idle_server`]: an idle high-priority domain under DS and PTPS.
-//! - [`safety`]: `kill -9` (and SIGTERM) of the executor leaves nothing behind, every
-//!   backend, several times; a stop flag ends a run with its results.
+//! - [`safety`]: `kill -9`, SIGTERM and a panic of the executor leave nothing behind,
+//!   every backend, several times; the executor and its watchdog killed together are
+//!   recovered by the next run or a clean-up; a stop flag ends a run with its results; a
+//!   second run on a managed cpu is refused.
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
@@ -58,6 +60,10 @@ fn main() -> ExitCode {
         share::a_20_percent_domain_gets_20_percent_under_every_server_policy,
         idle_server::an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds,
         safety::kill_9_of_the_executor_leaves_nothing_behind,
+        safety::sigterm_of_the_executor_leaves_nothing_behind,
+        safety::a_panic_in_the_executor_leaves_nothing_behind,
+        safety::an_executor_killed_with_its_watchdog_is_recovered_by_the_next_run_or_a_cleanup,
+        safety::a_second_run_on_the_same_cpu_is_refused_naming_the_holder,
         safety::a_stopped_run_keeps_its_results_and_cleans_up,
         privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
         protocol::every_released_job_is_counted_once_with_its_deadline,
