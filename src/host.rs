@@ -319,6 +319,11 @@ pub fn overhead_table(h: &HostResults) -> String {
         "one clock read costs {} ns here; each do_schedule figure includes about one\n",
         h.clock_read_ns
     ));
+    let costs = h.simulator_overheads();
+    out.push_str(&format!(
+        "to simulate this run with its measured overheads: [machine] overhead = {{ do_schedule = \"{}\", context_switch = \"{}\" }}\n",
+        costs.do_schedule, costs.context_switch
+    ));
     out
 }
 

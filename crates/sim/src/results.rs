@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use rtvmm_core::machine::Machine;
+use rtvmm_core::machine::{Machine, Overheads};
 use rtvmm_core::model::{PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
@@ -249,6 +249,22 @@ pub struct HostResults {
     /// domain in the order of `domains`: what enforcement gave, beside the VCPU's
     /// `run_ns` (what the scheduler accounted).
     pub domain_cpu_ns: Vec<u64>,
+}
+
+impl HostResults {
+    /// The simulator's overhead model for this run (`[machine] overhead`): each
+    /// `do_schedule` costs the scheduler thread's CPU time per `do_schedule` call (so the
+    /// simulated scheduler takes the share of the cpu this one took), each context switch
+    /// the median measured switch latency; both rounded to 100 ns. `rtvmm sim` with these
+    /// costs (charged to the incoming VCPU, the default) predicts the host run's per-job
+    /// figures closely (README, "Real time on Linux").
+    pub fn simulator_overheads(&self) -> Overheads {
+        let round = |ns: u64| Nanos::from_ns((ns + 50) / 100 * 100);
+        Overheads {
+            do_schedule: round(self.scheduler_cpu_ns / self.do_schedule_ns.count.max(1)),
+            context_switch: round(self.switch_ns.p50),
+        }
+    }
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {
