@@ -8,6 +8,9 @@
 //! - `msrv`: the declared minimum Rust version is true of every locked dependency.
 //! - `ctl`: `rtvmm ctl` against a control socket served by a stand-in executor: output,
 //!   exit codes, refusals that change nothing, another user refused.
+//! - `host_experiments`: `rtvmm experiment rtxen-overhead|rtxen-isolation --host` in
+//!   real time (root; skipped with the reason otherwise; run under
+//!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -15,5 +18,7 @@ mod common;
 mod analyze;
 mod cli;
 mod ctl;
+#[cfg(target_os = "linux")]
+mod host_experiments;
 mod long_runs;
 mod msrv;

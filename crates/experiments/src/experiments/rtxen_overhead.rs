@@ -15,7 +15,7 @@
 //! (the host executor, one run after another) and the report is the paper's overhead
 //! table from what the executor measured: time in `do_schedule` and per context switch
 //! (count, total, median, p99, max) per policy, with every run's tick lateness, CPU lost
-//! to the scheduler thread and host steal time ([`run_on_host`]).
+//! to the scheduler thread and host steal time.
 //!
 //! `--quick`: 1 s (simulated, or real with `--host`: 7 runs, about 10 s in all); full:
 //! 10 s (with `--host`, about 75 s).
