@@ -8,19 +8,22 @@ use std::sync::Arc;
 use anyhow::anyhow;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
-use rtvmm_experiments::files;
+use rtvmm_experiments::driver::{RealTime, RealTimeError};
+use rtvmm_experiments::{files, Cancel};
 use rtvmm_host::ctl::{self, ServerError};
 use rtvmm_host::enforce::Backend;
 use rtvmm_host::executor::{self, HostOptions, HostRun, LiveControl};
 use rtvmm_host::{HelperCommand, HostError};
 use rtvmm_sim::results::HostResults;
+use rtvmm_sim::results::RunResults;
 use rtvmm_sim::trace::{write_trace, TraceFormat};
+use rtvmm_sim::SystemSpec;
 
 use crate::{
     bad_input, load, output_file, parse_policy, parse_time, print, runtime, text_file, Failure,
 };
 
-fn parse_backend(text: &str) -> Result<Backend, String> {
+pub fn parse_backend(text: &str) -> Result<Backend, String> {
     Backend::from_name(text).ok_or_else(|| {
         format!("unknown enforcement backend '{text}': expected freeze, band or signal")
     })
@@ -516,4 +519,91 @@ fn machine_description() -> String {
             ""
         }
     )
+}
+
+/// The host executor as an experiment's real-time driver (`rtvmm experiment NAME --host`,
+/// see `rtvmm_experiments::driver`): this program as the helper, the flags' cpu, backend
+/// and `--best-effort`, and the experiment's cancel flag as the run's stop flag.
+pub struct ExperimentHost {
+    helper: HelperCommand,
+    cpu: Option<usize>,
+    backend: Backend,
+    best_effort: bool,
+}
+
+impl ExperimentHost {
+    pub fn new(cpu: Option<usize>, backend: Backend, best_effort: bool) -> Result<Self, String> {
+        let helper = HelperCommand::this_program()
+            .map_err(|e| format!("finding this program to re-execute: {e}"))?;
+        Ok(ExperimentHost {
+            helper,
+            cpu,
+            backend,
+            best_effort,
+        })
+    }
+
+    fn options(&self, duration: Nanos) -> HostOptions {
+        let mut options = HostOptions::new(self.helper.clone(), duration);
+        options.cpu = self.cpu;
+        options.backend = self.backend;
+        options.best_effort = self.best_effort;
+        options
+    }
+}
+
+fn real_time_error(e: HostError) -> RealTimeError {
+    RealTimeError {
+        refused: e.is_bad_input(),
+        message: e.to_string(),
+    }
+}
+
+impl RealTime for ExperimentHost {
+    fn check(&self) -> Result<(), RealTimeError> {
+        executor::check(&self.options(Nanos::from_secs(1))).map_err(real_time_error)
+    }
+
+    fn run(
+        &self,
+        system: &SystemSpec,
+        scenario: &str,
+        seed: u64,
+        duration: Nanos,
+        stop: &Cancel,
+    ) -> Result<Option<RunResults>, RealTimeError> {
+        let mut options = self.options(duration);
+        options.stop = stop.flag();
+        let run = executor::run(system, scenario, seed, options).map_err(real_time_error)?;
+        Ok(run.stopped_at.is_none().then_some(run.results))
+    }
+
+    fn describe(&self) -> String {
+        let count = rtvmm_host::sys::cpu_count();
+        format!(
+            "managed cpu {} of 0..{}, enforce {}{}",
+            self.cpu.unwrap_or(count - 1),
+            count - 1,
+            self.backend.name(),
+            if self.best_effort {
+                ", --best-effort"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn flags(&self) -> String {
+        let mut flags = "--host".to_string();
+        if let Some(cpu) = self.cpu {
+            flags.push_str(&format!(" --cpu {cpu}"));
+        }
+        if self.backend != Backend::Freeze {
+            flags.push_str(&format!(" --enforce {}", self.backend.name()));
+        }
+        if self.best_effort {
+            flags.push_str(" --best-effort");
+        }
+        flags
+    }
 }

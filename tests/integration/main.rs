@@ -11,6 +11,9 @@
 //!   `rtvmm host run --ctl` (real time: skipped without the privileges).
 //! - `host`: `rtvmm host run` stopped by SIGINT and SIGTERM keeps its results, exits 130
 //!   and 143, and leaves nothing behind (real time: skipped without root); `host cleanup`.
+//! - `host_experiments`: `rtvmm experiment rtxen-overhead|rtxen-isolation --host` in
+//!   real time (root; skipped with the reason otherwise; run under
+//!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -20,5 +23,7 @@ mod cli;
 mod ctl;
 #[cfg(target_os = "linux")]
 mod host;
+#[cfg(target_os = "linux")]
+mod host_experiments;
 mod long_runs;
 mod msrv;

@@ -146,14 +146,29 @@ struct Allowed {
     missing: Vec<MissingPrivilege>,
 }
 
-/// Checks everything that can be refused before the run, in the order a user fixes
-/// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
-fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
+/// Checks what would refuse any run with `options` before it starts: the cpu, the
+/// privileges (unless `best_effort`), the enforcement backend — for a caller that runs
+/// many systems (an experiment) and wants to refuse before the first. [`run`] checks the
+/// same again, with the system.
+pub fn check(options: &HostOptions) -> Result<(), HostError> {
+    managed_cpu(options)?;
+    allowed(options).map(|_| ())
+}
+
+/// The managed cpu: `options.cpu`, or the last one.
+fn managed_cpu(options: &HostOptions) -> Result<usize, HostError> {
     let count = sys::cpu_count();
     let cpu = options.cpu.unwrap_or(count - 1);
     if cpu >= count {
         return Err(HostError::NoSuchCpu { cpu, count });
     }
+    Ok(cpu)
+}
+
+/// Checks everything that can be refused before the run, in the order a user fixes
+/// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
+fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
+    let cpu = managed_cpu(options)?;
     Machine::new(system.machine, system.policy.clone())
         .map_err(|e| HostError::Machine(e.to_string()))?;
     let added = system.changes.iter().filter_map(|c| match &c.change {
@@ -180,6 +195,12 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
             )));
         }
     }
+    Ok((cpu, allowed(options)?))
+}
+
+/// The privileges: refused when one is missing (unless `best_effort`), then what the
+/// backend needs.
+fn allowed(options: &HostOptions) -> Result<Allowed, HostError> {
     let needs_cgroup = options.backend == Backend::Freeze;
     let missing = sys::missing_privileges(&sys::Host, needs_cgroup);
     if !missing.is_empty() && !options.best_effort {
@@ -223,7 +244,7 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         }
         _ => {}
     }
-    Ok((cpu, allowed))
+    Ok(allowed)
 }
 
 /// Runs `system` in real time for `options.duration` and returns what it measured, in
