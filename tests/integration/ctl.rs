@@ -342,13 +342,17 @@ fn the_socket_of_a_killed_host_run_is_removed() {
     let socket = dir.path().join("killed.sock");
     let mut run = live_host_run(dir.path(), &socket);
     std::thread::sleep(std::time::Duration::from_millis(300));
+    let record = Path::new(rtvmm_host::runs::STATE_DIR).join(format!("run-{}.state", run.id()));
     run.kill().unwrap();
     run.wait().unwrap();
+    // The watchdog removes the socket first and the run's record last, once everything is
+    // undone: the next real-time test starts from a clean machine.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while socket.exists() && std::time::Instant::now() < deadline {
+    while (socket.exists() || record.exists()) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert!(!socket.exists(), "the killed run's socket is still there");
+    assert!(!record.exists(), "the killed run was not undone");
 }
 
 #[test]

@@ -21,7 +21,8 @@ fn rt_runtime() -> String {
 }
 
 /// What `rtvmm host run` of pid `pid` may have left: its cgroup, a run record, a thread
-/// named `rtvmm-*` of its own or its children (guests, spinner), throttling changed.
+/// named `rtvmm-*` in any other process (its guests, spinner, watchdog), throttling
+/// changed.
 fn leftovers(pid: u32, rt_before: &str) -> Vec<String> {
     let mut found = Vec::new();
     if let Some(cg) = sys::cgroup2_mount().map(|m| m.join(format!("rtvmm-{pid}"))) {
@@ -36,7 +37,15 @@ fn leftovers(pid: u32, rt_before: &str) -> Vec<String> {
     if rt_runtime() != rt_before {
         found.push(format!("sched_rt_runtime_us is {}", rt_runtime()));
     }
-    for p in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+    // This test process is not the run's: its other tests' threads (the control server's
+    // `rtvmm-ctl` of a stand-in) are not leftovers.
+    let me = std::process::id().to_string();
+    for p in std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|p| p.file_name() != me.as_str())
+    {
         for t in std::fs::read_dir(p.path().join("task"))
             .into_iter()
             .flatten()

@@ -475,6 +475,29 @@ pub fn lock_cpu(dir: &StateDir, cpu: usize) -> Result<CpuLock, CpuLockError> {
     }
 }
 
+/// [`lock_cpu`], but a cpu whose holder is dead is waited for, up to `patience`: its
+/// executor was killed and its watchdog (which inherited the lock) is still undoing the run
+/// — a run started right after `kill -9` of another waits for the clean-up instead of
+/// failing. A live holder is refused at once.
+pub fn lock_cpu_after_the_dead(
+    dir: &StateDir,
+    cpu: usize,
+    patience: std::time::Duration,
+) -> Result<CpuLock, CpuLockError> {
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        match lock_cpu(dir, cpu) {
+            Err(CpuLockError::Busy { holder: Some(pid) })
+                if !Proc::of(pid).is_some_and(|p| p.alive())
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,6 +611,36 @@ mod tests {
         assert!(lock_cpu(&state, 2).is_ok(), "another cpu is free");
         drop(held);
         assert!(lock_cpu(&state, 3).is_ok(), "released with its holder");
+    }
+
+    #[test]
+    fn a_cpu_held_for_a_dead_executor_is_waited_for_and_a_live_one_refused_at_once() {
+        use std::io::Write as _;
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::at(dir.path());
+        let held = lock_cpu(&state, 4).unwrap();
+        // A live holder (this process): refused without waiting.
+        let began = Instant::now();
+        assert!(matches!(
+            lock_cpu_after_the_dead(&state, 4, Duration::from_secs(5)),
+            Err(CpuLockError::Busy { holder: Some(_) })
+        ));
+        assert!(began.elapsed() < Duration::from_secs(4), "not waited for");
+        // The holder's executor is dead (its watchdog still holds the lock): waited for
+        // until the lock is let go.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(dir.path().join("cpu4.lock"))
+            .unwrap();
+        file.write_all(i32::MAX.to_string().as_bytes()).unwrap();
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(held);
+        });
+        assert!(lock_cpu_after_the_dead(&state, 4, Duration::from_secs(30)).is_ok());
+        releaser.join().unwrap();
     }
 
     #[test]

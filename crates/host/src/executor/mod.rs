@@ -426,7 +426,8 @@ impl Run {
         // recorded (see `crate::runs`). Without a usable state directory (best effort, not
         // root) there is neither lock nor record.
         let state = StateDir::system();
-        let (cpu_lock, state) = match runs::lock_cpu(&state, cpu) {
+        let patience = std::time::Duration::from_secs(5);
+        let (cpu_lock, state) = match runs::lock_cpu_after_the_dead(&state, cpu, patience) {
             Ok(lock) => (Some(lock), Some(state)),
             Err(CpuLockError::Busy { holder }) => return Err(HostError::CpuBusy { cpu, holder }),
             Err(CpuLockError::Io(_)) if !allowed.missing.is_empty() => (None, None),
