@@ -372,8 +372,22 @@ fn rtvmm_ctl_drives_a_live_host_run() {
     assert!(text.starts_with("policy deferrable, as of "), "{text}");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
-        lines[1],
-        "Name  ID  Budget  Period  Prio  Weight  Cap  Extra     Work  Remaining          Run  Jobs  Misses",
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        [
+            "Name",
+            "ID",
+            "Budget",
+            "Period",
+            "Prio",
+            "Weight",
+            "Cap",
+            "Extra",
+            "Work",
+            "Remaining",
+            "Run",
+            "Jobs",
+            "Misses"
+        ],
         "{text}"
     );
     assert!(
