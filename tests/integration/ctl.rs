@@ -14,7 +14,9 @@ use rtvmm_core::Nanos;
 use rtvmm_host::ctl::{Server, StandIn};
 use rtvmm_scenario::Scenario;
 
-use crate::common::{assert_exit, assert_readable, skip_real_time, stderr, stdout, REAL_TIME};
+use crate::common::{
+    assert_exit, assert_readable, say_skipped, skip_real_time, stderr, stdout, REAL_TIME,
+};
 
 const SCENARIO: &str = r#"
     name = "two"
@@ -239,11 +241,13 @@ fn nobody() -> Option<u32> {
 fn rtvmm_ctl_as_another_user_is_refused() {
     let uid = Command::new("id").arg("-u").output().map(|o| stdout(&o));
     if !uid.is_ok_and(|uid| uid.trim() == "0") {
-        println!("skipped: rtvmm_ctl_as_another_user_is_refused needs root (to run rtvmm as another user)");
+        say_skipped(
+            "rtvmm_ctl_as_another_user_is_refused needs root (to run rtvmm as another user)",
+        );
         return;
     }
     let Some(nobody) = nobody() else {
-        println!("skipped: rtvmm_ctl_as_another_user_is_refused needs a user named nobody");
+        say_skipped("rtvmm_ctl_as_another_user_is_refused needs a user named nobody");
         return;
     };
     let (dir, server, executor) = serve();
