@@ -336,14 +336,10 @@ pub fn overhead_table(h: &HostResults) -> String {
 /// range.
 pub fn bench(args: BenchHostArgs) -> Result<(), Failure> {
     let policies = if args.policies.is_empty() {
-        vec![
-            PolicyKind::Deferrable,
-            PolicyKind::Periodic,
-            PolicyKind::Polling,
-            PolicyKind::Sporadic,
-            PolicyKind::Wcps,
-            PolicyKind::Crps,
-        ]
+        PolicyKind::ALL
+            .into_iter()
+            .filter(|k| k.is_server())
+            .collect()
     } else {
         args.policies.clone()
     };

@@ -20,14 +20,7 @@ pub fn a_20_percent_domain_gets_20_percent_under_every_server_policy() {
         return;
     }
     let duration = ms(1500);
-    for policy in [
-        PolicyKind::Deferrable,
-        PolicyKind::Periodic,
-        PolicyKind::Polling,
-        PolicyKind::Sporadic,
-        PolicyKind::Wcps,
-        PolicyKind::Crps,
-    ] {
+    for policy in PolicyKind::ALL.into_iter().filter(|k| k.is_server()) {
         let results = run(&twenty_percent(policy), duration, Backend::Freeze).results;
         let host = results.host.as_ref().expect("a host section");
         assert!(host.real_time, "{policy:?}: a real-time run");
