@@ -184,6 +184,19 @@ pub fn read_action(table: &toml::Table, origin: &str) -> Result<LiveAction, Scen
             EventDraft::AddDomain(i) => {
                 let draft = drafts.swap_remove(i);
                 let mut spec = draft.spec;
+                if let Some(external) = &draft.external {
+                    let at = Location {
+                        domain: Some(spec.name.clone()),
+                        ..Location::top(external.field())
+                    };
+                    return Err(builder.err(
+                        at,
+                        ErrorKind::Invalid(
+                            "an external domain cannot be added to a running system: declare                              it in the scenario file"
+                                .to_string(),
+                        ),
+                    ));
+                }
                 if !draft.priority_given {
                     let at = Location {
                         domain: Some(spec.name.clone()),
