@@ -50,18 +50,23 @@ use rtvmm_core::machine::{Activity, Machine};
 use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_sim::driver::{GuestEvent, TraceEvent};
-use rtvmm_sim::results::{Dist, DomainJobs, HostResults, RunResults, TaskJobs, SOURCE_HOST};
+use rtvmm_sim::results::{
+    Dist, DomainJobs, HostExternal, HostResults, RunResults, TaskJobs, SOURCE_HOST,
+};
 use rtvmm_sim::trace::{DomainNames, TaskNames, TraceNames};
 use rtvmm_sim::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
 use crate::domain::{check_runnable, JobBook, ProcessDomain};
-use crate::enforce::{enforcer, Backend, Enforcer, Member, SCHEDULER_PRIORITY};
+use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
+use crate::external::{AttachContext, ExternalDomain, Hold};
 use crate::idle::IdleSpinner;
 use crate::shm::Shared;
 use crate::sys::{self, MissingPrivilege, RtThrottle};
 use crate::watchdog::{start_time, Undo, Watchdog};
 use crate::{HelperCommand, HostError};
+use rtvmm_scenario::External;
+use std::collections::BTreeMap;
 
 use control::{ControlMessage, ControlReply, ControlRequest, DomainView};
 
@@ -88,6 +93,9 @@ pub struct HostOptions {
     pub stop: Arc<AtomicBool>,
     /// Live control requests (see [`control`]).
     pub control: Option<Receiver<ControlMessage>>,
+    /// The external domains by name ([`Scenario::external`](rtvmm_scenario::Scenario)):
+    /// each is a domain of the system (or one an event adds) attached, not started.
+    pub external: BTreeMap<String, External>,
 }
 
 impl HostOptions {
@@ -102,6 +110,7 @@ impl HostOptions {
             record_trace: false,
             stop: Arc::new(AtomicBool::new(false)),
             control: None,
+            external: BTreeMap::new(),
         }
     }
 }
@@ -139,11 +148,27 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         Change::AddDomain(d) => Some(d),
         _ => None,
     });
+    let mut declared = Vec::new();
     for d in system.domains.iter().chain(added) {
+        declared.push(d.name.as_str());
+        if options.external.contains_key(&d.name) {
+            continue;
+        }
         check_runnable(d).map_err(|reason| HostError::Domain {
             domain: d.name.clone(),
             reason,
         })?;
+    }
+    let mount = sys::cgroup2_mount();
+    for (name, source) in &options.external {
+        let bad = |reason: String| HostError::Domain {
+            domain: name.clone(),
+            reason,
+        };
+        if !declared.contains(&name.as_str()) {
+            return Err(bad("external, but not a domain of the system".into()));
+        }
+        crate::external::validate(source, mount.as_deref()).map_err(bad)?;
     }
     let needs_cgroup = options.backend == Backend::Freeze;
     let missing = sys::missing_privileges(&sys::Host, needs_cgroup);
@@ -169,6 +194,16 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         cgroup,
         missing,
     };
+    if !allowed.fifo {
+        if let Some(name) = options.external.keys().next() {
+            return Err(HostError::Domain {
+                domain: name.clone(),
+                reason: "an external domain's threads are held by SCHED_RR priorities, \
+                         which needs root or CAP_SYS_NICE (even with --best-effort)"
+                    .into(),
+            });
+        }
+    }
     match options.backend {
         Backend::Freeze if allowed.cgroup.is_none() => {
             return Err(HostError::BackendUnavailable {
@@ -219,10 +254,67 @@ pub fn run(
 
 /// One domain of the run.
 struct Slot {
-    domain: ProcessDomain,
+    domain: Domain,
     removed_at: Option<Nanos>,
     /// When its blocked VCPU is due to wake (its earliest next release).
     wake_at: Option<u64>,
+}
+
+/// A domain of the run: a guest process rtvmm started, or an external one it attached.
+enum Domain {
+    Process(ProcessDomain),
+    External(ExternalDomain),
+}
+
+impl Domain {
+    fn spec(&self) -> &DomainSpec {
+        match self {
+            Domain::Process(p) => &p.spec,
+            Domain::External(e) => &e.spec,
+        }
+    }
+    fn spec_mut(&mut self) -> &mut DomainSpec {
+        match self {
+            Domain::Process(p) => &mut p.spec,
+            Domain::External(e) => &mut e.spec,
+        }
+    }
+    fn vcpu(&self) -> VcpuId {
+        match self {
+            Domain::Process(p) => p.vcpu,
+            Domain::External(e) => e.vcpu,
+        }
+    }
+    fn book(&self) -> &JobBook {
+        match self {
+            Domain::Process(p) => &p.book,
+            Domain::External(e) => &e.book,
+        }
+    }
+    /// Its shared page (a guest's; an external domain has none).
+    fn shared(&self) -> Option<&Shared> {
+        match self {
+            Domain::Process(p) => Some(&p.shared),
+            Domain::External(_) => None,
+        }
+    }
+    fn drain(&mut self, end: Option<Nanos>) {
+        if let Domain::Process(p) = self {
+            p.drain(end);
+        }
+    }
+    fn cpu_ns(&self) -> u64 {
+        match self {
+            Domain::Process(p) => p.cpu_ns(),
+            Domain::External(e) => e.cpu_ns(),
+        }
+    }
+    fn lost(&self) -> u64 {
+        match self {
+            Domain::Process(p) => p.lost(),
+            Domain::External(_) => 0,
+        }
+    }
 }
 
 /// Who the pcpu is enforced to run.
@@ -250,6 +342,7 @@ struct Run {
     seed: u64,
     allowed: Allowed,
     helper: HelperCommand,
+    external: BTreeMap<String, External>,
     keep_jobs: bool,
     current: Option<Target>,
     probed: Option<Target>,
@@ -337,6 +430,7 @@ impl Run {
             seed,
             allowed,
             helper: options.helper.clone(),
+            external: options.external.clone(),
             keep_jobs: options.record_trace,
             current: None,
             probed: None,
@@ -347,7 +441,8 @@ impl Run {
             steal_at_start: None,
         };
         for spec in &system.domains {
-            run.add_domain(spec.clone(), Nanos::ZERO)?;
+            let external = run.external.get(&spec.name).cloned();
+            run.add_domain(spec.clone(), Nanos::ZERO, external)?;
         }
         // The scheduler thread becomes real-time, then time 0 is set and everyone starts.
         sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?;
@@ -359,19 +454,31 @@ impl Run {
             sys::lock_memory().map_err(HostError::io("mlockall"))?;
         }
         run.start = sys::mono_ns() + LEAD;
-        let idle_priority = run.allowed.fifo.then(|| options.backend.idle_priority());
+        // Above every parked external thread, too (see `crate::external`).
+        let idle_priority = run.allowed.fifo.then(|| match run.external.is_empty() {
+            true => options.backend.idle_priority(),
+            false => IDLE_PRIORITY_BAND,
+        });
         run.spinner = Some(
             IdleSpinner::start(cpu, idle_priority, run.start)
                 .map_err(|e| HostError::io("the IDLE spinner")(std::io::Error::other(e)))?,
         );
         for slot in &run.slots {
-            slot.domain.shared.go(run.start);
+            if let Some(shared) = slot.domain.shared() {
+                shared.go(run.start);
+            }
         }
         Ok(run)
     }
 
-    /// Starts a process domain joining at `join` (relative), stopped.
-    fn add_domain(&mut self, spec: DomainSpec, join: Nanos) -> Result<(), HostError> {
+    /// Starts a process domain joining at `join` (relative), stopped — or attaches an
+    /// external one (`external`), parked.
+    fn add_domain(
+        &mut self,
+        spec: DomainSpec,
+        join: Nanos,
+        external: Option<External>,
+    ) -> Result<(), HostError> {
         let index = self.slots.len();
         let name = spec.name.clone();
         let vcpu = self
@@ -381,6 +488,43 @@ impl Run {
                 domain: name.clone(),
                 reason: e.to_string(),
             })?;
+        if self.domain_of_vcpu.len() <= vcpu.index() {
+            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
+        }
+        if let Some(source) = external {
+            let cgroups = self.cgroups.as_ref();
+            let mut domain_cgroup = || match cgroups {
+                Some(c) => c.add_empty(&format!("d{index}")),
+                None => Err(std::io::Error::other("no cgroup v2 for the run")),
+            };
+            let watchdog = &mut self.watchdog;
+            let mut announce = |u: &Undo| watchdog.announce(u);
+            let mut context = AttachContext {
+                cpu: self.cpu,
+                backend: self.enforcer.backend(),
+                mount: self.allowed.cgroup.as_deref(),
+                run_cgroup: cgroups.map(RunCgroups::path),
+                domain_cgroup: &mut domain_cgroup,
+                announce: &mut announce,
+            };
+            let mut domain =
+                ExternalDomain::attach(spec, vcpu, source, &mut context, self.keep_jobs)?;
+            let hold = if domain.has_work {
+                Hold::Stopped
+            } else {
+                Hold::Parked
+            };
+            domain
+                .set_hold(hold, self.enforcer.as_mut())
+                .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
+            self.domain_of_vcpu[vcpu.index()] = index;
+            self.slots.push(Slot {
+                domain: Domain::External(domain),
+                removed_at: None,
+                wake_at: None,
+            });
+            return Ok(());
+        }
         let mut domain = ProcessDomain::spawn(
             &self.helper,
             spec,
@@ -409,15 +553,12 @@ impl Run {
         self.enforcer
             .stop(&domain.member)
             .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
-        if self.domain_of_vcpu.len() <= vcpu.index() {
-            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
-        }
         self.domain_of_vcpu[vcpu.index()] = index;
         if self.start != 0 {
             domain.shared.go(self.start);
         }
         self.slots.push(Slot {
-            domain,
+            domain: Domain::Process(domain),
             removed_at: None,
             wake_at: None,
         });
@@ -435,6 +576,11 @@ impl Run {
         sys::sleep_until(self.start);
         self.cpu_at_start = sys::thread_cpu_ns();
         self.steal_at_start = sys::steal_ns(self.cpu);
+        for slot in &mut self.slots {
+            if let Domain::External(e) = &mut slot.domain {
+                e.start_counting();
+            }
+        }
         loop {
             let now = Nanos(self.rel());
             if now >= end {
@@ -444,7 +590,7 @@ impl Run {
                 return Ok(now);
             }
             self.read_probe();
-            self.observe_guests(now);
+            self.observe_guests(now)?;
             self.apply_due_changes(now)?;
             if let Some(rx) = &options.control {
                 while let Ok((request, reply)) = rx.try_recv() {
@@ -464,7 +610,10 @@ impl Run {
     /// 1. The answer to the last switch probe, if any.
     fn read_probe(&mut self) {
         let Some(target) = self.probed else { return };
-        let page = self.page(target);
+        let Some(page) = self.page(target) else {
+            self.probed = None;
+            return;
+        };
         if let Some((at, ran)) = page.probe_answer() {
             page.clear_answer();
             if ran >= at {
@@ -474,21 +623,39 @@ impl Run {
         }
     }
 
-    fn page(&self, target: Target) -> &Shared {
+    /// The page that answers switch probes (an external domain has none).
+    fn page(&self, target: Target) -> Option<&Shared> {
         match target {
-            Target::Idle => self.spinner.as_ref().expect("started").page(),
-            Target::Domain(d) => &self.slots[d].domain.shared,
+            Target::Idle => Some(self.spinner.as_ref().expect("started").page()),
+            Target::Domain(d) => self.slots[d].domain.shared(),
         }
     }
 
     /// 2. Wake and block the domains' VCPUs from their guests' state.
-    fn observe_guests(&mut self, now: Nanos) {
+    fn observe_guests(&mut self, now: Nanos) -> Result<(), HostError> {
         for slot in &mut self.slots {
             if slot.removed_at.is_some() {
                 continue;
             }
-            let vcpu = slot.domain.vcpu;
-            match slot.domain.shared.work_at(now.as_ns()) {
+            let vcpu = slot.domain.vcpu();
+            let work = match &mut slot.domain {
+                Domain::Process(p) => p.shared.work_at(now.as_ns()),
+                Domain::External(e) => {
+                    let watchdog = &mut self.watchdog;
+                    let has_work =
+                        e.observe(now, &mut |u| watchdog.announce(u))
+                            .map_err(|reason| HostError::Domain {
+                                domain: e.spec.name.clone(),
+                                reason,
+                            })?;
+                    if has_work {
+                        Ok(())
+                    } else {
+                        Err(None)
+                    }
+                }
+            };
+            match work {
                 Ok(()) => {
                     slot.wake_at = None;
                     if !self.machine.has_work(vcpu) {
@@ -503,6 +670,7 @@ impl Run {
                 }
             }
         }
+        Ok(())
     }
 
     /// 3. The scenario's events due at `now`.
@@ -513,7 +681,7 @@ impl Run {
             }
             let change = c.change.clone();
             self.next_change += 1;
-            self.apply(now, change)?;
+            self.apply(now, change, true)?;
         }
         Ok(())
     }
@@ -521,11 +689,11 @@ impl Run {
     fn slot_named(&self, name: &str) -> Option<usize> {
         self.slots
             .iter()
-            .position(|s| s.domain.spec.name == name && s.removed_at.is_none())
+            .position(|s| s.domain.spec().name == name && s.removed_at.is_none())
     }
 
-    /// Applies one change (a scenario event or a control request).
-    fn apply(&mut self, now: Nanos, change: Change) -> Result<(), HostError> {
+    /// Applies one change (a scenario event, `from_file`, or a control request).
+    fn apply(&mut self, now: Nanos, change: Change, from_file: bool) -> Result<(), HostError> {
         let unknown = |domain: &str| HostError::Domain {
             domain: domain.to_string(),
             reason: "no such domain".into(),
@@ -538,11 +706,11 @@ impl Run {
         match change {
             Change::SetParams { domain, params } => {
                 let d = self.slot_named(&domain).ok_or_else(|| unknown(&domain))?;
-                let vcpu = self.slots[d].domain.vcpu;
+                let vcpu = self.slots[d].domain.vcpu();
                 self.machine
                     .adjust(now, vcpu, params.clone())
                     .map_err(|e| machine_error(&domain, e))?;
-                self.slots[d].domain.spec.vcpu = params;
+                self.slots[d].domain.spec_mut().vcpu = params;
             }
             Change::SwapPolicy(policy) => self
                 .machine
@@ -555,21 +723,31 @@ impl Run {
                         reason: "a domain of this name runs already".into(),
                     });
                 }
-                check_runnable(&spec).map_err(|reason| HostError::Domain {
-                    domain: spec.name.clone(),
-                    reason,
-                })?;
-                self.add_domain(spec, now)?;
+                let external = from_file
+                    .then(|| self.external.get(&spec.name).cloned())
+                    .flatten();
+                if external.is_none() {
+                    check_runnable(&spec).map_err(|reason| HostError::Domain {
+                        domain: spec.name.clone(),
+                        reason,
+                    })?;
+                }
+                self.add_domain(spec, now, external)?;
             }
             Change::RemoveDomain { domain } => {
                 let d = self.slot_named(&domain).ok_or_else(|| unknown(&domain))?;
-                let vcpu = self.slots[d].domain.vcpu;
+                let vcpu = self.slots[d].domain.vcpu();
                 self.machine
                     .remove_vcpu(now, vcpu)
                     .map_err(|e| machine_error(&domain, e))?;
                 if self.current == Some(Target::Domain(d)) {
-                    let _ = self.enforcer.stop(&self.slots[d].domain.member);
+                    if let Domain::Process(p) = &self.slots[d].domain {
+                        let _ = self.enforcer.stop(&p.member);
+                    }
                     self.current = None;
+                }
+                if let Domain::External(e) = &mut self.slots[d].domain {
+                    e.release(Some(self.enforcer.as_mut()));
                 }
                 if self.probed == Some(Target::Domain(d)) {
                     self.probed = None;
@@ -595,14 +773,14 @@ impl Run {
                     .iter()
                     .filter(|s| s.removed_at.is_none())
                     .map(|s| DomainView {
-                        name: s.domain.spec.name.clone(),
-                        params: self.machine.params(s.domain.vcpu).clone(),
-                        has_work: self.machine.has_work(s.domain.vcpu),
-                        running: self.machine.running(PcpuId(0)) == Some(s.domain.vcpu),
+                        name: s.domain.spec().name.clone(),
+                        params: self.machine.params(s.domain.vcpu()).clone(),
+                        has_work: self.machine.has_work(s.domain.vcpu()),
+                        running: self.machine.running(PcpuId(0)) == Some(s.domain.vcpu()),
                     })
                     .collect(),
             },
-            Some(change) => match self.apply(now, change) {
+            Some(change) => match self.apply(now, change, false) {
                 Ok(()) => ControlReply::Done,
                 Err(e) => ControlReply::Refused(e.to_string()),
             },
@@ -622,47 +800,78 @@ impl Run {
         }
     }
 
-    /// 5. Makes the pcpu run what the core decided.
+    /// Step 5: makes the pcpu run what the core decided; holds every external domain that
+    /// does not run as its work says (stopped with work, parked without).
     fn enforce(&mut self, now: Nanos) -> Result<(), HostError> {
         let target = match self.machine.activity(PcpuId(0)) {
             Activity::Running(v) => Target::Domain(self.domain_of(v)),
             Activity::Idle | Activity::Overhead { .. } => Target::Idle,
         };
-        if self.current == Some(target) {
-            return Ok(());
-        }
-        match self.current {
-            Some(Target::Domain(d)) => {
-                let slot = &self.slots[d];
-                self.enforcer
-                    .stop(&slot.domain.member)
-                    .map_err(HostError::io(format!(
-                        "domain '{}': stopping it",
-                        slot.domain.spec.name
-                    )))?
+        if self.current != Some(target) {
+            match self.current {
+                Some(Target::Domain(d)) => self.hold_domain(d)?,
+                Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
+                None => {}
             }
-            Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
-            None => {}
-        }
-        if let Some(old) = self.probed.take() {
-            self.page(old).clear_answer();
-        }
-        self.page(target).probe(now.as_ns());
-        match target {
-            Target::Domain(d) => {
-                let slot = &self.slots[d];
-                self.enforcer
-                    .resume(&slot.domain.member)
-                    .map_err(HostError::io(format!(
-                        "domain '{}': resuming it",
-                        slot.domain.spec.name
-                    )))?
+            if let Some(old) = self.probed.take() {
+                if let Some(page) = self.page(old) {
+                    page.clear_answer();
+                }
             }
-            Target::Idle => self.spinner.as_ref().expect("started").spin(),
+            let probed = match self.page(target) {
+                Some(page) => {
+                    page.probe(now.as_ns());
+                    Some(target)
+                }
+                None => None,
+            };
+            match target {
+                Target::Domain(d) => {
+                    let enforcer = self.enforcer.as_mut();
+                    let slot = &mut self.slots[d];
+                    let name = slot.domain.spec().name.clone();
+                    match &mut slot.domain {
+                        Domain::Process(p) => enforcer.resume(&p.member),
+                        Domain::External(e) => e.set_hold(Hold::Running, enforcer),
+                    }
+                    .map_err(HostError::io(format!("domain '{name}': resuming it")))?
+                }
+                Target::Idle => self.spinner.as_ref().expect("started").spin(),
+            }
+            self.current = Some(target);
+            self.probed = probed;
         }
-        self.current = Some(target);
-        self.probed = Some(target);
+        for d in 0..self.slots.len() {
+            let external = matches!(self.slots[d].domain, Domain::External(_));
+            if external
+                && self.current != Some(Target::Domain(d))
+                && self.slots[d].removed_at.is_none()
+            {
+                self.hold_domain(d)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Stops domain `d` (not running): a process domain by the backend; an external one
+    /// stopped while it has work, parked while it has none.
+    fn hold_domain(&mut self, d: usize) -> Result<(), HostError> {
+        let has_work = self.machine.has_work(self.slots[d].domain.vcpu());
+        let enforcer = self.enforcer.as_mut();
+        let slot = &mut self.slots[d];
+        let name = slot.domain.spec().name.clone();
+        match &mut slot.domain {
+            Domain::Process(p) => enforcer.stop(&p.member),
+            Domain::External(e) => {
+                let hold = if has_work {
+                    Hold::Stopped
+                } else {
+                    Hold::Parked
+                };
+                e.set_hold(hold, enforcer)
+            }
+        }
+        .map_err(HostError::io(format!("domain '{name}': stopping it")))
     }
 
     fn domain_of(&self, vcpu: VcpuId) -> usize {
@@ -672,6 +881,14 @@ impl Run {
     /// 7. Sleeps until the next instant something is due, or a guest rings.
     fn wait(&mut self, now: Nanos, end: Nanos) {
         let mut next = self.machine.poll_timeout().min(end).min(now + MAX_SLEEP);
+        // External domains are sampled at least once a quantum.
+        if self
+            .slots
+            .iter()
+            .any(|s| s.removed_at.is_none() && matches!(s.domain, Domain::External(_)))
+        {
+            next = next.min(now + self.machine.config().quantum);
+        }
         for slot in &self.slots {
             if let Some(at) = slot.wake_at {
                 next = next.min(Nanos(at));
@@ -727,7 +944,16 @@ impl Run {
         let cpu_used = sys::thread_cpu_ns() - self.cpu_at_start;
         self.machine.advance(reached.max(self.machine.now()));
         if let Some(Target::Domain(d)) = self.current {
-            let _ = self.enforcer.stop(&self.slots[d].domain.member);
+            if let Domain::Process(p) = &self.slots[d].domain {
+                let _ = self.enforcer.stop(&p.member);
+            }
+        }
+        // External domains are given back at the end instant (their CPU time counted
+        // then).
+        for slot in &mut self.slots {
+            if let Domain::External(e) = &mut slot.domain {
+                e.release(Some(self.enforcer.as_mut()));
+            }
         }
         self.spinner.as_ref().expect("started").park();
         self.current = None;
@@ -735,17 +961,22 @@ impl Run {
         if self.allowed.fifo {
             let _ = sys::set_other(0);
         }
-        for slot in self.slots.iter().filter(|s| s.removed_at.is_none()) {
-            slot.domain.shared.finalize(reached.as_ns());
-            let _ = self.enforcer.resume(&slot.domain.member);
+        let live = |s: &&mut Slot| s.removed_at.is_none();
+        for slot in self.slots.iter_mut().filter(live) {
+            if let Domain::Process(p) = &slot.domain {
+                p.shared.finalize(reached.as_ns());
+                let _ = self.enforcer.resume(&p.member);
+            }
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
             let mut all = true;
-            for slot in self.slots.iter_mut().filter(|s| s.removed_at.is_none()) {
-                slot.domain.drain(Some(reached));
-                if !slot.domain.finalized() && slot.domain.exited().is_none() {
-                    all = false;
+            for slot in self.slots.iter_mut().filter(live) {
+                if let Domain::Process(p) = &mut slot.domain {
+                    p.drain(Some(reached));
+                    if !p.finalized() && p.exited().is_none() {
+                        all = false;
+                    }
                 }
             }
             if all || std::time::Instant::now() > deadline {
@@ -753,11 +984,14 @@ impl Run {
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        for slot in self.slots.iter_mut().filter(|s| s.removed_at.is_none()) {
-            slot.domain.drain(Some(reached));
-            if !slot.domain.finalized() {
+        for slot in self.slots.iter_mut().filter(live) {
+            let Domain::Process(p) = &mut slot.domain else {
+                continue;
+            };
+            p.drain(Some(reached));
+            if !p.finalized() {
                 return Err(HostError::Domain {
-                    domain: slot.domain.spec.name.clone(),
+                    domain: p.spec.name.clone(),
                     reason: "its guest did not report its pending jobs at the end (it \
                              died or hung)"
                         .into(),
@@ -770,15 +1004,15 @@ impl Run {
                 .slots
                 .iter()
                 .map(|s| DomainJobs {
-                    name: &s.domain.spec.name,
-                    vcpu: s.domain.vcpu,
+                    name: &s.domain.spec().name,
+                    vcpu: s.domain.vcpu(),
                     tasks: s
                         .domain
-                        .spec
+                        .spec()
                         .tasks
                         .iter()
-                        .zip(&s.domain.book.stats)
-                        .zip(&s.domain.book.pending)
+                        .zip(&s.domain.book().stats)
+                        .zip(&s.domain.book().pending)
                         .map(|((spec, stats), pending)| TaskJobs {
                             name: &spec.name,
                             relative_deadline: spec.deadline,
@@ -860,6 +1094,19 @@ impl Run {
             steal_ns: steal,
             jobs_lost: self.slots.iter().map(|s| s.domain.lost()).sum(),
             domain_cpu_ns: self.slots.iter().map(|s| s.domain.cpu_ns()).collect(),
+            external: self
+                .slots
+                .iter()
+                .filter_map(|s| match &s.domain {
+                    Domain::External(e) => Some(HostExternal {
+                        domain: e.spec.name.clone(),
+                        source: e.source.to_string(),
+                        cpu_ns: e.cpu_ns(),
+                        gone_at_ns: e.gone_at.map(Nanos::as_ns),
+                    }),
+                    Domain::Process(_) => None,
+                })
+                .collect(),
         }
     }
 
@@ -872,7 +1119,7 @@ impl Run {
             .map(|(t, e)| (t, TraceEvent::Core(e)))
             .collect();
         for (d, slot) in self.slots.iter().enumerate() {
-            let book: &JobBook = &slot.domain.book;
+            let book: &JobBook = slot.domain.book();
             for (task, times) in &book.finished {
                 let release = GuestEvent::Release {
                     domain: d as u32,
@@ -881,7 +1128,7 @@ impl Run {
                 };
                 events.push((Nanos(times.release), TraceEvent::Guest(release)));
                 if let Some(finish) = times.finish {
-                    let deadline = times.release + slot.domain.spec.tasks[*task].deadline.as_ns();
+                    let deadline = times.release + slot.domain.spec().tasks[*task].deadline.as_ns();
                     let done = GuestEvent::Finish {
                         domain: d as u32,
                         task: *task as u32,
@@ -908,10 +1155,10 @@ impl Run {
                 .slots
                 .iter()
                 .map(|s| DomainNames {
-                    name: s.domain.spec.name.clone(),
+                    name: s.domain.spec().name.clone(),
                     tasks: s
                         .domain
-                        .spec
+                        .spec()
                         .tasks
                         .iter()
                         .map(|t| TaskNames {

@@ -17,12 +17,16 @@
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
+//! - [`external`]: external domains — a busy process attached by pid gets its budget
+//!   under every policy; an attached cgroup and moved pids are given back after a run and
+//!   after `kill -9`; a sleeping process is an idle VCPU; bad sources are refused.
 //! - [`ctl`]: live control end to end — the socket's mode and life, a stand-in executor
 //!   that applies commands to a real `Machine`, the client library, malformed and
 //!   unauthorised requests (a child of this binary switched to another uid, when run as
 //!   root), time-outs on both sides. These need no privilege except the non-owner test.
 
 mod ctl;
+mod external;
 mod idle_server;
 mod privileges;
 mod protocol;
@@ -47,6 +51,9 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(util::RUN_ARG) {
         return util::run_executor(&args[1..]);
     }
+    if args.first().map(String::as_str) == Some(util::RUN_FILE_ARG) {
+        return util::run_file_executor(&args[1..]);
+    }
     if args.first().map(String::as_str) == Some(ctl::CLIENT_ARG) {
         return ctl::client_as_another_user();
     }
@@ -57,6 +64,10 @@ fn main() -> ExitCode {
         safety::a_stopped_run_keeps_its_results_and_cleans_up,
         privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
         protocol::every_released_job_is_counted_once_with_its_deadline,
+        external::a_busy_process_attached_by_pid_gets_its_budget_under_every_policy,
+        external::a_sleeping_process_is_an_idle_vcpu,
+        external::an_attached_cgroup_and_moved_pids_are_given_back_even_after_kill_9,
+        external::bad_sources_are_refused_by_name,
         ctl::the_socket_is_owner_only_from_the_start_and_removed_on_drop,
         ctl::a_missing_directory_is_created_owner_only,
         ctl::a_live_socket_or_another_file_is_never_replaced_and_a_stale_one_is,
