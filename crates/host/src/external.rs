@@ -15,7 +15,7 @@
 //!   when stopped, and a thread that does not run cannot go to sleep, so it still has;
 //! - **parked** (it has no work): not frozen or stopped — a frozen thread's wake-up would
 //!   go unseen and the domain would starve — but demoted to [`PARKED_PRIORITY`], below
-//!   the IDLE spinner ([`crate::enforce::IDLE_PRIORITY_BAND`] whenever a run has an external domain) and
+//!   the IDLE spinner ([`IDLE_PRIORITY_BAND`] whenever a run has an external domain) and
 //!   every guest thread. A thread that wakes is runnable but cannot run; the next sample
 //!   sees `R` and wakes the VCPU. (As with `band`, a parked thread may run briefly when
 //!   the running domain has nothing runnable before the executor hears of it.)
@@ -90,14 +90,17 @@ use rtvmm_scenario::External;
 
 use crate::cgroup;
 use crate::domain::JobBook;
-use crate::enforce::{Backend, Enforcer, Member, BAND_SHIFT, RUN_BAND_BOTTOM};
+use crate::enforce::{Backend, Enforcer, Member, BAND_SHIFT, IDLE_PRIORITY_BAND, RUN_BAND_BOTTOM};
 use crate::sys::{self, Sched};
 use crate::watchdog::{start_time, Undo};
 use crate::HostError;
 
-/// An external domain's threads' `SCHED_RR` priority while it runs: the bottom of the
-/// guests' band.
-pub const RUN_PRIORITY: u32 = RUN_BAND_BOTTOM;
+/// An external domain's threads' `SCHED_RR` priority while it runs: the IDLE spinner's
+/// (which is parked then), above every demoted thread. Not higher: if the executor dies
+/// while an external domain runs, its spinner thread must still get the cpu to die (at
+/// the same level, `RR` takes turns), or the watchdog would wait for it forever while the
+/// external threads keep the cpu.
+pub const RUN_PRIORITY: u32 = IDLE_PRIORITY_BAND;
 /// Its threads' priority while it is parked (or, under `band`, stopped).
 pub const PARKED_PRIORITY: u32 = RUN_BAND_BOTTOM - BAND_SHIFT;
 /// How often new threads and processes are looked for.
