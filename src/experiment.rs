@@ -12,6 +12,7 @@ use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rtvmm_core::Nanos;
+use rtvmm_experiments::driver::{Driver, RealTime};
 use rtvmm_experiments::experiments::{self, REGISTRY};
 use rtvmm_experiments::options::{parse_overheads, parse_policies, DEFAULT_SEED};
 use rtvmm_experiments::{files, plot, Cancel, ExperimentError, Options, Progress, SweepEvent};
@@ -57,6 +58,24 @@ pub struct ExperimentArgs {
     /// Do not draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// rtxen-overhead, rtxen-isolation: run in real time on this machine (the host
+    /// executor; Linux, root) instead of simulating. One run at a time, each taking its
+    /// duration of real time: rtxen-overhead 7 runs × 10 s (about 75 s; --quick 7 × 1 s,
+    /// about 10 s), rtxen-isolation 14 runs × 2 min (about 28 min; --quick 14 × 2 s, about
+    /// 35 s). Ctrl-C stops the run in progress and writes the finished ones, marked partial
+    #[arg(long)]
+    pub host: bool,
+    /// With --host: the managed cpu (default: the last one)
+    #[arg(long, requires = "host")]
+    pub cpu: Option<usize>,
+    /// With --host: how domains are stopped — freeze (cgroup v2, the default), band
+    /// (SCHED_FIFO priority band) or signal (SIGSTOP/SIGCONT)
+    #[arg(long, requires = "host", value_name = "BACKEND")]
+    pub enforce: Option<String>,
+    /// With --host: run without the real-time privileges that are missing; every result
+    /// is labelled not real-time
+    #[arg(long, requires = "host")]
+    pub best_effort: bool,
 }
 
 impl ExperimentArgs {
@@ -89,7 +108,31 @@ impl ExperimentArgs {
         if let Some(o) = &self.overhead {
             options.overheads = Some(parse_overheads(o)?);
         }
+        if self.host {
+            options.driver = Driver::Host(self.real_time()?);
+        }
         Ok(options)
+    }
+
+    /// The host executor as the experiments' real-time driver.
+    #[cfg(target_os = "linux")]
+    fn real_time(&self) -> Result<Arc<dyn RealTime>, ExperimentError> {
+        let backend = match &self.enforce {
+            None => rtvmm_host::enforce::Backend::Freeze,
+            Some(name) => crate::host::parse_backend(name)
+                .map_err(|problem| ExperimentError::option("--enforce", problem))?,
+        };
+        let host = crate::host::ExperimentHost::new(self.cpu, backend, self.best_effort)
+            .map_err(|e| ExperimentError::option("--host", e))?;
+        Ok(Arc::new(host))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn real_time(&self) -> Result<Arc<dyn RealTime>, ExperimentError> {
+        Err(ExperimentError::option(
+            "--host",
+            "the host executor runs on Linux only; this build has none",
+        ))
     }
 }
 
@@ -170,12 +213,27 @@ pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
     if args.name == "list" {
         return print(&experiments::list());
     }
+    if args.host && args.name == "all" {
+        return Err(experiment_failure(ExperimentError::option(
+            "--host",
+            format!(
+                "only {} run on the host; `all` runs the others too (run those by name)",
+                experiments::host_experiments().join(" and ")
+            ),
+        )));
+    }
     let cancel = Cancel::new();
     let stop: Arc<AtomicBool> = cancel.flag();
-    let which = signals::install(&stop, |name| {
+    let host = args.host;
+    let which = signals::install(&stop, move |name| {
+        let now = if host {
+            "stopping the real-time run in progress (it is dropped)"
+        } else {
+            "finishing the runs in progress"
+        };
         eprintln!(
-            "\nrtvmm: {name}: finishing the runs in progress, skipping the rest, then \
-             writing what is done (marked partial); {name} again stops at once"
+            "\nrtvmm: {name}: {now}, skipping the rest, then writing what is done (marked \
+             partial); {name} again stops at once"
         )
     })
     .context("installing the SIGINT/SIGTERM handlers")

@@ -8,18 +8,22 @@ use std::sync::Arc;
 use anyhow::anyhow;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
-use rtvmm_experiments::files;
+use rtvmm_experiments::driver::{RealTime, RealTimeError};
+use rtvmm_experiments::{files, Cancel};
+use rtvmm_host::ctl::{self, ServerError};
 use rtvmm_host::enforce::Backend;
-use rtvmm_host::executor::{self, HostOptions, HostRun};
+use rtvmm_host::executor::{self, HostOptions, HostRun, LiveControl};
 use rtvmm_host::{HelperCommand, HostError};
 use rtvmm_sim::results::HostResults;
+use rtvmm_sim::results::RunResults;
 use rtvmm_sim::trace::{write_trace, TraceFormat};
+use rtvmm_sim::SystemSpec;
 
 use crate::{
     bad_input, load, output_file, parse_policy, parse_time, print, runtime, text_file, Failure,
 };
 
-fn parse_backend(text: &str) -> Result<Backend, String> {
+pub fn parse_backend(text: &str) -> Result<Backend, String> {
     Backend::from_name(text).ok_or_else(|| {
         format!("unknown enforcement backend '{text}': expected freeze, band or signal")
     })
@@ -35,8 +39,17 @@ pub enum HostCommand {
     /// Needs root (SCHED_FIFO, lifting RT throttling, mlockall, cgroup v2 for `freeze`);
     /// without, it refuses and names what is missing, unless --best-effort. Ctrl-C stops
     /// the run and keeps what was measured (exit 130). Whatever happens to the executor, a
-    /// watchdog process thaws, restores and removes what the run changed.
+    /// watchdog process thaws, restores and removes what the run changed; if both are
+    /// killed, the next run (or `rtvmm host cleanup`) does, from the run's record in
+    /// /run/rtvmm. One run per cpu: a second run on a managed cpu is refused.
     Run(HostRunArgs),
+    /// Undo what runs whose executor and watchdog are both gone left behind (a frozen
+    /// domain cgroup, leftover guests, lifted RT throttling), from their records in
+    /// /run/rtvmm; live runs are left alone. Every `host run` does this first
+    ///
+    /// The watchdog normally does it; this is for when the executor and the watchdog were
+    /// killed together (a kill of the whole process tree or session). Needs root.
+    Cleanup,
 }
 
 #[derive(clap::Args)]
@@ -69,6 +82,13 @@ pub struct HostRunArgs {
     /// not real-time
     #[arg(long)]
     best_effort: bool,
+    /// Serve live control on a Unix socket (mode 0600) while running: `rtvmm ctl
+    /// --socket PATH sched-show|sched-set|sched-rtds|policy|domain add|domain remove`.
+    /// Without PATH: $XDG_RUNTIME_DIR/rtvmm/NAME.sock, or /run/rtvmm/NAME.sock (NAME: the
+    /// scenario's name), where `rtvmm ctl` finds it without --socket. The path is printed
+    /// (stderr) at the start; the socket is removed at the end
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    ctl: Option<Option<PathBuf>>,
 }
 
 /// `rtvmm bench host`.
@@ -88,6 +108,10 @@ pub struct BenchHostArgs {
     /// Write every run's results as JSON lines to this file
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
+    /// Rounds (every policy once per round); each figure is then the median of the
+    /// rounds with their range
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
 }
 
 fn host_failure(e: HostError) -> Failure {
@@ -116,7 +140,36 @@ fn stop_on_signal() -> (Arc<AtomicBool>, Arc<AtomicUsize>) {
 pub fn run(command: HostCommand) -> Result<(), Failure> {
     match command {
         HostCommand::Run(args) => host_run(args),
+        HostCommand::Cleanup => cleanup(),
     }
+}
+
+fn cleanup() -> Result<(), Failure> {
+    use rtvmm_host::runs::{self, StateDir};
+    let state = StateDir::system();
+    let mount = rtvmm_host::sys::cgroup2_mount();
+    let recovered =
+        runs::recover(&state, mount.as_deref()).map_err(|e| {
+            runtime(anyhow!(e).context(
+                "recovering abandoned runs (root is needed to change what they left behind)",
+            ))
+        })?;
+    let mut text = String::new();
+    if recovered.is_empty() {
+        text.push_str("nothing to recover: no abandoned run\n");
+    }
+    for line in &recovered {
+        text.push_str(line);
+        text.push('\n');
+    }
+    for live in state.records().iter().filter(|r| r.live()) {
+        text.push_str(&format!(
+            "left alone: the live run of executor pid {}{}\n",
+            live.executor.pid,
+            live.cpu.map(|c| format!(" on cpu {c}")).unwrap_or_default()
+        ));
+    }
+    print(&text)
 }
 
 fn host_run(args: HostRunArgs) -> Result<(), Failure> {
@@ -140,6 +193,30 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     options.record_trace = args.trace.is_some();
     options.stop = stop;
     options.external = scenario.external.clone();
+    if let Some(path) = args.ctl {
+        let path = path.unwrap_or_else(|| ctl::default_socket_path(&scenario.name));
+        let control = LiveControl::start(&path, scenario.scheduler.clone()).map_err(|e| {
+            // A path the user chose that cannot be used is theirs to fix.
+            let yours = matches!(
+                e,
+                ServerError::InUse { .. }
+                    | ServerError::NotASocket { .. }
+                    | ServerError::PathTooLong { .. }
+            );
+            let e = anyhow!("--ctl: {e}");
+            if yours {
+                bad_input(e)
+            } else {
+                runtime(e)
+            }
+        })?;
+        eprintln!(
+            "rtvmm: live control on {} (rtvmm ctl --socket {} sched-show)",
+            control.path().display(),
+            control.path().display()
+        );
+        options.control = Some(control);
+    }
     let run = executor::run(&scenario.system, &scenario.name, scenario.seed, options)
         .map_err(host_failure)?;
     let mut text = run.results.summary();
@@ -234,11 +311,22 @@ pub fn overhead_table(h: &HostResults, duration_ns: u64) -> String {
         ));
     }
     out.push_str(&format!(
-        "scheduler CPU {:.3} ms = {:.3}% of the cpu lost to scheduling · host steal {:.3} ms · job records lost {}\n",
+        "scheduler CPU {:.3} ms = {:.3}% of the cpu lost to scheduling ({} wake-ups, {:.1} µs each) · host steal {:.3} ms · job records lost {}\n",
         h.scheduler_cpu_ns as f64 / 1e6,
         h.cpu_lost_share * 100.0,
+        h.wakeups,
+        h.scheduler_cpu_ns as f64 / h.wakeups.max(1) as f64 / 1e3,
         h.steal_ns as f64 / 1e6,
         h.jobs_lost
+    ));
+    out.push_str(&format!(
+        "one clock read costs {} ns here; each do_schedule figure includes about one\n",
+        h.clock_read_ns
+    ));
+    let costs = h.simulator_overheads();
+    out.push_str(&format!(
+        "to simulate this run with its measured overheads: [machine] overhead = {{ do_schedule = \"{}\", context_switch = \"{}\" }}\n",
+        costs.do_schedule, costs.context_switch
     ));
     let duration = duration_ns.max(1) as f64;
     for e in &h.external {
@@ -258,7 +346,9 @@ pub fn overhead_table(h: &HostResults, duration_ns: u64) -> String {
 }
 
 /// `rtvmm bench host`: the demo's five domains (the RT-Xen even shares) at a 1 ms quantum
-/// under each server policy, for `duration` each; the executor's overhead per policy.
+/// under each server policy, for `duration` each, `repeat` rounds (every policy once per
+/// round); the executor's overhead per policy, as the median of the rounds with their
+/// range.
 pub fn bench(args: BenchHostArgs) -> Result<(), Failure> {
     let policies = if args.policies.is_empty() {
         vec![
@@ -272,59 +362,263 @@ pub fn bench(args: BenchHostArgs) -> Result<(), Failure> {
     } else {
         args.policies.clone()
     };
+    if args.repeat == 0 {
+        return Err(bad_input(anyhow!(
+            "--repeat 0: at least one round is needed"
+        )));
+    }
     if let Some(out) = &args.json {
         files::check_outputs(&[], &[out.as_path()]).map_err(bad_input)?;
     }
     let base = rtvmm_scenario::demo::demo(rtvmm_scenario::demo::DEMO_SEED, args.duration)
         .map_err(|e| runtime(anyhow!("{e}")))?;
     let (stop, _) = stop_on_signal();
+    let mut runs: Vec<Vec<Round>> = vec![Vec::new(); policies.len()];
+    let mut json = String::new();
+    'rounds: for _ in 0..args.repeat {
+        for (i, &kind) in policies.iter().enumerate() {
+            if stop.load(Ordering::Relaxed) {
+                break 'rounds;
+            }
+            let scenario = base.with_policy(kind).map_err(bad_input)?;
+            let mut options = HostOptions::new(helper()?, scenario.duration);
+            options.cpu = args.cpu;
+            options.backend = args.enforce;
+            options.stop = Arc::clone(&stop);
+            let HostRun { results, .. } =
+                executor::run(&scenario.system, &scenario.name, scenario.seed, options)
+                    .map_err(host_failure)?;
+            runs[i].push(Round {
+                host: results.host.clone().unwrap_or_default(),
+                miss_ratio: results.deadline_miss_ratio,
+                seconds: results.duration_ns as f64 / 1e9,
+            });
+            json.push_str(&serde_json::to_string(&results).expect("results serialise"));
+            json.push('\n');
+        }
+    }
     let mut text = format!(
-        "five domains (RT-Xen even shares, 70% task load), 1 ms quantum, {} per policy, enforce {}\n{:<12} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>9} {:>10}\n",
+        "five domains (RT-Xen even shares, 70% task load), 1 ms quantum, {} per policy, enforce {}, {} round{}\n{}\n",
         args.duration,
         args.enforce.name(),
-        "policy",
-        "ds med",
-        "ds p99",
-        "sw med",
-        "sw p99",
-        "late p99",
-        "cpu lost",
-        "steal",
-        "DMR"
+        args.repeat,
+        if args.repeat == 1 { "" } else { "s" },
+        machine_description(),
     );
-    let mut json = String::new();
-    for kind in policies {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let scenario = base.with_policy(kind).map_err(bad_input)?;
-        let mut options = HostOptions::new(helper()?, scenario.duration);
-        options.cpu = args.cpu;
-        options.backend = args.enforce;
-        options.stop = Arc::clone(&stop);
-        let HostRun { results, .. } =
-            executor::run(&scenario.system, &scenario.name, scenario.seed, options)
-                .map_err(host_failure)?;
-        let h = results.host.clone().unwrap_or_default();
-        text.push_str(&format!(
-            "{:<12} {:>6} ns {:>6} ns {:>6.1} µs {:>6.1} µs {:>7.1} µs {:>9.3}% {:>6.1} ms {:>9.2}%\n",
-            kind.name(),
-            h.do_schedule_ns.p50,
-            h.do_schedule_ns.p99,
-            h.switch_ns.p50 as f64 / 1e3,
-            h.switch_ns.p99 as f64 / 1e3,
-            h.tick_lateness_ns.p99 as f64 / 1e3,
-            h.cpu_lost_share * 100.0,
-            h.steal_ns as f64 / 1e6,
-            results.deadline_miss_ratio * 100.0
-        ));
-        json.push_str(&serde_json::to_string(&results).expect("results serialise"));
-        json.push('\n');
-    }
-    text.push_str("(ds: do_schedule; sw: context switch, decision → the next domain running; late: tick lateness; cpu lost: the scheduler thread's CPU time ÷ the run)\n");
+    text.push_str(&bench_table(&policies, &runs));
     if let Some(out) = &args.json {
         files::commit_all(vec![text_file(out, &json)?]).map_err(runtime)?;
         text.push_str(&format!("results: {}\n", out.display()));
     }
     print(&text)
+}
+
+/// One policy's run in one round of `bench host`.
+#[derive(Clone)]
+struct Round {
+    host: HostResults,
+    miss_ratio: f64,
+    seconds: f64,
+}
+
+/// One row per policy; each cell the median of the rounds, with `[min–max]` when there
+/// are several.
+fn bench_table(policies: &[PolicyKind], runs: &[Vec<Round>]) -> String {
+    type Figure = (&'static str, fn(&Round) -> f64, fn(f64) -> String);
+    let ns = |v: f64| format!("{v:.0}");
+    let us = |v: f64| format!("{:.1}", v / 1e3);
+    let pct = |v: f64| format!("{v:.2}");
+    let figures: [Figure; 11] = [
+        ("ds med ns", |r| r.host.do_schedule_ns.p50 as f64, ns),
+        ("ds p99 ns", |r| r.host.do_schedule_ns.p99 as f64, ns),
+        ("clock ns", |r| r.host.clock_read_ns as f64, ns),
+        ("sw med µs", |r| r.host.switch_ns.p50 as f64, us),
+        ("sw p99 µs", |r| r.host.switch_ns.p99 as f64, us),
+        ("late p99 µs", |r| r.host.tick_lateness_ns.p99 as f64, us),
+        ("cpu lost %", |r| r.host.cpu_lost_share * 100.0, pct),
+        (
+            "wakes/s",
+            |r| r.host.wakeups as f64 / r.seconds.max(1e-9),
+            ns,
+        ),
+        (
+            "µs/wake",
+            |r| r.host.scheduler_cpu_ns as f64 / r.host.wakeups.max(1) as f64,
+            us,
+        ),
+        (
+            "steal ms",
+            |r| r.host.steal_ns as f64 / 1e6,
+            |v| format!("{v:.1}"),
+        ),
+        ("DMR %", |r| r.miss_ratio * 100.0, pct),
+    ];
+    let cell = |values: &mut Vec<f64>, show: fn(f64) -> String| -> String {
+        values.sort_by(f64::total_cmp);
+        match values.len() {
+            0 => "—".to_string(),
+            1 => show(values[0]),
+            n => format!(
+                "{} [{}–{}]",
+                show(values[n / 2]),
+                show(values[0]),
+                show(values[n - 1])
+            ),
+        }
+    };
+    let mut rows = vec![std::iter::once("policy".to_string())
+        .chain(figures.iter().map(|f| f.0.to_string()))
+        .collect::<Vec<_>>()];
+    for (kind, rounds) in policies.iter().zip(runs) {
+        let mut row = vec![kind.name().to_string()];
+        for (_, figure, show) in &figures {
+            let mut values: Vec<f64> = rounds.iter().map(figure).collect();
+            row.push(cell(&mut values, *show));
+        }
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in &rows {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (v, w))| {
+                let pad = w - v.chars().count();
+                if c == 0 {
+                    format!("{v}{}", " ".repeat(pad))
+                } else {
+                    format!("{}{v}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out.push_str(
+        "(ds: the core's handle_timeout calls that ran do_schedule, timed between two clock \
+         reads (clock: what one read costs here, included once in each ds figure); sw: \
+         context switch, decision → the next domain running; late: tick lateness; cpu lost: \
+         the scheduler thread's CPU time ÷ the run; µs/wake: its CPU time per wake-up; \
+         steal: the host's steal time on the cpu; cells: median [min–max] of the rounds)\n",
+    );
+    out
+}
+
+/// The machine, for the record: cpu model, cpu count, kernel, clock source, virtualised.
+fn machine_description() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_string())
+        .unwrap_or_else(|| "unknown cpu".into());
+    let virtualised = cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let clock =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .unwrap_or_default();
+    format!(
+        "machine: {model}, {} cpus, Linux {}, clock source {}{}",
+        rtvmm_host::sys::cpu_count(),
+        kernel.trim(),
+        clock.trim(),
+        if virtualised {
+            ", virtualised (a guest of a hypervisor)"
+        } else {
+            ""
+        }
+    )
+}
+
+/// The host executor as an experiment's real-time driver (`rtvmm experiment NAME --host`,
+/// see `rtvmm_experiments::driver`): this program as the helper, the flags' cpu, backend
+/// and `--best-effort`, and the experiment's cancel flag as the run's stop flag.
+pub struct ExperimentHost {
+    helper: HelperCommand,
+    cpu: Option<usize>,
+    backend: Backend,
+    best_effort: bool,
+}
+
+impl ExperimentHost {
+    pub fn new(cpu: Option<usize>, backend: Backend, best_effort: bool) -> Result<Self, String> {
+        let helper = HelperCommand::this_program()
+            .map_err(|e| format!("finding this program to re-execute: {e}"))?;
+        Ok(ExperimentHost {
+            helper,
+            cpu,
+            backend,
+            best_effort,
+        })
+    }
+
+    fn options(&self, duration: Nanos) -> HostOptions {
+        let mut options = HostOptions::new(self.helper.clone(), duration);
+        options.cpu = self.cpu;
+        options.backend = self.backend;
+        options.best_effort = self.best_effort;
+        options
+    }
+}
+
+fn real_time_error(e: HostError) -> RealTimeError {
+    RealTimeError {
+        refused: e.is_bad_input(),
+        message: e.to_string(),
+    }
+}
+
+impl RealTime for ExperimentHost {
+    fn check(&self) -> Result<(), RealTimeError> {
+        executor::check(&self.options(Nanos::from_secs(1))).map_err(real_time_error)
+    }
+
+    fn run(
+        &self,
+        system: &SystemSpec,
+        scenario: &str,
+        seed: u64,
+        duration: Nanos,
+        stop: &Cancel,
+    ) -> Result<Option<RunResults>, RealTimeError> {
+        let mut options = self.options(duration);
+        options.stop = stop.flag();
+        let run = executor::run(system, scenario, seed, options).map_err(real_time_error)?;
+        Ok(run.stopped_at.is_none().then_some(run.results))
+    }
+
+    fn describe(&self) -> String {
+        let count = rtvmm_host::sys::cpu_count();
+        format!(
+            "managed cpu {} of 0..{}, enforce {}{}",
+            self.cpu.unwrap_or(count - 1),
+            count - 1,
+            self.backend.name(),
+            if self.best_effort {
+                ", --best-effort"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn flags(&self) -> String {
+        let mut flags = "--host".to_string();
+        if let Some(cpu) = self.cpu {
+            flags.push_str(&format!(" --cpu {cpu}"));
+        }
+        if self.backend != Backend::Freeze {
+            flags.push_str(&format!(" --enforce {}", self.backend.name()));
+        }
+        if self.best_effort {
+            flags.push_str(" --best-effort");
+        }
+        flags
+    }
 }

@@ -354,7 +354,15 @@ fn experiment_failure(e: ExperimentError) -> Failure {
         | ExperimentError::Font(_)
         | ExperimentError::Sim { .. }
         | ExperimentError::RunPanicked { .. }
-        | ExperimentError::Analysis(_) => runtime(e),
+        | ExperimentError::Analysis(_)
+        | ExperimentError::Stopped { .. } => runtime(e),
+        ExperimentError::Host { refused, .. } => {
+            if refused {
+                bad_input(e)
+            } else {
+                runtime(e)
+            }
+        }
     }
 }
 

@@ -89,3 +89,21 @@ pub fn write(dir: &Path, name: &str, text: &str) -> String {
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
 }
+
+/// One real-time run at a time: this binary's tests run in parallel, and two executors
+/// would share the managed cpu (and the RT-throttling setting).
+pub static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Prints why a real-time test is skipped and returns true when it must be.
+pub fn skip_real_time(test: &str) -> bool {
+    let missing = rtvmm_host::sys::missing_privileges(&rtvmm_host::sys::Host, true);
+    if missing.is_empty() {
+        return false;
+    }
+    let reasons: Vec<String> = missing.iter().map(ToString::to_string).collect();
+    eprintln!(
+        "skipped: {test}: needs root, cgroup v2 and SCHED_FIFO: {}",
+        reasons.join("; ")
+    );
+    true
+}

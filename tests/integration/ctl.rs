@@ -1,6 +1,7 @@
 //! `rtvmm ctl` as a user runs it, against a control socket served by the host crate's
 //! stand-in executor (a real `Machine` on a virtual clock): what each command prints and
-//! changes, its exit codes, and another user refused.
+//! changes, its exit codes, and another user refused; then against a live `rtvmm host run
+//! --ctl` (the real executor).
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
@@ -13,7 +14,7 @@ use rtvmm_core::Nanos;
 use rtvmm_host::ctl::{Server, StandIn};
 use rtvmm_scenario::Scenario;
 
-use crate::common::{assert_exit, assert_readable, stderr, stdout};
+use crate::common::{assert_exit, assert_readable, skip_real_time, stderr, stdout, REAL_TIME};
 
 const SCENARIO: &str = r#"
     name = "two"
@@ -278,4 +279,158 @@ fn rtvmm_ctl_as_another_user_is_refused() {
         "refused by the credential check"
     );
     executor.with(|m, _| assert_eq!(m.params(VcpuId(0)), &before));
+}
+
+/// The two domains of `rtvmm host run` below: d1 (2 ms every 10 ms, priority 1) and
+/// rest (10 ms every 10 ms, priority 2), both always busy.
+const LIVE_SCENARIO: &str = r#"
+    name = "live"
+    duration = "3s"
+    [[domain]]
+    name = "d1"
+    vcpu = { budget = "2ms", period = "10ms", priority = 1 }
+    [[domain.task]]
+    name = "busy"
+    period = "10ms"
+    wcet = "20ms"
+    [[domain]]
+    name = "rest"
+    vcpu = { budget = "10ms", period = "10ms", priority = 2 }
+    [[domain.task]]
+    name = "busy"
+    period = "10ms"
+    wcet = "20ms"
+"#;
+
+/// `rtvmm ctl` against a live `rtvmm host run --ctl PATH` (the real executor; needs root,
+/// cgroup v2 and SCHED_FIFO, else skipped with the reason): the socket's path is printed
+/// at the start, `sched-show` shows the running domains with their guests' jobs,
+/// `sched-set` changes a budget, and the socket is gone when the run ends.
+/// A `rtvmm host run` of [`LIVE_SCENARIO`] serving `socket`, once the socket is there.
+fn live_host_run(dir: &Path, socket: &Path) -> std::process::Child {
+    let scenario = dir.join("live.toml");
+    std::fs::write(&scenario, LIVE_SCENARIO).unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_rtvmm"))
+        .arg("host")
+        .arg("run")
+        .arg(&scenario)
+        .arg("--ctl")
+        .arg(socket)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rtvmm host run");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !socket.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    if !socket.exists() {
+        let _ = run.kill();
+        panic!("no socket: {:?}", run.wait_with_output().unwrap());
+    }
+    run
+}
+
+/// `kill -9` of a `rtvmm host run --ctl`: its watchdog removes the socket.
+#[test]
+fn the_socket_of_a_killed_host_run_is_removed() {
+    if skip_real_time("socket of a killed run") {
+        return;
+    }
+    let _one_at_a_time = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("killed.sock");
+    let mut run = live_host_run(dir.path(), &socket);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let record = Path::new(rtvmm_host::runs::STATE_DIR).join(format!("run-{}.state", run.id()));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    // The watchdog removes the socket first and the run's record last, once everything is
+    // undone: the next real-time test starts from a clean machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while (socket.exists() || record.exists()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!socket.exists(), "the killed run's socket is still there");
+    assert!(!record.exists(), "the killed run was not undone");
+}
+
+#[test]
+fn rtvmm_ctl_drives_a_live_host_run() {
+    if skip_real_time("rtvmm ctl against a live run") {
+        return;
+    }
+    let _one_at_a_time = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("live.sock");
+    let run = live_host_run(dir.path(), &socket);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+
+    let o = ctl(&socket, &["sched-show"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(text.starts_with("policy deferrable, as of "), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        [
+            "Name",
+            "ID",
+            "Budget",
+            "Period",
+            "Prio",
+            "Weight",
+            "Cap",
+            "Extra",
+            "Work",
+            "Remaining",
+            "Run",
+            "Jobs",
+            "Misses"
+        ],
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("d1     0     2ms    10ms     1    2000    0     no  "),
+        "{text}"
+    );
+    assert!(
+        lines[3].starts_with("rest   1    10ms    10ms     2   10000    0     no  "),
+        "{text}"
+    );
+    // The guests' jobs, counted live: each busy task finishes a 20 ms job now and then.
+    let jobs = |line: &str| -> u64 { line.split_whitespace().nth(11).unwrap().parse().unwrap() };
+    assert!(jobs(lines[3]) > 0, "{text}");
+
+    let o = ctl(&socket, &["sched-set", "-d", "d1", "-b", "5ms"]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).starts_with("d1: budget 2ms -> 5ms, weight 2000 -> 5000 (policy deferrable"),
+        "{}",
+        stdout(&o)
+    );
+    let o = ctl(&socket, &["sched-rtds", "-d", "d1"]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o)
+            .lines()
+            .nth(2)
+            .is_some_and(|l| l.starts_with("d1     0     5ms    10ms     1    5000")),
+        "{}",
+        stdout(&o)
+    );
+
+    let output = run.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("rtvmm: live control on {}", socket.display())),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&output.stdout).starts_with("live · policy deferrable"),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(!socket.exists(), "the socket is removed at the end");
 }

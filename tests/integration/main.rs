@@ -7,7 +7,13 @@
 //! - `long_runs`: the announcement of a long run and Ctrl-C keeping what was simulated.
 //! - `msrv`: the declared minimum Rust version is true of every locked dependency.
 //! - `ctl`: `rtvmm ctl` against a control socket served by a stand-in executor: output,
-//!   exit codes, refusals that change nothing, another user refused.
+//!   exit codes, refusals that change nothing, another user refused; and against a live
+//!   `rtvmm host run --ctl` (real time: skipped without the privileges).
+//! - `host`: `rtvmm host run` stopped by SIGINT and SIGTERM keeps its results, exits 130
+//!   and 143, and leaves nothing behind (real time: skipped without root); `host cleanup`.
+//! - `host_experiments`: `rtvmm experiment rtxen-overhead|rtxen-isolation --host` in
+//!   real time (root; skipped with the reason otherwise; run under
+//!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -15,5 +21,9 @@ mod common;
 mod analyze;
 mod cli;
 mod ctl;
+#[cfg(target_os = "linux")]
+mod host;
+#[cfg(target_os = "linux")]
+mod host_experiments;
 mod long_runs;
 mod msrv;

@@ -49,6 +49,19 @@ pub enum ExperimentError {
     Gen(GenError),
     #[error("analysis: {0}")]
     Analysis(String),
+    /// The host executor refused or failed a real-time run (`--host`); `run` is `None`
+    /// when it refused before any run started.
+    #[error("{}{message}", run.as_ref().map(|r| format!("run '{r}' (real time on the host): ")).unwrap_or_else(|| "--host: ".to_string()))]
+    Host {
+        run: Option<String>,
+        message: String,
+        /// The user's to fix (a missing privilege, a backend, a cpu): nothing ran.
+        refused: bool,
+    },
+    /// A real-time run stopped part-way by the cancel flag; the sweep drops it (never
+    /// reported as an error).
+    #[error("run '{run}' was stopped before its end")]
+    Stopped { run: String },
 }
 
 impl From<GenError> for ExperimentError {

@@ -16,6 +16,8 @@
 //! - [`system`]: a server scenario under any policy (credit weights, SEDF slices), and
 //!   running it.
 //! - [`compare`]: `rtvmm compare A.json B.json`.
+//! - [`driver`]: where runs happen — the simulator, or real time on this machine through
+//!   a [`driver::RealTime`] the caller provides (`--host`).
 //! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
 //!
 //! The library parses no flags, draws nothing and installs no signal handler: the `rtvmm`
@@ -31,6 +33,7 @@
 //! ```
 
 pub mod compare;
+pub mod driver;
 pub mod error;
 pub mod experiments;
 pub mod files;
@@ -45,6 +48,7 @@ pub mod system;
 
 use std::time::Instant;
 
+use driver::Driver;
 pub use error::ExperimentError;
 pub use options::{Cancel, Options, Progress, SweepEvent};
 pub use report::{Output, Report};
@@ -58,13 +62,33 @@ pub fn run_experiment(name: &str, options: &Options) -> Result<Report, Experimen
     let run = experiment
         .run
         .ok_or_else(|| ExperimentError::NotImplemented(experiment.name.to_string()))?;
+    if let Driver::Host(host) = &options.driver {
+        if !experiment.host {
+            return Err(experiments::host_refused(experiment.name));
+        }
+        if options.overheads.is_some() {
+            return Err(ExperimentError::option(
+                "--overhead",
+                "models scheduler costs in the simulator; with --host the costs are \
+                 measured, not modelled (drop one of the two)",
+            ));
+        }
+        host.check().map_err(|e| ExperimentError::Host {
+            run: None,
+            message: e.message,
+            refused: e.refused,
+        })?;
+    }
     let started = Instant::now();
-    let mut output = Output::new(
-        experiment.name,
-        experiment.title,
-        experiment.description,
-        options,
-    )?;
+    let description = match &options.driver {
+        Driver::Simulate => experiment.description.to_string(),
+        Driver::Host(_) => format!(
+            "{}\n\n**This run: in real time on this machine (`--host`, the host executor)** — \
+             every duration is real time, and the runs happened one after another.",
+            experiment.description
+        ),
+    };
+    let mut output = Output::new(experiment.name, experiment.title, &description, options)?;
     run(&mut output)?;
     output.finish(started.elapsed(), Some(host::HostInfo::probe()))
 }

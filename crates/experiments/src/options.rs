@@ -9,6 +9,7 @@ use rtvmm_core::machine::Overheads;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 
+use crate::driver::Driver;
 use crate::error::ExperimentError;
 
 /// The seed used when none is given.
@@ -36,8 +37,11 @@ pub struct Options {
     pub in_phase: bool,
     /// Workload files to run instead of generated ones (`csa-arinc --workload FILE`).
     pub workloads: Vec<PathBuf>,
-    /// Worker threads for a sweep; 0 = one per core.
+    /// Worker threads for a sweep; 0 = one per core. Real-time runs ([`Driver::Host`])
+    /// run one at a time whatever this says.
     pub jobs: usize,
+    /// Where the runs happen: the simulator, or real time on this machine (`--host`).
+    pub driver: Driver,
     /// Behave as if cancelled once this many runs were started (for tests of the
     /// interruption path; `None` in normal use).
     pub stop_after_runs: Option<usize>,
@@ -131,6 +135,7 @@ impl Options {
             in_phase: false,
             workloads: Vec::new(),
             jobs: 0,
+            driver: Driver::Simulate,
             stop_after_runs: None,
             cancel: Cancel::new(),
             progress: None,

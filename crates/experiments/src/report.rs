@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use std::io::Write as _;
 
+use crate::driver::Driver;
 use crate::error::ExperimentError;
 use crate::files::{self, AtomicFile, WriteError};
 use crate::host::HostInfo;
@@ -280,6 +281,9 @@ pub fn command_line(experiment: &str, options: &Options) -> String {
     }
     if options.in_phase {
         cmd.push_str(" --in-phase");
+    }
+    if let Driver::Host(host) = &options.driver {
+        let _ = write!(cmd, " {}", host.flags());
     }
     cmd
 }

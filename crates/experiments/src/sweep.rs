@@ -10,8 +10,9 @@
 //! # Interruption
 //! When the caller sets [`Options::cancel`] (the binary does on SIGINT and SIGTERM), runs
 //! already started finish, runs not yet started are skipped (their slot is `None`), and
-//! the experiment writes what it has, marked partial (see [`crate::report`]). No signal
-//! handler is installed here.
+//! the experiment writes what it has, marked partial (see [`crate::report`]). A real-time
+//! run ([`crate::driver`]) in progress is stopped instead, and dropped. No signal handler
+//! is installed here.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -114,8 +115,10 @@ where
     W: Fn(&T) -> Result<R, ExperimentError> + Sync,
     N: Fn(&T) -> String + Sync,
 {
-    // Never more threads than runs: `-j 100000` must not spawn 100000 threads.
+    // Never more threads than runs: `-j 100000` must not spawn 100000 threads. A
+    // real-time run owns the machine: one at a time.
     let threads = match options.jobs {
+        _ if options.driver.is_host() => 1,
         0 => 0,
         jobs => jobs.min(items.len().max(1)),
     };
@@ -160,7 +163,8 @@ where
     let mut results = Vec::with_capacity(slots.len());
     for slot in slots {
         match slot {
-            None => results.push(None),
+            // A real-time run stopped part-way by the cancel flag is dropped.
+            None | Some(Err(ExperimentError::Stopped { .. })) => results.push(None),
             Some(Ok(r)) => results.push(Some(r)),
             Some(Err(e)) => return Err(e),
         }

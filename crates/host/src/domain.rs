@@ -268,9 +268,41 @@ impl ProcessDomain {
         (0..self.spec.tasks.len()).all(|t| self.shared.finalized(t))
     }
 
+    /// Kills the guest (a removed domain's): its threads are first moved to `off_cpus`
+    /// (away from the managed cpu, where a stopped or demoted thread could wait long for
+    /// the cpu it needs to exit), then the process gets SIGKILL (which ends a frozen or
+    /// stopped process too). Reap it with [`ProcessDomain::exited`].
+    pub fn kill(&mut self, off_cpus: &[usize]) {
+        for &(tid, _) in &self.member.threads {
+            let _ = crate::sys::set_affinity(tid, off_cpus);
+        }
+        let _ = crate::sys::set_affinity(self.pid(), off_cpus);
+        let _ = self.child.kill();
+    }
+
     /// Whether the guest process has exited, and how.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
+    }
+}
+
+impl ProcessDomain {
+    /// Sends SIGKILL to the guest without waiting (see [`kill_all`]).
+    pub fn sigkill(&mut self) {
+        let _ = self.child.kill();
+    }
+}
+
+/// Kills every guest first, then waits for each: a guest killed while another spins
+/// above it on the managed cpu (a panic unwinding mid-run: a domain still running at its
+/// `SCHED_FIFO` priority) could never run to exit if it were waited for alone.
+pub fn kill_all<'a>(domains: impl IntoIterator<Item = &'a mut ProcessDomain>) {
+    let mut all: Vec<&mut ProcessDomain> = domains.into_iter().collect();
+    for d in &mut all {
+        d.sigkill();
+    }
+    for d in all {
+        let _ = d.child.wait();
     }
 }
 

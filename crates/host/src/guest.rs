@@ -129,17 +129,19 @@ fn task_thread(shared: &Shared, notify: &EventFd, task: usize) -> Result<(), Str
         sys::set_fifo(0, config.fifo_priority)
             .map_err(|e| format!("task {task}: SCHED_FIFO {}: {e}", config.fifo_priority))?;
     }
-    let mut guest = Guest::new(
-        GuestScheduler::Rm,
-        vec![task_spec(&config)],
-        Nanos(shared.join()),
-    );
     let mut rng = SimRng::derived(shared.seed(), stream_label(shared.domain(), task));
     shared.mark_ready();
     let phase = shared.phase_word();
     while shared.phase() == Phase::Setup {
         sys::futex_wait_until(phase, Phase::Setup as u32, None, true);
     }
+    // The join is read after `go`: the executor sets it then for a guest added while
+    // running (its releases begin once it is ready).
+    let mut guest = Guest::new(
+        GuestScheduler::Rm,
+        vec![task_spec(&config)],
+        Nanos(shared.join()),
+    );
     let start = shared.start();
     let cpu_at_start = sys::thread_cpu_ns();
     let rel = || sys::mono_ns().saturating_sub(start);

@@ -8,7 +8,8 @@
 //! - [`executor`]: the scheduler thread (`SCHED_FIFO` 99, pinned, memory locked): sleep
 //!   until `poll_timeout` (absolute), `handle_timeout(now)`, enforce `activity`; the
 //!   paravirtual block/wake protocol; measurements; the results in the simulator's format;
-//!   the seam for live control ([`executor::control`]).
+//!   live control of the run ([`executor::control`]: the control socket served between
+//!   two decisions, commands applied by [`ctl::apply`]).
 //! - [`domain`]: process domains (a guest process per domain) and the bookkeeping of their
 //!   jobs.
 //! - [`external`]: external domains — an existing cgroup or processes (a QEMU VM, a
@@ -20,8 +21,11 @@
 //! - [`idle`]: the IDLE VCPU, a `SCHED_FIFO` spinner.
 //! - [`cgroup`]: the run's cgroups.
 //! - [`watchdog`]: the process that undoes everything if the executor dies.
-//! - [`ctl`]: live control — the Unix socket, its protocol, the `rtvmm ctl` client, and
-//!   the one function through which a running executor applies a command to its machine.
+//! - [`runs`]: each run's record on disk (`/run/rtvmm`), the recovery of runs whose
+//!   executor and watchdog both died, the shared RT-throttling setting, one run per cpu.
+//! - [`ctl`]: live control — the Unix socket, its protocol, the `rtvmm ctl` client, the
+//!   one function through which a running executor applies a command to its machine, and
+//!   a stand-in executor (a machine on a virtual clock) for tests without privileges.
 //! - [`sys`]: clocks, sleeps, affinity, `sched_setattr`, RT throttling, privileges, steal.
 //!
 //! The executor re-executes a program for its helpers (the guests and the watchdog): the
@@ -58,6 +62,24 @@
 //! println!("{}", run.results.summary());
 //! # }
 //! ```
+//!
+//! # Live control
+//! `rtvmm host run SCENARIO --ctl [PATH]` serves a Unix socket (mode 0600; owner and root
+//! only) for the run's length; `rtvmm ctl --socket PATH` is its client:
+//!
+//! ```text
+//! $ sudo rtvmm host run two.toml --ctl /run/rtvmm/two.sock &
+//! rtvmm: live control on /run/rtvmm/two.sock (rtvmm ctl --socket /run/rtvmm/two.sock sched-show)
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock sched-set -d d1 -b 5ms   # next replenishment
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock policy rtds              # hot swap
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock domain add d3.toml       # a new guest
+//! $ sudo rtvmm ctl --socket /run/rtvmm/two.sock domain remove d3         # reaped
+//! ```
+//!
+//! In a program: [`executor::LiveControl::start`] and
+//! [`HostOptions::control`](executor::HostOptions::control). A malformed or refused
+//! request gets an error and changes nothing; the watchdog removes the socket if the
+//! executor dies.
 #![cfg_attr(not(target_os = "linux"), allow(unused))]
 
 #[cfg(target_os = "linux")]
@@ -76,6 +98,8 @@ pub mod external;
 pub mod guest;
 #[cfg(target_os = "linux")]
 pub mod idle;
+#[cfg(target_os = "linux")]
+pub mod runs;
 #[cfg(target_os = "linux")]
 pub mod shm;
 #[cfg(target_os = "linux")]
@@ -159,6 +183,12 @@ pub enum HostError {
         #[source]
         error: std::io::Error,
     },
+    /// Another run manages the cpu (one run per cpu).
+    #[error(
+        "cpu {cpu} is managed by another rtvmm run{}: one run per cpu (wait for it to end, or choose another with --cpu)",
+        .holder.map(|p| format!(" (executor pid {p})")).unwrap_or_default()
+    )]
+    CpuBusy { cpu: usize, holder: Option<i32> },
     #[error("{0}")]
     Machine(String),
     #[error("the executor panicked (a bug in rtvmm); everything it changed was undone")]
@@ -182,6 +212,7 @@ impl HostError {
                 | HostError::Domain { .. }
                 | HostError::Unsupported(_)
                 | HostError::NoSuchCpu { .. }
+                | HostError::CpuBusy { .. }
         )
     }
 }

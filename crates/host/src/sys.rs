@@ -8,8 +8,8 @@
 //! - **Scheduling**: [`set_fifo`] puts a thread in `SCHED_FIFO` at a priority with
 //!   `sched_setattr` (neither `nix` nor `libc` wraps it; `libc` has the struct and the
 //!   number); [`pin_to`] sets affinity; [`lock_memory`] is `mlockall`.
-//! - **RT throttling**: [`RtThrottle`] writes -1 to `sched_rt_runtime_us` for the run and
-//!   restores the old value when dropped (the watchdog restores it if the executor dies).
+//! - **RT throttling**: [`RT_RUNTIME_PATH`]; lifting and restoring it, shared between
+//!   runs, is [`crate::runs`]'s.
 //! - **cgroup v2** is found in `/proc/self/mountinfo` (fstype `cgroup2`), never assumed
 //!   at a fixed path ([`cgroup2_mount`]).
 //! - **Privileges** are checked before anything changes ([`missing_privileges`]), against
@@ -39,6 +39,19 @@ pub const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 pub fn mono_ns() -> u64 {
     let t = clock_gettime(ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
     t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// What one [`mono_ns`] costs on the calling thread: the median gap between two
+/// back-to-back reads, over `pairs` pairs.
+pub fn clock_read_cost(pairs: usize) -> u64 {
+    let mut gaps: Vec<u64> = (0..pairs.max(1))
+        .map(|_| {
+            let a = mono_ns();
+            mono_ns() - a
+        })
+        .collect();
+    gaps.sort_unstable();
+    gaps[gaps.len() / 2]
 }
 
 /// The calling thread's CPU time, in nanoseconds.
@@ -265,31 +278,6 @@ fn unescape_mount(text: &str) -> String {
 /// Where cgroup v2 is mounted on this machine, if anywhere.
 pub fn cgroup2_mount() -> Option<PathBuf> {
     cgroup2_mount_in(&fs::read_to_string("/proc/self/mountinfo").ok()?)
-}
-
-/// Lifts RT throttling for as long as it lives: writes -1 to `sched_rt_runtime_us` and
-/// restores the old value when dropped.
-pub struct RtThrottle {
-    old: String,
-}
-
-impl RtThrottle {
-    /// The value in force now (to give the watchdog before changing it).
-    pub fn current() -> io::Result<String> {
-        Ok(fs::read_to_string(RT_RUNTIME_PATH)?.trim().to_string())
-    }
-
-    /// Writes -1; `old` is what to restore.
-    pub fn lift(old: String) -> io::Result<RtThrottle> {
-        fs::write(RT_RUNTIME_PATH, "-1")?;
-        Ok(RtThrottle { old })
-    }
-}
-
-impl Drop for RtThrottle {
-    fn drop(&mut self) {
-        let _ = fs::write(RT_RUNTIME_PATH, &self.old);
-    }
 }
 
 /// The host's steal time on `cpu` so far, in nanoseconds (`/proc/stat`, the eighth value

@@ -7,16 +7,23 @@
 //! executor announces how to undo it, one line at a time ([`Undo`]): the RT throttling
 //! value to restore, the run's cgroup tree to thaw, empty and remove, each guest process
 //! (pid and start time, so a reused pid is never killed), each external cgroup to thaw
-//! and each external process to continue. When the pipe closes — the executor finished
+//! and each external process to continue, and the live-control socket to remove (if it is
+//! still the file the run created: device and inode). When the pipe closes — the executor finished
 //! (after its own clean-up), panicked, was stopped by a signal or killed with `kill -9` —
 //! the watchdog undoes everything announced, idempotently, and exits. The executor waits
 //! for it at a normal end, so that when `rtvmm host run` returns the machine is as it was.
+//!
+//! The same lines go to the run's record in the state directory ([`crate::runs`]), for the
+//! case the watchdog cannot cover: both processes killed at once. The watchdog removes the
+//! record when it is done. The throttling setting is shared with other runs: it is
+//! restored through [`runs::restore_throttle`].
 //!
 //! No RT spinner can outlive the executor: the IDLE spinner is one of its threads, and the
 //! guests die with it (parent-death signal, and the watchdog's kill).
 
 use std::fs;
 use std::io::{self, BufRead, Write};
+use std::os::fd::RawFd;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -24,6 +31,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use crate::runs::{self, RunRecord};
 use crate::{cgroup, sys, HelperCommand};
 
 /// One thing to undo.
@@ -56,6 +64,8 @@ pub enum Undo {
     /// Whatever is left in the run's cgroup `from` of an external domain (processes the
     /// attached ones started): move it to `to` before the run's cgroups are removed.
     Evacuate { from: PathBuf, to: PathBuf },
+    /// The live-control socket: remove it if it is still this file (device, inode).
+    Socket { path: PathBuf, dev: u64, ino: u64 },
 }
 
 impl Undo {
@@ -90,6 +100,7 @@ impl Undo {
             Undo::Evacuate { from, to } => {
                 format!("evacuate {}\t{}", from.display(), to.display())
             }
+            Undo::Socket { path, dev, ino } => format!("socket {dev} {ino} {}", path.display()),
         }
     }
 
@@ -144,6 +155,15 @@ impl Undo {
                     to: to.into(),
                 }
             }
+            "socket" => {
+                let (dev, rest) = rest.split_once(' ')?;
+                let (ino, path) = rest.split_once(' ')?;
+                Undo::Socket {
+                    path: path.into(),
+                    dev: dev.parse().ok()?,
+                    ino: ino.parse().ok()?,
+                }
+            }
             _ => return None,
         })
     }
@@ -152,16 +172,32 @@ impl Undo {
 /// A process's start time (field 22 of `/proc/PID/stat`), to tell it from a later process
 /// with the same pid.
 pub fn start_time(pid: i32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may contain spaces; it ends at the last ')'.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    stat_of(pid).map(|(_, start)| start)
 }
 
-/// Undoes everything in `undo`, in a safe order: external processes go back to their
+/// A process's state letter (field 3) and start time (field 22) from `/proc/PID/stat`.
+pub fn stat_of(pid: i32) -> Option<(char, u64)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; it ends at the last ')'.
+    let mut after = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = after.next()?.chars().next()?;
+    Some((state, after.nth(18)?.parse().ok()?))
+}
+
+/// Undoes everything in `undo` but the throttling setting, in a safe order: the control
+/// socket goes (no command can arrive any more), external processes go back to their
 /// cgroups, their threads get their policies and cpus back, external domains continue,
-/// guests die, the run's cgroups go, then the throttling setting comes back.
-pub fn undo_all(undo: &[Undo]) {
+/// guests die, the run's cgroups go (see [`crate::runs`] for the throttling setting, which other runs
+/// may share).
+pub fn undo_domains(undo: &[Undo]) {
+    for u in undo {
+        if let Undo::Socket { path, dev, ino } = u {
+            use std::os::unix::fs::MetadataExt;
+            if fs::symlink_metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == (*dev, *ino)) {
+                let _ = fs::remove_file(path);
+            }
+        }
+    }
     // External processes back where they were (out of the run's cgroups, which are
     // removed, and whatever is inside killed, below).
     for u in undo {
@@ -219,14 +255,11 @@ pub fn undo_all(undo: &[Undo]) {
             }
         }
     }
-    for u in undo {
-        if let Undo::RtRuntime(v) = u {
-            let _ = fs::write(sys::RT_RUNTIME_PATH, v);
-        }
-    }
 }
 
-/// The watchdog process's entry point (`HELPER_ARG watchdog CPU`). Returns the exit code.
+/// The watchdog process's entry point (`HELPER_ARG watchdog CPU [RECORD]`): `RECORD` is
+/// the run's record in the state directory ([`crate::runs`]), removed once everything is
+/// undone. Returns the exit code.
 pub fn main(args: &[String]) -> i32 {
     // Off the managed cpu; deaf to the terminal's signals (its own process group already).
     if let Some(cpu) = args.first().and_then(|c| c.parse::<usize>().ok()) {
@@ -251,40 +284,90 @@ pub fn main(args: &[String]) -> i32 {
             undo.push(u);
         }
     }
-    undo_all(&undo);
+    undo_domains(&undo);
+    let record = args.get(1).map(PathBuf::from);
+    let dir = record
+        .as_deref()
+        .and_then(|r| r.parent())
+        .map(runs::StateDir::at);
+    if let Some(v) = undo.iter().find_map(|u| match u {
+        Undo::RtRuntime(v) => Some(v),
+        _ => None,
+    }) {
+        runs::restore_throttle(dir.as_ref(), record.as_deref(), v);
+    }
+    if let Some(record) = &record {
+        let _ = fs::remove_file(record);
+    }
     0
 }
 
-/// The executor's end of the watchdog.
+/// The executor's end of the watchdog (and of the run's record, which says the same).
 pub struct Watchdog {
     child: Child,
     pipe: Option<ChildStdin>,
+    record: Option<RunRecord>,
 }
 
 impl Watchdog {
-    /// Starts the watchdog process.
-    pub fn spawn(helper: &HelperCommand, cpu: usize) -> io::Result<Watchdog> {
+    /// Starts the watchdog process, and the run's record in `state` if given. `inherit`:
+    /// a descriptor the watchdog keeps open for its life (the cpu's lock).
+    pub fn spawn(
+        helper: &HelperCommand,
+        cpu: usize,
+        state: Option<&runs::StateDir>,
+        inherit: Option<RawFd>,
+    ) -> io::Result<Watchdog> {
         use std::os::unix::process::CommandExt;
-        let mut child = Command::new(&helper.program)
+        let record_path = state.map(|s| s.record_path(std::process::id() as i32));
+        let mut command = Command::new(&helper.program);
+        command
             .args(&helper.args)
             .arg("watchdog")
             .arg(cpu.to_string())
+            .args(record_path.iter())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
-            .process_group(0)
-            .spawn()
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("starting the watchdog ({}): {e}", helper.program.display()),
-                )
-            })?;
+            .process_group(0);
+        if let Some(fd) = inherit {
+            // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec on a
+            // descriptor this process owns.
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command.spawn().map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("starting the watchdog ({}): {e}", helper.program.display()),
+            )
+        })?;
         let pipe = child.stdin.take();
-        Ok(Watchdog { child, pipe })
+        let mut watchdog = Watchdog {
+            child,
+            pipe,
+            record: None,
+        };
+        if let Some(state) = state {
+            let me = runs::Proc::me();
+            let pid = watchdog.child.id() as i32;
+            // Its start time is there as soon as the process exists.
+            let it = runs::Proc::of(pid).ok_or_else(|| io::Error::other("the watchdog died"))?;
+            watchdog.record = Some(RunRecord::create(state, me, it, cpu)?);
+        }
+        Ok(watchdog)
     }
 
-    /// Tells the watchdog how to undo something, before it is done.
+    /// Tells the watchdog (and the run's record) how to undo something, before it is done.
     pub fn announce(&mut self, undo: &Undo) -> io::Result<()> {
+        if let Some(record) = &mut self.record {
+            record.append(undo)?;
+        }
         let pipe = self
             .pipe
             .as_mut()
@@ -349,6 +432,11 @@ mod tests {
             Undo::Evacuate {
                 from: "/sys/fs/cgroup/unified/rtvmm-12/d1".into(),
                 to: "/sys/fs/cgroup/unified/my vm".into(),
+            },
+            Undo::Socket {
+                path: "/run/rtvmm/my run.sock".into(),
+                dev: 64769,
+                ino: 1234567,
             },
         ];
         for u in all {

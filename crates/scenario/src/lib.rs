@@ -224,8 +224,9 @@ pub struct ArincTableSpec {
 }
 
 /// Policy-wide settings from `[scheduler]`, kept whatever the policy, so that a swap or
-/// an override to Credit or ARINC 653 finds them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// an override to Credit or ARINC 653 finds them. The default is a file's without the
+/// settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SchedulerSettings {
     pub credit: CreditConfig,
     pub rtds: RtdsMode,

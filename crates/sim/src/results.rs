@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use rtvmm_core::machine::Machine;
+use rtvmm_core::machine::{Machine, Overheads};
 use rtvmm_core::model::{PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
@@ -227,6 +227,15 @@ pub struct HostResults {
     pub switch_total_ns: u64,
     /// Timer wake-ups of the scheduler thread: actual wake-up − intended instant.
     pub tick_lateness_ns: Dist,
+    /// What one clock read costs on the scheduler thread (the median gap between two
+    /// back-to-back `CLOCK_MONOTONIC` reads, measured before the run): every
+    /// `do_schedule_ns` figure includes about one.
+    #[serde(default)]
+    pub clock_read_ns: u64,
+    /// Times the scheduler thread woke (timer or guest notification): its CPU time per
+    /// wake-up is `scheduler_cpu_ns / wakeups`.
+    #[serde(default)]
+    pub wakeups: u64,
     /// CPU time of the scheduler thread over the run.
     pub scheduler_cpu_ns: u64,
     /// `scheduler_cpu_ns` ÷ the run's length: the share of the managed cpu lost to
@@ -256,6 +265,22 @@ pub struct HostExternal {
     pub cpu_ns: u64,
     /// When every one of its processes was found gone (relative), if that happened.
     pub gone_at_ns: Option<u64>,
+}
+
+impl HostResults {
+    /// The simulator's overhead model for this run (`[machine] overhead`): each
+    /// `do_schedule` costs the scheduler thread's CPU time per `do_schedule` call (so the
+    /// simulated scheduler takes the share of the cpu this one took), each context switch
+    /// the median measured switch latency; both rounded to 100 ns. `rtvmm sim` with these
+    /// costs (charged to the incoming VCPU, the default) predicts the host run's per-job
+    /// figures closely (README, "Real time on Linux").
+    pub fn simulator_overheads(&self) -> Overheads {
+        let round = |ns: u64| Nanos::from_ns((ns + 50) / 100 * 100);
+        Overheads {
+            do_schedule: round(self.scheduler_cpu_ns / self.do_schedule_ns.count.max(1)),
+            context_switch: round(self.switch_ns.p50),
+        }
+    }
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {

@@ -66,6 +66,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         partition boundaries) under PTPS, WCPS and CRPS with responsiveness CDFs and deadline \
         miss ratios per partition and in total.",
     run: Some(run),
+    host: false,
 };
 
 /// Runs per workload and policy.

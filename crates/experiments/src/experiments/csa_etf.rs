@@ -46,6 +46,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         deadline miss ratios, per (U_W, etf, policy ∈ {PTPS, WCPS, CRPS}); 5 simulated \
         minutes per run.",
     run: Some(run),
+    host: false,
 };
 
 /// The period range of csa-etf, in ms.

@@ -50,6 +50,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         U_RM − U_W per policy (PTPS, WCPS, CRPS), and checks that every domain the analysis \
         guarantees shows no miss under PTPS.",
     run: Some(run),
+    host: false,
 };
 
 /// U_W of `--quick`, in permille.

@@ -49,6 +49,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         (75, 50) has budget > period, which rtvmm rejects like Xen RTDS: it runs as (50, 50), \
         always eligible, as the evaluated release treated it.",
     run: Some(run),
+    host: false,
 };
 
 /// The VM configurations (budget, period) in ms, as the evaluation gave them.

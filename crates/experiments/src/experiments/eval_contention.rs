@@ -66,6 +66,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         as budget = period (always eligible) — and, for contrast, every VM (25, 50) ms. \
         Policies deferrable, ptps, wcps, crps.",
     run: Some(run),
+    host: false,
 };
 
 /// The long job's execution time (full scale).

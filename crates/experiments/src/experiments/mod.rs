@@ -40,6 +40,9 @@ pub struct Experiment {
     pub description: &'static str,
     /// `None` for an experiment that is listed but not implemented yet.
     pub run: Option<RunFn>,
+    /// Whether it also runs in real time on this machine (`--host`,
+    /// [`crate::driver::Driver::Host`]); its `run` then reads `out.options.driver`.
+    pub host: bool,
 }
 
 /// An experiment that is described here and implemented later.
@@ -50,6 +53,7 @@ const fn planned(name: &'static str, title: &'static str, description: &'static 
         title,
         description,
         run: None,
+        host: false,
     }
 }
 
@@ -82,11 +86,31 @@ pub fn find(name: &str) -> Result<&'static Experiment, ExperimentError> {
         })
 }
 
+/// The experiments that run on the host (`--host`), by name.
+pub fn host_experiments() -> Vec<&'static str> {
+    REGISTRY.iter().filter(|e| e.host).map(|e| e.name).collect()
+}
+
+/// The error for `--host` on `name`, an experiment that runs only in the simulator.
+pub fn host_refused(name: &str) -> ExperimentError {
+    ExperimentError::option(
+        "--host",
+        format!(
+            "only {} run on the host; {name} runs in the simulator only (drop --host)",
+            host_experiments().join(" and ")
+        ),
+    )
+}
+
 /// `rtvmm experiment list`: every experiment with its title and description.
 pub fn list() -> String {
     let mut out = String::from("Experiments (rtvmm experiment NAME [--quick] [--seed S] ...):\n");
     for e in REGISTRY {
-        let status = if e.run.is_some() { "" } else { "  [planned]" };
+        let status = match (e.run.is_some(), e.host) {
+            (false, _) => "  [planned]",
+            (true, true) => "  [also --host]",
+            (true, false) => "",
+        };
         out.push_str(&format!("\n{:<16} {}{}\n", e.name, e.title, status));
         for line in wrap(e.description, 72) {
             out.push_str(&format!("{:<16} {}\n", "", line));

@@ -36,6 +36,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         each policy's soft real-time capacity: the largest α with a deadline miss ratio \
         under 5 %. Domains boot at staggered offsets (or --in-phase).",
     run: Some(run),
+    host: false,
 };
 
 /// The DMR below which a load counts as within the soft real-time capacity.

@@ -48,6 +48,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         (or --in-phase). Shows, per quantum, the utilisation at which domain 1 starts to miss \
         deadlines.",
     run: Some(run),
+    host: false,
 };
 
 /// Domain 1's task period.

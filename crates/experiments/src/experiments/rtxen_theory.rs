@@ -69,6 +69,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         — and every domain the full analysis bounds — shows no deadline miss and no response \
         above its bound, and reports where the tasks-only verdict is contradicted by a run.",
     run: Some(run),
+    host: false,
 };
 
 /// The analysis unit: every time of the rtxen task sets is a whole number of ms.

@@ -50,6 +50,12 @@ impl Domains {
         Some(vcpu)
     }
 
+    /// Forgets a domain that never ran (its guest failed to start): unlike
+    /// [`Domains::remove`], its name stays free.
+    pub(crate) fn forget(&mut self, name: &str) {
+        self.by_name.remove(name);
+    }
+
     /// The VCPU of a running domain.
     pub fn vcpu(&self, name: &str) -> Option<VcpuId> {
         self.by_name.get(name).copied()
@@ -405,10 +411,9 @@ pub fn serve_with(
     now: Nanos,
     fill: impl FnOnce(&mut SchedShow),
 ) -> Effect {
-    if !request.claim() {
+    let Some((command, reply)) = request.take() else {
         return Effect::None;
-    }
-    let Request { command, reply, .. } = request;
+    };
     let mut applied = apply(machine, domains, now, command);
     if let Reply::Show(show) = &mut applied.reply {
         fill(show);

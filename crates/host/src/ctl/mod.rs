@@ -46,7 +46,10 @@
 //! executor then skips it: [`Request::claim`]) and the client told that nothing changed.
 //! Once taken, it waits as long again for the answer. An executor that sleeps longer
 //! than that between decisions sets [`ServerConfig::wake`] to be woken when a command
-//! arrives.
+//! arrives. The real executor ([`crate::executor::LiveControl`]) rings an eventfd its
+//! loop polls beside its timer, serves each request with [`apply`] and then does what the
+//! change asks outside the machine (start or reap a guest), answering once that is done
+//! ([`Request::take`]); the [`StandIn`] uses [`serve`].
 //!
 //! # The executor's side
 //! ```
@@ -77,7 +80,7 @@
 //! ```
 //!
 //! # The socket's path
-//! `rtvmm host run --ctl PATH` chooses it; by default it is [`default_socket_path`] of the
+//! `rtvmm host run --ctl PATH` chooses it (and prints it at the start); by default it is [`default_socket_path`] of the
 //! run's name: `$XDG_RUNTIME_DIR/rtvmm/<name>.sock` when `XDG_RUNTIME_DIR` is set, else
 //! `/run/rtvmm/<name>.sock`. `rtvmm ctl` without `--socket` talks to the one socket it
 //! finds there ([`find_socket`]).

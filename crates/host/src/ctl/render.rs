@@ -6,7 +6,18 @@ use super::protocol::{Reply, SchedShow};
 
 /// A time column: `-` when unknown.
 fn time(ns: Option<u64>) -> String {
-    ns.map_or_else(|| "-".to_string(), |ns| Nanos(ns).to_string())
+    ns.map_or_else(|| "-".to_string(), readable)
+}
+
+/// A time as a person reads it: exact when it is a whole number of microseconds or more
+/// (a parameter: `2ms`, `500us`), else in milliseconds to the microsecond (a measured
+/// figure: `2.993ms`, `0.000ms` for under 0.5 µs).
+fn readable(ns: u64) -> String {
+    if ns.is_multiple_of(1_000) {
+        Nanos(ns).to_string()
+    } else {
+        format!("{:.3}ms", ns as f64 / 1e6)
+    }
 }
 
 /// A count column: `-` when unknown.
@@ -71,7 +82,7 @@ pub fn table(show: &SchedShow) -> String {
                 || "-".to_string(),
                 |c| {
                     let sign = if c < 0 { "-" } else { "" };
-                    format!("{sign}{}", Nanos(c.unsigned_abs()))
+                    format!("{sign}{}", readable(c.unsigned_abs()))
                 },
             ));
         }
@@ -85,7 +96,7 @@ pub fn table(show: &SchedShow) -> String {
     let mut out = format!(
         "policy {}, as of {} into the run\n",
         show.policy,
-        Nanos(show.as_of_ns)
+        readable(show.as_of_ns)
     );
     for row in &rows {
         let cells: Vec<String> = row

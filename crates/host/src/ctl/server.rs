@@ -81,6 +81,8 @@ pub enum ServerError {
     Bind { path: PathBuf, error: io::Error },
     #[error("cannot start the control thread: {0}")]
     Thread(io::Error),
+    #[error("cannot create the eventfd that wakes the executor for a command: {0}")]
+    Wake(io::Error),
 }
 
 /// A request's life: pending in the channel, taken by the executor, or given up by the
@@ -121,6 +123,13 @@ impl Request {
             .is_ok()
     }
 
+    /// Claims the request ([`Request::claim`]) and splits it into the command and where
+    /// its one reply goes (`try_send`: room for exactly one). `None` when the server has
+    /// given it up: then it must not be applied.
+    pub fn take(self) -> Option<(Command, SyncSender<Reply>)> {
+        self.claim().then_some((self.command, self.reply))
+    }
+
     /// Gives the request up (the server's side of [`Request::claim`]); false when the
     /// executor has already taken it.
     fn abandon(state: &AtomicU8) -> bool {
@@ -139,6 +148,8 @@ pub struct Server {
     listener: Arc<UnixListener>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// The accepting thread's id (connection threads inherit its cpu affinity).
+    thread_id: i32,
 }
 
 impl Server {
@@ -159,20 +170,26 @@ impl Server {
         let listener = Arc::new(listener);
         let stop = Arc::new(AtomicBool::new(false));
         let (sender, receiver) = mpsc::channel();
+        let (tid_sender, tid) = mpsc::sync_channel(1);
         let thread = {
             let listener = Arc::clone(&listener);
             let stop = Arc::clone(&stop);
             std::thread::Builder::new()
                 .name("rtvmm-ctl".to_string())
-                .spawn(move || accept_loop(&listener, &stop, sender, config))
+                .spawn(move || {
+                    let _ = tid_sender.send(crate::sys::gettid());
+                    accept_loop(&listener, &stop, sender, config)
+                })
                 .map_err(ServerError::Thread)?
         };
+        let thread_id = tid.recv().unwrap_or(0);
         let server = Server {
             path,
             identity,
             listener,
             stop,
             thread: Some(thread),
+            thread_id,
         };
         Ok((server, receiver))
     }
@@ -180,6 +197,19 @@ impl Server {
     /// The socket's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Restricts the server's threads (the accepting one, and so every connection's after
+    /// it) to `cpus`: an executor keeps them off the cpu it manages, where real-time
+    /// threads would leave them little time.
+    pub fn set_affinity(&self, cpus: &[usize]) -> io::Result<()> {
+        crate::sys::set_affinity(self.thread_id, cpus)
+    }
+
+    /// Device and inode of the socket file this server created: what tells it from a
+    /// later socket at the same path (only this one may be removed on its behalf).
+    pub fn file_id(&self) -> (u64, u64) {
+        self.identity
     }
 }
 

@@ -11,8 +11,9 @@
 //!    busy or due task is woken (`Machine::wake`), one without is blocked
 //!    (`Machine::block`) and its earliest next release becomes a wake-up timer the
 //!    executor owns — so a frozen domain is woken at the right time.
-//! 3. **Changes**: the scenario's timed events that are due, then live-control requests
-//!    ([`control`]), applied through the same code.
+//! 3. **Changes**: the scenario's timed events that are due (the simulator's rule), then
+//!    the live-control requests queued ([`control`]: `ctl::apply`, the stand-in's rule);
+//!    removed domains' guests are reaped.
 //! 4. **Decide**: `handle_timeout(now)` while `poll_timeout() <= now`; the calls that ran
 //!    `do_schedule` are timed.
 //! 5. **Enforce** `activity(pcpu 0)`: switching means stopping the previous domain and
@@ -21,7 +22,8 @@
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
 //!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
-//!    guest's notification (eventfd); a timer wake-up's lateness is measured.
+//!    guest's notification or a control command (eventfds); a timer wake-up's lateness is
+//!    measured.
 //!
 //! No scheduling logic lives here: which VCPU runs, for how long, and when budgets
 //! change is the core's; the executor reports, asks and enforces.
@@ -31,15 +33,26 @@
 //! ([`RunResults::from_domains`]) with the executor's own measurements in `host`.
 //!
 //! # Safety of the machine
-//! Everything the run changes is announced to the [`Watchdog`] before it is changed, and
+//! Before anything changes, the run takes its cpu (one run per cpu), undoes what abandoned
+//! runs left ([`crate::runs`]) and starts its [`Watchdog`]. Everything the run changes is
+//! announced to the watchdog and written to the run's record before it is changed, and
 //! undone by a guard when the run ends (normally, with an error, or by a panic); if the
-//! executor dies, the watchdog undoes it (see [`crate::watchdog`]).
+//! executor dies, the watchdog undoes it (see [`crate::watchdog`]); if both die, the next
+//! run or `rtvmm host cleanup` does.
+//!
+//! # Cost per wake-up
+//! The loop's own work is kept off the syscall path where nothing changes: the timer is
+//! not re-armed for the instant it is armed for, the guests' eventfd is read only when it
+//! rang, nothing is allocated in the loop (the samples' room is reserved before the run;
+//! error messages are built only on error). A switch costs what its enforcement costs
+//! (two `cgroup.freeze` writes, or the band's `sched_setattr` calls, or two signals).
+//! `do_schedule` is timed between two clock reads; the cost of one read, measured before
+//! the run, is reported beside it.
 
 pub mod control;
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -57,21 +70,23 @@ use rtvmm_sim::trace::{DomainNames, TaskNames, TraceNames};
 use rtvmm_sim::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
+use crate::ctl::{self, Applied, Command, Domains, Effect, ErrorCode, Reply, SchedShow};
 use crate::domain::{check_runnable, JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
 use crate::external::{AttachContext, ExternalDomain, Hold};
 use crate::idle::IdleSpinner;
-use crate::shm::Shared;
-use crate::sys::{self, MissingPrivilege, RtThrottle};
+use crate::runs::{self, CpuLock, CpuLockError, LiftedThrottle, StateDir};
+use crate::shm::{Shared, TaskState};
+use crate::sys::{self, MissingPrivilege};
 use crate::watchdog::{start_time, Undo, Watchdog};
 use crate::{HelperCommand, HostError};
 use rtvmm_scenario::External;
 use std::collections::BTreeMap;
 
-use control::{ControlMessage, ControlReply, ControlRequest, DomainView};
+pub use control::LiveControl;
 
-/// The longest the loop sleeps while nothing is due (so that a stop or a control request
-/// waits at most this long).
+/// The longest the loop sleeps while nothing is due (so that a stop waits at most this
+/// long; a control command wakes the loop at once).
 pub const MAX_SLEEP: Nanos = Nanos(20_000_000);
 /// Time between set-up and the run's time 0, for every guest thread to be waiting.
 const LEAD: u64 = 20_000_000;
@@ -91,11 +106,16 @@ pub struct HostOptions {
     pub record_trace: bool,
     /// Set to stop the run early (a signal handler's flag); what was measured is kept.
     pub stop: Arc<AtomicBool>,
-    /// Live control requests (see [`control`]).
-    pub control: Option<Receiver<ControlMessage>>,
+    /// The live-control socket, served while the run lasts and removed at its end (see
+    /// [`control`]).
+    pub control: Option<LiveControl>,
     /// The external domains by name ([`Scenario::external`](rtvmm_scenario::Scenario)):
     /// each is a domain of the system (or one an event adds) attached, not started.
     pub external: BTreeMap<String, External>,
+    /// Fault injection for the safety tests: the scheduler thread panics once the run
+    /// reaches this instant. Not a user setting (no flag sets it).
+    #[doc(hidden)]
+    pub test_panic_at: Option<Nanos>,
 }
 
 impl HostOptions {
@@ -111,6 +131,7 @@ impl HostOptions {
             stop: Arc::new(AtomicBool::new(false)),
             control: None,
             external: BTreeMap::new(),
+            test_panic_at: None,
         }
     }
 }
@@ -134,14 +155,29 @@ struct Allowed {
     missing: Vec<MissingPrivilege>,
 }
 
-/// Checks everything that can be refused before the run, in the order a user fixes
-/// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
-fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
+/// Checks what would refuse any run with `options` before it starts: the cpu, the
+/// privileges (unless `best_effort`), the enforcement backend — for a caller that runs
+/// many systems (an experiment) and wants to refuse before the first. [`run`] checks the
+/// same again, with the system.
+pub fn check(options: &HostOptions) -> Result<(), HostError> {
+    managed_cpu(options)?;
+    allowed(options).map(|_| ())
+}
+
+/// The managed cpu: `options.cpu`, or the last one.
+fn managed_cpu(options: &HostOptions) -> Result<usize, HostError> {
     let count = sys::cpu_count();
     let cpu = options.cpu.unwrap_or(count - 1);
     if cpu >= count {
         return Err(HostError::NoSuchCpu { cpu, count });
     }
+    Ok(cpu)
+}
+
+/// Checks everything that can be refused before the run, in the order a user fixes
+/// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
+fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
+    let cpu = managed_cpu(options)?;
     Machine::new(system.machine, system.policy.clone())
         .map_err(|e| HostError::Machine(e.to_string()))?;
     let added = system.changes.iter().filter_map(|c| match &c.change {
@@ -170,6 +206,26 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         }
         crate::external::validate(source, mount.as_deref()).map_err(bad)?;
     }
+    if let Some(control) = &options.control {
+        if control
+            .path()
+            .as_os_str()
+            .as_encoded_bytes()
+            .contains(&b'\n')
+        {
+            return Err(HostError::Unsupported(format!(
+                "--ctl {:?}: a newline in the socket's path (the watchdog, which removes it if \
+                 the executor dies, reads paths one a line)",
+                control.path()
+            )));
+        }
+    }
+    Ok((cpu, allowed(options)?))
+}
+
+/// The privileges: refused when one is missing (unless `best_effort`), then what the
+/// backend needs (and external domains: `SCHED_RR`).
+fn allowed(options: &HostOptions) -> Result<Allowed, HostError> {
     let needs_cgroup = options.backend == Backend::Freeze;
     let missing = sys::missing_privileges(&sys::Host, needs_cgroup);
     if !missing.is_empty() && !options.best_effort {
@@ -223,7 +279,7 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         }
         _ => {}
     }
-    Ok((cpu, allowed))
+    Ok(allowed)
 }
 
 /// Runs `system` in real time for `options.duration` and returns what it measured, in
@@ -239,6 +295,9 @@ pub fn run(
     // managed cpu; the caller's affinity comes back at the end.
     let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
     let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
+    if let Some(control) = &options.control {
+        control.keep_off(cpu);
+    }
     let system = system.clone();
     let scenario = scenario.to_string();
     let outcome = std::thread::Builder::new()
@@ -256,6 +315,8 @@ pub fn run(
 struct Slot {
     domain: Domain,
     removed_at: Option<Nanos>,
+    /// Removed and killed, not yet reaped.
+    dying: bool,
     /// When its blocked VCPU is due to wake (its earliest next release).
     wake_at: Option<u64>,
 }
@@ -317,6 +378,56 @@ impl Domain {
     }
 }
 
+/// The run's domains; dropped, every external domain is given back (its threads off
+/// their real-time priorities, thawed, continued), then every guest is killed before any
+/// is waited for.
+#[derive(Default)]
+struct Slots(Vec<Slot>);
+
+impl std::ops::Deref for Slots {
+    type Target = Vec<Slot>;
+    fn deref(&self) -> &Vec<Slot> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Slots {
+    fn deref_mut(&mut self) -> &mut Vec<Slot> {
+        &mut self.0
+    }
+}
+
+impl<'a> IntoIterator for &'a Slots {
+    type Item = &'a Slot;
+    type IntoIter = std::slice::Iter<'a, Slot>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Slots {
+    type Item = &'a mut Slot;
+    type IntoIter = std::slice::IterMut<'a, Slot>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter_mut()
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        // Idempotent: after a normal end they were given back already.
+        for slot in &mut self.0 {
+            if let Domain::External(e) = &mut slot.domain {
+                e.release(None);
+            }
+        }
+        crate::domain::kill_all(self.0.iter_mut().filter_map(|s| match &mut s.domain {
+            Domain::Process(p) => Some(p),
+            Domain::External(_) => None,
+        }));
+    }
+}
+
 /// Who the pcpu is enforced to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
@@ -325,14 +436,22 @@ enum Target {
 }
 
 /// The run's state, owned by the scheduler thread. Fields are dropped in declaration
-/// order: the spinner, the guests, the cgroups, the throttle, then the watchdog.
+/// order: the guests, the control socket, the spinner, the cgroups, the throttle, the
+/// watchdog, then the cpu's lock (which the watchdog holds too, until it is done). The
+/// guests go first, all killed before any is waited for ([`Slots`]): when a panic unwinds
+/// mid-run, a domain may still be running at its `SCHED_FIFO` priority, above the spinner
+/// and the other guests, which could never run to exit while it spins.
 struct Run {
+    slots: Slots,
+    control: Option<LiveControl>,
     spinner: Option<IdleSpinner>,
-    slots: Vec<Slot>,
     cgroups: Option<RunCgroups>,
-    throttle: Option<RtThrottle>,
+    throttle: Option<LiftedThrottle>,
     watchdog: Watchdog,
+    _cpu_lock: Option<CpuLock>,
     machine: Machine,
+    /// The present domains by name (and the names used), as live control sees them.
+    names: Domains,
     enforcer: Box<dyn Enforcer>,
     notify: EventFd,
     timer: TimerFd,
@@ -349,6 +468,8 @@ struct Run {
     changes: Vec<rtvmm_sim::TimedChange>,
     next_change: usize,
     measures: Measures,
+    /// The instant the timer is armed for, until it fires (not re-armed for the same one).
+    armed: Option<u64>,
     /// The scheduler thread's CPU time and the cpu's steal time when the loop began.
     cpu_at_start: u64,
     steal_at_start: Option<u64>,
@@ -359,17 +480,39 @@ struct Measures {
     do_schedule: Vec<u64>,
     switches: Vec<u64>,
     lateness: Vec<u64>,
+    clock_read: u64,
+    wakeups: u64,
+}
+
+/// The most samples of each kind reserved before the run (8 MiB each).
+const RESERVED_SAMPLES: u64 = 1 << 20;
+
+impl Measures {
+    /// Room for a run of `duration` at `quantum` (about one sample of each kind per
+    /// quantum), reserved before the run: memory is locked, so a vector growing in the
+    /// loop would fault its new pages in there.
+    fn for_run(duration: Nanos, quantum: Nanos) -> Measures {
+        let samples = (duration.as_ns() / quantum.as_ns().max(1) + 64).min(RESERVED_SAMPLES);
+        let room = || Vec::with_capacity(samples as usize);
+        Measures {
+            do_schedule: room(),
+            switches: room(),
+            lateness: room(),
+            ..Measures::default()
+        }
+    }
 }
 
 fn execute(
     system: &SystemSpec,
     scenario: &str,
     seed: u64,
-    options: HostOptions,
+    mut options: HostOptions,
     cpu: usize,
     allowed: Allowed,
 ) -> Result<HostRun, HostError> {
-    let mut run = Run::set_up(system, seed, &options, cpu, allowed)?;
+    let control = options.control.take();
+    let mut run = Run::set_up(system, seed, &options, control, cpu, allowed)?;
     let reached = run.run_loop(&options)?;
     run.finish(scenario, seed, &options, reached)
 }
@@ -379,17 +522,54 @@ impl Run {
         system: &SystemSpec,
         seed: u64,
         options: &HostOptions,
+        control: Option<LiveControl>,
         cpu: usize,
         allowed: Allowed,
     ) -> Result<Run, HostError> {
-        let mut watchdog =
-            Watchdog::spawn(&options.helper, cpu).map_err(HostError::io("the watchdog"))?;
-        let throttle = if allowed.throttle {
-            let old = RtThrottle::current().map_err(HostError::io(sys::RT_RUNTIME_PATH))?;
+        // One run per cpu; then what abandoned runs left is undone; then this run is
+        // recorded (see `crate::runs`). Without a usable state directory (best effort, not
+        // root) there is neither lock nor record.
+        let state = StateDir::system();
+        let patience = std::time::Duration::from_secs(5);
+        let (cpu_lock, state) = match runs::lock_cpu_after_the_dead(&state, cpu, patience) {
+            Ok(lock) => (Some(lock), Some(state)),
+            Err(CpuLockError::Busy { holder }) => return Err(HostError::CpuBusy { cpu, holder }),
+            Err(CpuLockError::Io(_)) if !allowed.missing.is_empty() => (None, None),
+            Err(CpuLockError::Io(e)) => return Err(HostError::io("the cpu's lock")(e)),
+        };
+        if let Some(state) = &state {
+            let mount = sys::cgroup2_mount();
+            let recovered = runs::recover(state, mount.as_deref())
+                .map_err(HostError::io("recovering abandoned runs"))?;
+            for line in recovered {
+                eprintln!("rtvmm: {line}");
+            }
+        }
+        let mut watchdog = Watchdog::spawn(
+            &options.helper,
+            cpu,
+            state.as_ref(),
+            cpu_lock.as_ref().map(CpuLock::raw_fd),
+        )
+        .map_err(HostError::io("the watchdog"))?;
+        if let Some(control) = &control {
+            let (dev, ino) = control.file_id();
             watchdog
-                .announce(&Undo::RtRuntime(old.clone()))
+                .announce(&Undo::Socket {
+                    path: control.path().to_path_buf(),
+                    dev,
+                    ino,
+                })
                 .map_err(HostError::io("the watchdog"))?;
-            Some(RtThrottle::lift(old).map_err(HostError::io(sys::RT_RUNTIME_PATH))?)
+        }
+        let throttle = if allowed.throttle {
+            let record = state
+                .as_ref()
+                .map(|s| s.record_path(std::process::id() as i32));
+            let lifted = LiftedThrottle::lift(state.as_ref(), record.as_deref(), |old| {
+                watchdog.announce(&Undo::RtRuntime(old.to_string()))
+            });
+            Some(lifted.map_err(HostError::io(sys::RT_RUNTIME_PATH))?)
         } else {
             None
         };
@@ -414,13 +594,20 @@ impl Run {
         let mut machine = Machine::new(system.machine, system.policy.clone())
             .map_err(|e| HostError::Machine(e.to_string()))?;
         machine.set_recording(options.record_trace);
+        let settings = control
+            .as_ref()
+            .map(|c| c.settings.clone())
+            .unwrap_or_default();
         let mut run = Run {
+            slots: Slots::default(),
+            control,
             spinner: None,
-            slots: Vec::new(),
             cgroups,
             throttle,
             watchdog,
+            _cpu_lock: cpu_lock,
             machine,
+            names: Domains::new(settings),
             enforcer: enforcer(options.backend),
             notify,
             timer,
@@ -436,7 +623,8 @@ impl Run {
             probed: None,
             changes: system.changes.clone(),
             next_change: 0,
-            measures: Measures::default(),
+            measures: Measures::for_run(options.duration, system.machine.quantum),
+            armed: None,
             cpu_at_start: 0,
             steal_at_start: None,
         };
@@ -453,6 +641,7 @@ impl Run {
         if run.allowed.mlock {
             sys::lock_memory().map_err(HostError::io("mlockall"))?;
         }
+        run.measures.clock_read = sys::clock_read_cost(10_000);
         run.start = sys::mono_ns() + LEAD;
         // Above every parked external thread, too (see `crate::external`).
         let idle_priority = run.allowed.fifo.then(|| match run.external.is_empty() {
@@ -471,60 +660,87 @@ impl Run {
         Ok(run)
     }
 
-    /// Starts a process domain joining at `join` (relative), stopped — or attaches an
-    /// external one (`external`), parked.
+    /// Adds a domain joining at `join` (relative): its VCPU, then its guest, stopped —
+    /// or, `external`, the external domain attached (stopped or parked).
     fn add_domain(
         &mut self,
         spec: DomainSpec,
         join: Nanos,
         external: Option<External>,
     ) -> Result<(), HostError> {
-        let index = self.slots.len();
-        let name = spec.name.clone();
+        // One VCPU per domain: the domain's id is its VCPU's (as in `ctl::apply`).
+        let id = DomainId(self.machine.vcpu_count() as u32);
         let vcpu = self
             .machine
-            .add_vcpu(join, DomainId(index as u32), spec.vcpu.clone())
+            .add_vcpu(join, id, spec.vcpu.clone())
             .map_err(|e| HostError::Domain {
-                domain: name.clone(),
+                domain: spec.name.clone(),
                 reason: e.to_string(),
             })?;
+        self.names.insert(&spec.name, vcpu);
+        match external {
+            Some(source) => self.attach_external(spec, vcpu, source),
+            None => self.start_guest(spec, vcpu, join),
+        }
+    }
+
+    /// Attaches an external domain whose VCPU the machine has: stopped while it has
+    /// work, parked while it has none (see [`crate::external`]).
+    fn attach_external(
+        &mut self,
+        spec: DomainSpec,
+        vcpu: VcpuId,
+        source: External,
+    ) -> Result<(), HostError> {
+        let index = self.slots.len();
+        let name = spec.name.clone();
+        let cgroups = self.cgroups.as_ref();
+        let mut domain_cgroup = || match cgroups {
+            Some(c) => c.add_empty(&format!("d{index}")),
+            None => Err(std::io::Error::other("no cgroup v2 for the run")),
+        };
+        let watchdog = &mut self.watchdog;
+        let mut announce = |u: &Undo| watchdog.announce(u);
+        let mut context = AttachContext {
+            cpu: self.cpu,
+            backend: self.enforcer.backend(),
+            mount: self.allowed.cgroup.as_deref(),
+            run_cgroup: cgroups.map(RunCgroups::path),
+            domain_cgroup: &mut domain_cgroup,
+            announce: &mut announce,
+        };
+        let mut domain = ExternalDomain::attach(spec, vcpu, source, &mut context, self.keep_jobs)?;
+        let hold = if domain.has_work {
+            Hold::Stopped
+        } else {
+            Hold::Parked
+        };
+        domain
+            .set_hold(hold, self.enforcer.as_mut())
+            .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
         if self.domain_of_vcpu.len() <= vcpu.index() {
             self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
         }
-        if let Some(source) = external {
-            let cgroups = self.cgroups.as_ref();
-            let mut domain_cgroup = || match cgroups {
-                Some(c) => c.add_empty(&format!("d{index}")),
-                None => Err(std::io::Error::other("no cgroup v2 for the run")),
-            };
-            let watchdog = &mut self.watchdog;
-            let mut announce = |u: &Undo| watchdog.announce(u);
-            let mut context = AttachContext {
-                cpu: self.cpu,
-                backend: self.enforcer.backend(),
-                mount: self.allowed.cgroup.as_deref(),
-                run_cgroup: cgroups.map(RunCgroups::path),
-                domain_cgroup: &mut domain_cgroup,
-                announce: &mut announce,
-            };
-            let mut domain =
-                ExternalDomain::attach(spec, vcpu, source, &mut context, self.keep_jobs)?;
-            let hold = if domain.has_work {
-                Hold::Stopped
-            } else {
-                Hold::Parked
-            };
-            domain
-                .set_hold(hold, self.enforcer.as_mut())
-                .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
-            self.domain_of_vcpu[vcpu.index()] = index;
-            self.slots.push(Slot {
-                domain: Domain::External(domain),
-                removed_at: None,
-                wake_at: None,
-            });
-            return Ok(());
-        }
+        self.domain_of_vcpu[vcpu.index()] = index;
+        self.slots.push(Slot {
+            domain: Domain::External(domain),
+            removed_at: None,
+            dying: false,
+            wake_at: None,
+        });
+        Ok(())
+    }
+
+    /// Starts the guest of a domain whose VCPU the machine has, joining at `join`
+    /// (relative), stopped.
+    fn start_guest(
+        &mut self,
+        spec: DomainSpec,
+        vcpu: VcpuId,
+        join: Nanos,
+    ) -> Result<(), HostError> {
+        let index = self.slots.len();
+        let name = spec.name.clone();
         let mut domain = ProcessDomain::spawn(
             &self.helper,
             spec,
@@ -553,16 +769,73 @@ impl Run {
         self.enforcer
             .stop(&domain.member)
             .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
+        if self.domain_of_vcpu.len() <= vcpu.index() {
+            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
+        }
         self.domain_of_vcpu[vcpu.index()] = index;
         if self.start != 0 {
+            // Added while running: its releases begin now that its guest is ready (the
+            // start-up, a few milliseconds, would otherwise come due at once as a burst
+            // of late jobs).
+            let ready = Nanos(self.rel()).max(join);
+            domain.shared.set_join(ready.as_ns());
+            for (t, task) in domain.spec.tasks.iter().enumerate() {
+                let first = ready + task.offset;
+                domain
+                    .shared
+                    .set_state(t, TaskState::NextRelease(first.as_ns()));
+            }
             domain.shared.go(self.start);
         }
         self.slots.push(Slot {
             domain: Domain::Process(domain),
             removed_at: None,
+            dying: false,
             wake_at: None,
         });
         Ok(())
+    }
+
+    /// Ends a domain the machine no longer has. A guest: its jobs so far taken, its
+    /// threads moved off the managed cpu (so that they die at once whatever their
+    /// priority), killed; reaped later by [`Run::reap`]. An external domain: given back
+    /// (thawed and continued, its threads' policies and cpus restored), never killed.
+    fn end_domain(&mut self, d: usize, now: Nanos) {
+        if self.current == Some(Target::Domain(d)) {
+            if let Domain::Process(p) = &self.slots[d].domain {
+                let _ = self.enforcer.stop(&p.member);
+            }
+            self.current = None;
+        }
+        if self.probed == Some(Target::Domain(d)) {
+            self.probed = None;
+        }
+        let slot = &mut self.slots[d];
+        slot.domain.drain(Some(now));
+        slot.removed_at = Some(now);
+        slot.wake_at = None;
+        match &mut slot.domain {
+            Domain::Process(p) => {
+                p.kill(&sys::cpus_except(self.cpu));
+                slot.dying = true;
+            }
+            Domain::External(e) => e.release(Some(self.enforcer.as_mut())),
+        }
+    }
+
+    /// Reaps the removed domains' guests that have died, and removes their cgroups.
+    fn reap(&mut self) {
+        for slot in &mut self.slots {
+            let Domain::Process(p) = &mut slot.domain else {
+                continue;
+            };
+            if slot.dying && p.exited().is_some() {
+                slot.dying = false;
+                if let Some((dir, _)) = p.member.cgroup.take() {
+                    let _ = std::fs::remove_dir(dir);
+                }
+            }
+        }
     }
 
     fn rel(&self) -> u64 {
@@ -589,15 +862,14 @@ impl Run {
             if options.stop.load(Ordering::Relaxed) {
                 return Ok(now);
             }
+            if options.test_panic_at.is_some_and(|at| now >= at) {
+                panic!("test_panic_at: a fault injected by a test");
+            }
             self.read_probe();
             self.observe_guests(now)?;
             self.apply_due_changes(now)?;
-            if let Some(rx) = &options.control {
-                while let Ok((request, reply)) = rx.try_recv() {
-                    let answer = self.control(now, request);
-                    let _ = reply.send(answer);
-                }
-            }
+            self.serve_control(now);
+            self.reap();
             self.decide(now);
             self.enforce(now)?;
             for slot in &mut self.slots {
@@ -681,19 +953,14 @@ impl Run {
             }
             let change = c.change.clone();
             self.next_change += 1;
-            self.apply(now, change, true)?;
+            self.apply(now, change)?;
         }
         Ok(())
     }
 
-    fn slot_named(&self, name: &str) -> Option<usize> {
-        self.slots
-            .iter()
-            .position(|s| s.domain.spec().name == name && s.removed_at.is_none())
-    }
-
-    /// Applies one change (a scenario event, `from_file`, or a control request).
-    fn apply(&mut self, now: Nanos, change: Change, from_file: bool) -> Result<(), HostError> {
+    /// Applies one of the scenario's timed changes, as the simulator does (a domain the
+    /// file declares external is attached, not started).
+    fn apply(&mut self, now: Nanos, change: Change) -> Result<(), HostError> {
         let unknown = |domain: &str| HostError::Domain {
             domain: domain.to_string(),
             reason: "no such domain".into(),
@@ -705,8 +972,8 @@ impl Run {
             };
         match change {
             Change::SetParams { domain, params } => {
-                let d = self.slot_named(&domain).ok_or_else(|| unknown(&domain))?;
-                let vcpu = self.slots[d].domain.vcpu();
+                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
+                let d = self.domain_of(vcpu);
                 self.machine
                     .adjust(now, vcpu, params.clone())
                     .map_err(|e| machine_error(&domain, e))?;
@@ -717,15 +984,13 @@ impl Run {
                 .swap_policy(now, policy)
                 .map_err(|e| HostError::Machine(e.to_string()))?,
             Change::AddDomain(spec) => {
-                if self.slot_named(&spec.name).is_some() {
+                if self.names.vcpu(&spec.name).is_some() {
                     return Err(HostError::Domain {
                         domain: spec.name,
                         reason: "a domain of this name runs already".into(),
                     });
                 }
-                let external = from_file
-                    .then(|| self.external.get(&spec.name).cloned())
-                    .flatten();
+                let external = self.external.get(&spec.name).cloned();
                 if external.is_none() {
                     check_runnable(&spec).map_err(|reason| HostError::Domain {
                         domain: spec.name.clone(),
@@ -735,55 +1000,101 @@ impl Run {
                 self.add_domain(spec, now, external)?;
             }
             Change::RemoveDomain { domain } => {
-                let d = self.slot_named(&domain).ok_or_else(|| unknown(&domain))?;
-                let vcpu = self.slots[d].domain.vcpu();
+                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
                 self.machine
                     .remove_vcpu(now, vcpu)
                     .map_err(|e| machine_error(&domain, e))?;
-                if self.current == Some(Target::Domain(d)) {
-                    if let Domain::Process(p) = &self.slots[d].domain {
-                        let _ = self.enforcer.stop(&p.member);
-                    }
-                    self.current = None;
-                }
-                if let Domain::External(e) = &mut self.slots[d].domain {
-                    e.release(Some(self.enforcer.as_mut()));
-                }
-                if self.probed == Some(Target::Domain(d)) {
-                    self.probed = None;
-                }
-                let slot = &mut self.slots[d];
-                slot.domain.drain(Some(now));
-                slot.removed_at = Some(now);
-                slot.wake_at = None;
+                self.names.remove(&domain);
+                self.end_domain(self.domain_of(vcpu), now);
             }
         }
         Ok(())
     }
 
-    /// A live-control request: applied like an event, refused (changing nothing) when
-    /// the machine refuses it.
-    fn control(&mut self, now: Nanos, request: ControlRequest) -> ControlReply {
-        match request.change() {
-            None => ControlReply::Shown {
-                policy: self.machine.policy_kind().name().to_string(),
-                now,
-                domains: self
-                    .slots
-                    .iter()
-                    .filter(|s| s.removed_at.is_none())
-                    .map(|s| DomainView {
-                        name: s.domain.spec().name.clone(),
-                        params: self.machine.params(s.domain.vcpu()).clone(),
-                        has_work: self.machine.has_work(s.domain.vcpu()),
-                        running: self.machine.running(PcpuId(0)) == Some(s.domain.vcpu()),
-                    })
-                    .collect(),
-            },
-            Some(change) => match self.apply(now, change, false) {
-                Ok(()) => ControlReply::Done,
-                Err(e) => ControlReply::Refused(e.to_string()),
-            },
+    /// 3. The live-control commands queued, each applied and answered in turn.
+    fn serve_control(&mut self, now: Nanos) {
+        loop {
+            let Some(request) = self
+                .control
+                .as_ref()
+                .and_then(|c| c.requests.try_recv().ok())
+            else {
+                return;
+            };
+            // Given up by the server (the client was told nothing changed): skipped.
+            let Some((command, reply)) = request.take() else {
+                continue;
+            };
+            let answer = self.command(now, command);
+            let _ = reply.try_send(answer);
+        }
+    }
+
+    /// One live-control command: the machine change ([`ctl::apply`]), then what it asks of
+    /// the executor (see [`control`]); the reply. A domain added live is always a process
+    /// domain: an external one is refused when the request is read
+    /// ([`rtvmm_scenario::live`]).
+    fn command(&mut self, now: Nanos, command: Command) -> Reply {
+        if let Command::AddDomain(spec) = &command {
+            if let Err(reason) = check_runnable(spec) {
+                return Reply::error(
+                    ErrorCode::Refused,
+                    format!("{}: domain '{}': {reason}", control::ORIGIN, spec.name),
+                );
+            }
+        }
+        let Applied { mut reply, effect } =
+            ctl::apply(&mut self.machine, &mut self.names, now, command);
+        match effect {
+            Effect::Added { vcpu, domain } => {
+                let name = domain.name.clone();
+                let join = self.machine.now();
+                if let Err(e) = self.start_guest(domain, vcpu, join) {
+                    let _ = self.machine.remove_vcpu(join, vcpu);
+                    self.names.forget(&name);
+                    reply = Reply::error(
+                        ErrorCode::Refused,
+                        format!(
+                            "{}: domain '{name}': {e}; nothing was added",
+                            control::ORIGIN
+                        ),
+                    );
+                }
+            }
+            Effect::Removed { vcpu, .. } => {
+                let now = self.machine.now();
+                self.end_domain(self.domain_of(vcpu), now);
+            }
+            Effect::Adjusted { vcpu } => {
+                let d = self.domain_of(vcpu);
+                self.slots[d].domain.spec_mut().vcpu = self.machine.params(vcpu).clone();
+            }
+            Effect::Swapped { .. } | Effect::None => {}
+        }
+        if let Reply::Show(show) = &mut reply {
+            self.fill(show);
+        }
+        reply
+    }
+
+    /// `sched-show`'s figures only the executor knows: each guest's finished jobs and
+    /// how many missed their deadline (none for an external domain: it has no tasks
+    /// rtvmm knows of).
+    fn fill(&self, show: &mut SchedShow) {
+        for status in &mut show.domains {
+            let Some(&d) = self.domain_of_vcpu.get(status.vcpu as usize) else {
+                continue;
+            };
+            let Some(Slot {
+                domain: Domain::Process(p),
+                ..
+            }) = self.slots.get(d)
+            else {
+                continue;
+            };
+            let stats = &p.book.stats;
+            status.jobs = Some(stats.iter().map(|s| s.finished).sum());
+            status.misses = Some(stats.iter().map(|s| s.finished_late).sum());
         }
     }
 
@@ -829,12 +1140,15 @@ impl Run {
                 Target::Domain(d) => {
                     let enforcer = self.enforcer.as_mut();
                     let slot = &mut self.slots[d];
-                    let name = slot.domain.spec().name.clone();
-                    match &mut slot.domain {
+                    let resumed = match &mut slot.domain {
                         Domain::Process(p) => enforcer.resume(&p.member),
                         Domain::External(e) => e.set_hold(Hold::Running, enforcer),
-                    }
-                    .map_err(HostError::io(format!("domain '{name}': resuming it")))?
+                    };
+                    resumed.map_err(|e| {
+                        HostError::io(format!("domain '{}': resuming it", slot.domain.spec().name))(
+                            e,
+                        )
+                    })?
                 }
                 Target::Idle => self.spinner.as_ref().expect("started").spin(),
             }
@@ -859,8 +1173,7 @@ impl Run {
         let has_work = self.machine.has_work(self.slots[d].domain.vcpu());
         let enforcer = self.enforcer.as_mut();
         let slot = &mut self.slots[d];
-        let name = slot.domain.spec().name.clone();
-        match &mut slot.domain {
+        let stopped = match &mut slot.domain {
             Domain::Process(p) => enforcer.stop(&p.member),
             Domain::External(e) => {
                 let hold = if has_work {
@@ -870,8 +1183,10 @@ impl Run {
                 };
                 e.set_hold(hold, enforcer)
             }
-        }
-        .map_err(HostError::io(format!("domain '{name}': stopping it")))
+        };
+        stopped.map_err(|e| {
+            HostError::io(format!("domain '{}': stopping it", slot.domain.spec().name))(e)
+        })
     }
 
     fn domain_of(&self, vcpu: VcpuId) -> usize {
@@ -901,35 +1216,51 @@ impl Run {
             return;
         }
         let at = self.start + next.as_ns();
-        let spec = TimeSpec::new(
-            (at / 1_000_000_000) as libc::time_t,
-            (at % 1_000_000_000) as libc::c_long,
-        );
-        if self
-            .timer
-            .set(
+        // Armed already for this instant (woken by a guest before it): no syscall.
+        if self.armed != Some(at) {
+            let spec = TimeSpec::new(
+                (at / 1_000_000_000) as libc::time_t,
+                (at % 1_000_000_000) as libc::c_long,
+            );
+            let set = self.timer.set(
                 Expiration::OneShot(spec),
                 TimerSetTimeFlags::TFD_TIMER_ABSTIME,
-            )
-            .is_err()
-        {
-            sys::sleep_until(at);
-            return;
+            );
+            if set.is_err() {
+                self.armed = None;
+                sys::sleep_until(at);
+                return;
+            }
+            self.armed = Some(at);
         }
+        // Without live control the guests' eventfd stands in the third place (polled
+        // twice: harmless), so that the array needs no allocation.
+        let command = self
+            .control
+            .as_ref()
+            .map_or(self.notify.as_fd(), LiveControl::wake_fd);
         let mut fds = [
             PollFd::new(self.timer.as_fd(), PollFlags::POLLIN),
             PollFd::new(self.notify.as_fd(), PollFlags::POLLIN),
+            PollFd::new(command, PollFlags::POLLIN),
         ];
         let _ = poll(&mut fds, PollTimeout::NONE);
         let woke = sys::mono_ns();
-        let timer_fired = fds[0]
-            .revents()
-            .is_some_and(|r| r.contains(PollFlags::POLLIN));
+        self.measures.wakeups += 1;
+        let ready = |fd: &PollFd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLIN));
+        let (timer_fired, rung) = (ready(&fds[0]), ready(&fds[1]));
         if timer_fired {
             self.measures.lateness.push(woke.saturating_sub(at));
             let _ = self.timer.wait();
+            self.armed = None;
         }
-        let _ = self.notify.read();
+        // Only read what is there: a read that would block costs a syscall for nothing.
+        if rung {
+            let _ = self.notify.read();
+        }
+        if let Some(control) = &self.control {
+            control.clear_wake();
+        }
     }
 
     /// Ends the run at `reached`: everyone stopped, pending jobs reported, results built,
@@ -942,6 +1273,9 @@ impl Run {
         reached: Nanos,
     ) -> Result<HostRun, HostError> {
         let cpu_used = sys::thread_cpu_ns() - self.cpu_at_start;
+        // No command after the end: the socket goes now (a client is told the executor
+        // has stopped).
+        self.control = None;
         self.machine.advance(reached.max(self.machine.now()));
         if let Some(Target::Domain(d)) = self.current {
             if let Domain::Process(p) = &self.slots[d].domain {
@@ -1046,8 +1380,8 @@ impl Run {
             watchdog,
             ..
         } = self;
-        drop(spinner);
         drop(slots);
+        drop(spinner);
         drop(cgroups);
         drop(throttle);
         watchdog.finish();
@@ -1089,6 +1423,8 @@ impl Run {
             switch_total_ns: total(&m.switches),
             switch_ns: Dist::of(&mut m.switches),
             tick_lateness_ns: Dist::of(&mut m.lateness),
+            clock_read_ns: m.clock_read,
+            wakeups: m.wakeups,
             scheduler_cpu_ns: cpu_used,
             cpu_lost_share: cpu_used as f64 / duration as f64,
             steal_ns: steal,

@@ -11,7 +11,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_host::enforce::Backend;
-use rtvmm_host::executor;
+use rtvmm_host::executor::{self, LiveControl};
 use rtvmm_host::sys;
 use rtvmm_scenario::Scenario;
 
@@ -337,4 +337,118 @@ pub fn bad_sources_are_refused_by_name() {
         );
     }
     assert!(leftovers().is_empty(), "{:?}", leftovers());
+}
+
+/// Live control beside an external domain: `sched-show` lists it (no job figures: it has
+/// no tasks rtvmm knows of) beside the guest's (counted); `add-domain` of an external
+/// domain is refused, naming the field; `remove-domain` gives it back at once (running,
+/// its policy and cpus restored, back in its cgroup) while the run goes on.
+pub fn live_control_shows_an_external_domain_refuses_adding_one_and_removes_it() {
+    if skip("external live control") {
+        return;
+    }
+    use rtvmm_host::ctl::{client, ErrorCode, Reply};
+    use serde_json::json;
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+
+    let child = spinner(None);
+    let pid = child.id();
+    let before = cgroup_line(pid);
+    let s = scenario("deferrable", &format!("pids = [{pid}]"));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.sock");
+    let control = LiveControl::start(&path, s.scheduler.clone()).unwrap();
+    let mut options = options(ms(1500));
+    options.external = s.external.clone();
+    options.control = Some(control);
+    let socket = path.clone();
+    let talk = std::thread::spawn(move || {
+        let call = |request: serde_json::Value| {
+            client::call(&socket, &request, Duration::from_secs(10)).unwrap()
+        };
+        std::thread::sleep(Duration::from_millis(400));
+        let Reply::Show(show) = call(json!({"v": 1, "cmd": "sched-show"})) else {
+            panic!("sched-show refused")
+        };
+        let add = json!({"v": 1, "cmd": "add-domain", "domain": {
+            "name": "vm2",
+            "vcpu": {"budget": "1ms", "period": "10ms", "priority": 3},
+            "pids": [pid],
+        }});
+        // The client library refuses it before sending; the executor's end too.
+        let client_side = client::call(&socket, &add, Duration::from_secs(10))
+            .err()
+            .map(|e| e.to_string());
+        let refused = {
+            let mut stream = UnixStream::connect(&socket).unwrap();
+            stream.write_all(format!("{add}\n").as_bytes()).unwrap();
+            let mut line = String::new();
+            BufReader::new(stream).read_line(&mut line).unwrap();
+            Reply::parse(&line).unwrap_or_else(|e| panic!("{line}: {e}"))
+        };
+        let removed = call(json!({"v": 1, "cmd": "remove-domain", "domain": "ext"}));
+        // Given back while the run goes on.
+        std::thread::sleep(Duration::from_millis(300));
+        let policy = sys::policy_of(pid as i32).map(|(p, _)| p);
+        let cpus = sys::affinity_of(pid as i32).map(|c| c.len());
+        let cgroup = cgroup_line(pid);
+        let Reply::Show(after) = call(json!({"v": 1, "cmd": "sched-show"})) else {
+            panic!("sched-show refused")
+        };
+        (
+            show,
+            client_side,
+            refused,
+            removed,
+            policy,
+            cpus,
+            cgroup,
+            after,
+        )
+    });
+    let run = executor::run(&s.system, &s.name, 1, options).unwrap_or_else(|e| panic!("{e}"));
+    let (show, client_side, refused, removed, policy, cpus, cgroup, after) =
+        talk.join().expect("the client");
+    let names: Vec<&str> = show.domains.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["ext", "busy"]);
+    assert_eq!((show.domains[0].jobs, show.domains[0].misses), (None, None));
+    assert!(show.domains[1].jobs.is_some_and(|j| j > 0), "{show:?}");
+    let client_side = client_side.expect("the client refuses an external add-domain");
+    assert!(
+        client_side.contains("pids") && client_side.contains("cannot be added to a running system"),
+        "{client_side}"
+    );
+    let Reply::Error { code, message } = refused else {
+        panic!("an external add-domain was accepted: {refused:?}")
+    };
+    assert_eq!(code, ErrorCode::BadRequest, "{message}");
+    assert!(
+        message.contains("pids") && message.contains("cannot be added to a running system"),
+        "{message}"
+    );
+    assert!(matches!(removed, Reply::Done { .. }), "{removed:?}");
+    assert_eq!(
+        policy.ok(),
+        Some(libc::SCHED_OTHER),
+        "given back on removal"
+    );
+    assert_eq!(
+        cpus.ok(),
+        Some(sys::cpu_count()),
+        "all its cpus back on removal"
+    );
+    assert_eq!(cgroup, before, "back in its cgroup on removal");
+    let names: Vec<&str> = after.domains.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names, ["busy"]);
+    let host = run.results.host.as_ref().unwrap();
+    assert_eq!(
+        host.external.len(),
+        1,
+        "a removed external domain stays in the results"
+    );
+    assert!(host.external[0].cpu_ns > 0);
+    assert!(!path.exists(), "the socket is removed at the end");
+    assert_given_back(pid, "after the run");
+    clean_up(child, None);
 }

@@ -12,14 +12,20 @@
 //! - [`util`]: the runner, the skip check, systems to run, the leftover check.
 //! - [`share`]: a 20 %-budget domain gets 20 % of the core under every server policy.
 //! - [`idle_server`]: an idle high-priority domain under DS and PTPS.
-//! - [`safety`]: `kill -9` (and SIGTERM) of the executor leaves nothing behind, every
-//!   backend, several times; a stop flag ends a run with its results.
+//! - [`safety`]: `kill -9`, SIGTERM and a panic of the executor leave nothing behind,
+//!   every backend, several times; the executor and its watchdog killed together are
+//!   recovered by the next run or a clean-up; a stop flag ends a run with its results; a
+//!   second run on a managed cpu is refused.
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
 //! - [`external`]: external domains — a busy process attached by pid gets its budget
 //!   under every policy; an attached cgroup and moved pids are given back after a run and
-//!   after `kill -9`; a sleeping process is an idle VCPU; bad sources are refused.
+//!   after `kill -9`; a sleeping process is an idle VCPU; bad sources are refused; live
+//!   control beside one (sched-show, a refused add, a removal that gives it back).
+//! - [`live`]: live control of the real executor — a `sched-set` takes effect at the
+//!   next replenishment, a policy hot swap, a domain added (its guest's jobs counted) and
+//!   removed (its guest reaped), malformed and refused requests change nothing.
 //! - [`ctl`]: live control end to end — the socket's mode and life, a stand-in executor
 //!   that applies commands to a real `Machine`, the client library, malformed and
 //!   unauthorised requests (a child of this binary switched to another uid, when run as
@@ -28,6 +34,7 @@
 mod ctl;
 mod external;
 mod idle_server;
+mod live;
 mod privileges;
 mod protocol;
 mod safety;
@@ -61,6 +68,10 @@ fn main() -> ExitCode {
         share::a_20_percent_domain_gets_20_percent_under_every_server_policy,
         idle_server::an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds,
         safety::kill_9_of_the_executor_leaves_nothing_behind,
+        safety::sigterm_of_the_executor_leaves_nothing_behind,
+        safety::a_panic_in_the_executor_leaves_nothing_behind,
+        safety::an_executor_killed_with_its_watchdog_is_recovered_by_the_next_run_or_a_cleanup,
+        safety::a_second_run_on_the_same_cpu_is_refused_naming_the_holder,
         safety::a_stopped_run_keeps_its_results_and_cleans_up,
         privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
         protocol::every_released_job_is_counted_once_with_its_deadline,
@@ -68,6 +79,7 @@ fn main() -> ExitCode {
         external::a_sleeping_process_is_an_idle_vcpu,
         external::an_attached_cgroup_and_moved_pids_are_given_back_even_after_kill_9,
         external::bad_sources_are_refused_by_name,
+        external::live_control_shows_an_external_domain_refuses_adding_one_and_removes_it,
         ctl::the_socket_is_owner_only_from_the_start_and_removed_on_drop,
         ctl::a_missing_directory_is_created_owner_only,
         ctl::a_live_socket_or_another_file_is_never_replaced_and_a_stale_one_is,
@@ -79,6 +91,10 @@ fn main() -> ExitCode {
         ctl::the_wake_hook_is_called_for_each_command,
         ctl::a_non_owner_is_refused,
         ctl::default_paths_are_named_after_the_run,
+        live::a_live_sched_set_takes_effect_at_the_next_replenishment,
+        live::a_live_policy_swap_names_both_policies,
+        live::a_live_domain_add_starts_a_guest_and_remove_reaps_it,
+        live::malformed_and_refused_requests_to_a_live_run_change_nothing,
     ];
     util::run_tests(tests, &args)
 }

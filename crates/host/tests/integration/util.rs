@@ -21,6 +21,9 @@ pub const RUN_ARG: &str = "__run";
 /// The stand-alone executor of a scenario file (`__run_file FILE BACKEND MILLISECONDS`),
 /// external domains included.
 pub const RUN_FILE_ARG: &str = "__run_file";
+/// Set for the stand-alone executor: its scheduler thread panics at this many
+/// milliseconds into the run.
+pub const PANIC_AT_ENV: &str = "RTVMM_TEST_PANIC_AT_MS";
 
 pub fn ms(x: u64) -> Nanos {
     Nanos::from_ms(x)
@@ -36,6 +39,8 @@ pub fn run_tests(tests: &[(&str, fn())], args: &[String]) -> ExitCode {
         .filter(|(name, _)| filters.iter().all(|f| name.contains(f.as_str())))
         .collect();
     let began = Instant::now();
+    // Read before any run changes it.
+    rt_runtime_at_start();
     println!("\nrunning {} tests", chosen.len());
     let mut failed = Vec::new();
     for (name, test) in &chosen {
@@ -160,6 +165,10 @@ pub fn run_executor(args: &[String]) -> ExitCode {
     let mut options = options(ms(millis.parse().expect("milliseconds")));
     options.backend = backend;
     options.best_effort = best_effort;
+    // The safety tests' fault injection (never a user's).
+    if let Ok(at) = std::env::var(PANIC_AT_ENV) {
+        options.test_panic_at = Some(ms(at.parse().expect("milliseconds")));
+    }
     match executor::run(&twenty_percent(policy), "test", 1, options) {
         Ok(run) => {
             print!("{}", run.results.summary());
@@ -208,9 +217,9 @@ pub fn rt_runtime_at_start() -> String {
         .clone()
 }
 
-/// What a run may have left behind: rtvmm cgroups, a changed RT throttling setting, and
+/// What a run may have left behind: rtvmm cgroups, a changed RT throttling setting,
 /// threads named `rtvmm-*` (guest task threads, the IDLE spinner, the scheduler thread)
-/// anywhere on the machine, with their scheduling class.
+/// anywhere on the machine, with their scheduling class, and run records.
 pub fn leftovers() -> Vec<String> {
     let mut found = Vec::new();
     if let Some(mount) = sys::cgroup2_mount() {
@@ -233,7 +242,24 @@ pub fn leftovers() -> Vec<String> {
         ));
     }
     found.extend(rtvmm_threads());
+    found.extend(
+        run_records()
+            .iter()
+            .map(|r| format!("record {}", r.display())),
+    );
     found
+}
+
+/// The run records in the state directory (`rtvmm_host::runs`).
+pub fn run_records() -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(rtvmm_host::runs::STATE_DIR) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "state"))
+        .collect()
 }
 
 /// Every thread on the machine named `rtvmm-*`, as `pid/tid name policy`.

@@ -477,3 +477,27 @@ fn the_work_estimate_counts_credit_ticks_and_arinc_frames_of_every_policy_used()
         "{steps} steps, {estimate} estimated"
     );
 }
+
+/// A host run's overheads as the simulator's: the scheduler's CPU time per `do_schedule`
+/// call (1,234,567 ns over 100 calls = 12,345.67 ns → 12.3 µs) and the median switch
+/// latency (20,460 ns → 20.5 µs), each to the nearest 100 ns.
+#[test]
+fn a_host_runs_overheads_become_the_simulators() {
+    use rtvmm_sim::results::{Dist, HostResults};
+    let mut switches = [20_460, 19_000, 50_000];
+    let host = HostResults {
+        do_schedule_ns: Dist::of(&mut [200; 100]),
+        switch_ns: Dist::of(&mut switches),
+        scheduler_cpu_ns: 1_234_567,
+        ..HostResults::default()
+    };
+    let costs = host.simulator_overheads();
+    assert_eq!(costs.do_schedule, Nanos::from_ns(12_300));
+    assert_eq!(costs.context_switch, Nanos::from_ns(20_500));
+    // No do_schedule call: no division by zero, the whole CPU time per (one) call.
+    let idle = HostResults {
+        scheduler_cpu_ns: 949,
+        ..HostResults::default()
+    };
+    assert_eq!(idle.simulator_overheads().do_schedule, Nanos::from_ns(900));
+}

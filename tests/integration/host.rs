@@ -1,0 +1,125 @@
+//! `rtvmm host run` stopped by a signal: SIGINT (Ctrl-C) and SIGTERM stop the run, print
+//! the results of what ran and exit 130 and 143; when the command returns, nothing is
+//! left behind (no rtvmm cgroup, RT throttling restored, no rtvmm thread, no run record).
+//! Every backend, twice each. Needs root, cgroup v2 and SCHED_FIFO: otherwise it prints
+//! `skipped: ...` with the reason. `rtvmm host cleanup` with nothing to do says so.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rtvmm_host::enforce::Backend;
+use rtvmm_host::sys;
+
+use crate::common::*;
+
+fn rt_runtime() -> String {
+    std::fs::read_to_string(sys::RT_RUNTIME_PATH)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// What `rtvmm host run` of pid `pid` may have left: its cgroup, a run record, a thread
+/// named `rtvmm-*` in any other process (its guests, spinner, watchdog), throttling
+/// changed.
+fn leftovers(pid: u32, rt_before: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Some(cg) = sys::cgroup2_mount().map(|m| m.join(format!("rtvmm-{pid}"))) {
+        if cg.exists() {
+            found.push(format!("cgroup {}", cg.display()));
+        }
+    }
+    let record = Path::new(rtvmm_host::runs::STATE_DIR).join(format!("run-{pid}.state"));
+    if record.exists() {
+        found.push(format!("record {}", record.display()));
+    }
+    if rt_runtime() != rt_before {
+        found.push(format!("sched_rt_runtime_us is {}", rt_runtime()));
+    }
+    // This test process is not the run's: its other tests' threads (the control server's
+    // `rtvmm-ctl` of a stand-in) are not leftovers.
+    let me = std::process::id().to_string();
+    for p in std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|p| p.file_name() != me.as_str())
+    {
+        for t in std::fs::read_dir(p.path().join("task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.starts_with("rtvmm-") {
+                found.push(format!("thread {} {}", t.path().display(), comm.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn sigint_and_sigterm_stop_host_run_with_its_results_and_leave_nothing_behind() {
+    if skip_real_time("host run stopped by a signal") {
+        return;
+    }
+    let _one_at_a_time = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let rt_before = rt_runtime();
+    for backend in Backend::ALL {
+        for (signal, name, code) in [("-INT", "SIGINT", 130), ("-TERM", "SIGTERM", 143)] {
+            for round in 1..=2 {
+                let what = format!("{} {name} round {round}", backend.name());
+                let child = Command::new(env!("CARGO_BIN_EXE_rtvmm"))
+                    .args(["host", "run", &example("even-share.toml")])
+                    .args(["--duration", "60s", "--enforce", backend.name()])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("rtvmm host run");
+                let pid = child.id();
+                let cgroup = sys::cgroup2_mount().map(|m| m.join(format!("rtvmm-{pid}")));
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while !(rt_runtime() == "-1" && cgroup.as_deref().is_some_and(Path::exists))
+                    && Instant::now() < deadline
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                let sent = Command::new("kill")
+                    .args([signal, &pid.to_string()])
+                    .status()
+                    .unwrap();
+                assert!(sent.success(), "{what}: kill {signal}");
+                let out = child.wait_with_output().unwrap();
+                let text = stdout(&out);
+                assert_eq!(
+                    out.status.code(),
+                    Some(code),
+                    "{what}: {text}{}",
+                    stderr(&out)
+                );
+                assert!(
+                    text.contains("stopped at ") && text.contains("of 60s: these results"),
+                    "{what}: {text}"
+                );
+                assert!(text.contains("do_schedule (ns)"), "{what}: {text}");
+                assert!(
+                    stderr(&out).contains(&format!("rtvmm: {name}: stopping the run")),
+                    "{what}: {}",
+                    stderr(&out)
+                );
+                let left = leftovers(pid, &rt_before);
+                assert!(left.is_empty(), "{what}: left behind {left:?}");
+            }
+        }
+    }
+    let out = rtvmm(&["host", "cleanup"]);
+    assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains("nothing to recover: no abandoned run"),
+        "{}",
+        stdout(&out)
+    );
+}
