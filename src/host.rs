@@ -192,6 +192,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     options.best_effort = args.best_effort;
     options.record_trace = args.trace.is_some();
     options.stop = stop;
+    options.external = scenario.external.clone();
     if let Some(path) = args.ctl {
         let path = path.unwrap_or_else(|| ctl::default_socket_path(&scenario.name));
         let control = LiveControl::start(&path, scenario.scheduler.clone()).map_err(|e| {
@@ -220,7 +221,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         .map_err(host_failure)?;
     let mut text = run.results.summary();
     if let Some(host) = &run.results.host {
-        text.push_str(&overhead_table(host));
+        text.push_str(&overhead_table(host, run.results.duration_ns));
     }
     if let Some(at) = run.stopped_at {
         text.push_str(&format!(
@@ -254,7 +255,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
 }
 
 /// The executor's own figures, as a table under the summary.
-pub fn overhead_table(h: &HostResults) -> String {
+pub fn overhead_table(h: &HostResults, duration_ns: u64) -> String {
     let us = |ns: u64| ns as f64 / 1e3;
     let mut out = format!(
         "executor on cpu {} (enforce {}){}\n{:<34} {:>8} {:>10} {:>10} {:>10} {:>12}\n",
@@ -327,6 +328,20 @@ pub fn overhead_table(h: &HostResults) -> String {
         "to simulate this run with its measured overheads: [machine] overhead = {{ do_schedule = \"{}\", context_switch = \"{}\" }}\n",
         costs.do_schedule, costs.context_switch
     ));
+    let duration = duration_ns.max(1) as f64;
+    for e in &h.external {
+        out.push_str(&format!(
+            "external domain '{}' ({}): its threads had {:.3} ms of CPU = {:.1}% of the run{}\n",
+            e.domain,
+            e.source,
+            e.cpu_ns as f64 / 1e6,
+            e.cpu_ns as f64 / duration * 100.0,
+            match e.gone_at_ns {
+                Some(t) => format!(" · every process gone at {}", Nanos(t)),
+                None => String::new(),
+            }
+        ));
+    }
     out
 }
 

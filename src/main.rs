@@ -570,6 +570,7 @@ fn sim(
     let scenario = guarded("checking the scenario", || {
         load(path, policy, duration, seed)
     })?;
+    scenario.simulable().map_err(bad_input)?;
     let outputs: Vec<&Path> = [&json, &trace, &jobs]
         .into_iter()
         .filter_map(|o| o.as_deref())

@@ -926,3 +926,32 @@ fn a_generated_file_says_how_it_was_made_in_words_and_its_command_remakes_it() {
     assert_exit(&again, 0);
     assert_eq!(stdout(&again), text, "{command} makes another file");
 }
+
+/// A file with an external domain (`attach`, `pids`): `check` prints it (and checks its
+/// own output the same), `sim` refuses it by name as bad input, before writing anything.
+#[test]
+fn an_external_domain_is_checked_and_refused_by_sim() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "duration = \"1s\"\n[[domain]]\nname = \"vm1\"\n\
+                vcpu = { budget = \"3ms\", period = \"10ms\" }\n\
+                attach = \"/sys/fs/cgroup/unified/vm1\"\n";
+    let path = write(dir.path(), "vm.toml", text);
+    let checked = rtvmm(&["check", &path]);
+    assert_exit(&checked, 0);
+    let normal = stdout(&checked);
+    assert!(
+        normal.contains("attach = \"/sys/fs/cgroup/unified/vm1\""),
+        "{normal}"
+    );
+    let again = write(dir.path(), "normal.toml", &normal);
+    assert_eq!(stdout(&rtvmm(&["check", &again])), normal);
+    let json = dir.path().join("out.json").display().to_string();
+    let sim = rtvmm(&["sim", &path, "--json", &json]);
+    assert_exit(&sim, 2);
+    assert!(
+        stderr(&sim).contains("domain 'vm1' is external (attach): only `rtvmm host run` runs it"),
+        "{}",
+        stderr(&sim)
+    );
+    assert!(!std::path::Path::new(&json).exists(), "nothing written");
+}

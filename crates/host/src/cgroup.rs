@@ -46,6 +46,15 @@ impl RunCgroups {
     }
 }
 
+impl RunCgroups {
+    /// An empty child cgroup (an external domain's, its processes moved in one by one).
+    pub fn add_empty(&self, name: &str) -> io::Result<PathBuf> {
+        let dir = self.parent.join(name);
+        fs::create_dir(&dir).map_err(|e| annotate(e, &dir, "creating"))?;
+        Ok(dir)
+    }
+}
+
 impl Drop for RunCgroups {
     fn drop(&mut self) {
         let _ = remove_tree(&self.parent);
@@ -122,4 +131,41 @@ pub fn remove_tree(root: &Path) -> io::Result<()> {
         }
     }
     last
+}
+
+/// Moves process `pid` (all its threads) into `cgroup`.
+pub fn move_process(pid: i32, cgroup: &Path) -> io::Result<()> {
+    let procs = cgroup.join("cgroup.procs");
+    fs::write(&procs, pid.to_string()).map_err(|e| annotate(e, &procs, "writing"))
+}
+
+/// Moves every process of `from` into `to` (or, where that fails — `to` is gone — into
+/// the root of `from`'s hierarchy): an external process is never left where it would be
+/// killed.
+pub fn evacuate(from: &Path, to: &Path) {
+    for pid in procs(from) {
+        if move_process(pid, to).is_err() {
+            if let Some(root) = crate::sys::cgroup2_mount() {
+                let _ = move_process(pid, &root);
+            }
+        }
+    }
+}
+
+/// The cgroup v2 directory process `pid` is in (`0::/path` of `/proc/PID/cgroup`, under
+/// the cgroup2 mount `mount`).
+pub fn cgroup_of(pid: i32, mount: &Path) -> io::Result<PathBuf> {
+    let text = fs::read_to_string(format!("/proc/{pid}/cgroup"))?;
+    let path = text
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .ok_or_else(|| io::Error::other(format!("process {pid}: no cgroup v2 line")))?;
+    Ok(mount.join(path.trim_start_matches('/')))
+}
+
+/// Whether `dir` is on a cgroup v2 file system.
+pub fn is_cgroup2(dir: &Path) -> bool {
+    nix::sys::statfs::statfs(dir)
+        .map(|s| s.filesystem_type() == nix::sys::statfs::CGROUP2_SUPER_MAGIC)
+        .unwrap_or(false)
 }

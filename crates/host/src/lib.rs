@@ -12,6 +12,8 @@
 //!   two decisions, commands applied by [`ctl::apply`]).
 //! - [`domain`]: process domains (a guest process per domain) and the bookkeeping of their
 //!   jobs.
+//! - [`external`]: external domains — an existing cgroup or processes (a QEMU VM, a
+//!   container) scheduled as one VCPU; how to put a QEMU VM under rtvmm.
 //! - [`guest`]: the guest process: tasks as `SCHED_FIFO` threads burning thread CPU time.
 //! - [`shm`]: the memory a guest shares with the executor (lock-free, versioned).
 //! - [`enforce`]: stopping and resuming domains: `freeze` (cgroup v2), `band` (priority
@@ -90,6 +92,8 @@ pub mod domain;
 pub mod enforce;
 #[cfg(target_os = "linux")]
 pub mod executor;
+#[cfg(target_os = "linux")]
+pub mod external;
 #[cfg(target_os = "linux")]
 pub mod guest;
 #[cfg(target_os = "linux")]

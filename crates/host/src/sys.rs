@@ -93,6 +93,14 @@ pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
     sched_setaffinity(Pid::from_raw(tid), &set).map_err(io::Error::from)
 }
 
+/// The cpus thread `tid` may run on.
+pub fn affinity_of(tid: i32) -> io::Result<Vec<usize>> {
+    let set = nix::sched::sched_getaffinity(Pid::from_raw(tid)).map_err(io::Error::from)?;
+    Ok((0..CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .collect())
+}
+
 /// Pins thread `tid` (0: the caller) to `cpu`.
 pub fn pin_to(tid: i32, cpu: usize) -> io::Result<()> {
     set_affinity(tid, &[cpu])
@@ -121,12 +129,66 @@ pub fn set_other(tid: i32) -> io::Result<()> {
 }
 
 fn set_policy(tid: i32, policy: u32, priority: u32) -> io::Result<()> {
+    set_sched(
+        tid,
+        &Sched {
+            policy,
+            nice: 0,
+            priority,
+        },
+        false,
+    )
+}
+
+/// A thread's scheduling policy as `sched_getattr` gives it (what an external domain's
+/// threads get back at the end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sched {
+    /// `SCHED_*`.
+    pub policy: u32,
+    pub nice: i32,
+    pub priority: u32,
+}
+
+/// Thread `tid`'s policy, nice value and priority.
+pub fn sched_of(tid: i32) -> io::Result<Sched> {
+    // SAFETY: a zeroed `sched_attr` is valid; the kernel writes at most `size` bytes into
+    // it, and it outlives the call.
+    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::sched_attr>() as libc::c_uint;
+    // SAFETY: as above.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid as libc::c_long,
+            &mut attr as *mut libc::sched_attr,
+            size,
+            0 as libc::c_uint,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Sched {
+        policy: attr.sched_policy,
+        nice: attr.sched_nice,
+        priority: attr.sched_priority,
+    })
+}
+
+/// Sets thread `tid`'s policy, nice value and priority; `reset_on_fork`: threads it
+/// creates start in `SCHED_OTHER` instead of inheriting a real-time policy.
+pub fn set_sched(tid: i32, sched: &Sched, reset_on_fork: bool) -> io::Result<()> {
     let attr = libc::sched_attr {
         size: std::mem::size_of::<libc::sched_attr>() as u32,
-        sched_policy: policy,
-        sched_flags: 0,
-        sched_nice: 0,
-        sched_priority: priority,
+        sched_policy: sched.policy,
+        sched_flags: if reset_on_fork {
+            libc::SCHED_FLAG_RESET_ON_FORK as u64
+        } else {
+            0
+        },
+        sched_nice: sched.nice,
+        sched_priority: sched.priority,
         sched_runtime: 0,
         sched_deadline: 0,
         sched_period: 0,

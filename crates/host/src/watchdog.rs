@@ -47,6 +47,23 @@ pub enum Undo {
     ExternalCgroup(PathBuf),
     /// An external process the run may have stopped: continue it.
     ExternalPid(i32),
+    /// An external thread whose policy and affinity the run changed: give them back (if
+    /// it is still the thread started at `start_time`).
+    ExternalThread {
+        tid: i32,
+        start_time: u64,
+        sched: sys::Sched,
+        cpus: Vec<usize>,
+    },
+    /// An external process the run moved into its own cgroup: move it back to `to`.
+    ExternalMove {
+        pid: i32,
+        start_time: u64,
+        to: PathBuf,
+    },
+    /// Whatever is left in the run's cgroup `from` of an external domain (processes the
+    /// attached ones started): move it to `to` before the run's cgroups are removed.
+    Evacuate { from: PathBuf, to: PathBuf },
     /// The live-control socket: remove it if it is still this file (device, inode).
     Socket { path: PathBuf, dev: u64, ino: u64 },
 }
@@ -60,6 +77,29 @@ impl Undo {
             Undo::Guest { pid, start_time } => format!("guest {pid} {start_time}"),
             Undo::ExternalCgroup(p) => format!("external_cgroup {}", p.display()),
             Undo::ExternalPid(pid) => format!("external_pid {pid}"),
+            Undo::ExternalThread {
+                tid,
+                start_time,
+                sched,
+                cpus,
+            } => {
+                let cpus: Vec<String> = cpus.iter().map(usize::to_string).collect();
+                format!(
+                    "external_thread {tid} {start_time} {} {} {} {}",
+                    sched.policy,
+                    sched.nice,
+                    sched.priority,
+                    cpus.join(",")
+                )
+            }
+            Undo::ExternalMove {
+                pid,
+                start_time,
+                to,
+            } => format!("external_move {pid} {start_time} {}", to.display()),
+            Undo::Evacuate { from, to } => {
+                format!("evacuate {}\t{}", from.display(), to.display())
+            }
             Undo::Socket { path, dev, ino } => format!("socket {dev} {ino} {}", path.display()),
         }
     }
@@ -78,6 +118,43 @@ impl Undo {
             }
             "external_cgroup" => Undo::ExternalCgroup(rest.into()),
             "external_pid" => Undo::ExternalPid(rest.parse().ok()?),
+            "external_thread" => {
+                let mut f = rest.split(' ');
+                let mut next = || f.next();
+                let tid = next()?.parse().ok()?;
+                let start_time = next()?.parse().ok()?;
+                let sched = sys::Sched {
+                    policy: next()?.parse().ok()?,
+                    nice: next()?.parse().ok()?,
+                    priority: next()?.parse().ok()?,
+                };
+                let cpus = next()?
+                    .split(',')
+                    .filter(|c| !c.is_empty())
+                    .map(|c| c.parse().ok())
+                    .collect::<Option<Vec<usize>>>()?;
+                Undo::ExternalThread {
+                    tid,
+                    start_time,
+                    sched,
+                    cpus,
+                }
+            }
+            "external_move" => {
+                let mut f = rest.splitn(3, ' ');
+                Undo::ExternalMove {
+                    pid: f.next()?.parse().ok()?,
+                    start_time: f.next()?.parse().ok()?,
+                    to: f.next()?.into(),
+                }
+            }
+            "evacuate" => {
+                let (from, to) = rest.split_once('\t')?;
+                Undo::Evacuate {
+                    from: from.into(),
+                    to: to.into(),
+                }
+            }
             "socket" => {
                 let (dev, rest) = rest.split_once(' ')?;
                 let (ino, path) = rest.split_once(' ')?;
@@ -108,8 +185,9 @@ pub fn stat_of(pid: i32) -> Option<(char, u64)> {
 }
 
 /// Undoes everything in `undo` but the throttling setting, in a safe order: the control
-/// socket goes (no command can arrive any more), external domains continue, guests die,
-/// the run's cgroups go (see [`crate::runs`] for the throttling setting, which other runs
+/// socket goes (no command can arrive any more), external processes go back to their
+/// cgroups, their threads get their policies and cpus back, external domains continue,
+/// guests die, the run's cgroups go (see [`crate::runs`] for the throttling setting, which other runs
 /// may share).
 pub fn undo_domains(undo: &[Undo]) {
     for u in undo {
@@ -120,8 +198,32 @@ pub fn undo_domains(undo: &[Undo]) {
             }
         }
     }
+    // External processes back where they were (out of the run's cgroups, which are
+    // removed, and whatever is inside killed, below).
     for u in undo {
         match u {
+            Undo::ExternalMove {
+                pid,
+                start_time: t,
+                to,
+            } if start_time(*pid) == Some(*t) => {
+                let _ = cgroup::move_process(*pid, to);
+            }
+            Undo::Evacuate { from, to } => cgroup::evacuate(from, to),
+            _ => {}
+        }
+    }
+    for u in undo {
+        match u {
+            Undo::ExternalThread {
+                tid,
+                start_time: t,
+                sched,
+                cpus,
+            } if start_time(*tid) == Some(*t) => {
+                let _ = sys::set_sched(*tid, sched, false);
+                let _ = sys::set_affinity(*tid, cpus);
+            }
             Undo::ExternalCgroup(p) => {
                 let _ = cgroup::set_frozen(p, false);
             }
@@ -312,6 +414,25 @@ mod tests {
             },
             Undo::ExternalCgroup("/sys/fs/cgroup/unified/my vm".into()),
             Undo::ExternalPid(7),
+            Undo::ExternalThread {
+                tid: 8,
+                start_time: 99,
+                sched: sys::Sched {
+                    policy: 0,
+                    nice: -5,
+                    priority: 0,
+                },
+                cpus: vec![0, 1],
+            },
+            Undo::ExternalMove {
+                pid: 9,
+                start_time: 100,
+                to: "/sys/fs/cgroup/unified/user slice/a".into(),
+            },
+            Undo::Evacuate {
+                from: "/sys/fs/cgroup/unified/rtvmm-12/d1".into(),
+                to: "/sys/fs/cgroup/unified/my vm".into(),
+            },
             Undo::Socket {
                 path: "/run/rtvmm/my run.sock".into(),
                 dev: 64769,

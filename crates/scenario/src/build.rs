@@ -60,6 +60,8 @@ pub(crate) fn policy_names() -> String {
 /// A domain before priorities and weights are settled.
 pub(crate) struct DomainDraft {
     pub(crate) spec: DomainSpec,
+    /// `Some` for an external domain (`attach`, `pids`).
+    pub(crate) external: Option<crate::External>,
     pub(crate) priority_given: bool,
     pub(crate) weight_given: bool,
 }
@@ -253,6 +255,10 @@ impl Builder<'_> {
                 changes: Vec::new(),
             },
             scheduler,
+            external: drafts
+                .iter()
+                .filter_map(|d| Some((d.spec.name.clone(), d.external.clone()?)))
+                .collect(),
         };
         let (changes, swaps) = self.changes(events, &drafts, initial)?;
         scenario.system.changes = changes;
@@ -456,6 +462,14 @@ impl Builder<'_> {
             domain: Some(name.clone()),
             ..base
         };
+        let external = crate::external::read(
+            self.file,
+            &here,
+            raw.attach,
+            raw.pids,
+            !raw.task.is_empty(),
+            raw.guest.is_some(),
+        )?;
         let guest = match raw.guest.as_deref() {
             None => GuestScheduler::Rm,
             Some(text) => GuestScheduler::from_name(text).ok_or_else(|| {
@@ -497,6 +511,7 @@ impl Builder<'_> {
                 guest,
                 tasks,
             },
+            external,
             priority_given,
             weight_given,
         })

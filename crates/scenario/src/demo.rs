@@ -24,9 +24,9 @@ use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_system, share_table, SharePattern};
 use rtvmm_gen::GenError;
 use rtvmm_gen::ServerDomain;
-use rtvmm_sim::{SimError, SystemSpec};
+use rtvmm_sim::SystemSpec;
 
-use crate::run::{run, Record, Run};
+use crate::run::{run, Record, Run, RunError};
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, ScenarioError, SchedulerSettings};
 
 /// Total task load of the demo, in permille.
@@ -44,7 +44,7 @@ pub enum DemoError {
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
     #[error("simulating under {policy}: {error}")]
-    Sim { policy: PolicyKind, error: SimError },
+    Sim { policy: PolicyKind, error: RunError },
 }
 
 /// The demo scenario for `seed`, running for `duration` under the Deferrable Server (use
@@ -81,6 +81,7 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
                 minor_frames,
             }),
         },
+        external: Default::default(),
     };
     scenario.validate()?;
     Ok(scenario)

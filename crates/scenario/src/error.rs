@@ -205,6 +205,12 @@ pub enum ErrorKind {
     EventsOutOfOrder { at: Nanos, previous: Nanos },
     #[error("{length} characters: a name has at most {max}", max = crate::MAX_NAME_CHARS)]
     NameTooLong { length: usize },
+    /// An external domain (`attach`, `pids`) given to the simulator.
+    #[error("domain '{domain}' is external ({field}): only `rtvmm host run` runs it; the simulator cannot model a workload it does not know")]
+    External { domain: String, field: &'static str },
+    /// `attach` or `pids` beside `[[domain.task]]`.
+    #[error("an external domain has no tasks: give either `attach`/`pids` or `[[domain.task]]`, not both")]
+    ExternalWithTasks,
     #[error("{0}")]
     Invalid(String),
 }

@@ -113,6 +113,18 @@
 //! - `wcet` may exceed `period` or `deadline`: an overrunning task is legitimate (soft
 //!   real-time: its jobs queue up behind each other) and is what some tests want.
 //!
+//! ## External domains (`attach`, `pids`)
+//! A `[[domain]]` may name a workload that already runs instead of tasks: `attach =
+//! "/sys/fs/cgroup/unified/vm1"` (an existing cgroup v2 directory, absolute) or `pids =
+//! [1234, 1240]` (existing processes, each with all its threads), for example a QEMU
+//! virtual machine or a container. Such a domain has a `vcpu` like any other and no
+//! `[[domain.task]]` and no `guest` (either is an error, as is giving both `attach` and
+//! `pids`). Only `rtvmm host run` runs it ([`external`]): the simulator refuses the file
+//! ([`Scenario::simulable`]), `rtvmm check` prints it, and the analysis counts its VCPU
+//! at the root (as interference for the other domains) without claiming anything for
+//! its unknown workload. An `add-domain` event may add one; a live `rtvmm ctl
+//! add-domain` may not.
+//!
 //! ## Events (`[[event]]`, listed in time order; `at` may lie past `duration`)
 //! - `action = "sched-set"`, `domain`, and any of `budget`, `period`, `priority`,
 //!   `weight`, `cap`, `extratime`, `max_replenishments`; the rest keep their values (a
@@ -164,6 +176,7 @@
 pub mod analyze;
 pub mod demo;
 pub mod error;
+pub mod external;
 pub mod live;
 pub mod run;
 
@@ -172,6 +185,7 @@ mod print;
 mod raw;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use rtvmm_core::machine::MachineConfig;
@@ -183,7 +197,8 @@ use rtvmm_sim::SystemSpec;
 
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
-pub use run::{run, run_with, Record, RecordedTrace, Run};
+pub use external::External;
+pub use run::{run, run_with, Record, RecordedTrace, Run, RunError};
 pub use validate::{ARINC653_MAX_MINOR_FRAMES, MAX_TIME};
 
 /// The seed of a scenario whose file names none.
@@ -230,6 +245,9 @@ pub struct Scenario {
     /// What to simulate: machine, policy, domains, timed changes.
     pub system: SystemSpec,
     pub scheduler: SchedulerSettings,
+    /// The external domains (`attach`, `pids`; see [`external`]) by name: each is a
+    /// domain of `system` (or one an event adds) with no tasks. Empty for most files.
+    pub external: BTreeMap<String, External>,
 }
 
 impl Scenario {
@@ -315,6 +333,7 @@ impl Scenario {
                 changes: Vec::new(),
             },
             scheduler,
+            external: BTreeMap::new(),
         };
         scenario.system.policy =
             scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;

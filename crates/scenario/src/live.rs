@@ -184,6 +184,20 @@ pub fn read_action(table: &toml::Table, origin: &str) -> Result<LiveAction, Scen
             EventDraft::AddDomain(i) => {
                 let draft = drafts.swap_remove(i);
                 let mut spec = draft.spec;
+                if let Some(external) = &draft.external {
+                    let at = Location {
+                        domain: Some(spec.name.clone()),
+                        ..Location::top(external.field())
+                    };
+                    return Err(builder.err(
+                        at,
+                        ErrorKind::Invalid(
+                            "an external domain cannot be added to a running system: declare \
+                             it in the scenario file"
+                                .to_string(),
+                        ),
+                    ));
+                }
                 if !draft.priority_given {
                     let at = Location {
                         domain: Some(spec.name.clone()),
@@ -451,5 +465,30 @@ mod tests {
              `period`, `priority`, `offset`, `weight`, `cap`, `extratime`, \
              `max_replenishments`"
         );
+    }
+
+    #[test]
+    fn an_external_domain_cannot_be_added_live() {
+        let domain = |keys: &str| {
+            let text = format!(
+                "name = \"vm1\"\nvcpu = {{ budget = \"3ms\", period = \"10ms\", priority = 3 }}\n\
+                 {keys}"
+            );
+            toml::Value::Table(table(&text))
+        };
+        for (keys, field) in [
+            ("attach = \"/sys/fs/cgroup/unified/vm1\"", "attach"),
+            ("pids = [1234]", "pids"),
+        ] {
+            assert_eq!(
+                read_domain(&domain(keys), "vm1.toml")
+                    .unwrap_err()
+                    .to_string(),
+                format!(
+                    "vm1.toml: domain 'vm1': {field}: an external domain cannot be added to \
+                     a running system: declare it in the scenario file"
+                )
+            );
+        }
     }
 }

@@ -10,7 +10,7 @@ use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, RtdsMode};
 use rtvmm_sim::{Change, DomainSpec};
 
-use crate::Scenario;
+use crate::{External, Scenario};
 
 /// A TOML string literal, escaped.
 fn quote(s: &str) -> String {
@@ -119,7 +119,7 @@ impl Scenario {
 
         for d in &self.system.domains {
             let _ = writeln!(w, "\n[[domain]]");
-            write_domain(w, d, "domain");
+            write_domain(w, d, self.external.get(&d.name), "domain");
         }
 
         for c in &self.system.changes {
@@ -140,7 +140,7 @@ impl Scenario {
                 Change::AddDomain(d) => {
                     let _ = writeln!(w, "action = \"add-domain\"");
                     let _ = writeln!(w, "[event.domain]");
-                    write_domain(w, d, "event.domain");
+                    write_domain(w, d, self.external.get(&d.name), "event.domain");
                 }
                 Change::RemoveDomain { domain } => {
                     let _ = writeln!(w, "action = \"remove-domain\"");
@@ -152,10 +152,22 @@ impl Scenario {
     }
 }
 
-/// A domain's keys and its tasks as `[[<table>.task]]`.
-fn write_domain(w: &mut String, d: &DomainSpec, table: &str) {
+/// A domain's keys and its tasks as `[[<table>.task]]`; an external domain's `attach` or
+/// `pids` in place of its guest (it has no tasks).
+fn write_domain(w: &mut String, d: &DomainSpec, external: Option<&External>, table: &str) {
     let _ = writeln!(w, "name = {}", quote(&d.name));
-    let _ = writeln!(w, "guest = {}", quote(d.guest.name()));
+    match external {
+        None => {
+            let _ = writeln!(w, "guest = {}", quote(d.guest.name()));
+        }
+        Some(External::Cgroup(path)) => {
+            let _ = writeln!(w, "attach = {}", quote(&path.to_string_lossy()));
+        }
+        Some(External::Pids(pids)) => {
+            let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+            let _ = writeln!(w, "pids = [{}]", list.join(", "));
+        }
+    }
     let vcpu = vcpu_fields(&d.vcpu, true);
     let _ = writeln!(w, "vcpu = {{ {} }}", vcpu.join(", "));
     for t in &d.tasks {

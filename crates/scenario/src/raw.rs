@@ -129,6 +129,10 @@ pub(crate) struct RawDomain {
     pub vcpu: Option<RawVcpu>,
     #[serde(default)]
     pub task: Vec<RawTask>,
+    /// An external domain: an existing cgroup v2 directory ([`crate::external`]).
+    pub attach: Option<String>,
+    /// An external domain: existing processes ([`crate::external`]).
+    pub pids: Option<Vec<i64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -12,7 +12,17 @@ use rtvmm_sim::results::{job_rows, JobRow, RunResults};
 use rtvmm_sim::trace::{write_trace, TraceFormat, TraceNames};
 use rtvmm_sim::{SimError, Simulation, TraceEvent};
 
-use crate::Scenario;
+use crate::{Scenario, ScenarioError};
+
+/// Why a scenario could not be simulated.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// It has an external domain ([`Scenario::simulable`]).
+    #[error(transparent)]
+    External(ScenarioError),
+    #[error(transparent)]
+    Sim(#[from] SimError),
+}
 
 /// A recorded trace and the names that go with its numbers.
 pub struct RecordedTrace {
@@ -63,7 +73,8 @@ impl Run {
 }
 
 /// Runs `scenario` under its policy, seed and duration, keeping what `record` asks for.
-pub fn run(scenario: &Scenario, record: Record) -> Result<Run, SimError> {
+/// A scenario with an external domain is refused ([`Scenario::simulable`]).
+pub fn run(scenario: &Scenario, record: Record) -> Result<Run, RunError> {
     run_with(scenario, record, |_| ControlFlow::Continue(()))
 }
 
@@ -76,7 +87,8 @@ pub fn run_with(
     scenario: &Scenario,
     record: Record,
     progress: impl FnMut(Nanos) -> ControlFlow<()>,
-) -> Result<Run, SimError> {
+) -> Result<Run, RunError> {
+    scenario.simulable().map_err(RunError::External)?;
     let started = Instant::now();
     let mut sim = Simulation::new(&scenario.system, scenario.seed, record.trace)?;
     // Without `jobs`, memory does not grow with the number of jobs: the results come from

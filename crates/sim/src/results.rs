@@ -249,6 +249,22 @@ pub struct HostResults {
     /// domain in the order of `domains`: what enforcement gave, beside the VCPU's
     /// `run_ns` (what the scheduler accounted).
     pub domain_cpu_ns: Vec<u64>,
+    /// The external domains (an attached cgroup or processes), in the order of `domains`
+    /// among them; absent when the run had none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external: Vec<HostExternal>,
+}
+
+/// One external domain of a host run: what it was attached to and what became of it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostExternal {
+    pub domain: String,
+    /// `cgroup PATH` or `pids 1, 2`.
+    pub source: String,
+    /// The CPU time its threads had during the run (`schedstat`).
+    pub cpu_ns: u64,
+    /// When every one of its processes was found gone (relative), if that happened.
+    pub gone_at_ns: Option<u64>,
 }
 
 impl HostResults {

@@ -16,11 +16,17 @@
 //! - `remove-domain`: the guest's jobs so far are taken into its book (they stay in the
 //!   results, as a removed domain's do in the simulator); its threads are moved off the
 //!   managed cpu and the process is killed, so that it dies at once whatever its
-//!   priority; the loop reaps it (step 3 of the loop) and removes its cgroup.
+//!   priority; the loop reaps it (step 3 of the loop) and removes its cgroup. An
+//!   external domain ([`crate::external`]) is given back instead, never killed: thawed
+//!   and continued, its threads' policies and cpus restored, moved back to its cgroups.
 //! - `sched-set`: the domain's parameters as the results report them follow the
 //!   machine's.
 //! - `sched-show`: the jobs each guest has finished and how many of them missed their
-//!   deadline, from the job books.
+//!   deadline, from the job books (none for an external domain: rtvmm knows no tasks of
+//!   it).
+//!
+//! An external domain cannot be added live: the request is refused when it is read
+//! (`attach` or `pids` in `add-domain`), before it reaches the executor.
 //!
 //! The reply is sent once all that is done: a client told `done` for an `add-domain`
 //! can count on the guest running. While a guest starts (a few milliseconds: a process

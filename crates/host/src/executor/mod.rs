@@ -63,20 +63,25 @@ use rtvmm_core::machine::{Activity, Machine};
 use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_sim::driver::{GuestEvent, TraceEvent};
-use rtvmm_sim::results::{Dist, DomainJobs, HostResults, RunResults, TaskJobs, SOURCE_HOST};
+use rtvmm_sim::results::{
+    Dist, DomainJobs, HostExternal, HostResults, RunResults, TaskJobs, SOURCE_HOST,
+};
 use rtvmm_sim::trace::{DomainNames, TaskNames, TraceNames};
 use rtvmm_sim::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
 use crate::ctl::{self, Applied, Command, Domains, Effect, ErrorCode, Reply, SchedShow};
 use crate::domain::{check_runnable, JobBook, ProcessDomain};
-use crate::enforce::{enforcer, Backend, Enforcer, Member, SCHEDULER_PRIORITY};
+use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
+use crate::external::{AttachContext, ExternalDomain, Hold};
 use crate::idle::IdleSpinner;
 use crate::runs::{self, CpuLock, CpuLockError, LiftedThrottle, StateDir};
 use crate::shm::{Shared, TaskState};
 use crate::sys::{self, MissingPrivilege};
 use crate::watchdog::{start_time, Undo, Watchdog};
 use crate::{HelperCommand, HostError};
+use rtvmm_scenario::External;
+use std::collections::BTreeMap;
 
 pub use control::LiveControl;
 
@@ -104,6 +109,9 @@ pub struct HostOptions {
     /// The live-control socket, served while the run lasts and removed at its end (see
     /// [`control`]).
     pub control: Option<LiveControl>,
+    /// The external domains by name ([`Scenario::external`](rtvmm_scenario::Scenario)):
+    /// each is a domain of the system (or one an event adds) attached, not started.
+    pub external: BTreeMap<String, External>,
     /// Fault injection for the safety tests: the scheduler thread panics once the run
     /// reaches this instant. Not a user setting (no flag sets it).
     #[doc(hidden)]
@@ -122,6 +130,7 @@ impl HostOptions {
             record_trace: false,
             stop: Arc::new(AtomicBool::new(false)),
             control: None,
+            external: BTreeMap::new(),
             test_panic_at: None,
         }
     }
@@ -175,11 +184,27 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         Change::AddDomain(d) => Some(d),
         _ => None,
     });
+    let mut declared = Vec::new();
     for d in system.domains.iter().chain(added) {
+        declared.push(d.name.as_str());
+        if options.external.contains_key(&d.name) {
+            continue;
+        }
         check_runnable(d).map_err(|reason| HostError::Domain {
             domain: d.name.clone(),
             reason,
         })?;
+    }
+    let mount = sys::cgroup2_mount();
+    for (name, source) in &options.external {
+        let bad = |reason: String| HostError::Domain {
+            domain: name.clone(),
+            reason,
+        };
+        if !declared.contains(&name.as_str()) {
+            return Err(bad("external, but not a domain of the system".into()));
+        }
+        crate::external::validate(source, mount.as_deref()).map_err(bad)?;
     }
     if let Some(control) = &options.control {
         if control
@@ -199,7 +224,7 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
 }
 
 /// The privileges: refused when one is missing (unless `best_effort`), then what the
-/// backend needs.
+/// backend needs (and external domains: `SCHED_RR`).
 fn allowed(options: &HostOptions) -> Result<Allowed, HostError> {
     let needs_cgroup = options.backend == Backend::Freeze;
     let missing = sys::missing_privileges(&sys::Host, needs_cgroup);
@@ -225,6 +250,16 @@ fn allowed(options: &HostOptions) -> Result<Allowed, HostError> {
         cgroup,
         missing,
     };
+    if !allowed.fifo {
+        if let Some(name) = options.external.keys().next() {
+            return Err(HostError::Domain {
+                domain: name.clone(),
+                reason: "an external domain's threads are held by SCHED_RR priorities, \
+                         which needs root or CAP_SYS_NICE (even with --best-effort)"
+                    .into(),
+            });
+        }
+    }
     match options.backend {
         Backend::Freeze if allowed.cgroup.is_none() => {
             return Err(HostError::BackendUnavailable {
@@ -278,7 +313,7 @@ pub fn run(
 
 /// One domain of the run.
 struct Slot {
-    domain: ProcessDomain,
+    domain: Domain,
     removed_at: Option<Nanos>,
     /// Removed and killed, not yet reaped.
     dying: bool,
@@ -286,7 +321,66 @@ struct Slot {
     wake_at: Option<u64>,
 }
 
-/// The run's domains; dropped, every guest is killed before any is waited for.
+/// A domain of the run: a guest process rtvmm started, or an external one it attached.
+enum Domain {
+    Process(ProcessDomain),
+    External(ExternalDomain),
+}
+
+impl Domain {
+    fn spec(&self) -> &DomainSpec {
+        match self {
+            Domain::Process(p) => &p.spec,
+            Domain::External(e) => &e.spec,
+        }
+    }
+    fn spec_mut(&mut self) -> &mut DomainSpec {
+        match self {
+            Domain::Process(p) => &mut p.spec,
+            Domain::External(e) => &mut e.spec,
+        }
+    }
+    fn vcpu(&self) -> VcpuId {
+        match self {
+            Domain::Process(p) => p.vcpu,
+            Domain::External(e) => e.vcpu,
+        }
+    }
+    fn book(&self) -> &JobBook {
+        match self {
+            Domain::Process(p) => &p.book,
+            Domain::External(e) => &e.book,
+        }
+    }
+    /// Its shared page (a guest's; an external domain has none).
+    fn shared(&self) -> Option<&Shared> {
+        match self {
+            Domain::Process(p) => Some(&p.shared),
+            Domain::External(_) => None,
+        }
+    }
+    fn drain(&mut self, end: Option<Nanos>) {
+        if let Domain::Process(p) = self {
+            p.drain(end);
+        }
+    }
+    fn cpu_ns(&self) -> u64 {
+        match self {
+            Domain::Process(p) => p.cpu_ns(),
+            Domain::External(e) => e.cpu_ns(),
+        }
+    }
+    fn lost(&self) -> u64 {
+        match self {
+            Domain::Process(p) => p.lost(),
+            Domain::External(_) => 0,
+        }
+    }
+}
+
+/// The run's domains; dropped, every external domain is given back (its threads off
+/// their real-time priorities, thawed, continued), then every guest is killed before any
+/// is waited for.
 #[derive(Default)]
 struct Slots(Vec<Slot>);
 
@@ -321,7 +415,16 @@ impl<'a> IntoIterator for &'a mut Slots {
 
 impl Drop for Slots {
     fn drop(&mut self) {
-        crate::domain::kill_all(self.0.iter_mut().map(|s| &mut s.domain));
+        // Idempotent: after a normal end they were given back already.
+        for slot in &mut self.0 {
+            if let Domain::External(e) = &mut slot.domain {
+                e.release(None);
+            }
+        }
+        crate::domain::kill_all(self.0.iter_mut().filter_map(|s| match &mut s.domain {
+            Domain::Process(p) => Some(p),
+            Domain::External(_) => None,
+        }));
     }
 }
 
@@ -358,6 +461,7 @@ struct Run {
     seed: u64,
     allowed: Allowed,
     helper: HelperCommand,
+    external: BTreeMap<String, External>,
     keep_jobs: bool,
     current: Option<Target>,
     probed: Option<Target>,
@@ -513,6 +617,7 @@ impl Run {
             seed,
             allowed,
             helper: options.helper.clone(),
+            external: options.external.clone(),
             keep_jobs: options.record_trace,
             current: None,
             probed: None,
@@ -524,7 +629,8 @@ impl Run {
             steal_at_start: None,
         };
         for spec in &system.domains {
-            run.add_domain(spec.clone(), Nanos::ZERO)?;
+            let external = run.external.get(&spec.name).cloned();
+            run.add_domain(spec.clone(), Nanos::ZERO, external)?;
         }
         // The scheduler thread becomes real-time, then time 0 is set and everyone starts.
         sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?;
@@ -537,19 +643,31 @@ impl Run {
         }
         run.measures.clock_read = sys::clock_read_cost(10_000);
         run.start = sys::mono_ns() + LEAD;
-        let idle_priority = run.allowed.fifo.then(|| options.backend.idle_priority());
+        // Above every parked external thread, too (see `crate::external`).
+        let idle_priority = run.allowed.fifo.then(|| match run.external.is_empty() {
+            true => options.backend.idle_priority(),
+            false => IDLE_PRIORITY_BAND,
+        });
         run.spinner = Some(
             IdleSpinner::start(cpu, idle_priority, run.start)
                 .map_err(|e| HostError::io("the IDLE spinner")(std::io::Error::other(e)))?,
         );
         for slot in &run.slots {
-            slot.domain.shared.go(run.start);
+            if let Some(shared) = slot.domain.shared() {
+                shared.go(run.start);
+            }
         }
         Ok(run)
     }
 
-    /// Adds a domain joining at `join` (relative): its VCPU, then its guest, stopped.
-    fn add_domain(&mut self, spec: DomainSpec, join: Nanos) -> Result<(), HostError> {
+    /// Adds a domain joining at `join` (relative): its VCPU, then its guest, stopped —
+    /// or, `external`, the external domain attached (stopped or parked).
+    fn add_domain(
+        &mut self,
+        spec: DomainSpec,
+        join: Nanos,
+        external: Option<External>,
+    ) -> Result<(), HostError> {
         // One VCPU per domain: the domain's id is its VCPU's (as in `ctl::apply`).
         let id = DomainId(self.machine.vcpu_count() as u32);
         let vcpu = self
@@ -560,7 +678,57 @@ impl Run {
                 reason: e.to_string(),
             })?;
         self.names.insert(&spec.name, vcpu);
-        self.start_guest(spec, vcpu, join)
+        match external {
+            Some(source) => self.attach_external(spec, vcpu, source),
+            None => self.start_guest(spec, vcpu, join),
+        }
+    }
+
+    /// Attaches an external domain whose VCPU the machine has: stopped while it has
+    /// work, parked while it has none (see [`crate::external`]).
+    fn attach_external(
+        &mut self,
+        spec: DomainSpec,
+        vcpu: VcpuId,
+        source: External,
+    ) -> Result<(), HostError> {
+        let index = self.slots.len();
+        let name = spec.name.clone();
+        let cgroups = self.cgroups.as_ref();
+        let mut domain_cgroup = || match cgroups {
+            Some(c) => c.add_empty(&format!("d{index}")),
+            None => Err(std::io::Error::other("no cgroup v2 for the run")),
+        };
+        let watchdog = &mut self.watchdog;
+        let mut announce = |u: &Undo| watchdog.announce(u);
+        let mut context = AttachContext {
+            cpu: self.cpu,
+            backend: self.enforcer.backend(),
+            mount: self.allowed.cgroup.as_deref(),
+            run_cgroup: cgroups.map(RunCgroups::path),
+            domain_cgroup: &mut domain_cgroup,
+            announce: &mut announce,
+        };
+        let mut domain = ExternalDomain::attach(spec, vcpu, source, &mut context, self.keep_jobs)?;
+        let hold = if domain.has_work {
+            Hold::Stopped
+        } else {
+            Hold::Parked
+        };
+        domain
+            .set_hold(hold, self.enforcer.as_mut())
+            .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
+        if self.domain_of_vcpu.len() <= vcpu.index() {
+            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
+        }
+        self.domain_of_vcpu[vcpu.index()] = index;
+        self.slots.push(Slot {
+            domain: Domain::External(domain),
+            removed_at: None,
+            dying: false,
+            wake_at: None,
+        });
+        Ok(())
     }
 
     /// Starts the guest of a domain whose VCPU the machine has, joining at `join`
@@ -620,7 +788,7 @@ impl Run {
             domain.shared.go(self.start);
         }
         self.slots.push(Slot {
-            domain,
+            domain: Domain::Process(domain),
             removed_at: None,
             dying: false,
             wake_at: None,
@@ -628,12 +796,15 @@ impl Run {
         Ok(())
     }
 
-    /// Ends the guest of a domain the machine no longer has: its jobs so far taken, its
+    /// Ends a domain the machine no longer has. A guest: its jobs so far taken, its
     /// threads moved off the managed cpu (so that they die at once whatever their
-    /// priority), killed; reaped later by [`Run::reap`].
-    fn end_guest(&mut self, d: usize, now: Nanos) {
+    /// priority), killed; reaped later by [`Run::reap`]. An external domain: given back
+    /// (thawed and continued, its threads' policies and cpus restored), never killed.
+    fn end_domain(&mut self, d: usize, now: Nanos) {
         if self.current == Some(Target::Domain(d)) {
-            let _ = self.enforcer.stop(&self.slots[d].domain.member);
+            if let Domain::Process(p) = &self.slots[d].domain {
+                let _ = self.enforcer.stop(&p.member);
+            }
             self.current = None;
         }
         if self.probed == Some(Target::Domain(d)) {
@@ -643,16 +814,24 @@ impl Run {
         slot.domain.drain(Some(now));
         slot.removed_at = Some(now);
         slot.wake_at = None;
-        slot.domain.kill(&sys::cpus_except(self.cpu));
-        slot.dying = true;
+        match &mut slot.domain {
+            Domain::Process(p) => {
+                p.kill(&sys::cpus_except(self.cpu));
+                slot.dying = true;
+            }
+            Domain::External(e) => e.release(Some(self.enforcer.as_mut())),
+        }
     }
 
     /// Reaps the removed domains' guests that have died, and removes their cgroups.
     fn reap(&mut self) {
         for slot in &mut self.slots {
-            if slot.dying && slot.domain.exited().is_some() {
+            let Domain::Process(p) = &mut slot.domain else {
+                continue;
+            };
+            if slot.dying && p.exited().is_some() {
                 slot.dying = false;
-                if let Some((dir, _)) = slot.domain.member.cgroup.take() {
+                if let Some((dir, _)) = p.member.cgroup.take() {
                     let _ = std::fs::remove_dir(dir);
                 }
             }
@@ -670,6 +849,11 @@ impl Run {
         sys::sleep_until(self.start);
         self.cpu_at_start = sys::thread_cpu_ns();
         self.steal_at_start = sys::steal_ns(self.cpu);
+        for slot in &mut self.slots {
+            if let Domain::External(e) = &mut slot.domain {
+                e.start_counting();
+            }
+        }
         loop {
             let now = Nanos(self.rel());
             if now >= end {
@@ -682,7 +866,7 @@ impl Run {
                 panic!("test_panic_at: a fault injected by a test");
             }
             self.read_probe();
-            self.observe_guests(now);
+            self.observe_guests(now)?;
             self.apply_due_changes(now)?;
             self.serve_control(now);
             self.reap();
@@ -698,7 +882,10 @@ impl Run {
     /// 1. The answer to the last switch probe, if any.
     fn read_probe(&mut self) {
         let Some(target) = self.probed else { return };
-        let page = self.page(target);
+        let Some(page) = self.page(target) else {
+            self.probed = None;
+            return;
+        };
         if let Some((at, ran)) = page.probe_answer() {
             page.clear_answer();
             if ran >= at {
@@ -708,21 +895,39 @@ impl Run {
         }
     }
 
-    fn page(&self, target: Target) -> &Shared {
+    /// The page that answers switch probes (an external domain has none).
+    fn page(&self, target: Target) -> Option<&Shared> {
         match target {
-            Target::Idle => self.spinner.as_ref().expect("started").page(),
-            Target::Domain(d) => &self.slots[d].domain.shared,
+            Target::Idle => Some(self.spinner.as_ref().expect("started").page()),
+            Target::Domain(d) => self.slots[d].domain.shared(),
         }
     }
 
     /// 2. Wake and block the domains' VCPUs from their guests' state.
-    fn observe_guests(&mut self, now: Nanos) {
+    fn observe_guests(&mut self, now: Nanos) -> Result<(), HostError> {
         for slot in &mut self.slots {
             if slot.removed_at.is_some() {
                 continue;
             }
-            let vcpu = slot.domain.vcpu;
-            match slot.domain.shared.work_at(now.as_ns()) {
+            let vcpu = slot.domain.vcpu();
+            let work = match &mut slot.domain {
+                Domain::Process(p) => p.shared.work_at(now.as_ns()),
+                Domain::External(e) => {
+                    let watchdog = &mut self.watchdog;
+                    let has_work =
+                        e.observe(now, &mut |u| watchdog.announce(u))
+                            .map_err(|reason| HostError::Domain {
+                                domain: e.spec.name.clone(),
+                                reason,
+                            })?;
+                    if has_work {
+                        Ok(())
+                    } else {
+                        Err(None)
+                    }
+                }
+            };
+            match work {
                 Ok(()) => {
                     slot.wake_at = None;
                     if !self.machine.has_work(vcpu) {
@@ -737,6 +942,7 @@ impl Run {
                 }
             }
         }
+        Ok(())
     }
 
     /// 3. The scenario's events due at `now`.
@@ -752,7 +958,8 @@ impl Run {
         Ok(())
     }
 
-    /// Applies one of the scenario's timed changes, as the simulator does.
+    /// Applies one of the scenario's timed changes, as the simulator does (a domain the
+    /// file declares external is attached, not started).
     fn apply(&mut self, now: Nanos, change: Change) -> Result<(), HostError> {
         let unknown = |domain: &str| HostError::Domain {
             domain: domain.to_string(),
@@ -770,7 +977,7 @@ impl Run {
                 self.machine
                     .adjust(now, vcpu, params.clone())
                     .map_err(|e| machine_error(&domain, e))?;
-                self.slots[d].domain.spec.vcpu = params;
+                self.slots[d].domain.spec_mut().vcpu = params;
             }
             Change::SwapPolicy(policy) => self
                 .machine
@@ -783,11 +990,14 @@ impl Run {
                         reason: "a domain of this name runs already".into(),
                     });
                 }
-                check_runnable(&spec).map_err(|reason| HostError::Domain {
-                    domain: spec.name.clone(),
-                    reason,
-                })?;
-                self.add_domain(spec, now)?;
+                let external = self.external.get(&spec.name).cloned();
+                if external.is_none() {
+                    check_runnable(&spec).map_err(|reason| HostError::Domain {
+                        domain: spec.name.clone(),
+                        reason,
+                    })?;
+                }
+                self.add_domain(spec, now, external)?;
             }
             Change::RemoveDomain { domain } => {
                 let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
@@ -795,7 +1005,7 @@ impl Run {
                     .remove_vcpu(now, vcpu)
                     .map_err(|e| machine_error(&domain, e))?;
                 self.names.remove(&domain);
-                self.end_guest(self.domain_of(vcpu), now);
+                self.end_domain(self.domain_of(vcpu), now);
             }
         }
         Ok(())
@@ -821,7 +1031,9 @@ impl Run {
     }
 
     /// One live-control command: the machine change ([`ctl::apply`]), then what it asks of
-    /// the executor (see [`control`]); the reply.
+    /// the executor (see [`control`]); the reply. A domain added live is always a process
+    /// domain: an external one is refused when the request is read
+    /// ([`rtvmm_scenario::live`]).
     fn command(&mut self, now: Nanos, command: Command) -> Reply {
         if let Command::AddDomain(spec) = &command {
             if let Err(reason) = check_runnable(spec) {
@@ -851,11 +1063,11 @@ impl Run {
             }
             Effect::Removed { vcpu, .. } => {
                 let now = self.machine.now();
-                self.end_guest(self.domain_of(vcpu), now);
+                self.end_domain(self.domain_of(vcpu), now);
             }
             Effect::Adjusted { vcpu } => {
                 let d = self.domain_of(vcpu);
-                self.slots[d].domain.spec.vcpu = self.machine.params(vcpu).clone();
+                self.slots[d].domain.spec_mut().vcpu = self.machine.params(vcpu).clone();
             }
             Effect::Swapped { .. } | Effect::None => {}
         }
@@ -866,16 +1078,21 @@ impl Run {
     }
 
     /// `sched-show`'s figures only the executor knows: each guest's finished jobs and
-    /// how many missed their deadline.
+    /// how many missed their deadline (none for an external domain: it has no tasks
+    /// rtvmm knows of).
     fn fill(&self, show: &mut SchedShow) {
         for status in &mut show.domains {
             let Some(&d) = self.domain_of_vcpu.get(status.vcpu as usize) else {
                 continue;
             };
-            let Some(slot) = self.slots.get(d) else {
+            let Some(Slot {
+                domain: Domain::Process(p),
+                ..
+            }) = self.slots.get(d)
+            else {
                 continue;
             };
-            let stats = &slot.domain.book.stats;
+            let stats = &p.book.stats;
             status.jobs = Some(stats.iter().map(|s| s.finished).sum());
             status.misses = Some(stats.iter().map(|s| s.finished_late).sum());
         }
@@ -894,41 +1111,82 @@ impl Run {
         }
     }
 
-    /// 5. Makes the pcpu run what the core decided.
+    /// Step 5: makes the pcpu run what the core decided; holds every external domain that
+    /// does not run as its work says (stopped with work, parked without).
     fn enforce(&mut self, now: Nanos) -> Result<(), HostError> {
         let target = match self.machine.activity(PcpuId(0)) {
             Activity::Running(v) => Target::Domain(self.domain_of(v)),
             Activity::Idle | Activity::Overhead { .. } => Target::Idle,
         };
-        if self.current == Some(target) {
-            return Ok(());
-        }
-        match self.current {
-            Some(Target::Domain(d)) => {
-                let slot = &self.slots[d];
-                self.enforcer.stop(&slot.domain.member).map_err(|e| {
-                    HostError::io(format!("domain '{}': stopping it", slot.domain.spec.name))(e)
-                })?
+        if self.current != Some(target) {
+            match self.current {
+                Some(Target::Domain(d)) => self.hold_domain(d)?,
+                Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
+                None => {}
             }
-            Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
-            None => {}
-        }
-        if let Some(old) = self.probed.take() {
-            self.page(old).clear_answer();
-        }
-        self.page(target).probe(now.as_ns());
-        match target {
-            Target::Domain(d) => {
-                let slot = &self.slots[d];
-                self.enforcer.resume(&slot.domain.member).map_err(|e| {
-                    HostError::io(format!("domain '{}': resuming it", slot.domain.spec.name))(e)
-                })?
+            if let Some(old) = self.probed.take() {
+                if let Some(page) = self.page(old) {
+                    page.clear_answer();
+                }
             }
-            Target::Idle => self.spinner.as_ref().expect("started").spin(),
+            let probed = match self.page(target) {
+                Some(page) => {
+                    page.probe(now.as_ns());
+                    Some(target)
+                }
+                None => None,
+            };
+            match target {
+                Target::Domain(d) => {
+                    let enforcer = self.enforcer.as_mut();
+                    let slot = &mut self.slots[d];
+                    let resumed = match &mut slot.domain {
+                        Domain::Process(p) => enforcer.resume(&p.member),
+                        Domain::External(e) => e.set_hold(Hold::Running, enforcer),
+                    };
+                    resumed.map_err(|e| {
+                        HostError::io(format!("domain '{}': resuming it", slot.domain.spec().name))(
+                            e,
+                        )
+                    })?
+                }
+                Target::Idle => self.spinner.as_ref().expect("started").spin(),
+            }
+            self.current = Some(target);
+            self.probed = probed;
         }
-        self.current = Some(target);
-        self.probed = Some(target);
+        for d in 0..self.slots.len() {
+            let external = matches!(self.slots[d].domain, Domain::External(_));
+            if external
+                && self.current != Some(Target::Domain(d))
+                && self.slots[d].removed_at.is_none()
+            {
+                self.hold_domain(d)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Stops domain `d` (not running): a process domain by the backend; an external one
+    /// stopped while it has work, parked while it has none.
+    fn hold_domain(&mut self, d: usize) -> Result<(), HostError> {
+        let has_work = self.machine.has_work(self.slots[d].domain.vcpu());
+        let enforcer = self.enforcer.as_mut();
+        let slot = &mut self.slots[d];
+        let stopped = match &mut slot.domain {
+            Domain::Process(p) => enforcer.stop(&p.member),
+            Domain::External(e) => {
+                let hold = if has_work {
+                    Hold::Stopped
+                } else {
+                    Hold::Parked
+                };
+                e.set_hold(hold, enforcer)
+            }
+        };
+        stopped.map_err(|e| {
+            HostError::io(format!("domain '{}': stopping it", slot.domain.spec().name))(e)
+        })
     }
 
     fn domain_of(&self, vcpu: VcpuId) -> usize {
@@ -938,6 +1196,14 @@ impl Run {
     /// 7. Sleeps until the next instant something is due, or a guest rings.
     fn wait(&mut self, now: Nanos, end: Nanos) {
         let mut next = self.machine.poll_timeout().min(end).min(now + MAX_SLEEP);
+        // External domains are sampled at least once a quantum.
+        if self
+            .slots
+            .iter()
+            .any(|s| s.removed_at.is_none() && matches!(s.domain, Domain::External(_)))
+        {
+            next = next.min(now + self.machine.config().quantum);
+        }
         for slot in &self.slots {
             if let Some(at) = slot.wake_at {
                 next = next.min(Nanos(at));
@@ -1012,7 +1278,16 @@ impl Run {
         self.control = None;
         self.machine.advance(reached.max(self.machine.now()));
         if let Some(Target::Domain(d)) = self.current {
-            let _ = self.enforcer.stop(&self.slots[d].domain.member);
+            if let Domain::Process(p) = &self.slots[d].domain {
+                let _ = self.enforcer.stop(&p.member);
+            }
+        }
+        // External domains are given back at the end instant (their CPU time counted
+        // then).
+        for slot in &mut self.slots {
+            if let Domain::External(e) = &mut slot.domain {
+                e.release(Some(self.enforcer.as_mut()));
+            }
         }
         self.spinner.as_ref().expect("started").park();
         self.current = None;
@@ -1020,17 +1295,22 @@ impl Run {
         if self.allowed.fifo {
             let _ = sys::set_other(0);
         }
-        for slot in self.slots.iter().filter(|s| s.removed_at.is_none()) {
-            slot.domain.shared.finalize(reached.as_ns());
-            let _ = self.enforcer.resume(&slot.domain.member);
+        let live = |s: &&mut Slot| s.removed_at.is_none();
+        for slot in self.slots.iter_mut().filter(live) {
+            if let Domain::Process(p) = &slot.domain {
+                p.shared.finalize(reached.as_ns());
+                let _ = self.enforcer.resume(&p.member);
+            }
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
         loop {
             let mut all = true;
-            for slot in self.slots.iter_mut().filter(|s| s.removed_at.is_none()) {
-                slot.domain.drain(Some(reached));
-                if !slot.domain.finalized() && slot.domain.exited().is_none() {
-                    all = false;
+            for slot in self.slots.iter_mut().filter(live) {
+                if let Domain::Process(p) = &mut slot.domain {
+                    p.drain(Some(reached));
+                    if !p.finalized() && p.exited().is_none() {
+                        all = false;
+                    }
                 }
             }
             if all || std::time::Instant::now() > deadline {
@@ -1038,11 +1318,14 @@ impl Run {
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        for slot in self.slots.iter_mut().filter(|s| s.removed_at.is_none()) {
-            slot.domain.drain(Some(reached));
-            if !slot.domain.finalized() {
+        for slot in self.slots.iter_mut().filter(live) {
+            let Domain::Process(p) = &mut slot.domain else {
+                continue;
+            };
+            p.drain(Some(reached));
+            if !p.finalized() {
                 return Err(HostError::Domain {
-                    domain: slot.domain.spec.name.clone(),
+                    domain: p.spec.name.clone(),
                     reason: "its guest did not report its pending jobs at the end (it \
                              died or hung)"
                         .into(),
@@ -1055,15 +1338,15 @@ impl Run {
                 .slots
                 .iter()
                 .map(|s| DomainJobs {
-                    name: &s.domain.spec.name,
-                    vcpu: s.domain.vcpu,
+                    name: &s.domain.spec().name,
+                    vcpu: s.domain.vcpu(),
                     tasks: s
                         .domain
-                        .spec
+                        .spec()
                         .tasks
                         .iter()
-                        .zip(&s.domain.book.stats)
-                        .zip(&s.domain.book.pending)
+                        .zip(&s.domain.book().stats)
+                        .zip(&s.domain.book().pending)
                         .map(|((spec, stats), pending)| TaskJobs {
                             name: &spec.name,
                             relative_deadline: spec.deadline,
@@ -1147,6 +1430,19 @@ impl Run {
             steal_ns: steal,
             jobs_lost: self.slots.iter().map(|s| s.domain.lost()).sum(),
             domain_cpu_ns: self.slots.iter().map(|s| s.domain.cpu_ns()).collect(),
+            external: self
+                .slots
+                .iter()
+                .filter_map(|s| match &s.domain {
+                    Domain::External(e) => Some(HostExternal {
+                        domain: e.spec.name.clone(),
+                        source: e.source.to_string(),
+                        cpu_ns: e.cpu_ns(),
+                        gone_at_ns: e.gone_at.map(Nanos::as_ns),
+                    }),
+                    Domain::Process(_) => None,
+                })
+                .collect(),
         }
     }
 
@@ -1159,7 +1455,7 @@ impl Run {
             .map(|(t, e)| (t, TraceEvent::Core(e)))
             .collect();
         for (d, slot) in self.slots.iter().enumerate() {
-            let book: &JobBook = &slot.domain.book;
+            let book: &JobBook = slot.domain.book();
             for (task, times) in &book.finished {
                 let release = GuestEvent::Release {
                     domain: d as u32,
@@ -1168,7 +1464,7 @@ impl Run {
                 };
                 events.push((Nanos(times.release), TraceEvent::Guest(release)));
                 if let Some(finish) = times.finish {
-                    let deadline = times.release + slot.domain.spec.tasks[*task].deadline.as_ns();
+                    let deadline = times.release + slot.domain.spec().tasks[*task].deadline.as_ns();
                     let done = GuestEvent::Finish {
                         domain: d as u32,
                         task: *task as u32,
@@ -1195,10 +1491,10 @@ impl Run {
                 .slots
                 .iter()
                 .map(|s| DomainNames {
-                    name: s.domain.spec.name.clone(),
+                    name: s.domain.spec().name.clone(),
                     tasks: s
                         .domain
-                        .spec
+                        .spec()
                         .tasks
                         .iter()
                         .map(|t| TaskNames {

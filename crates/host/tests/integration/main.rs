@@ -19,6 +19,10 @@
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
+//! - [`external`]: external domains — a busy process attached by pid gets its budget
+//!   under every policy; an attached cgroup and moved pids are given back after a run and
+//!   after `kill -9`; a sleeping process is an idle VCPU; bad sources are refused; live
+//!   control beside one (sched-show, a refused add, a removal that gives it back).
 //! - [`live`]: live control of the real executor — a `sched-set` takes effect at the
 //!   next replenishment, a policy hot swap, a domain added (its guest's jobs counted) and
 //!   removed (its guest reaped), malformed and refused requests change nothing.
@@ -28,6 +32,7 @@
 //!   root), time-outs on both sides. These need no privilege except the non-owner test.
 
 mod ctl;
+mod external;
 mod idle_server;
 mod live;
 mod privileges;
@@ -53,6 +58,9 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(util::RUN_ARG) {
         return util::run_executor(&args[1..]);
     }
+    if args.first().map(String::as_str) == Some(util::RUN_FILE_ARG) {
+        return util::run_file_executor(&args[1..]);
+    }
     if args.first().map(String::as_str) == Some(ctl::CLIENT_ARG) {
         return ctl::client_as_another_user();
     }
@@ -67,6 +75,11 @@ fn main() -> ExitCode {
         safety::a_stopped_run_keeps_its_results_and_cleans_up,
         privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
         protocol::every_released_job_is_counted_once_with_its_deadline,
+        external::a_busy_process_attached_by_pid_gets_its_budget_under_every_policy,
+        external::a_sleeping_process_is_an_idle_vcpu,
+        external::an_attached_cgroup_and_moved_pids_are_given_back_even_after_kill_9,
+        external::bad_sources_are_refused_by_name,
+        external::live_control_shows_an_external_domain_refuses_adding_one_and_removes_it,
         ctl::the_socket_is_owner_only_from_the_start_and_removed_on_drop,
         ctl::a_missing_directory_is_created_owner_only,
         ctl::a_live_socket_or_another_file_is_never_replaced_and_a_stale_one_is,

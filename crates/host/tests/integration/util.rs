@@ -18,6 +18,9 @@ use rtvmm_sim::SystemSpec;
 /// First argument of the stand-alone executor mode:
 /// `__run POLICY BACKEND MILLISECONDS [best-effort]`.
 pub const RUN_ARG: &str = "__run";
+/// The stand-alone executor of a scenario file (`__run_file FILE BACKEND MILLISECONDS`),
+/// external domains included.
+pub const RUN_FILE_ARG: &str = "__run_file";
 /// Set for the stand-alone executor: its scheduler thread panics at this many
 /// milliseconds into the run.
 pub const PANIC_AT_ENV: &str = "RTVMM_TEST_PANIC_AT_MS";
@@ -175,6 +178,28 @@ pub fn run_executor(args: &[String]) -> ExitCode {
         Err(e) => {
             eprintln!("{e}");
             ExitCode::from(if e.is_bad_input() { 2 } else { 1 })
+        }
+    }
+}
+
+/// The stand-alone executor of a scenario file: runs it, prints its summary.
+pub fn run_file_executor(args: &[String]) -> ExitCode {
+    let [file, backend, millis] = args else {
+        eprintln!("usage: {RUN_FILE_ARG} FILE BACKEND MILLISECONDS");
+        return ExitCode::from(2);
+    };
+    let scenario = rtvmm_scenario::Scenario::load(file).expect("a valid scenario");
+    let mut options = options(ms(millis.parse().expect("milliseconds")));
+    options.backend = Backend::from_name(backend).expect("a backend");
+    options.external = scenario.external.clone();
+    match executor::run(&scenario.system, "test", 1, options) {
+        Ok(run) => {
+            print!("{}", run.results.summary());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
         }
     }
 }

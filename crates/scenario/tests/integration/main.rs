@@ -13,6 +13,7 @@
 
 mod errors;
 mod examples;
+mod external;
 mod format;
 mod large;
 mod limits;
