@@ -66,7 +66,7 @@ use rtvmm_sim::driver::{GuestEvent, TraceEvent};
 use rtvmm_sim::results::{
     Dist, DomainJobs, HostExternal, HostResults, RunResults, TaskJobs, SOURCE_HOST,
 };
-use rtvmm_sim::trace::{DomainNames, TaskNames, TraceNames};
+use rtvmm_sim::trace::{DomainNames, TraceNames};
 use rtvmm_sim::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
@@ -1490,20 +1490,7 @@ impl Run {
             domains: self
                 .slots
                 .iter()
-                .map(|s| DomainNames {
-                    name: s.domain.spec().name.clone(),
-                    tasks: s
-                        .domain
-                        .spec()
-                        .tasks
-                        .iter()
-                        .map(|t| TaskNames {
-                            name: t.name.clone(),
-                            deadline: Some(t.deadline),
-                        })
-                        .collect(),
-                    removed_at: s.removed_at,
-                })
+                .map(|s| DomainNames::of(s.domain.spec(), s.removed_at))
                 .collect(),
             vcpu_domain: self
                 .domain_of_vcpu

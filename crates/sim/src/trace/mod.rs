@@ -108,6 +108,24 @@ pub struct DomainNames {
     pub removed_at: Option<Nanos>,
 }
 
+impl DomainNames {
+    /// The names of `spec`'s domain and tasks (every driver's domains are `DomainSpec`s).
+    pub fn of(spec: &rtvmm_core::model::DomainSpec, removed_at: Option<Nanos>) -> DomainNames {
+        DomainNames {
+            name: spec.name.clone(),
+            tasks: spec
+                .tasks
+                .iter()
+                .map(|t| TaskNames {
+                    name: t.name.clone(),
+                    deadline: Some(t.deadline),
+                })
+                .collect(),
+            removed_at,
+        }
+    }
+}
+
 /// What the trace's numbers stand for: names of domains and tasks (indexed like the
 /// trace's `domain`/`task` fields), the domain of each VCPU, and where the run ended.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -134,19 +152,7 @@ impl TraceNames {
                     vcpu_domain.resize(d.vcpu.index() + 1, None);
                 }
                 vcpu_domain[d.vcpu.index()] = Some(i);
-                DomainNames {
-                    name: d.spec.name.clone(),
-                    tasks: d
-                        .spec
-                        .tasks
-                        .iter()
-                        .map(|t| TaskNames {
-                            name: t.name.clone(),
-                            deadline: Some(t.deadline),
-                        })
-                        .collect(),
-                    removed_at: d.removed_at,
-                }
+                DomainNames::of(&d.spec, d.removed_at)
             })
             .collect();
         TraceNames {
