@@ -55,7 +55,7 @@ Exit codes (every command):
 #[command(
     name = "rtvmm",
     version,
-    about = "Real-time scheduling for virtual machines: the RT-Xen policies in a fast simulator",
+    about = "Real-time scheduling for virtual machines: the RT-Xen policies in a fast simulator and in real time on Linux",
     after_help = EXIT_CODES
 )]
 struct Cli {
@@ -144,7 +144,7 @@ enum Command {
     /// Generate a task set as a scenario file (rtxen, csa, arinc, uunifast)
     #[command(after_help = EXIT_CODES)]
     Gen(GenArgs),
-    /// Put two results files (`sim --json`) side by side
+    /// Put two results files (`sim --json`, `host run --json`) side by side
     #[command(after_help = EXIT_CODES)]
     Compare(CompareArgs),
     /// List the VMM scheduling policies, with their aliases
