@@ -78,6 +78,10 @@ pub struct HostRunArgs {
     /// Write the trace: *.json (Chrome/Perfetto) or *.csv
     #[arg(long, value_name = "OUT")]
     trace: Option<PathBuf>,
+    /// Write every job (release, start, finish, response, responsiveness, lateness,
+    /// latency, outcome) as CSV to this file, as `rtvmm sim --jobs` does
+    #[arg(long, value_name = "OUT")]
+    jobs: Option<PathBuf>,
     /// Run without the real-time privileges that are missing; every result is labelled
     /// not real-time
     #[arg(long)]
@@ -180,7 +184,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         .transpose()
         .map_err(bad_input)?;
     let scenario = load(&args.scenario, args.policy, args.duration, args.seed)?;
-    let outputs: Vec<&Path> = [&args.json, &args.trace]
+    let outputs: Vec<&Path> = [&args.json, &args.trace, &args.jobs]
         .into_iter()
         .filter_map(|o| o.as_deref())
         .collect();
@@ -191,6 +195,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     options.backend = args.enforce;
     options.best_effort = args.best_effort;
     options.record_trace = args.trace.is_some();
+    options.record_jobs = args.jobs.is_some();
     options.stop = stop;
     options.external = scenario.external.clone();
     if let Some(path) = args.ctl {
@@ -241,6 +246,12 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
             write_trace(file, format, events, names)
         })?);
         text.push_str(&format!("trace: {}\n", out.display()));
+    }
+    if let (Some(out), Some(rows)) = (&args.jobs, &run.jobs) {
+        written.push(output_file(out, |file| {
+            rtvmm_sim::results::write_jobs_csv(file, rows)
+        })?);
+        text.push_str(&format!("jobs: {}\n", out.display()));
     }
     files::commit_all(written).map_err(runtime)?;
     print(&text)?;

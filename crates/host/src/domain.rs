@@ -108,6 +108,35 @@ impl JobBook {
         }
     }
 
+    /// Every job of the domain `spec` as the simulator's records (`(task, record)`): the
+    /// finished ones kept (`keep`), then the pending ones unless `with_pending` is false (a
+    /// removed domain's, left out of the counts).
+    pub fn records(&self, spec: &DomainSpec, with_pending: bool) -> Vec<(usize, JobRecord)> {
+        let mut out: Vec<(usize, JobRecord)> = self
+            .finished
+            .iter()
+            .map(|&(t, times)| {
+                let release = Nanos(times.release);
+                (
+                    t,
+                    JobRecord {
+                        seq: times.seq,
+                        release,
+                        deadline: release + spec.tasks[t].deadline,
+                        first_start: times.first_start.map(Nanos),
+                        finish: times.finish.map(Nanos),
+                    },
+                )
+            })
+            .collect();
+        if with_pending {
+            for (t, pending) in self.pending.iter().enumerate() {
+                out.extend(pending.iter().map(|j| (t, j.clone())));
+            }
+        }
+        out
+    }
+
     /// Counts one record of `task` (relative deadline `deadline`) of a run that ends at
     /// `end` (`None`: still running, every record is before the end).
     pub fn record(&mut self, task: usize, deadline: Nanos, times: JobTimes, end: Option<Nanos>) {

@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use rtvmm_core::machine::{Machine, Overheads};
-use rtvmm_core::model::{PcpuId, VcpuId};
+use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
 use crate::driver::{JobRecord, Simulation};
@@ -776,29 +776,42 @@ pub fn job_rows(sim: &Simulation, end: Nanos) -> Option<Vec<JobRow>> {
         if run.removed_at.is_none() {
             jobs.extend(sim.pending_jobs(d));
         }
-        jobs.sort_by_key(|(t, j)| (*t, j.seq));
-        for (t, job) in jobs {
+        rows.extend(domain_job_rows(&run.spec, jobs, end));
+    }
+    Some(rows)
+}
+
+/// One domain's jobs (`(task index, record)`, finished and pending alike) as rows, by task
+/// and job number, each with its outcome under the counting rule for a run that ended at
+/// `end`: the one rule of `--jobs` for every driver.
+pub fn domain_job_rows(
+    spec: &DomainSpec,
+    mut jobs: Vec<(usize, JobRecord)>,
+    end: Nanos,
+) -> Vec<JobRow> {
+    jobs.sort_by_key(|(t, j)| (*t, j.seq));
+    jobs.into_iter()
+        .map(|(t, job)| {
             let outcome = match job.finish {
                 Some(f) if f <= job.deadline => "on_time",
                 Some(_) => "missed",
                 None if job.deadline <= end => "missed",
                 None => "in_flight",
             };
-            let spec = &run.spec.tasks[t];
-            rows.push(JobRow {
-                domain: run.spec.name.clone(),
-                task: spec.name.clone(),
+            let task = &spec.tasks[t];
+            JobRow {
+                domain: spec.name.clone(),
+                task: task.name.clone(),
                 seq: job.seq,
                 release: job.release,
                 deadline: job.deadline,
-                relative_deadline: spec.deadline,
+                relative_deadline: task.deadline,
                 first_start: job.first_start,
                 finish: job.finish,
                 outcome,
-            });
-        }
-    }
-    Some(rows)
+            }
+        })
+        .collect()
 }
 
 /// Writes job rows as CSV: `domain,task,job,release_ns,first_start_ns,finish_ns,

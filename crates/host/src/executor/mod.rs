@@ -64,7 +64,8 @@ use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_sim::driver::{GuestEvent, TraceEvent};
 use rtvmm_sim::results::{
-    Dist, DomainJobs, HostExternal, HostResults, RunResults, TaskJobs, SOURCE_HOST,
+    domain_job_rows, Dist, DomainJobs, HostExternal, HostResults, JobRow, RunResults, TaskJobs,
+    SOURCE_HOST,
 };
 use rtvmm_sim::trace::{DomainNames, TraceNames};
 use rtvmm_sim::{Change, SystemSpec};
@@ -104,6 +105,8 @@ pub struct HostOptions {
     pub best_effort: bool,
     /// Record the scheduling events and job releases and finishes for a trace.
     pub record_trace: bool,
+    /// Keep every job for per-job rows ([`HostRun::jobs`], `rtvmm host run --jobs`).
+    pub record_jobs: bool,
     /// Set to stop the run early (a signal handler's flag); what was measured is kept.
     pub stop: Arc<AtomicBool>,
     /// The live-control socket, served while the run lasts and removed at its end (see
@@ -128,6 +131,7 @@ impl HostOptions {
             backend: Backend::Freeze,
             best_effort: false,
             record_trace: false,
+            record_jobs: false,
             stop: Arc::new(AtomicBool::new(false)),
             control: None,
             external: BTreeMap::new(),
@@ -141,6 +145,9 @@ pub struct HostRun {
     pub results: RunResults,
     /// The recorded events and their names, when asked.
     pub trace: Option<(Vec<(Nanos, TraceEvent)>, TraceNames)>,
+    /// Every job, by domain, task and job number, when asked (`record_jobs`): the rows of
+    /// `rtvmm sim --jobs`, by the same rule.
+    pub jobs: Option<Vec<JobRow>>,
     /// `Some(t)`: stopped at `t` before the end; the results cover `[0, t]`.
     pub stopped_at: Option<Nanos>,
 }
@@ -618,7 +625,7 @@ impl Run {
             allowed,
             helper: options.helper.clone(),
             external: options.external.clone(),
-            keep_jobs: options.record_trace,
+            keep_jobs: options.record_trace || options.record_jobs,
             current: None,
             probed: None,
             changes: system.changes.clone(),
@@ -1371,6 +1378,16 @@ impl Run {
         };
         results.host = Some(host);
         let trace = options.record_trace.then(|| self.trace(reached));
+        let jobs = options.record_jobs.then(|| {
+            self.slots
+                .iter()
+                .flat_map(|s| {
+                    let spec = s.domain.spec();
+                    let records = s.domain.book().records(spec, s.removed_at.is_none());
+                    domain_job_rows(spec, records, reached)
+                })
+                .collect()
+        });
         // Undo everything (in the fields' order), then let the watchdog check and go.
         let Run {
             spinner,
@@ -1388,6 +1405,7 @@ impl Run {
         Ok(HostRun {
             results,
             trace,
+            jobs,
             stopped_at: (reached < options.duration).then_some(reached),
         })
     }

@@ -6,7 +6,9 @@ use rtvmm_core::model::{DomainSpec, VcpuParams};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_host::enforce::Backend;
 
-use crate::util::{ms, run, skip, system};
+use rtvmm_host::executor;
+
+use crate::util::{ms, options, skip, system};
 
 /// One domain alone with a 50 % server and a light task (1 ms every 10 ms, first at
 /// 2 ms): in 1 s, jobs are released at 2, 12, …, 992 ms — 100 of them — and all finish
@@ -24,12 +26,12 @@ pub fn every_released_job_is_counted_once_with_its_deadline() {
         guest: GuestScheduler::Rm,
         tasks: vec![task],
     };
-    let results = run(
-        &system(PolicyKind::Deferrable, vec![d]),
-        ms(1000),
-        Backend::Freeze,
-    )
-    .results;
+    let mut options = options(ms(1000));
+    options.backend = Backend::Freeze;
+    options.record_jobs = true;
+    let run = executor::run(&system(PolicyKind::Deferrable, vec![d]), "test", 1, options)
+        .unwrap_or_else(|e| panic!("host run: {e}"));
+    let results = run.results;
     let t = &results.domains[0].tasks[0];
     assert_eq!(t.released, 100, "{t:?}");
     assert_eq!(t.finished + t.in_flight, 100, "{t:?}");
@@ -48,4 +50,24 @@ pub fn every_released_job_is_counted_once_with_its_deadline() {
         results.pcpus
     );
     assert!(host.switch_ns.count >= 100, "{:?}", host.switch_ns);
+    // The per-job rows (`host run --jobs`) tell the same story job by job: one row per
+    // released job, in order, released on its 10 ms grid, with the counts' outcomes.
+    let rows = run.jobs.expect("rows when asked");
+    assert_eq!(rows.len(), 100);
+    for (k, row) in rows.iter().enumerate() {
+        let nominal = ms(2 + 10 * k as u64);
+        assert!(
+            row.release >= nominal && row.release < nominal + ms(1),
+            "job {k} released at {} (grid {nominal})",
+            row.release
+        );
+        assert_eq!(row.deadline, row.release + ms(10), "{row:?}");
+        if let Some(finish) = row.finish {
+            assert!(finish >= row.release + ms(1), "{row:?}");
+        }
+    }
+    let outcome = |o: &str| rows.iter().filter(|r| r.outcome == o).count() as u64;
+    assert_eq!(outcome("on_time"), t.finished);
+    assert_eq!(outcome("in_flight"), t.in_flight);
+    assert_eq!(outcome("missed"), 0);
 }
