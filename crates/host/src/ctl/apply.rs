@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rtvmm_core::machine::{Machine, MachineError};
-use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
+use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId, VcpuParams};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_scenario::error::{ErrorKind, Location};
@@ -195,43 +195,23 @@ pub fn apply(
             if let Err(error) = machine.adjust(now, vcpu, after.clone()) {
                 return nothing(machine_refused(error, &update.domain, policy, &after));
             }
-            let mut changes = Vec::new();
-            let mut note = |field: &str, old: String, new: String| {
-                if old != new {
-                    changes.push(format!("{field} {old} -> {new}"));
-                }
-            };
-            note(
-                "budget",
-                before.budget.to_string(),
-                after.budget.to_string(),
-            );
-            note(
-                "period",
-                before.period.to_string(),
-                after.period.to_string(),
-            );
-            note(
-                "priority",
-                before.priority.to_string(),
-                after.priority.to_string(),
-            );
-            note(
-                "weight",
-                before.weight.to_string(),
-                after.weight.to_string(),
-            );
-            note("cap", before.cap.to_string(), after.cap.to_string());
-            note(
-                "extratime",
-                before.extratime.to_string(),
-                after.extratime.to_string(),
-            );
-            note(
-                "max_replenishments",
-                before.max_replenishments.to_string(),
-                after.max_replenishments.to_string(),
-            );
+            type Field = (&'static str, fn(&VcpuParams) -> String);
+            let fields: [Field; 7] = [
+                ("budget", |p| p.budget.to_string()),
+                ("period", |p| p.period.to_string()),
+                ("priority", |p| p.priority.to_string()),
+                ("weight", |p| p.weight.to_string()),
+                ("cap", |p| p.cap.to_string()),
+                ("extratime", |p| p.extratime.to_string()),
+                ("max_replenishments", |p| p.max_replenishments.to_string()),
+            ];
+            let changes: Vec<String> = fields
+                .iter()
+                .filter_map(|(field, show)| {
+                    let (old, new) = (show(&before), show(&after));
+                    (old != new).then(|| format!("{field} {old} -> {new}"))
+                })
+                .collect();
             let what = if changes.is_empty() {
                 "unchanged".to_string()
             } else {
