@@ -8,11 +8,13 @@
 //!
 //! - [`time`]: [`Nanos`], the one time type.
 //! - [`model`]: identifiers and VCPU parameters.
+//! - [`cpuset`]: sets of pcpus (affinity, pools).
 //! - [`policy`]: the [`policy::Policy`] trait and one file per VMM policy.
 //! - [`machine`]: pcpus, the tick, overheads and time accounting around a policy.
 //! - [`guest`]: tasks, jobs and the guest schedulers (rm, dm, fp, edf).
 //! - [`rng`]: the portable seeded random stream.
 //! - [`words`]: serde's error messages in words, for every reader of a file.
+pub mod cpuset;
 pub mod event;
 pub mod guest;
 pub mod machine;

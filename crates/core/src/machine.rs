@@ -47,10 +47,12 @@
 
 use std::cell::Cell;
 
+use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
 use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::{
-    BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind, Spent, TickInterval,
+    Arinc653Table, BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind, PolicySettings,
+    Spent, TickInterval,
 };
 use crate::time::Nanos;
 
@@ -72,6 +74,12 @@ pub struct Overheads {
     pub do_schedule: Nanos,
     /// Charged in addition when the chosen VCPU differs from the previous one.
     pub context_switch: Nanos,
+    /// Charged in addition when the chosen VCPU last ran on another pcpu (a migration;
+    /// `platform.md`), on the destination pcpu.
+    pub migration: Nanos,
+    /// The global run-queue lock: charged for every `do_schedule` of a pool, once per
+    /// pcpu of that pool (so it grows with the pool).
+    pub lock: Nanos,
 }
 
 /// Who pays for scheduler overhead (the cost of `do_schedule` and of the switch it causes).
@@ -159,16 +167,17 @@ pub struct VcpuStats {
     pub scheduled: u64,
     /// Times switched out while it still had work.
     pub preemptions: u64,
+    /// Times switched in on another pcpu than the one it last ran on.
+    pub migrations: u64,
 }
 
-/// Errors of machine operations.
+/// Errors of machine operations. Each names what is wrong; an operation that fails changes
+/// nothing.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MachineError {
     #[error("vcpu {vcpu}: {error}")]
     Param { vcpu: u32, error: ParamError },
-    #[error(
-        "{0} pcpus: this version schedules one pcpu (several pcpus come with the multicore work)"
-    )]
+    #[error("pcpus: {0} is more than the {max} a machine may have", max = CpuSet::MAX)]
     TooManyPcpus(u32),
     #[error("pcpus: must be at least 1")]
     NoPcpu,
@@ -176,6 +185,42 @@ pub enum MachineError {
     QuantumZero,
     #[error("vcpu {0}: no such VCPU")]
     UnknownVcpu(u32),
+    #[error("cpupool '{0}': no such pool")]
+    UnknownPool(String),
+    #[error("cpupool '{0}': a pool of that name exists already")]
+    DuplicatePool(String),
+    #[error("pcpu {pcpu}: no such pcpu (the machine has {pcpus})")]
+    UnknownPcpu { pcpu: u32, pcpus: u32 },
+    #[error("pcpu {pcpu}: it is in cpupool '{pool}' already (a pcpu belongs to one pool)")]
+    PcpuInPool { pcpu: u32, pool: String },
+    #[error("pcpu {pcpu}: it is not in cpupool '{pool}'")]
+    PcpuNotInPool { pcpu: u32, pool: String },
+    #[error("cpupool '{pool}': it has no pcpus, so it cannot hold domains")]
+    EmptyPool { pool: String },
+    #[error(
+        "cpupool '{pool}': removing pcpu {pcpu} would leave it without pcpus while it holds VCPUs"
+    )]
+    WouldEmptyPool { pool: String, pcpu: u32 },
+    #[error(
+        "vcpu {vcpu}: affinity {affinity} is not within cpupool '{pool}' (pcpus {pool_pcpus})"
+    )]
+    AffinityOutsidePool {
+        vcpu: u32,
+        affinity: CpuSet,
+        pool: String,
+        pool_pcpus: CpuSet,
+    },
+    #[error(
+        "vcpu {vcpu}: {policy} schedules a pool of several pcpus partitioned, one pcpu per \
+         VCPU: pin it to one pcpu of cpupool '{pool}' (its affinity is {affinity}), or use a \
+         policy that schedules globally (rtds, credit, deferrable, sporadic)"
+    )]
+    NeedsPinning {
+        vcpu: u32,
+        policy: PolicyKind,
+        pool: String,
+        affinity: CpuSet,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -184,6 +229,12 @@ struct VcpuEntry {
     params: VcpuParams,
     has_work: bool,
     present: bool,
+    /// Its cpupool (index into the machine's pools).
+    pool: usize,
+    /// Its hard affinity (machine pcpu ids); `None`: every pcpu of its pool.
+    affinity: Option<CpuSet>,
+    /// The pcpu it last ran on, for migrations.
+    last_pcpu: Option<u32>,
     stats: VcpuStats,
     /// Budget counters of policies this VCPU has left (hot swap, removal): the live
     /// policy's counters are added to these.
@@ -192,6 +243,8 @@ struct VcpuEntry {
 
 #[derive(Clone, Debug)]
 struct Pcpu {
+    /// Its cpupool and its index there; `None`: a free pcpu (in no pool), which idles.
+    pool: Option<(usize, u32)>,
     activity: Activity,
     accounted_to: Nanos,
     /// When the current decision's slice runs out.
@@ -206,6 +259,19 @@ struct Pcpu {
 }
 
 impl Pcpu {
+    fn new(pool: Option<(usize, u32)>, next_tick: Option<Nanos>, accounted_to: Nanos) -> Pcpu {
+        Pcpu {
+            pool,
+            activity: Activity::Idle,
+            accounted_to,
+            slice_end: None,
+            resched: pool.map(|_| ScheduleReason::Reconfigure),
+            next_tick,
+            last_run: None,
+            stats: PcpuStats::default(),
+        }
+    }
+
     /// The VCPU that runs (or is about to run after overhead); None for IDLE.
     fn current(&self) -> Option<VcpuId> {
         match self.activity {
@@ -220,20 +286,81 @@ impl Pcpu {
     }
 }
 
-/// One machine: its pcpus, its VCPUs and the policy that schedules them.
-pub struct Machine {
-    config: MachineConfig,
-    policy_config: PolicyConfig,
+/// A cpupool as configured: its name, its pcpus (machine ids) and its policy, with the
+/// machine's quantum and overheads unless it has its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolSpec {
+    pub name: String,
+    pub pcpus: CpuSet,
+    pub policy: PolicyConfig,
+    /// The pool's scheduling quantum; `None`: the machine's.
+    pub quantum: Option<Nanos>,
+    /// The pool's overheads; `None`: the machine's.
+    pub overheads: Option<Overheads>,
+}
+
+impl PoolSpec {
+    /// The name of the pool a machine has when none is declared (Xen's).
+    pub const DEFAULT_NAME: &'static str = "Pool-0";
+
+    /// A pool with the machine's quantum and overheads.
+    pub fn new(name: &str, pcpus: CpuSet, policy: PolicyConfig) -> PoolSpec {
+        PoolSpec {
+            name: name.to_string(),
+            pcpus,
+            policy,
+            quantum: None,
+            overheads: None,
+        }
+    }
+}
+
+/// A cpupool at run time.
+struct Pool {
+    name: String,
     policy: PolicySlot,
-    vcpus: Vec<VcpuEntry>,
-    pcpus: Vec<Pcpu>,
-    now: Nanos,
-    log: EventLog,
+    policy_config: PolicyConfig,
+    /// Its pcpus (machine ids), in local order: local index i is `cpus[i]`.
+    cpus: Vec<u32>,
+    quantum: Nanos,
+    overheads: Overheads,
     /// The tick of the current policy: its interval (`None`: no tick) and whether it is the
     /// RT-Xen servers' quantum tick (which processes due timers in `tick` replenishment
     /// mode).
     tick: Option<Nanos>,
     quantum_tick: bool,
+}
+
+impl Pool {
+    fn cpuset(&self) -> CpuSet {
+        CpuSet::from_indices(self.cpus.iter().copied()).expect("pcpu ids are below CpuSet::MAX")
+    }
+
+    /// A machine affinity in the pool's local indices.
+    fn local(&self, affinity: Option<CpuSet>) -> CpuSet {
+        match affinity {
+            None => CpuSet::first(self.cpus.len() as u32),
+            Some(a) => {
+                let mut s = CpuSet::EMPTY;
+                for (i, &c) in self.cpus.iter().enumerate() {
+                    if a.contains(c) {
+                        s.insert(i as u32);
+                    }
+                }
+                s
+            }
+        }
+    }
+}
+
+/// One machine: its pcpus, grouped in cpupools, its VCPUs and the policy of each pool.
+pub struct Machine {
+    config: MachineConfig,
+    pools: Vec<Pool>,
+    vcpus: Vec<VcpuEntry>,
+    pcpus: Vec<Pcpu>,
+    now: Nanos,
+    log: EventLog,
 }
 
 /// The policy and its next timer, remembered until the policy next changes: the driver
@@ -281,44 +408,179 @@ impl PolicySlot {
 }
 
 impl Machine {
+    /// A machine of `config.pcpus` pcpus in one pool (`Pool-0`) scheduled by `policy`.
     pub fn new(config: MachineConfig, policy: PolicyConfig) -> Result<Machine, MachineError> {
+        if config.pcpus > CpuSet::MAX {
+            return Err(MachineError::TooManyPcpus(config.pcpus));
+        }
+        let pool = PoolSpec::new(PoolSpec::DEFAULT_NAME, CpuSet::first(config.pcpus), policy);
+        Self::with_pools(config, vec![pool])
+    }
+
+    /// A machine of `config.pcpus` pcpus in the given cpupools (the first one is where
+    /// VCPUs go unless told otherwise). Every pcpu is in at most one pool; a pcpu in none
+    /// is free and idles.
+    pub fn with_pools(
+        config: MachineConfig,
+        pools: Vec<PoolSpec>,
+    ) -> Result<Machine, MachineError> {
         if config.pcpus == 0 {
             return Err(MachineError::NoPcpu);
         }
-        if config.pcpus > 1 {
+        if config.pcpus > CpuSet::MAX {
             return Err(MachineError::TooManyPcpus(config.pcpus));
         }
         if config.quantum.is_zero() {
             return Err(MachineError::QuantumZero);
         }
-        let built = policy.build(config.pcpus);
-        Ok(Self::with_policy(config, policy, built))
-    }
-
-    /// A machine driving `built` (the policy `policy` describes); `config` is valid.
-    fn with_policy(config: MachineConfig, policy: PolicyConfig, built: Box<dyn Policy>) -> Machine {
-        let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), config.quantum);
-        let pcpus = (0..config.pcpus)
-            .map(|_| Pcpu {
-                activity: Activity::Idle,
-                accounted_to: Nanos::ZERO,
-                slice_end: None,
-                resched: Some(ScheduleReason::Reconfigure),
-                next_tick: tick,
-                last_run: None,
-                stats: PcpuStats::default(),
-            })
-            .collect();
-        Machine {
+        let mut m = Machine {
             config,
-            policy: PolicySlot::new(built),
-            policy_config: policy,
+            pools: Vec::new(),
             vcpus: Vec::new(),
-            pcpus,
+            pcpus: (0..config.pcpus)
+                .map(|_| Pcpu::new(None, None, Nanos::ZERO))
+                .collect(),
             now: Nanos::ZERO,
             log: EventLog::new(false),
+        };
+        for spec in pools {
+            m.check_new_pool(&spec)?;
+            let cpus = spec.pcpus;
+            let pool = m.make_pool(spec);
+            m.pools.push(pool);
+            for c in cpus.iter() {
+                m.place_pcpu(m.pools.len() - 1, c);
+            }
+        }
+        if m.pools.is_empty() {
+            return Err(MachineError::UnknownPool(
+                PoolSpec::DEFAULT_NAME.to_string(),
+            ));
+        }
+        for p in 0..m.pools.len() {
+            m.rebuild_pool(Nanos::ZERO, p, None);
+        }
+        Ok(m)
+    }
+
+    /// A machine driving `built` (the policy `policy` describes) on one pool of every pcpu;
+    /// `config` is valid.
+    #[cfg(test)]
+    fn with_policy(config: MachineConfig, policy: PolicyConfig, built: Box<dyn Policy>) -> Machine {
+        let mut m = Self::new(config, policy).expect("a valid configuration");
+        let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), config.quantum);
+        let pool = &mut m.pools[0];
+        pool.policy = PolicySlot::new(built);
+        pool.tick = tick;
+        pool.quantum_tick = quantum_tick;
+        for p in &mut m.pcpus {
+            p.next_tick = tick;
+        }
+        m
+    }
+
+    fn check_new_pool(&self, spec: &PoolSpec) -> Result<(), MachineError> {
+        if self.pools.iter().any(|p| p.name == spec.name) {
+            return Err(MachineError::DuplicatePool(spec.name.clone()));
+        }
+        if spec.quantum.is_some_and(|q| q.is_zero()) {
+            return Err(MachineError::QuantumZero);
+        }
+        for c in spec.pcpus.iter() {
+            self.check_free_pcpu(c)?;
+        }
+        Ok(())
+    }
+
+    fn check_free_pcpu(&self, pcpu: u32) -> Result<(), MachineError> {
+        match self.pcpus.get(pcpu as usize) {
+            None => Err(MachineError::UnknownPcpu {
+                pcpu,
+                pcpus: self.config.pcpus,
+            }),
+            Some(p) => match p.pool {
+                Some((pool, _)) => Err(MachineError::PcpuInPool {
+                    pcpu,
+                    pool: self.pools[pool].name.clone(),
+                }),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// A pool without pcpus yet and with its policy built for none.
+    fn make_pool(&self, spec: PoolSpec) -> Pool {
+        let quantum = spec.quantum.unwrap_or(self.config.quantum);
+        let built = spec.policy.build(1);
+        let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), quantum);
+        Pool {
+            name: spec.name,
+            policy: PolicySlot::new(built),
+            policy_config: spec.policy,
+            cpus: Vec::new(),
+            quantum,
+            overheads: spec.overheads.unwrap_or(self.config.overheads),
             tick,
             quantum_tick,
+        }
+    }
+
+    /// Puts free pcpu `c` in pool `pool` (the pool's policy is rebuilt by the caller).
+    fn place_pcpu(&mut self, pool: usize, c: u32) {
+        self.pools[pool].cpus.push(c);
+        self.pools[pool].cpus.sort_unstable();
+        let p = &mut self.pcpus[c as usize];
+        p.pool = Some((pool, 0));
+    }
+
+    /// Restarts pool `pool`'s policy (`config`, or the one it has) on its current pcpus,
+    /// keeping its VCPUs and whether they have work, as a hot swap does: its VCPUs start
+    /// their periods anew at `now`. Every pcpu of the pool decides again at once; the tick
+    /// grid starts at `now`. At time 0 this is how a pool starts.
+    fn rebuild_pool(&mut self, now: Nanos, pool: usize, config: Option<PolicyConfig>) {
+        let config = config.unwrap_or_else(|| self.pools[pool].policy_config.clone());
+        let m = self.pools[pool].cpus.len() as u32;
+        let mut policy = config.build(m.max(1));
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        let members: Vec<usize> = (0..self.vcpus.len())
+            .filter(|&i| self.vcpus[i].present && self.vcpus[i].pool == pool)
+            .collect();
+        for &i in &members {
+            let e = &self.vcpus[i];
+            policy.set_affinity(
+                &mut cx,
+                VcpuId(i as u32),
+                self.pools[pool].local(e.affinity),
+            );
+            policy.insert_vcpu(&mut cx, VcpuId(i as u32), &e.params);
+        }
+        for &i in members.iter().filter(|&&i| self.vcpus[i].has_work) {
+            policy.wake(&mut cx, VcpuId(i as u32));
+        }
+        for &i in &members {
+            self.vcpus[i].earlier_counters +=
+                self.pools[pool].policy.get().counters(VcpuId(i as u32));
+        }
+        let quantum = self.pools[pool].quantum;
+        let (tick, quantum_tick) = Self::resolve_tick(policy.tick_interval(), quantum);
+        let p = &mut self.pools[pool];
+        p.policy = PolicySlot::new(policy);
+        p.policy_config = config;
+        p.tick = tick;
+        p.quantum_tick = quantum_tick;
+        let cpus = p.cpus.clone();
+        for (local, &c) in cpus.iter().enumerate() {
+            let pc = &mut self.pcpus[c as usize];
+            pc.pool = Some((pool, local as u32));
+            // The old decision is meaningless to the new policy: decide again at once (what
+            // runs goes on until then, an instant later). The new policy's tick grid starts
+            // now.
+            pc.slice_end = None;
+            pc.next_tick = tick.map(|every| now + every);
+            pc.request(ScheduleReason::Reconfigure);
         }
     }
 
@@ -332,27 +594,60 @@ impl Machine {
         }
     }
 
-    /// Whether the policy's timers wait for the tick (`tick` replenishment on a policy with
-    /// the quantum tick) instead of being exact.
-    fn timers_at_tick(&self) -> bool {
-        self.config.replenishment == ReplenishMode::Tick && self.quantum_tick
+    /// Whether pool `pool`'s timers wait for the tick (`tick` replenishment on a policy
+    /// with the quantum tick) instead of being exact.
+    fn timers_at_tick(&self, pool: usize) -> bool {
+        self.config.replenishment == ReplenishMode::Tick && self.pools[pool].quantum_tick
     }
 
     pub fn config(&self) -> &MachineConfig {
         &self.config
     }
 
+    /// The first pool's policy kind (the only one's, on a machine of one pool).
     pub fn policy_kind(&self) -> PolicyKind {
-        self.policy.get().kind()
+        self.pools[0].policy.get().kind()
     }
 
+    /// The first pool's policy configuration.
     pub fn policy_config(&self) -> &PolicyConfig {
-        &self.policy_config
+        &self.pools[0].policy_config
     }
 
-    /// The policy, for its views and counters.
+    /// The first pool's policy, for its views and counters.
     pub fn policy(&self) -> &dyn Policy {
-        self.policy.get()
+        self.pools[0].policy.get()
+    }
+
+    /// The policy that schedules `vcpu` (its pool's).
+    pub fn policy_of(&self, vcpu: VcpuId) -> &dyn Policy {
+        self.pools[self.vcpus[vcpu.index()].pool].policy.get()
+    }
+
+    /// The cpupools, in order: name, pcpus (machine ids), policy.
+    pub fn pools(&self) -> impl Iterator<Item = (&str, CpuSet, &PolicyConfig)> {
+        self.pools
+            .iter()
+            .map(|p| (p.name.as_str(), p.cpuset(), &p.policy_config))
+    }
+
+    /// A pool's index by name.
+    pub fn pool_index(&self, name: &str) -> Result<usize, MachineError> {
+        self.pools
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| MachineError::UnknownPool(name.to_string()))
+    }
+
+    /// The pool of a VCPU and its hard affinity (machine pcpu ids; every pcpu of its pool
+    /// when not restricted).
+    pub fn placement(&self, vcpu: VcpuId) -> (&str, CpuSet) {
+        let e = &self.vcpus[vcpu.index()];
+        let pool = &self.pools[e.pool];
+        (
+            pool.name.as_str(),
+            e.affinity.unwrap_or_else(|| pool.cpuset()),
+        )
     }
 
     /// Turns event recording on or off (off by default).
@@ -370,62 +665,159 @@ impl Machine {
         self.now
     }
 
-    /// Adds a VCPU of `domain` at `now`, without work. Fails on parameters the policy
-    /// cannot accept.
+    /// Adds a VCPU of `domain` at `now` to the first pool, free to run on any of its pcpus,
+    /// without work. Fails on parameters the policy cannot accept.
     pub fn add_vcpu(
         &mut self,
         now: Nanos,
         domain: DomainId,
         params: VcpuParams,
     ) -> Result<VcpuId, MachineError> {
+        self.add_vcpu_in(now, domain, params, 0, None)
+    }
+
+    /// Checks that `affinity` (machine ids; `None`: the whole pool) suits a VCPU `id` of
+    /// pool `pool`: within the pool, and one pcpu when the pool's policy is partitioned.
+    fn check_affinity(
+        &self,
+        id: u32,
+        pool: usize,
+        affinity: Option<CpuSet>,
+    ) -> Result<(), MachineError> {
+        let p = &self.pools[pool];
+        let pool_cpus = p.cpuset();
+        if p.cpus.is_empty() {
+            return Err(MachineError::EmptyPool {
+                pool: p.name.clone(),
+            });
+        }
+        let a = affinity.unwrap_or(pool_cpus);
+        if a.is_empty() || !a.is_subset(pool_cpus) {
+            return Err(MachineError::AffinityOutsidePool {
+                vcpu: id,
+                affinity: a,
+                pool: p.name.clone(),
+                pool_pcpus: pool_cpus,
+            });
+        }
+        let kind = p.policy_config.kind();
+        if p.cpus.len() > 1 && !kind.schedules_globally() && a.len() != 1 {
+            return Err(MachineError::NeedsPinning {
+                vcpu: id,
+                policy: kind,
+                pool: p.name.clone(),
+                affinity: a,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds a VCPU of `domain` at `now` to pool `pool` (an index of [`Self::pools`]) with
+    /// hard affinity `affinity` (machine pcpu ids; `None`: any pcpu of the pool), without
+    /// work. Fails, changing nothing, on parameters the pool's policy cannot accept, an
+    /// affinity outside the pool, or a pool without pcpus.
+    pub fn add_vcpu_in(
+        &mut self,
+        now: Nanos,
+        domain: DomainId,
+        params: VcpuParams,
+        pool: usize,
+        affinity: Option<CpuSet>,
+    ) -> Result<VcpuId, MachineError> {
         let id = VcpuId(self.vcpus.len() as u32);
-        self.policy
+        let Some(p) = self.pools.get(pool) else {
+            return Err(MachineError::UnknownPool(format!("#{pool}")));
+        };
+        p.policy
             .get()
             .validate(&params)
             .map_err(|error| MachineError::Param { vcpu: id.0, error })?;
+        self.check_affinity(id.0, pool, affinity)?;
         self.account(now);
+        let local = self.pools[pool].local(affinity);
         let mut cx = Cx {
             now,
             log: &mut self.log,
         };
-        self.policy.get_mut().insert_vcpu(&mut cx, id, &params);
+        let policy = self.pools[pool].policy.get_mut();
+        policy.set_affinity(&mut cx, id, local);
+        policy.insert_vcpu(&mut cx, id, &params);
         self.vcpus.push(VcpuEntry {
             domain,
             params,
             has_work: false,
             present: true,
+            pool,
+            affinity,
+            last_pcpu: None,
             stats: VcpuStats::default(),
             earlier_counters: BudgetCounters::default(),
         });
-        self.pcpus[0].request(ScheduleReason::Reconfigure);
+        self.request_pool(pool, ScheduleReason::Reconfigure);
         Ok(id)
     }
 
-    /// Removes a VCPU at `now`; the pcpu reschedules at once.
+    /// Asks every pcpu of `pool` to reschedule.
+    fn request_pool(&mut self, pool: usize, reason: ScheduleReason) {
+        for &c in &self.pools[pool].cpus {
+            self.pcpus[c as usize].request(reason);
+        }
+    }
+
+    /// A hook of pool `pool`'s policy asked for a reschedule: on a pool of one pcpu, that
+    /// pcpu; on several, the pcpus the policy names ([`Policy::tickle`]).
+    fn tickle(&mut self, pool: usize, reason: ScheduleReason) {
+        let p = &self.pools[pool];
+        if p.cpus.len() == 1 {
+            self.pcpus[p.cpus[0] as usize].request(reason);
+            return;
+        }
+        let targets = p.policy.get().tickle();
+        for local in targets.iter() {
+            if let Some(&c) = p.cpus.get(local as usize) {
+                self.pcpus[c as usize].request(reason);
+            }
+        }
+    }
+
+    /// The pcpu `vcpu` runs on (or is about to run on, after overhead), if any.
+    fn pcpu_running(&self, vcpu: VcpuId) -> Option<usize> {
+        self.pcpus.iter().position(|p| p.current() == Some(vcpu))
+    }
+
+    /// Removes a VCPU at `now`; its pool's pcpus reschedule at once.
     pub fn remove_vcpu(&mut self, now: Nanos, vcpu: VcpuId) -> Result<(), MachineError> {
         self.entry(vcpu)?;
         self.account(now);
+        let pool = self.vcpus[vcpu.index()].pool;
+        self.deschedule(vcpu);
+        // Even when it is not running, the VCPU may be what the running decision is paid
+        // from (an idling PTPS server, a lending WCPS/CRPS server): decide again.
+        self.request_pool(pool, ScheduleReason::Reconfigure);
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        let policy = &mut self.pools[pool].policy;
+        let counters = policy.get().counters(vcpu);
+        self.vcpus[vcpu.index()].earlier_counters += counters;
+        policy.get_mut().remove_vcpu(&mut cx, vcpu);
+        let e = &mut self.vcpus[vcpu.index()];
+        e.present = false;
+        e.has_work = false;
+        Ok(())
+    }
+
+    /// Stops `vcpu` wherever it runs (the pcpu idles until it decides again).
+    fn deschedule(&mut self, vcpu: VcpuId) {
         for p in &mut self.pcpus {
             if p.current() == Some(vcpu) {
                 p.activity = Activity::Idle;
                 p.last_run = None;
                 p.slice_end = None;
+                p.request(ScheduleReason::Reconfigure);
             }
-            // Even when it is not running, the VCPU may be what the running decision is paid
-            // from (an idling PTPS server, a lending WCPS/CRPS server): decide again.
-            p.request(ScheduleReason::Reconfigure);
         }
-        let mut cx = Cx {
-            now,
-            log: &mut self.log,
-        };
-        let counters = self.policy.get().counters(vcpu);
-        self.vcpus[vcpu.index()].earlier_counters += counters;
-        self.policy.get_mut().remove_vcpu(&mut cx, vcpu);
-        let e = &mut self.vcpus[vcpu.index()];
-        e.present = false;
-        e.has_work = false;
-        Ok(())
     }
 
     /// New parameters for a VCPU (Xen's `sched-set`/`adjust`); see [`Policy::adjust`] for
@@ -437,7 +829,9 @@ impl Machine {
         params: VcpuParams,
     ) -> Result<(), MachineError> {
         self.entry(vcpu)?;
-        self.policy
+        let pool = self.vcpus[vcpu.index()].pool;
+        self.pools[pool]
+            .policy
             .get()
             .validate(&params)
             .map_err(|error| MachineError::Param {
@@ -449,58 +843,274 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let resched = self.policy.get_mut().adjust(&mut cx, vcpu, &params);
+        let resched = self.pools[pool]
+            .policy
+            .get_mut()
+            .adjust(&mut cx, vcpu, &params);
         if resched {
-            self.pcpus[0].request(ScheduleReason::Reconfigure);
+            if self.pools[pool].cpus.len() > 1 {
+                if let Some(c) = self.pcpu_running(vcpu) {
+                    self.pcpus[c].request(ScheduleReason::Reconfigure);
+                }
+            }
+            self.tickle(pool, ScheduleReason::Reconfigure);
         }
         self.vcpus[vcpu.index()].params = params;
         Ok(())
     }
 
-    /// Replaces the policy at `now` ("hot swap"), keeping every VCPU and whether it has
-    /// work. The new policy starts its VCPUs as if inserted now. Fails, changing nothing,
-    /// when a VCPU's parameters do not suit the new policy.
+    /// Replaces the first pool's policy at `now` ("hot swap"); see [`Self::swap_pool_policy`].
     pub fn swap_policy(&mut self, now: Nanos, config: PolicyConfig) -> Result<(), MachineError> {
-        let mut policy = config.build(self.config.pcpus);
-        for (i, e) in self.vcpus.iter().enumerate().filter(|(_, e)| e.present) {
-            policy
+        self.swap_pool_policy(now, 0, config)
+    }
+
+    /// Replaces pool `pool`'s policy at `now` ("hot swap"), keeping every VCPU and whether
+    /// it has work. The new policy starts its VCPUs as if inserted now. Fails, changing
+    /// nothing, when a VCPU's parameters or affinity do not suit the new policy.
+    pub fn swap_pool_policy(
+        &mut self,
+        now: Nanos,
+        pool: usize,
+        config: PolicyConfig,
+    ) -> Result<(), MachineError> {
+        let probe = config.build(1);
+        for (i, e) in self.vcpus.iter().enumerate() {
+            if !(e.present && e.pool == pool) {
+                continue;
+            }
+            probe
                 .validate(&e.params)
                 .map_err(|error| MachineError::Param {
                     vcpu: i as u32,
                     error,
                 })?;
         }
+        self.with_policy_kind(pool, config.kind(), |m| {
+            for (i, e) in m.vcpus.iter().enumerate() {
+                if e.present && e.pool == pool {
+                    m.check_affinity(i as u32, pool, e.affinity)?;
+                }
+            }
+            Ok(())
+        })?;
         self.account(now);
+        self.rebuild_pool(now, pool, Some(config));
+        Ok(())
+    }
+
+    /// Runs `check` as if pool `pool`'s policy were of kind `kind` (only the kind is read).
+    fn with_policy_kind(
+        &mut self,
+        pool: usize,
+        kind: PolicyKind,
+        check: impl FnOnce(&Machine) -> Result<(), MachineError>,
+    ) -> Result<(), MachineError> {
+        let stand_in = PolicySettings::default()
+            .config(kind)
+            .unwrap_or(PolicyConfig::Arinc653(Arinc653Table {
+                major_frame: Nanos(1),
+                minor_frames: Vec::new(),
+            }));
+        let saved = std::mem::replace(&mut self.pools[pool].policy_config, stand_in);
+        let result = check(self);
+        self.pools[pool].policy_config = saved;
+        result
+    }
+
+    /// `xl cpupool-create NAME sched=POLICY`: a new pool without pcpus.
+    pub fn pool_create(&mut self, now: Nanos, spec: PoolSpec) -> Result<(), MachineError> {
+        self.check_new_pool(&spec)?;
+        self.account(now);
+        let cpus = spec.pcpus;
+        let pool = self.make_pool(spec);
+        self.pools.push(pool);
+        let index = self.pools.len() - 1;
+        for c in cpus.iter() {
+            self.release_pcpu(c);
+            self.place_pcpu(index, c);
+        }
+        self.rebuild_pool(now, index, None);
+        Ok(())
+    }
+
+    /// Makes pcpu `c` idle and asks it to decide again.
+    fn release_pcpu(&mut self, c: u32) {
+        let p = &mut self.pcpus[c as usize];
+        if let Activity::Running(_) = p.activity {
+            p.activity = Activity::Idle;
+        }
+        if let Activity::Overhead { since, until, .. } = p.activity {
+            p.activity = Activity::Overhead {
+                since,
+                until,
+                decision: Decision::IDLE,
+                reason: ScheduleReason::Reconfigure,
+            };
+        }
+        p.last_run = None;
+        p.slice_end = None;
+        p.next_tick = None;
+        p.resched = None;
+    }
+
+    /// `xl cpupool-cpu-add NAME CPU`: a free pcpu joins pool `pool`. The pool's policy
+    /// restarts on its new pcpus (see the module note).
+    pub fn pool_cpu_add(&mut self, now: Nanos, pool: usize, pcpu: u32) -> Result<(), MachineError> {
+        if pool >= self.pools.len() {
+            return Err(MachineError::UnknownPool(format!("#{pool}")));
+        }
+        self.check_free_pcpu(pcpu)?;
+        self.account(now);
+        self.release_pcpu(pcpu);
+        self.place_pcpu(pool, pcpu);
+        self.rebuild_pool(now, pool, None);
+        Ok(())
+    }
+
+    /// `xl cpupool-cpu-remove NAME CPU`: pcpu `pcpu` leaves pool `pool` and becomes free.
+    /// Refused when the pool would hold VCPUs without pcpus, when a VCPU's affinity would
+    /// be left empty, or when the policy schedules partitioned and a VCPU is pinned there.
+    pub fn pool_cpu_remove(
+        &mut self,
+        now: Nanos,
+        pool: usize,
+        pcpu: u32,
+    ) -> Result<(), MachineError> {
+        let Some(p) = self.pools.get(pool) else {
+            return Err(MachineError::UnknownPool(format!("#{pool}")));
+        };
+        if !p.cpus.contains(&pcpu) {
+            return Err(MachineError::PcpuNotInPool {
+                pcpu,
+                pool: p.name.clone(),
+            });
+        }
+        let members: Vec<usize> = (0..self.vcpus.len())
+            .filter(|&i| self.vcpus[i].present && self.vcpus[i].pool == pool)
+            .collect();
+        if p.cpus.len() == 1 && !members.is_empty() {
+            return Err(MachineError::WouldEmptyPool {
+                pool: p.name.clone(),
+                pcpu,
+            });
+        }
+        let mut rest = p.cpuset();
+        rest.remove(pcpu);
+        let (name, kind, left) = (p.name.clone(), p.policy_config.kind(), p.cpus.len() - 1);
+        for &i in &members {
+            let a = self.vcpus[i].affinity.unwrap_or(rest).intersection(rest);
+            let partitioned = left > 1 && !kind.schedules_globally() && a.len() != 1;
+            if a.is_empty() || partitioned {
+                return Err(MachineError::AffinityOutsidePool {
+                    vcpu: i as u32,
+                    affinity: self.vcpus[i].affinity.unwrap_or(p.cpuset()),
+                    pool: name,
+                    pool_pcpus: rest,
+                });
+            }
+        }
+        self.account(now);
+        for &i in &members {
+            if let Some(a) = self.vcpus[i].affinity.as_mut() {
+                a.remove(pcpu);
+            }
+        }
+        self.release_pcpu(pcpu);
+        self.pcpus[pcpu as usize].pool = None;
+        self.pools[pool].cpus.retain(|&c| c != pcpu);
+        self.rebuild_pool(now, pool, None);
+        Ok(())
+    }
+
+    /// `xl cpupool-migrate DOMAIN NAME`: every VCPU of `domain` moves to pool `pool`, with
+    /// its affinity reset to the whole pool (as Xen does). Its parameters are kept and must
+    /// suit the new pool's policy. Refused, changing nothing, for a pool without pcpus.
+    pub fn pool_migrate(
+        &mut self,
+        now: Nanos,
+        domain: DomainId,
+        pool: usize,
+    ) -> Result<(), MachineError> {
+        let Some(p) = self.pools.get(pool) else {
+            return Err(MachineError::UnknownPool(format!("#{pool}")));
+        };
+        let members: Vec<usize> = (0..self.vcpus.len())
+            .filter(|&i| self.vcpus[i].present && self.vcpus[i].domain == domain)
+            .collect();
+        for &i in &members {
+            p.policy
+                .get()
+                .validate(&self.vcpus[i].params)
+                .map_err(|error| MachineError::Param {
+                    vcpu: i as u32,
+                    error,
+                })?;
+            self.check_affinity(i as u32, pool, None)?;
+        }
+        self.account(now);
+        let mut from = Vec::new();
+        for &i in &members {
+            let v = VcpuId(i as u32);
+            let old = self.vcpus[i].pool;
+            if old == pool {
+                continue;
+            }
+            self.deschedule(v);
+            let mut cx = Cx {
+                now,
+                log: &mut self.log,
+            };
+            let policy = &mut self.pools[old].policy;
+            self.vcpus[i].earlier_counters += policy.get().counters(v);
+            policy.get_mut().remove_vcpu(&mut cx, v);
+            let e = &mut self.vcpus[i];
+            e.pool = pool;
+            e.affinity = None;
+            let (params, has_work) = (e.params.clone(), e.has_work);
+            let local = self.pools[pool].local(None);
+            let policy = self.pools[pool].policy.get_mut();
+            policy.set_affinity(&mut cx, v, local);
+            policy.insert_vcpu(&mut cx, v, &params);
+            if has_work {
+                policy.wake(&mut cx, v);
+            }
+            from.push(old);
+        }
+        for old in from {
+            self.request_pool(old, ScheduleReason::Reconfigure);
+        }
+        self.request_pool(pool, ScheduleReason::Reconfigure);
+        Ok(())
+    }
+
+    /// `xl vcpu-pin DOMAIN VCPU CPUS`: the VCPU's hard affinity (machine pcpu ids; `None`:
+    /// every pcpu of its pool). Refused, changing nothing, outside the pool, or not one pcpu
+    /// under a partitioned policy.
+    pub fn pin(
+        &mut self,
+        now: Nanos,
+        vcpu: VcpuId,
+        affinity: Option<CpuSet>,
+    ) -> Result<(), MachineError> {
+        self.entry(vcpu)?;
+        let pool = self.vcpus[vcpu.index()].pool;
+        self.check_affinity(vcpu.0, pool, affinity)?;
+        self.account(now);
+        self.vcpus[vcpu.index()].affinity = affinity;
+        let local = self.pools[pool].local(affinity);
         let mut cx = Cx {
             now,
             log: &mut self.log,
         };
-        for (i, e) in self.vcpus.iter().enumerate().filter(|(_, e)| e.present) {
-            policy.insert_vcpu(&mut cx, VcpuId(i as u32), &e.params);
+        self.pools[pool]
+            .policy
+            .get_mut()
+            .set_affinity(&mut cx, vcpu, local);
+        // Where it runs now may be outside its new affinity: decide again there.
+        if let Some(c) = self.pcpu_running(vcpu) {
+            self.pcpus[c].request(ScheduleReason::Reconfigure);
         }
-        for (i, _) in self
-            .vcpus
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.present && e.has_work)
-        {
-            policy.wake(&mut cx, VcpuId(i as u32));
-        }
-        for (i, e) in self.vcpus.iter_mut().enumerate().filter(|(_, e)| e.present) {
-            e.earlier_counters += self.policy.get().counters(VcpuId(i as u32));
-        }
-        let (tick, quantum_tick) = Self::resolve_tick(policy.tick_interval(), self.config.quantum);
-        self.policy = PolicySlot::new(policy);
-        self.policy_config = config;
-        self.tick = tick;
-        self.quantum_tick = quantum_tick;
-        for p in &mut self.pcpus {
-            // The old decision is meaningless to the new policy: decide again at once. The
-            // new policy's tick grid starts now.
-            p.slice_end = None;
-            p.next_tick = tick.map(|every| now + every);
-            p.request(ScheduleReason::Reconfigure);
-        }
+        self.tickle(pool, ScheduleReason::Reconfigure);
         Ok(())
     }
 
@@ -512,14 +1122,15 @@ impl Machine {
             return;
         }
         e.has_work = true;
+        let pool = e.pool;
         self.log.emit(now, || CoreEvent::Wake { vcpu });
         let mut cx = Cx {
             now,
             log: &mut self.log,
         };
-        let resched = self.policy.get_mut().wake(&mut cx, vcpu);
+        let resched = self.pools[pool].policy.get_mut().wake(&mut cx, vcpu);
         if resched {
-            self.pcpus[0].request(ScheduleReason::Preempt);
+            self.tickle(pool, ScheduleReason::Preempt);
         }
     }
 
@@ -531,17 +1142,28 @@ impl Machine {
             return;
         }
         e.has_work = false;
+        let pool = e.pool;
         self.log.emit(now, || CoreEvent::Block { vcpu });
         let mut cx = Cx {
             now,
             log: &mut self.log,
         };
-        let asked = self.policy.get_mut().sleep(&mut cx, vcpu);
-        let p = &mut self.pcpus[0];
-        if p.current() == Some(vcpu) {
-            p.request(ScheduleReason::Block);
-        } else if asked {
-            p.request(ScheduleReason::Preempt);
+        let asked = self.pools[pool].policy.get_mut().sleep(&mut cx, vcpu);
+        let cpus = &self.pools[pool].cpus;
+        if cpus.len() == 1 {
+            let p = &mut self.pcpus[cpus[0] as usize];
+            if p.current() == Some(vcpu) {
+                p.request(ScheduleReason::Block);
+            } else if asked {
+                p.request(ScheduleReason::Preempt);
+            }
+            return;
+        }
+        if let Some(c) = self.pcpu_running(vcpu) {
+            self.pcpus[c].request(ScheduleReason::Block);
+        }
+        if asked {
+            self.tickle(pool, ScheduleReason::Preempt);
         }
     }
 
@@ -567,12 +1189,13 @@ impl Machine {
         self.vcpus.len()
     }
 
-    /// How the VCPU's budget was spent over the whole run, across hot swaps and removal.
+    /// How the VCPU's budget was spent over the whole run, across hot swaps, pool changes
+    /// and removal.
     pub fn budget_counters(&self, vcpu: VcpuId) -> BudgetCounters {
         let e = &self.vcpus[vcpu.index()];
         let mut total = e.earlier_counters;
         if e.present {
-            total += self.policy.get().counters(vcpu);
+            total += self.pools[e.pool].policy.get().counters(vcpu);
         }
         total
     }
@@ -607,8 +1230,9 @@ impl Machine {
         self.account(now);
     }
 
-    /// The machine's and the policy's invariants: time adds up on every pcpu, what runs is
-    /// a present VCPU with work, and the policy's own checks.
+    /// The machine's and the policies' invariants: time adds up on every pcpu; what runs
+    /// is a present VCPU with work, of the pcpu's pool, within its affinity, and on one
+    /// pcpu only; and each policy's own checks.
     pub fn check_invariants(&self) -> Result<(), String> {
         for (i, p) in self.pcpus.iter().enumerate() {
             let sum = p.stats.busy + p.stats.idle + p.stats.overhead;
@@ -618,13 +1242,29 @@ impl Machine {
                     p.stats.busy, p.stats.idle, p.stats.overhead, p.accounted_to
                 ));
             }
-            if let Activity::Running(v) = p.activity {
-                if !self.vcpus[v.index()].present {
+            if let Some(v) = p.current() {
+                let e = &self.vcpus[v.index()];
+                if !e.present {
                     return Err(format!("pcpu {i} runs removed vcpu {}", v.0));
+                }
+                if p.pool.map(|(pool, _)| pool) != Some(e.pool) {
+                    return Err(format!("pcpu {i} runs vcpu {} of another pool", v.0));
+                }
+                if e.affinity.is_some_and(|a| !a.contains(i as u32)) {
+                    return Err(format!("pcpu {i} runs vcpu {} outside its affinity", v.0));
+                }
+                if self.pcpus[i + 1..].iter().any(|o| o.current() == Some(v)) {
+                    return Err(format!("vcpu {} runs on two pcpus", v.0));
                 }
             }
         }
-        self.policy.get().check_invariants()
+        for pool in &self.pools {
+            pool.policy
+                .get()
+                .check_invariants()
+                .map_err(|e| format!("cpupool '{}': {e}", pool.name))?;
+        }
+        Ok(())
     }
 
     /// Whether the guest of `vcpu` has work, as last reported.
@@ -652,40 +1292,57 @@ impl Machine {
                 }
             }
         }
-        if !self.timers_at_tick() {
-            if let Some(due) = self.policy.next_timer() {
-                t = t.min(due.max(self.now));
+        for (i, pool) in self.pools.iter().enumerate() {
+            if !self.timers_at_tick(i) {
+                if let Some(due) = pool.policy.next_timer() {
+                    t = t.min(due.max(self.now));
+                }
             }
         }
         t
     }
 
     /// Processes everything due at or before `now`, in a fixed order: the end of overhead,
-    /// policy timers, the tick, the end of a slice; then `do_schedule` if any asked for it.
+    /// policy timers (pool by pool), then pcpu by pcpu the tick and the end of a slice; then
+    /// `do_schedule` if any asked for it.
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.account_inline(now);
-        if !self.timers_at_tick() && self.policy.next_timer().is_some_and(|due| due <= now) {
-            let mut cx = Cx {
-                now,
-                log: &mut self.log,
-            };
-            let resched = self.policy.get_mut().handle_timer(&mut cx);
-            if resched {
-                self.pcpus[0].request(ScheduleReason::Preempt);
-            }
-        }
-        for i in 0..self.pcpus.len() {
-            if let Some(tick) = self.pcpus[i].next_tick.filter(|&tick| tick <= now) {
-                let timers_at_tick = self.timers_at_tick();
+        for pool in 0..self.pools.len() {
+            if !self.timers_at_tick(pool)
+                && self.pools[pool]
+                    .policy
+                    .next_timer()
+                    .is_some_and(|due| due <= now)
+            {
                 let mut cx = Cx {
                     now,
                     log: &mut self.log,
                 };
-                let mut resched = self.policy.get_mut().tick(&mut cx, PcpuId(i as u32));
-                if timers_at_tick {
-                    resched |= self.policy.get_mut().handle_timer(&mut cx);
+                let resched = self.pools[pool].policy.get_mut().handle_timer(&mut cx);
+                if resched {
+                    self.tickle(pool, ScheduleReason::Preempt);
                 }
-                let every = self
+            }
+        }
+        for i in 0..self.pcpus.len() {
+            let Some((pool, local)) = self.pcpus[i].pool else {
+                continue;
+            };
+            if let Some(tick) = self.pcpus[i].next_tick.filter(|&tick| tick <= now) {
+                let timers_at_tick = self.timers_at_tick(pool);
+                let mut cx = Cx {
+                    now,
+                    log: &mut self.log,
+                };
+                let policy = self.pools[pool].policy.get_mut();
+                let mut resched = policy.tick(&mut cx, PcpuId(local));
+                let mut others = false;
+                if timers_at_tick {
+                    let asked = policy.handle_timer(&mut cx);
+                    resched |= asked;
+                    others = asked;
+                }
+                let every = self.pools[pool]
                     .tick
                     .expect("a pcpu with a next tick has a tick interval");
                 // The next tick is the first grid point after now. In the usual case (this
@@ -703,6 +1360,9 @@ impl Machine {
                 if resched {
                     p.request(ScheduleReason::Tick);
                 }
+                if others && self.pools[pool].cpus.len() > 1 {
+                    self.tickle(pool, ScheduleReason::Preempt);
+                }
             }
             let p = &mut self.pcpus[i];
             if p.slice_end.is_some_and(|end| end <= now) {
@@ -711,36 +1371,52 @@ impl Machine {
             }
             if !matches!(p.activity, Activity::Overhead { .. }) {
                 if let Some(reason) = p.resched.take() {
-                    self.schedule(PcpuId(i as u32), reason);
+                    self.schedule(PcpuId(i as u32), pool, local, reason);
                 }
             }
         }
     }
 
-    /// Runs `do_schedule` on `pcpu` at `self.now` and starts the decision, after overhead.
-    fn schedule(&mut self, pcpu: PcpuId, reason: ScheduleReason) {
+    /// Runs `do_schedule` on `pcpu` (index `local` of pool `pool`) at `self.now` and starts
+    /// the decision, after overhead.
+    fn schedule(&mut self, pcpu: PcpuId, pool: usize, local: u32, reason: ScheduleReason) {
         let now = self.now;
         let mut cx = Cx {
             now,
             log: &mut self.log,
         };
-        let decision = self.policy.get_mut().do_schedule(&mut cx, pcpu);
+        let decision = self.pools[pool]
+            .policy
+            .get_mut()
+            .do_schedule(&mut cx, PcpuId(local));
         debug_assert!(
             decision.slice != Some(Nanos::ZERO),
             "a zero slice would loop"
         );
+        let overheads = self.pools[pool].overheads;
+        let several = self.pools[pool].cpus.len() > 1;
         let p = &mut self.pcpus[pcpu.index()];
         p.stats.do_schedule_calls += 1;
         let previous = p.current();
         let switching = decision.run != previous;
-        let mut cost = self.config.overheads.do_schedule;
+        let mut cost = overheads.do_schedule;
+        if !overheads.lock.is_zero() {
+            cost += Nanos(overheads.lock.as_ns() * self.pools[pool].cpus.len() as u64);
+        }
         if switching {
-            cost += self.config.overheads.context_switch;
+            cost += overheads.context_switch;
             p.stats.context_switches += 1;
             if let Some(prev) = previous {
                 let e = &mut self.vcpus[prev.index()];
                 if e.has_work && e.present {
                     e.stats.preemptions += 1;
+                }
+            }
+            if let Some(next) = decision.run {
+                let e = &mut self.vcpus[next.index()];
+                if e.last_pcpu.is_some_and(|last| last != pcpu.0) {
+                    e.stats.migrations += 1;
+                    cost += overheads.migration;
                 }
             }
         }
@@ -756,6 +1432,11 @@ impl Machine {
                 decision,
                 reason,
             };
+        }
+        // The VCPU this pcpu let go may now belong elsewhere (Xen tickles for a VCPU put
+        // back on the run queue).
+        if several {
+            self.tickle(pool, ScheduleReason::Preempt);
         }
     }
 
@@ -785,6 +1466,9 @@ impl Machine {
             None => Activity::Idle,
         };
         p.slice_end = decision.slice.map(|s| (slice_from + s).max(now));
+        if let Some(v) = decision.run {
+            self.vcpus[v.index()].last_pcpu = Some(pcpu.0);
+        }
         if decision.run != previous {
             if let Some(v) = decision.run {
                 self.vcpus[v.index()].stats.scheduled += 1;
@@ -803,7 +1487,7 @@ impl Machine {
         }
     }
 
-    /// Accounts every pcpu's time up to `now` and charges the policy for it.
+    /// Accounts every pcpu's time up to `now` and charges the policies for it.
     fn account(&mut self, now: Nanos) {
         self.account_inline(now);
     }
@@ -820,6 +1504,25 @@ impl Machine {
         self.now = now;
         for i in 0..self.pcpus.len() {
             let pcpu = PcpuId(i as u32);
+            let (pool, local) = match self.pcpus[i].pool {
+                Some((pool, local)) => (pool, PcpuId(local)),
+                None => {
+                    // A free pcpu idles (it may finish an overhead begun in a pool).
+                    let p = &mut self.pcpus[i];
+                    if let Activity::Overhead { until, .. } = p.activity {
+                        let end = until.min(now);
+                        p.stats.overhead += end - p.accounted_to;
+                        p.accounted_to = end;
+                        if until > now {
+                            continue;
+                        }
+                        p.activity = Activity::Idle;
+                    }
+                    p.stats.idle += now - p.accounted_to;
+                    p.accounted_to = now;
+                    continue;
+                }
+            };
             loop {
                 let p = &mut self.pcpus[i];
                 let from = p.accounted_to;
@@ -841,9 +1544,12 @@ impl Machine {
                                 now: end,
                                 log: &mut self.log,
                             };
-                            self.policy
-                                .get_mut()
-                                .burn(&mut cx, pcpu, spent, Spent::Overhead);
+                            self.pools[pool].policy.get_mut().burn(
+                                &mut cx,
+                                local,
+                                spent,
+                                Spent::Overhead,
+                            );
                         }
                         if until > now {
                             break;
@@ -871,9 +1577,10 @@ impl Machine {
                             now,
                             log: &mut self.log,
                         };
-                        self.policy
+                        self.pools[pool]
+                            .policy
                             .get_mut()
-                            .burn(&mut cx, pcpu, ran, Spent::Running);
+                            .burn(&mut cx, local, ran, Spent::Running);
                         break;
                     }
                 }
@@ -1107,6 +1814,7 @@ mod tests {
                 overheads: Overheads {
                     do_schedule: us(100),
                     context_switch: us(50),
+                    ..Default::default()
                 },
                 overhead_charge: charge,
                 ..MachineConfig::default()
@@ -1155,6 +1863,7 @@ mod tests {
             overheads: Overheads {
                 do_schedule: us(300),
                 context_switch: Nanos::ZERO,
+                ..Default::default()
             },
             ..MachineConfig::default()
         };
@@ -1186,6 +1895,7 @@ mod tests {
             overheads: Overheads {
                 do_schedule: us(1500),
                 context_switch: Nanos::ZERO,
+                ..Default::default()
             },
             ..MachineConfig::default()
         };

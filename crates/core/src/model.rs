@@ -140,14 +140,73 @@ pub enum ParamError {
     Other(String),
 }
 
-/// One domain as a driver is given it: its VCPU and its guest (the scheduler and tasks
-/// inside). The simulator runs these; generators and the scenario reader make them.
+/// One domain as a driver is given it: its VCPU parameters, its guest (the scheduler and
+/// tasks inside) and where it runs. The simulator runs these; generators and the scenario
+/// reader make them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DomainSpec {
     pub name: String,
+    /// The parameters of each of its VCPUs (`xl sched-rtds -v all`).
     pub vcpu: VcpuParams,
     pub guest: GuestScheduler,
     pub tasks: Vec<TaskSpec>,
+    /// Pool, number of VCPUs and their affinity; the default is one VCPU in `Pool-0`, free
+    /// to run on any of its pcpus.
+    pub placement: Placement,
+}
+
+/// How a guest with several VCPUs schedules its tasks over them (`platform.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GuestSmp {
+    /// One ready queue: the k best jobs run on the k VCPUs the VMM runs now; a job whose
+    /// VCPU is taken away moves to another running VCPU that is idle or runs a worse job.
+    #[default]
+    Global,
+    /// Each task is pinned to one VCPU (`TaskSpec`'s VCPU index).
+    Partitioned,
+}
+
+impl GuestSmp {
+    pub fn name(self) -> &'static str {
+        match self {
+            GuestSmp::Global => "global",
+            GuestSmp::Partitioned => "partitioned",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<GuestSmp> {
+        match name {
+            "global" => Some(GuestSmp::Global),
+            "partitioned" => Some(GuestSmp::Partitioned),
+            _ => None,
+        }
+    }
+}
+
+/// Where a domain runs: its cpupool, its VCPUs and their hard affinity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// The cpupool by name; `None` is the first pool (`Pool-0`).
+    pub pool: Option<String>,
+    /// Number of VCPUs; 0 means 1 (the default).
+    pub vcpus: u32,
+    /// Hard affinity of VCPU i (machine pcpu ids); a missing entry or `None` means every
+    /// pcpu of the domain's pool.
+    pub affinity: Vec<Option<Vec<u32>>>,
+    /// How the guest schedules its tasks over several VCPUs.
+    pub smp: GuestSmp,
+}
+
+impl Placement {
+    /// The number of VCPUs (at least 1).
+    pub fn vcpu_count(&self) -> u32 {
+        self.vcpus.max(1)
+    }
+
+    /// The hard affinity of VCPU `i`, if restricted.
+    pub fn affinity_of(&self, i: u32) -> Option<&[u32]> {
+        self.affinity.get(i as usize).and_then(|a| a.as_deref())
+    }
 }
 
 #[cfg(test)]

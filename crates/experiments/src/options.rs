@@ -199,6 +199,7 @@ pub const OVERHEAD_PRESETS: [(&str, Overheads); 3] = [
         Overheads {
             do_schedule: Nanos(0),
             context_switch: Nanos(0),
+            ..Default::default()
         },
     ),
     (
@@ -206,6 +207,7 @@ pub const OVERHEAD_PRESETS: [(&str, Overheads); 3] = [
         Overheads {
             do_schedule: Nanos(150),
             context_switch: Nanos(1_500),
+            ..Default::default()
         },
     ),
     (
@@ -213,6 +215,7 @@ pub const OVERHEAD_PRESETS: [(&str, Overheads); 3] = [
         Overheads {
             do_schedule: Nanos(10_000),
             context_switch: Nanos(15_000),
+            ..Default::default()
         },
     ),
 ];
@@ -242,6 +245,7 @@ pub fn parse_overheads(text: &str) -> Result<Overheads, ExperimentError> {
     Ok(Overheads {
         do_schedule,
         context_switch,
+        ..Default::default()
     })
 }
 
@@ -280,7 +284,8 @@ mod tests {
             parse_overheads("150ns, 1.5us").unwrap(),
             Overheads {
                 do_schedule: Nanos(150),
-                context_switch: Nanos(1500)
+                context_switch: Nanos(1500),
+                ..Default::default()
             }
         );
         assert!(parse_overheads("150").is_err());

@@ -158,6 +158,7 @@ impl ServerDomain {
             vcpu: self.vcpu_params(),
             guest: self.guest,
             tasks: self.booted_tasks(),
+            placement: Default::default(),
         }
     }
 

@@ -403,6 +403,7 @@ mod tests {
             vcpu: VcpuParams::server(ms(2), ms(10), 1),
             guest,
             tasks,
+            placement: Default::default(),
         }
     }
 

@@ -52,6 +52,8 @@
 //!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
 //!         guest: GuestScheduler::Rm,
 //!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
+//!,
+//!         placement: Default::default(),
 //!     }],
 //!     changes: vec![],
 //! };

@@ -329,6 +329,7 @@ impl Builder<'_> {
                     false,
                 )?
                 .unwrap_or(Nanos::ZERO),
+            ..Default::default()
         };
         let overhead_charge = match raw.overhead_charge.as_deref() {
             None => defaults.overhead_charge,
@@ -510,6 +511,7 @@ impl Builder<'_> {
                 vcpu: params,
                 guest,
                 tasks,
+                placement: Default::default(),
             },
             external,
             priority_given,

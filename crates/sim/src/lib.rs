@@ -35,6 +35,8 @@
 //!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
 //!         guest: GuestScheduler::Rm,
 //!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(3))],
+//!,
+//!         placement: Default::default(),
 //!     }],
 //!     changes: vec![],
 //! };

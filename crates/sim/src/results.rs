@@ -279,6 +279,7 @@ impl HostResults {
         Overheads {
             do_schedule: round(self.scheduler_cpu_ns / self.do_schedule_ns.count.max(1)),
             context_switch: round(self.switch_ns.p50),
+            ..Default::default()
         }
     }
 }

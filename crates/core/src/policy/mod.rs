@@ -20,6 +20,7 @@
 //! `wake`, `sleep`, `do_schedule`, `tick`, `adjust`. A policy never reads a clock: `cx.now`
 //! is the instant of the call.
 
+use crate::cpuset::CpuSet;
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::time::Nanos;
@@ -30,6 +31,7 @@ pub mod crps;
 pub mod deferrable;
 pub mod edf;
 pub mod fp;
+pub mod partitioned;
 pub mod periodic;
 pub mod polling;
 pub mod rtds;
@@ -183,6 +185,32 @@ pub trait Policy: Send {
 
     /// Checks the policy's internal invariants (budgets in range, queues ordered, ...).
     fn check_invariants(&self) -> Result<(), String>;
+
+    /// The VCPU's hard affinity: the pool's pcpus (by their index in the pool) it may run
+    /// on. The machine calls it right before [`Policy::insert_vcpu`] and whenever the
+    /// affinity changes (`vcpu-pin`); a VCPU whose affinity is never set may run on every
+    /// pcpu of the pool. `do_schedule(pcpu)` must never choose a VCPU whose affinity lacks
+    /// `pcpu`. Returns whether some pcpu must reschedule (ask through [`Policy::tickle`]).
+    /// The default, for a policy of one pcpu, ignores it.
+    fn set_affinity(&mut self, _cx: &mut Cx, _vcpu: VcpuId, _affinity: CpuSet) -> bool {
+        false
+    }
+
+    /// Several pcpus: the pool's pcpus that must reschedule now, so that what runs is what
+    /// the policy wants to run (global EDF: an eligible VCPU that runs nowhere and beats
+    /// the least urgent running VCPU of its affinity, or finds an idle pcpu in it — Xen's
+    /// "tickle"). The machine asks after every hook that returned `true` and after every
+    /// `do_schedule` in a pool of several pcpus. It must converge: after the pcpus it names
+    /// have rescheduled, with nothing else changed, it names none. The default, for a
+    /// policy of one pcpu, names none (the machine reschedules that pcpu itself).
+    fn tickle(&self) -> CpuSet {
+        CpuSet::EMPTY
+    }
+
+    /// The pool now has `pcpus` pcpus (`cpupool-cpu-add`, `cpupool-cpu-remove`). Nothing
+    /// runs on a pcpu that goes away: the machine descheduled it first. The default, for a
+    /// policy of one pcpu, ignores it.
+    fn set_pcpus(&mut self, _cx: &mut Cx, _pcpus: u32) {}
 }
 
 /// Every policy rtvmm knows, by name.
@@ -282,6 +310,18 @@ impl PolicyKind {
                 | PolicyKind::Sporadic
                 | PolicyKind::Wcps
                 | PolicyKind::Crps
+        )
+    }
+
+    /// Whether the policy schedules a pool of several pcpus globally (one run queue, a
+    /// VCPU may run on any pcpu of its affinity): RTDS (global EDF), Credit, and the
+    /// Deferrable and Sporadic Servers (global fixed priority). The others schedule such a
+    /// pool partitioned: every VCPU pinned to one pcpu, one instance of the policy per pcpu
+    /// ([`partitioned`]).
+    pub fn schedules_globally(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::Rtds | PolicyKind::Credit | PolicyKind::Deferrable | PolicyKind::Sporadic
         )
     }
 

@@ -73,6 +73,7 @@ fn counts_follow_the_tick_and_overhead_is_the_sum_of_its_costs() {
     let costs = Overheads {
         do_schedule: Nanos::from_us(10),
         context_switch: Nanos::from_us(15),
+        ..Default::default()
     };
     let (dir, _) = run("rtxen-overhead", |o| {
         o.overheads = Some(costs);

@@ -25,6 +25,7 @@ pub fn an_idle_high_priority_domain_blocks_the_busy_one_under_ptps_not_ds() {
         vcpu: VcpuParams::server(ms(5), ms(10), 1),
         guest: GuestScheduler::Rm,
         tasks: vec![late],
+        placement: Default::default(),
     };
     let share = |policy| {
         let s = system(policy, vec![idle.clone(), busy("busy", ms(10), ms(10), 2)]);

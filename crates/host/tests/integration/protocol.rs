@@ -25,6 +25,7 @@ pub fn every_released_job_is_counted_once_with_its_deadline() {
         vcpu: VcpuParams::server(ms(5), ms(10), 1),
         guest: GuestScheduler::Rm,
         tasks: vec![task],
+        placement: Default::default(),
     };
     let mut options = options(ms(1000));
     options.backend = Backend::Freeze;

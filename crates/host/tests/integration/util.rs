@@ -109,6 +109,7 @@ pub fn busy(name: &str, budget: Nanos, period: Nanos, priority: u32) -> DomainSp
         vcpu: VcpuParams::server(budget, period, priority),
         guest: GuestScheduler::Rm,
         tasks: vec![TaskSpec::periodic("busy", period, period + period)],
+        placement: Default::default(),
     }
 }
 

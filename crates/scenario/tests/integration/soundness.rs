@@ -154,6 +154,7 @@ fn served_system(
             vcpu: VcpuParams::server(ms(hp.budget), ms(hp.period), 1),
             guest: GuestScheduler::Rm,
             tasks: vec![load],
+            placement: Default::default(),
         });
     }
     domains.push(DomainSpec {
@@ -161,6 +162,7 @@ fn served_system(
         vcpu: VcpuParams::server(ms(interface.budget), ms(interface.period), 2),
         guest: GuestScheduler::Rm,
         tasks,
+        placement: Default::default(),
     });
     let index = domains.len() - 1;
     (
@@ -405,6 +407,7 @@ fn check_hierarchical_bounds(
                         task(format!("s{k}t{i}"), p, e.min(p), e * min, offset_us)
                     })
                     .collect(),
+                placement: Default::default(),
             }
         })
         .collect();
@@ -572,12 +575,14 @@ fn sporadic_server_replenishes_from_activation() {
             vcpu: VcpuParams::server(ms(1), ms(5), 1),
             guest: GuestScheduler::Rm,
             tasks: vec![busy()],
+            placement: Default::default(),
         },
         DomainSpec {
             name: "s".into(),
             vcpu: VcpuParams::server(ms(1), ms(9), 2),
             guest: GuestScheduler::Rm,
             tasks: vec![a, busy()],
+            placement: Default::default(),
         },
     ];
     let bound = hierarchical_response_times(&[
@@ -656,6 +661,7 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
         vcpu: VcpuParams::server(ms(1), ms(2), 2),
         guest: GuestScheduler::Rm,
         tasks: vec![task("s0t0".into(), 4, 1, 1, 0)],
+        placement: Default::default(),
     };
     let s1 = DomainSpec {
         name: "s1".into(),
@@ -665,6 +671,7 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
             task("a".into(), 14, 6, 6 * 958, 14 * 343),
             task("b".into(), 23, 1, 605, 23 * 478),
         ],
+        placement: Default::default(),
     };
     let bound = |kind: ServerKind| {
         hierarchical_response_times(&[

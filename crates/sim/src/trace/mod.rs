@@ -274,6 +274,7 @@ mod tests {
             vcpu: VcpuParams::server(ms(b), ms(p), prio),
             guest: GuestScheduler::Rm,
             tasks,
+            placement: Default::default(),
         };
         let spec = SystemSpec {
             machine: MachineConfig {
@@ -339,6 +340,7 @@ mod tests {
         let overheads = Overheads {
             do_schedule: Nanos(150),
             context_switch: Nanos(1_500),
+            ..Default::default()
         };
         let mut sim = small_run(overheads);
         let bytes = export(&mut sim, TraceFormat::ChromeJson);

@@ -22,6 +22,7 @@ fn dom(name: &str, vcpu: VcpuParams, tasks: Vec<TaskSpec>) -> DomainSpec {
         vcpu,
         guest: GuestScheduler::Rm,
         tasks,
+        placement: Default::default(),
     }
 }
 
@@ -773,6 +774,7 @@ fn baselines_keep_their_invariants_with_tick_replenishment_and_overheads() {
             spec.machine.overheads = Overheads {
                 do_schedule: Nanos::from_us(20),
                 context_switch: Nanos::from_us(30),
+                ..Default::default()
             };
             let (_, _, sim) = run_observing(&spec, ms(1000), &[]);
             let stats = sim.machine().pcpu_stats(rtvmm_core::model::PcpuId(0));

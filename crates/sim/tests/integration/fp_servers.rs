@@ -773,6 +773,7 @@ fn arb_system(policies: Vec<PolicyConfig>) -> impl Strategy<Value = SystemSpec> 
                     vcpu,
                     guest: rtvmm_core::guest::GuestScheduler::Rm,
                     tasks,
+                    placement: Default::default(),
                 }
             },
         );
@@ -796,6 +797,7 @@ fn arb_system(policies: Vec<PolicyConfig>) -> impl Strategy<Value = SystemSpec> 
             s.machine.overheads = Overheads {
                 do_schedule: ms_us(ds_cost),
                 context_switch: ms_us(cs_cost),
+                ..Default::default()
             };
             s
         })

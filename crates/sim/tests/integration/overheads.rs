@@ -21,6 +21,7 @@ fn overhead_is_charged_and_consumes_no_budget() {
     spec.machine.overheads = Overheads {
         do_schedule: us(100),
         context_switch: us(50),
+        ..Default::default()
     };
     spec.machine.overhead_charge = OverheadCharge::None;
     let (schedule, sim) = run(&spec, ms(5));
@@ -60,6 +61,7 @@ fn overhead_is_paid_from_the_incoming_budget() {
     spec.machine.overheads = Overheads {
         do_schedule: Nanos::ZERO,
         context_switch: us(2),
+        ..Default::default()
     };
     let (schedule, sim) = run(&spec, ms(4));
     assert_schedule(

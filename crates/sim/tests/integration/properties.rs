@@ -143,6 +143,7 @@ fn arb_domain(unit: u64, index: usize, draws: Draws) -> impl Strategy<Value = Do
                         GuestScheduler::Edf,
                     ][guest as usize],
                     tasks,
+                    placement: Default::default(),
                 }
             },
         )
@@ -185,6 +186,7 @@ fn arb_scenario(
                     Overheads {
                         do_schedule: Nanos(ds),
                         context_switch: Nanos(cs),
+                        ..Default::default()
                     }
                 } else {
                     Overheads::default()
@@ -653,6 +655,7 @@ fn isolation_breaks_with_overheads_as_documented() {
         vcpu: VcpuParams::server(ms(budget), ms(period), priority),
         guest: GuestScheduler::Rm,
         tasks,
+        placement: Default::default(),
     };
     // h's second job is released at 10 ms. l wakes at 9 ms, runs from 9.007 ms (after
     // 2 µs do_schedule + 5 µs switch) for 992 µs and blocks at 9.999 ms: the overhead of
@@ -666,6 +669,7 @@ fn isolation_breaks_with_overheads_as_documented() {
                 overheads: Overheads {
                     do_schedule: Nanos(2_000),
                     context_switch: Nanos(5_000),
+                    ..Default::default()
                 },
                 ..MachineConfig::default()
             },

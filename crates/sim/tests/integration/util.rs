@@ -31,6 +31,7 @@ pub fn domain(
         vcpu: VcpuParams::server(ms(budget_ms), ms(period_ms), priority),
         guest: GuestScheduler::Rm,
         tasks,
+        placement: Default::default(),
     }
 }
 
