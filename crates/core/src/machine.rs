@@ -82,6 +82,16 @@ pub struct Overheads {
     pub lock: Nanos,
 }
 
+impl Overheads {
+    /// No cost at all (the default).
+    pub const ZERO: Overheads = Overheads {
+        do_schedule: Nanos::ZERO,
+        context_switch: Nanos::ZERO,
+        migration: Nanos::ZERO,
+        lock: Nanos::ZERO,
+    };
+}
+
 /// Who pays for scheduler overhead (the cost of `do_schedule` and of the switch it causes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OverheadCharge {

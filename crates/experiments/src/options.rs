@@ -199,7 +199,7 @@ pub const OVERHEAD_PRESETS: [(&str, Overheads); 3] = [
         Overheads {
             do_schedule: Nanos(0),
             context_switch: Nanos(0),
-            ..Default::default()
+            ..Overheads::ZERO
         },
     ),
     (
@@ -207,7 +207,7 @@ pub const OVERHEAD_PRESETS: [(&str, Overheads); 3] = [
         Overheads {
             do_schedule: Nanos(150),
             context_switch: Nanos(1_500),
-            ..Default::default()
+            ..Overheads::ZERO
         },
     ),
     (
@@ -215,7 +215,7 @@ pub const OVERHEAD_PRESETS: [(&str, Overheads); 3] = [
         Overheads {
             do_schedule: Nanos(10_000),
             context_switch: Nanos(15_000),
-            ..Default::default()
+            ..Overheads::ZERO
         },
     ),
 ];
