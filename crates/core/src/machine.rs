@@ -254,7 +254,7 @@ struct VcpuEntry {
 #[derive(Clone, Debug)]
 struct Pcpu {
     /// Its cpupool and its index there; `None`: a free pcpu (in no pool), which idles.
-    pool: Option<(usize, u32)>,
+    pool: Option<(u32, u32)>,
     activity: Activity,
     accounted_to: Nanos,
     /// When the current decision's slice runs out.
@@ -269,7 +269,7 @@ struct Pcpu {
 }
 
 impl Pcpu {
-    fn new(pool: Option<(usize, u32)>, next_tick: Option<Nanos>, accounted_to: Nanos) -> Pcpu {
+    fn new(pool: Option<(u32, u32)>, next_tick: Option<Nanos>, accounted_to: Nanos) -> Pcpu {
         Pcpu {
             pool,
             activity: Activity::Idle,
@@ -511,7 +511,7 @@ impl Machine {
             Some(p) => match p.pool {
                 Some((pool, _)) => Err(MachineError::PcpuInPool {
                     pcpu,
-                    pool: self.pools[pool].name.clone(),
+                    pool: self.pools[pool as usize].name.clone(),
                 }),
                 None => Ok(()),
             },
@@ -540,7 +540,7 @@ impl Machine {
         self.pools[pool].cpus.push(c);
         self.pools[pool].cpus.sort_unstable();
         let p = &mut self.pcpus[c as usize];
-        p.pool = Some((pool, 0));
+        p.pool = Some((pool as u32, 0));
     }
 
     /// Restarts pool `pool`'s policy (`config`, or the one it has) on its current pcpus,
@@ -584,7 +584,7 @@ impl Machine {
         let cpus = p.cpus.clone();
         for (local, &c) in cpus.iter().enumerate() {
             let pc = &mut self.pcpus[c as usize];
-            pc.pool = Some((pool, local as u32));
+            pc.pool = Some((pool as u32, local as u32));
             // The old decision is meaningless to the new policy: decide again at once (what
             // runs goes on until then, an instant later). The new policy's tick grid starts
             // now.
@@ -1257,7 +1257,7 @@ impl Machine {
                 if !e.present {
                     return Err(format!("pcpu {i} runs removed vcpu {}", v.0));
                 }
-                if p.pool.map(|(pool, _)| pool) != Some(e.pool) {
+                if p.pool.map(|(pool, _)| pool as usize) != Some(e.pool) {
                     return Err(format!("pcpu {i} runs vcpu {} of another pool", v.0));
                 }
                 if e.affinity.is_some_and(|a| !a.contains(i as u32)) {
@@ -1338,6 +1338,7 @@ impl Machine {
             let Some((pool, local)) = self.pcpus[i].pool else {
                 continue;
             };
+            let pool = pool as usize;
             if let Some(tick) = self.pcpus[i].next_tick.filter(|&tick| tick <= now) {
                 let timers_at_tick = self.timers_at_tick(pool);
                 let mut cx = Cx {
@@ -1422,7 +1423,7 @@ impl Machine {
                     e.stats.preemptions += 1;
                 }
             }
-            if let Some(next) = decision.run {
+            if let Some(next) = decision.run.filter(|_| self.pcpus.len() > 1) {
                 let e = &mut self.vcpus[next.index()];
                 if e.last_pcpu.is_some_and(|last| last != pcpu.0) {
                     e.stats.migrations += 1;
@@ -1476,7 +1477,8 @@ impl Machine {
             None => Activity::Idle,
         };
         p.slice_end = decision.slice.map(|s| (slice_from + s).max(now));
-        if let Some(v) = decision.run {
+        // Only a machine of several pcpus has migrations to count.
+        if let Some(v) = decision.run.filter(|_| self.pcpus.len() > 1) {
             self.vcpus[v.index()].last_pcpu = Some(pcpu.0);
         }
         if decision.run != previous {
@@ -1502,6 +1504,24 @@ impl Machine {
         self.account_inline(now);
     }
 
+    /// Accounts free pcpu `i` (in no pool) up to `now`: it idles, after finishing an
+    /// overhead begun while it was in a pool.
+    #[cold]
+    fn account_free(&mut self, i: usize, now: Nanos) {
+        let p = &mut self.pcpus[i];
+        if let Activity::Overhead { until, .. } = p.activity {
+            let end = until.min(now);
+            p.stats.overhead += end - p.accounted_to;
+            p.accounted_to = end;
+            if until > now {
+                return;
+            }
+            p.activity = Activity::Idle;
+        }
+        p.stats.idle += now - p.accounted_to;
+        p.accounted_to = now;
+    }
+
     /// [`Self::account`], inlined into `handle_timeout`: the call is made on every step.
     #[inline(always)]
     fn account_inline(&mut self, now: Nanos) {
@@ -1514,25 +1534,12 @@ impl Machine {
         self.now = now;
         for i in 0..self.pcpus.len() {
             let pcpu = PcpuId(i as u32);
-            let (pool, local) = match self.pcpus[i].pool {
-                Some((pool, local)) => (pool, PcpuId(local)),
-                None => {
-                    // A free pcpu idles (it may finish an overhead begun in a pool).
-                    let p = &mut self.pcpus[i];
-                    if let Activity::Overhead { until, .. } = p.activity {
-                        let end = until.min(now);
-                        p.stats.overhead += end - p.accounted_to;
-                        p.accounted_to = end;
-                        if until > now {
-                            continue;
-                        }
-                        p.activity = Activity::Idle;
-                    }
-                    p.stats.idle += now - p.accounted_to;
-                    p.accounted_to = now;
-                    continue;
-                }
+            let Some((pool, local)) = self.pcpus[i].pool else {
+                self.account_free(i, now);
+                continue;
             };
+            let pool = pool as usize;
+            let local = PcpuId(local);
             loop {
                 let p = &mut self.pcpus[i];
                 let from = p.accounted_to;
