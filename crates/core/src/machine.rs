@@ -1929,4 +1929,176 @@ mod tests {
         assert_eq!(stats.busy, Nanos::ZERO);
         assert_eq!(stats.overhead, us(4600));
     }
+
+    /// Runs the machine to `t`, handling everything due on the way.
+    fn run_to(m: &mut Machine, t: Nanos) {
+        loop {
+            let due = m.poll_timeout();
+            if due > t {
+                break;
+            }
+            m.handle_timeout(due);
+        }
+        m.advance(t);
+    }
+
+    /// Two pcpus: Pool-0 on pcpu 0, pcpu 1 free. A (4 ms every 10, priority 1) and B (10 ms
+    /// every 10, priority 2) are Deferrable servers in Pool-0, always busy.
+    fn two_pools() -> (Machine, VcpuId, VcpuId) {
+        let config = MachineConfig {
+            pcpus: 2,
+            ..MachineConfig::default()
+        };
+        let pool0 = PoolSpec::new("Pool-0", CpuSet::one(0), PolicyConfig::Deferrable);
+        let mut m = Machine::with_pools(config, vec![pool0]).unwrap();
+        let a = m
+            .add_vcpu(Nanos::ZERO, DomainId(0), VcpuParams::server(ms(4), ms(10), 1))
+            .unwrap();
+        let b = m
+            .add_vcpu(Nanos::ZERO, DomainId(1), VcpuParams::server(ms(10), ms(10), 2))
+            .unwrap();
+        m.wake(Nanos::ZERO, a);
+        m.wake(Nanos::ZERO, b);
+        (m, a, b)
+    }
+
+    /// Pool reconfiguration at run time, by hand. On pcpu 0, A runs 0–4 and B 4–5. At 5 a
+    /// pool `rt` is created, pcpu 1 joins it and B's domain moves there: B runs on pcpu 1
+    /// from 5 (one migration), always (budget = period). Pcpu 0 keeps A alone: idle 5–10,
+    /// A 10–14, idle 14–20. At 20: pcpu 0 busy 4 + 1 + 4 = 9 ms, pcpu 1 busy 15 ms (free
+    /// and idle 0–5); A ran 8 ms, B 1 + 15 = 16 ms.
+    #[test]
+    fn a_domain_moves_to_a_new_pool_on_a_pcpu_that_joins_it() {
+        let (mut m, a, b) = two_pools();
+        run_to(&mut m, ms(5));
+        assert_eq!(m.running(PcpuId(0)), Some(b));
+        m.pool_create(ms(5), PoolSpec::new("rt", CpuSet::EMPTY, PolicyConfig::Deferrable))
+            .unwrap();
+        let rt = m.pool_index("rt").unwrap();
+        assert_eq!(
+            m.pool_migrate(ms(5), DomainId(1), rt),
+            Err(MachineError::EmptyPool {
+                pool: "rt".to_string()
+            }),
+            "a pool without pcpus cannot hold a domain"
+        );
+        m.pool_cpu_add(ms(5), rt, 1).unwrap();
+        m.pool_migrate(ms(5), DomainId(1), rt).unwrap();
+        run_to(&mut m, ms(20));
+        assert_eq!(m.placement(b), ("rt", CpuSet::one(1)));
+        assert_eq!(m.pcpu_stats(PcpuId(0)).busy, ms(9));
+        assert_eq!(m.pcpu_stats(PcpuId(0)).idle, ms(11));
+        assert_eq!(m.pcpu_stats(PcpuId(1)).busy, ms(15));
+        assert_eq!(m.pcpu_stats(PcpuId(1)).idle, ms(5));
+        assert_eq!(m.vcpu_stats(a).run, ms(8));
+        assert_eq!(m.vcpu_stats(b).run, ms(16));
+        assert_eq!(m.vcpu_stats(b).migrations, 1);
+        assert_eq!(m.vcpu_stats(a).migrations, 0);
+        assert_eq!(m.check_invariants(), Ok(()));
+    }
+
+    /// Every invalid pool command is refused with its reason and changes nothing: the run
+    /// goes on exactly as the one without them.
+    #[test]
+    fn invalid_pool_commands_are_refused_and_change_nothing() {
+        let (mut m, a, b) = two_pools();
+        let (mut same, _, _) = two_pools();
+        run_to(&mut m, ms(3));
+        let now = ms(3);
+        assert_eq!(
+            m.pool_create(now, PoolSpec::new("x", CpuSet::one(0), PolicyConfig::Deferrable)),
+            Err(MachineError::PcpuInPool {
+                pcpu: 0,
+                pool: "Pool-0".to_string()
+            })
+        );
+        assert_eq!(
+            m.pool_create(now, PoolSpec::new("Pool-0", CpuSet::EMPTY, PolicyConfig::Sedf)),
+            Err(MachineError::DuplicatePool("Pool-0".to_string()))
+        );
+        assert_eq!(
+            m.pool_cpu_add(now, 0, 2),
+            Err(MachineError::UnknownPcpu { pcpu: 2, pcpus: 2 })
+        );
+        assert_eq!(
+            m.pool_cpu_add(now, 0, 0),
+            Err(MachineError::PcpuInPool {
+                pcpu: 0,
+                pool: "Pool-0".to_string()
+            })
+        );
+        assert_eq!(
+            m.pool_cpu_remove(now, 0, 0),
+            Err(MachineError::WouldEmptyPool {
+                pool: "Pool-0".to_string(),
+                pcpu: 0
+            })
+        );
+        assert_eq!(
+            m.pool_cpu_remove(now, 0, 1),
+            Err(MachineError::PcpuNotInPool {
+                pcpu: 1,
+                pool: "Pool-0".to_string()
+            })
+        );
+        assert!(matches!(
+            m.pin(now, a, Some(CpuSet::one(1))),
+            Err(MachineError::AffinityOutsidePool { vcpu: 0, .. })
+        ));
+        let mut bad = VcpuParams::server(ms(11), ms(10), 1);
+        assert!(matches!(
+            m.adjust(now, b, bad.clone()),
+            Err(MachineError::Param { vcpu: 1, .. })
+        ));
+        assert!(matches!(m.pool_index("nope"), Err(MachineError::UnknownPool(_))));
+        run_to(&mut m, ms(40));
+        run_to(&mut same, ms(40));
+        for v in [a, b] {
+            assert_eq!(m.vcpu_stats(v), same.vcpu_stats(v));
+        }
+        for p in [PcpuId(0), PcpuId(1)] {
+            assert_eq!(m.pcpu_stats(p), same.pcpu_stats(p));
+        }
+    }
+
+    /// A policy that schedules partitioned needs each VCPU pinned to one pcpu of a pool of
+    /// several; a global one does not.
+    #[test]
+    fn partitioned_policies_need_one_pcpu_per_vcpu() {
+        let config = MachineConfig {
+            pcpus: 2,
+            ..MachineConfig::default()
+        };
+        let mut m = Machine::new(config, PolicyConfig::Periodic).unwrap();
+        let p = VcpuParams::server(ms(2), ms(10), 1);
+        assert!(matches!(
+            m.add_vcpu(Nanos::ZERO, DomainId(0), p.clone()),
+            Err(MachineError::NeedsPinning {
+                policy: PolicyKind::Periodic,
+                ..
+            })
+        ));
+        let v = m
+            .add_vcpu_in(Nanos::ZERO, DomainId(0), p.clone(), 0, Some(CpuSet::one(1)))
+            .unwrap();
+        assert_eq!(m.placement(v), ("Pool-0", CpuSet::one(1)));
+        assert!(matches!(
+            m.pin(Nanos::ZERO, v, None),
+            Err(MachineError::NeedsPinning { .. })
+        ));
+        let mut g = Machine::new(config, PolicyConfig::Rtds(Default::default())).unwrap();
+        let w = g.add_vcpu(Nanos::ZERO, DomainId(0), p).unwrap();
+        assert_eq!(g.placement(w), ("Pool-0", CpuSet::first(2)));
+        assert_eq!(
+            Machine::new(
+                MachineConfig {
+                    pcpus: 65,
+                    ..config
+                },
+                PolicyConfig::Sedf
+            )
+            .err(),
+            Some(MachineError::TooManyPcpus(65))
+        );
+    }
 }
