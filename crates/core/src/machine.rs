@@ -2045,7 +2045,7 @@ mod tests {
             m.pin(now, a, Some(CpuSet::one(1))),
             Err(MachineError::AffinityOutsidePool { vcpu: 0, .. })
         ));
-        let mut bad = VcpuParams::server(ms(11), ms(10), 1);
+        let bad = VcpuParams::server(ms(11), ms(10), 1);
         assert!(matches!(
             m.adjust(now, b, bad.clone()),
             Err(MachineError::Param { vcpu: 1, .. })
