@@ -1302,12 +1302,21 @@ impl Machine {
                 }
             }
         }
-        for (i, pool) in self.pools.iter().enumerate() {
-            if !self.timers_at_tick(i) {
-                if let Some(due) = pool.policy.next_timer() {
-                    t = t.min(due.max(self.now));
-                }
+        let tick_mode = self.config.replenishment == ReplenishMode::Tick;
+        let timer = |pool: &Pool| {
+            if tick_mode && pool.quantum_tick {
+                None
+            } else {
+                pool.policy.next_timer()
             }
+        };
+        // One pool (the usual machine) without the loop: this runs on every step.
+        let due = match self.pools.as_slice() {
+            [pool] => timer(pool),
+            pools => pools.iter().filter_map(timer).min(),
+        };
+        if let Some(due) = due {
+            t = t.min(due.max(self.now));
         }
         t
     }
@@ -1317,21 +1326,30 @@ impl Machine {
     /// `do_schedule` if any asked for it.
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.account_inline(now);
-        for pool in 0..self.pools.len() {
-            if !self.timers_at_tick(pool)
-                && self.pools[pool]
-                    .policy
-                    .next_timer()
-                    .is_some_and(|due| due <= now)
-            {
-                let mut cx = Cx {
-                    now,
-                    log: &mut self.log,
-                };
-                let resched = self.pools[pool].policy.get_mut().handle_timer(&mut cx);
-                if resched {
-                    self.tickle(pool, ScheduleReason::Preempt);
-                }
+        let tick_mode = self.config.replenishment == ReplenishMode::Tick;
+        let due = |p: &Pool| {
+            !(tick_mode && p.quantum_tick) && p.policy.next_timer().is_some_and(|due| due <= now)
+        };
+        // One pool (the usual machine) without the loop: this runs on every step.
+        let pools = if let [p] = self.pools.as_slice() {
+            if due(p) {
+                0..1
+            } else {
+                0..0
+            }
+        } else {
+            0..self.pools.len()
+        };
+        for pool in pools {
+            if !due(&self.pools[pool]) {
+                continue;
+            }
+            let mut cx = Cx {
+                now,
+                log: &mut self.log,
+            };
+            if self.pools[pool].policy.get_mut().handle_timer(&mut cx) {
+                self.tickle(pool, ScheduleReason::Preempt);
             }
         }
         for i in 0..self.pcpus.len() {
@@ -1340,12 +1358,15 @@ impl Machine {
             };
             let pool = pool as usize;
             if let Some(tick) = self.pcpus[i].next_tick.filter(|&tick| tick <= now) {
-                let timers_at_tick = self.timers_at_tick(pool);
+                let p = &mut self.pools[pool];
+                let timers_at_tick = tick_mode && p.quantum_tick;
+                let every = p.tick.expect("a pcpu with a next tick has a tick interval");
+                let several = p.cpus.len() > 1;
                 let mut cx = Cx {
                     now,
                     log: &mut self.log,
                 };
-                let policy = self.pools[pool].policy.get_mut();
+                let policy = p.policy.get_mut();
                 let mut resched = policy.tick(&mut cx, PcpuId(local));
                 let mut others = false;
                 if timers_at_tick {
@@ -1353,9 +1374,6 @@ impl Machine {
                     resched |= asked;
                     others = asked;
                 }
-                let every = self.pools[pool]
-                    .tick
-                    .expect("a pcpu with a next tick has a tick interval");
                 // The next tick is the first grid point after now. In the usual case (this
                 // tick is handled before the next one is due) it is simply one interval on,
                 // and the division is skipped.
@@ -1371,7 +1389,7 @@ impl Machine {
                 if resched {
                     p.request(ScheduleReason::Tick);
                 }
-                if others && self.pools[pool].cpus.len() > 1 {
+                if others && several {
                     self.tickle(pool, ScheduleReason::Preempt);
                 }
             }
@@ -1504,24 +1522,6 @@ impl Machine {
         self.account_inline(now);
     }
 
-    /// Accounts free pcpu `i` (in no pool) up to `now`: it idles, after finishing an
-    /// overhead begun while it was in a pool.
-    #[cold]
-    fn account_free(&mut self, i: usize, now: Nanos) {
-        let p = &mut self.pcpus[i];
-        if let Activity::Overhead { until, .. } = p.activity {
-            let end = until.min(now);
-            p.stats.overhead += end - p.accounted_to;
-            p.accounted_to = end;
-            if until > now {
-                return;
-            }
-            p.activity = Activity::Idle;
-        }
-        p.stats.idle += now - p.accounted_to;
-        p.accounted_to = now;
-    }
-
     /// [`Self::account`], inlined into `handle_timeout`: the call is made on every step.
     #[inline(always)]
     fn account_inline(&mut self, now: Nanos) {
@@ -1534,12 +1534,6 @@ impl Machine {
         self.now = now;
         for i in 0..self.pcpus.len() {
             let pcpu = PcpuId(i as u32);
-            let Some((pool, local)) = self.pcpus[i].pool else {
-                self.account_free(i, now);
-                continue;
-            };
-            let pool = pool as usize;
-            let local = PcpuId(local);
             loop {
                 let p = &mut self.pcpus[i];
                 let from = p.accounted_to;
@@ -1554,16 +1548,19 @@ impl Machine {
                         let spent = end - from;
                         p.stats.overhead += spent;
                         p.accounted_to = end;
-                        if self.config.overhead_charge == OverheadCharge::Incoming
-                            && !spent.is_zero()
-                        {
+                        // A free pcpu (in no pool) may finish an overhead begun in a pool:
+                        // nobody pays for it.
+                        if let Some((pool, local)) = p.pool.filter(|_| {
+                            self.config.overhead_charge == OverheadCharge::Incoming
+                                && !spent.is_zero()
+                        }) {
                             let mut cx = Cx {
                                 now: end,
                                 log: &mut self.log,
                             };
-                            self.pools[pool].policy.get_mut().burn(
+                            self.pools[pool as usize].policy.get_mut().burn(
                                 &mut cx,
-                                local,
+                                PcpuId(local),
                                 spent,
                                 Spent::Overhead,
                             );
@@ -1590,14 +1587,19 @@ impl Machine {
                             _ => p.stats.idle += ran,
                         }
                         p.accounted_to = now;
-                        let mut cx = Cx {
-                            now,
-                            log: &mut self.log,
-                        };
-                        self.pools[pool]
-                            .policy
-                            .get_mut()
-                            .burn(&mut cx, local, ran, Spent::Running);
+                        // A free pcpu idles on nobody's behalf.
+                        if let Some((pool, local)) = p.pool {
+                            let mut cx = Cx {
+                                now,
+                                log: &mut self.log,
+                            };
+                            self.pools[pool as usize].policy.get_mut().burn(
+                                &mut cx,
+                                PcpuId(local),
+                                ran,
+                                Spent::Running,
+                            );
+                        }
                         break;
                     }
                 }
@@ -1952,10 +1954,18 @@ mod tests {
         let pool0 = PoolSpec::new("Pool-0", CpuSet::one(0), PolicyConfig::Deferrable);
         let mut m = Machine::with_pools(config, vec![pool0]).unwrap();
         let a = m
-            .add_vcpu(Nanos::ZERO, DomainId(0), VcpuParams::server(ms(4), ms(10), 1))
+            .add_vcpu(
+                Nanos::ZERO,
+                DomainId(0),
+                VcpuParams::server(ms(4), ms(10), 1),
+            )
             .unwrap();
         let b = m
-            .add_vcpu(Nanos::ZERO, DomainId(1), VcpuParams::server(ms(10), ms(10), 2))
+            .add_vcpu(
+                Nanos::ZERO,
+                DomainId(1),
+                VcpuParams::server(ms(10), ms(10), 2),
+            )
             .unwrap();
         m.wake(Nanos::ZERO, a);
         m.wake(Nanos::ZERO, b);
@@ -1972,8 +1982,11 @@ mod tests {
         let (mut m, a, b) = two_pools();
         run_to(&mut m, ms(5));
         assert_eq!(m.running(PcpuId(0)), Some(b));
-        m.pool_create(ms(5), PoolSpec::new("rt", CpuSet::EMPTY, PolicyConfig::Deferrable))
-            .unwrap();
+        m.pool_create(
+            ms(5),
+            PoolSpec::new("rt", CpuSet::EMPTY, PolicyConfig::Deferrable),
+        )
+        .unwrap();
         let rt = m.pool_index("rt").unwrap();
         assert_eq!(
             m.pool_migrate(ms(5), DomainId(1), rt),
@@ -2006,14 +2019,20 @@ mod tests {
         run_to(&mut m, ms(3));
         let now = ms(3);
         assert_eq!(
-            m.pool_create(now, PoolSpec::new("x", CpuSet::one(0), PolicyConfig::Deferrable)),
+            m.pool_create(
+                now,
+                PoolSpec::new("x", CpuSet::one(0), PolicyConfig::Deferrable)
+            ),
             Err(MachineError::PcpuInPool {
                 pcpu: 0,
                 pool: "Pool-0".to_string()
             })
         );
         assert_eq!(
-            m.pool_create(now, PoolSpec::new("Pool-0", CpuSet::EMPTY, PolicyConfig::Sedf)),
+            m.pool_create(
+                now,
+                PoolSpec::new("Pool-0", CpuSet::EMPTY, PolicyConfig::Sedf)
+            ),
             Err(MachineError::DuplicatePool("Pool-0".to_string()))
         );
         assert_eq!(
@@ -2050,7 +2069,10 @@ mod tests {
             m.adjust(now, b, bad.clone()),
             Err(MachineError::Param { vcpu: 1, .. })
         ));
-        assert!(matches!(m.pool_index("nope"), Err(MachineError::UnknownPool(_))));
+        assert!(matches!(
+            m.pool_index("nope"),
+            Err(MachineError::UnknownPool(_))
+        ));
         run_to(&mut m, ms(40));
         run_to(&mut same, ms(40));
         for v in [a, b] {
