@@ -604,12 +604,6 @@ impl Machine {
         }
     }
 
-    /// Whether pool `pool`'s timers wait for the tick (`tick` replenishment on a policy
-    /// with the quantum tick) instead of being exact.
-    fn timers_at_tick(&self, pool: usize) -> bool {
-        self.config.replenishment == ReplenishMode::Tick && self.pools[pool].quantum_tick
-    }
-
     pub fn config(&self) -> &MachineConfig {
         &self.config
     }
