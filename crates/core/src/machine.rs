@@ -1346,11 +1346,8 @@ impl Machine {
                 };
                 let policy = self.pools[pool].policy.get_mut();
                 let mut resched = policy.tick(&mut cx, PcpuId(local));
-                let mut others = false;
                 if timers_at_tick {
-                    let asked = policy.handle_timer(&mut cx);
-                    resched |= asked;
-                    others = asked;
+                    resched |= policy.handle_timer(&mut cx);
                 }
                 let every = self.pools[pool]
                     .tick
@@ -1370,7 +1367,10 @@ impl Machine {
                 if resched {
                     p.request(ScheduleReason::Tick);
                 }
-                if others && self.pools[pool].cpus.len() > 1 {
+                // On several pcpus a tick may concern other pcpus than its own (due timers
+                // processed at the tick; Credit's accounting, which may park a VCPU running
+                // elsewhere or unpark one that beats another pcpu's): the policy names them.
+                if self.pools[pool].cpus.len() > 1 {
                     self.tickle(pool, ScheduleReason::Preempt);
                 }
             }
