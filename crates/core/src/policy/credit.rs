@@ -811,4 +811,57 @@ mod tests {
         assert_eq!(credit.class(b), Class::Over);
         assert_eq!(credit.check_invariants(), Ok(()));
     }
+
+    /// Two pcpus. A and B (UNDER) run on pcpus 0 and 1 (B takes idle pcpu 1 at its wake).
+    /// C wakes (BOOST): both pcpus run UNDER, a strictly worse class: the lowest, pcpu 0, is
+    /// tickled and takes C; A waits, UNDER, and beats nobody (not strictly). D (BOOST) may
+    /// only run on pcpu 1: it preempts B there, ahead of A in the queue.
+    #[test]
+    fn two_pcpus_boost_tickles_a_strictly_worse_class_within_the_affinity() {
+        let mut log = EventLog::new(false);
+        let mut credit = Credit::new(2, CreditConfig::default());
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (a, b, c, d) = (VcpuId(0), VcpuId(1), VcpuId(2), VcpuId(3));
+        for (v, aff) in [
+            (a, CpuSet::first(2)),
+            (b, CpuSet::first(2)),
+            (c, CpuSet::first(2)),
+            (d, CpuSet::one(1)),
+        ] {
+            credit.set_affinity(&mut cx, v, aff);
+            credit.insert_vcpu(&mut cx, v, &params(256, 0));
+        }
+        assert!(credit.wake(&mut cx, a));
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
+        assert!(credit.wake(&mut cx, b));
+        assert_eq!(credit.tickle(), CpuSet::one(1), "pcpu 1 idles");
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        // A tick finds each running: BOOST ends, both UNDER.
+        credit.tick(&mut cx, PcpuId(0));
+        credit.tick(&mut cx, PcpuId(1));
+        assert_eq!(
+            (credit.class(a), credit.class(b)),
+            (Class::Under, Class::Under)
+        );
+        assert!(credit.wake(&mut cx, c));
+        assert_eq!(credit.class(c), Class::Boost);
+        assert_eq!(credit.tickle(), CpuSet::one(0));
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(c));
+        assert_eq!(
+            credit.tickle(),
+            CpuSet::EMPTY,
+            "A (UNDER) does not beat B (UNDER)"
+        );
+        assert!(credit.wake(&mut cx, d));
+        assert_eq!(credit.tickle(), CpuSet::one(1), "D may only run on pcpu 1");
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(1)).run, Some(d));
+        assert_eq!(credit.tickle(), CpuSet::EMPTY);
+        // C blocks: pcpu 0 takes A, the head of the queue.
+        credit.sleep(&mut cx, c);
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
+        assert_eq!(credit.check_invariants(), Ok(()));
+    }
 }

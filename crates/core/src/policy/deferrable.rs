@@ -180,3 +180,57 @@ impl Policy for Deferrable {
         self.global.check(&self.servers)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventLog;
+
+    fn ms(x: u64) -> Nanos {
+        Nanos::from_ms(x)
+    }
+
+    /// Two pcpus. A (prio 1) and B (prio 2) run on pcpus 0 and 1. D (prio 1, equal to A)
+    /// wakes: it goes behind A, so it preempts B, the lowest priority running, on pcpu 1.
+    /// B then waits and beats nobody. C (prio 3) pinned to pcpu 1 wakes: it beats nobody.
+    /// A blocks: pcpu 0 takes B (C may not run there).
+    #[test]
+    fn two_pcpus_run_the_two_highest_priorities() {
+        let mut log = EventLog::new(false);
+        let mut ds = Deferrable::new(2);
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (a, b, c, d) = (VcpuId(0), VcpuId(1), VcpuId(2), VcpuId(3));
+        for (v, prio, aff) in [
+            (a, 1, CpuSet::first(2)),
+            (b, 2, CpuSet::first(2)),
+            (c, 3, CpuSet::one(1)),
+            (d, 1, CpuSet::first(2)),
+        ] {
+            ds.set_affinity(&mut cx, v, aff);
+            ds.insert_vcpu(&mut cx, v, &VcpuParams::server(ms(3), ms(10), prio));
+        }
+        ds.wake(&mut cx, a);
+        ds.wake(&mut cx, b);
+        assert_eq!(ds.tickle(), CpuSet::first(2), "two waiting, two idle pcpus");
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        assert_eq!(ds.tickle(), CpuSet::EMPTY);
+        assert!(ds.wake(&mut cx, d));
+        assert_eq!(ds.tickle(), CpuSet::one(1), "D preempts B, not its equal A");
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(1)).run, Some(d));
+        assert_eq!(ds.tickle(), CpuSet::EMPTY);
+        assert!(!ds.wake(&mut cx, c), "C (prio 3) beats nobody on pcpu 1");
+        assert!(ds.sleep(&mut cx, a));
+        assert_eq!(
+            ds.tickle(),
+            CpuSet::one(0),
+            "A no longer eligible: pcpu 0 is free"
+        );
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(0)).run, Some(b));
+        assert_eq!(ds.tickle(), CpuSet::EMPTY, "C may not run on pcpu 0");
+        assert_eq!(ds.check_invariants(), Ok(()));
+    }
+}

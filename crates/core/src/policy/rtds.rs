@@ -534,4 +534,44 @@ mod tests {
             "old deadline 10, new period 20"
         );
     }
+
+    /// Two pcpus. A (2/10) and B (2/20) run on pcpus 0 and 1. C (2/5) may run on pcpu 0
+    /// only: it preempts A there (the worst running VCPU of its affinity), though B has the
+    /// latest deadline. A then waits, and beats B (deadline 20) on pcpu 1: pcpu 1 is
+    /// tickled and takes A. B beats nobody: nothing more.
+    #[test]
+    fn two_pcpus_tickle_within_the_affinity_and_chain() {
+        let mut log = EventLog::new(false);
+        let mut rtds = Rtds::new(2, RtdsMode::Event);
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (a, b, c) = (VcpuId(0), VcpuId(1), VcpuId(2));
+        for (v, p, aff) in [
+            (a, params(2, 10, false), CpuSet::first(2)),
+            (b, params(2, 20, false), CpuSet::first(2)),
+            (c, params(2, 5, false), CpuSet::one(0)),
+        ] {
+            rtds.set_affinity(&mut cx, v, aff);
+            rtds.insert_vcpu(&mut cx, v, &p);
+        }
+        assert!(rtds.wake(&mut cx, a));
+        assert_eq!(rtds.tickle(), CpuSet::one(0), "the lowest idle pcpu");
+        assert!(rtds.wake(&mut cx, b));
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
+        assert_eq!(rtds.tickle(), CpuSet::one(1), "B waits and pcpu 1 idles");
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        assert_eq!(rtds.tickle(), CpuSet::EMPTY);
+        assert!(rtds.wake(&mut cx, c));
+        assert_eq!(rtds.tickle(), CpuSet::one(0), "C may only run on pcpu 0");
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(0)).run, Some(c));
+        assert_eq!(rtds.tickle(), CpuSet::one(1), "A now beats B");
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(1)).run, Some(a));
+        assert_eq!(rtds.tickle(), CpuSet::EMPTY, "converged");
+        // Pcpu 1 never picks C, whatever waits.
+        rtds.sleep(&mut cx, a);
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        assert_eq!(rtds.check_invariants(), Ok(()));
+    }
 }

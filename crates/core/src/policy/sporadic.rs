@@ -734,4 +734,56 @@ mod tests {
         assert_eq!(p.pending_replenishments(v), vec![due(10, 2)]);
         p.check_invariants().unwrap();
     }
+
+    /// Two pcpus, global fixed priority: lo (prio 3) wakes first and takes pcpu 0, the
+    /// lowest idle one; hi (prio 1, pinned to pcpu 1) takes pcpu 1. At 1 mid (prio 2) wakes:
+    /// its chunk opens at its wake; it beats lo, the lowest priority running, on pcpu 0.
+    #[test]
+    fn two_pcpus_pick_within_the_affinity_and_tickle_the_lowest_priority() {
+        let mut log = EventLog::new(false);
+        let mut ss = Sporadic::new(2);
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (hi, lo, mid) = (VcpuId(0), VcpuId(1), VcpuId(2));
+        for (v, prio, aff) in [
+            (hi, 1, CpuSet::one(1)),
+            (lo, 3, CpuSet::first(2)),
+            (mid, 2, CpuSet::first(2)),
+        ] {
+            ss.set_affinity(&mut cx, v, aff);
+            ss.insert_vcpu(&mut cx, v, &VcpuParams::server(ms(2), ms(10), prio));
+        }
+        assert!(ss.wake(&mut cx, lo));
+        assert_eq!(ss.tickle(), CpuSet::one(0), "the lowest idle pcpu");
+        assert_eq!(ss.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
+        assert!(ss.wake(&mut cx, hi));
+        assert_eq!(
+            ss.tickle(),
+            CpuSet::one(1),
+            "hi may only run on pcpu 1, which idles"
+        );
+        assert_eq!(ss.do_schedule(&mut cx, PcpuId(1)).run, Some(hi));
+        assert_eq!(ss.tickle(), CpuSet::EMPTY);
+        let mut cx = Cx {
+            now: ms(1),
+            log: &mut log,
+        };
+        ss.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
+        ss.burn(&mut cx, PcpuId(1), ms(1), Spent::Running);
+        assert!(ss.wake(&mut cx, mid));
+        assert_eq!(ss.activation(mid), Some(ms(1)));
+        assert_eq!(
+            ss.tickle(),
+            CpuSet::one(0),
+            "mid beats lo, the lowest running"
+        );
+        assert_eq!(ss.do_schedule(&mut cx, PcpuId(0)).run, Some(mid));
+        assert_eq!(ss.tickle(), CpuSet::EMPTY, "lo beats nobody");
+        // Each pcpu charged its own VCPU: 1 ms each of hi and lo.
+        assert_eq!(ss.view(hi).remaining_budget, Some(ms(1)));
+        assert_eq!(ss.view(lo).remaining_budget, Some(ms(1)));
+        assert_eq!(ss.check_invariants(), Ok(()));
+    }
 }
