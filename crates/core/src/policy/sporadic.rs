@@ -56,15 +56,14 @@
 //!   chunk) has no next replenishment to wait for: its new parameters apply at once, and a
 //!   budget increase is queued as a replenishment one new period later (never granted
 //!   early).
-//!
 //! - **Several pcpus: global fixed priority** (`platform.md`; [`GlobalFp`]): each pcpu's
 //!   decision is its own (`Own(v)` or IDLE); `do_schedule(p)` picks the highest-priority
 //!   VCPU with work and budget that its affinity allows on p and that runs on no other
 //!   pcpu; wakes and replenishments tickle like RTDS. Chunks follow activity, not pcpus: a
 //!   VCPU that migrates keeps its chunk open.
 //!
-//! Known gaps: the merge at `max_replenishments` brings budget back
-//! later than one period after the activation that spent it, so a Sporadic Server behaves
+//! Known gaps: the merge at `max_replenishments` brings budget back later
+//! than one period after the activation that spent it, so a Sporadic Server behaves
 //! like the periodic task the response-time analysis assumes only while nothing is merged
 //! (`crates/scenario/tests/integration/soundness.rs`,
 //! `sporadic_server_merge_limit_can_delay_budget_past_the_bound`).
