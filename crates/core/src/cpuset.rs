@@ -13,6 +13,8 @@ impl CpuSet {
     /// The most pcpus a machine may have.
     pub const MAX: u32 = 64;
     pub const EMPTY: CpuSet = CpuSet(0);
+    /// Every pcpu index below [`CpuSet::MAX`].
+    pub const ALL: CpuSet = CpuSet(u64::MAX);
 
     /// `{0, 1, …, n−1}` (`n` at most [`CpuSet::MAX`]).
     pub fn first(n: u32) -> CpuSet {
@@ -75,6 +77,12 @@ impl CpuSet {
     #[inline]
     pub fn intersection(self, o: CpuSet) -> CpuSet {
         CpuSet(self.0 & o.0)
+    }
+
+    /// The indices below [`CpuSet::MAX`] not in `self`.
+    #[inline]
+    pub fn complement(self) -> CpuSet {
+        CpuSet(!self.0)
     }
 
     /// Whether every member of `self` is in `o`.

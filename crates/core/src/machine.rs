@@ -582,6 +582,15 @@ impl Machine {
         p.tick = tick;
         p.quantum_tick = quantum_tick;
         let cpus = p.cpus.clone();
+        if cpus.len() > 1 {
+            // On several pcpus what runs stops at once: the new policy does not know it, and
+            // another pcpu may choose it before this one decides again.
+            for &c in &cpus {
+                if let Some(v) = self.pcpus[c as usize].current() {
+                    self.deschedule(v, CpuSet::one(c));
+                }
+            }
+        }
         for (local, &c) in cpus.iter().enumerate() {
             let pc = &mut self.pcpus[c as usize];
             pc.pool = Some((pool as u32, local as u32));
@@ -794,7 +803,7 @@ impl Machine {
         self.entry(vcpu)?;
         self.account(now);
         let pool = self.vcpus[vcpu.index()].pool;
-        self.deschedule(vcpu);
+        self.deschedule(vcpu, CpuSet::ALL);
         // Even when it is not running, the VCPU may be what the running decision is paid
         // from (an idling PTPS server, a lending WCPS/CRPS server): decide again.
         self.request_pool(pool, ScheduleReason::Reconfigure);
@@ -812,15 +821,26 @@ impl Machine {
         Ok(())
     }
 
-    /// Stops `vcpu` wherever it runs (the pcpu idles until it decides again).
-    fn deschedule(&mut self, vcpu: VcpuId) {
-        for p in &mut self.pcpus {
-            if p.current() == Some(vcpu) {
-                p.activity = Activity::Idle;
-                p.last_run = None;
-                p.slice_end = None;
-                p.request(ScheduleReason::Reconfigure);
+    /// Stops `vcpu` wherever it runs (on the pcpus of `on`): the pcpu idles until it
+    /// decides again, at once — or, in the middle of a scheduling overhead, when the
+    /// overhead ends, with IDLE as the decision it was paying for.
+    fn deschedule(&mut self, vcpu: VcpuId, on: CpuSet) {
+        for (c, p) in self.pcpus.iter_mut().enumerate() {
+            if p.current() != Some(vcpu) || !on.contains(c as u32) {
+                continue;
             }
+            p.activity = match p.activity {
+                Activity::Overhead { since, until, .. } => Activity::Overhead {
+                    since,
+                    until,
+                    decision: Decision::IDLE,
+                    reason: ScheduleReason::Reconfigure,
+                },
+                _ => Activity::Idle,
+            };
+            p.last_run = None;
+            p.slice_end = None;
+            p.request(ScheduleReason::Reconfigure);
         }
     }
 
@@ -1059,7 +1079,7 @@ impl Machine {
             if old == pool {
                 continue;
             }
-            self.deschedule(v);
+            self.deschedule(v, CpuSet::ALL);
             let mut cx = Cx {
                 now,
                 log: &mut self.log,
@@ -1110,10 +1130,9 @@ impl Machine {
             .policy
             .get_mut()
             .set_affinity(&mut cx, vcpu, local);
-        // Where it runs now may be outside its new affinity: decide again there.
-        if let Some(c) = self.pcpu_running(vcpu) {
-            self.pcpus[c].request(ScheduleReason::Reconfigure);
-        }
+        // Where it runs now may be outside its new affinity: it stops there at once.
+        let outside = affinity.map_or(CpuSet::EMPTY, CpuSet::complement);
+        self.deschedule(vcpu, outside);
         self.tickle(pool, ScheduleReason::Reconfigure);
         Ok(())
     }
@@ -1362,11 +1381,8 @@ impl Machine {
                 };
                 let policy = p.policy.get_mut();
                 let mut resched = policy.tick(&mut cx, PcpuId(local));
-                let mut others = false;
                 if timers_at_tick {
-                    let asked = policy.handle_timer(&mut cx);
-                    resched |= asked;
-                    others = asked;
+                    resched |= policy.handle_timer(&mut cx);
                 }
                 // The next tick is the first grid point after now. In the usual case (this
                 // tick is handled before the next one is due) it is simply one interval on,
@@ -1383,7 +1399,10 @@ impl Machine {
                 if resched {
                     p.request(ScheduleReason::Tick);
                 }
-                if others && several {
+                // On several pcpus a tick may concern other pcpus than its own (due timers
+                // processed at the tick; Credit's accounting, which may park a VCPU running
+                // elsewhere or unpark one that beats another pcpu's): the policy names them.
+                if several {
                     self.tickle(pool, ScheduleReason::Preempt);
                 }
             }
@@ -2116,5 +2135,149 @@ mod tests {
             .err(),
             Some(MachineError::TooManyPcpus(65))
         );
+    }
+
+    mod smp_properties {
+        //! Random machines of several pcpus driven by random wakes, blocks, pins and pool
+        //! changes: after every step no VCPU runs on two pcpus or outside its affinity or
+        //! pool, time adds up exactly on every pcpu (`check_invariants`), the pcpus' busy
+        //! time is the VCPUs' run time, and the same operations give the same counters.
+        use super::*;
+        use proptest::prelude::*;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            Wake(usize),
+            Block(usize),
+            /// Pin a VCPU to a set of pcpus (a bit mask, 0 = back to the whole pool).
+            Pin(usize, u64),
+            /// Move a pcpu out of Pool-0 into pool `p1` (created on first use).
+            SplitOff(u32),
+            /// Move a domain to `p1`, or back to Pool-0.
+            Migrate(usize, bool),
+        }
+
+        fn op(vcpus: usize, pcpus: u32) -> impl Strategy<Value = (u64, Op)> {
+            let kind = prop_oneof![
+                4 => (0..vcpus).prop_map(Op::Wake),
+                3 => (0..vcpus).prop_map(Op::Block),
+                2 => (0..vcpus, 0..(1u64 << pcpus)).prop_map(|(v, m)| Op::Pin(v, m)),
+                1 => (0..pcpus).prop_map(Op::SplitOff),
+                1 => (0..vcpus, any::<bool>()).prop_map(|(v, b)| Op::Migrate(v, b)),
+            ];
+            (0u64..3_000, kind)
+        }
+
+        fn policy(i: u8) -> PolicyConfig {
+            match i % 4 {
+                0 => PolicyConfig::Rtds(Default::default()),
+                1 => PolicyConfig::Deferrable,
+                2 => PolicyConfig::Sporadic,
+                _ => PolicyConfig::Credit(Default::default()),
+            }
+        }
+
+        /// Runs the operations; returns every counter, for determinism.
+        fn drive(
+            pcpus: u32,
+            policy_index: u8,
+            servers: &[(u64, u64)],
+            ops: &[(u64, Op)],
+        ) -> Result<Vec<String>, TestCaseError> {
+            let config = MachineConfig {
+                pcpus,
+                overheads: Overheads {
+                    do_schedule: Nanos(3_000),
+                    context_switch: Nanos(5_000),
+                    migration: Nanos(7_000),
+                    lock: Nanos(1_000),
+                },
+                ..MachineConfig::default()
+            };
+            let mut m = Machine::new(config, policy(policy_index)).unwrap();
+            let mut vcpus = Vec::new();
+            for (d, &(b, p)) in servers.iter().enumerate() {
+                let mut params = VcpuParams::server(us(b), us(p), d as u32);
+                params.extratime = d % 2 == 0;
+                vcpus.push(m.add_vcpu(Nanos::ZERO, DomainId(d as u32), params).unwrap());
+            }
+            let mut now = Nanos::ZERO;
+            for (gap, op) in ops {
+                now += us(*gap);
+                run_to(&mut m, now);
+                prop_assert_eq!(m.check_invariants(), Ok(()), "before {:?} at {}", op, now);
+                match *op {
+                    Op::Wake(i) => m.wake(now, vcpus[i]),
+                    Op::Block(i) => m.block(now, vcpus[i]),
+                    Op::Pin(i, mask) => {
+                        let set = (mask != 0)
+                            .then(|| CpuSet::from_indices((0..64).filter(|i| mask >> i & 1 == 1)))
+                            .flatten();
+                        let _ = m.pin(now, vcpus[i], set);
+                    }
+                    Op::SplitOff(c) => {
+                        if m.pool_index("p1").is_err() {
+                            let _ = m.pool_create(
+                                now,
+                                PoolSpec::new("p1", CpuSet::EMPTY, policy(policy_index + 1)),
+                            );
+                        }
+                        if m.pool_cpu_remove(now, 0, c).is_ok() {
+                            m.pool_cpu_add(now, 1, c).unwrap();
+                        }
+                    }
+                    Op::Migrate(i, to_p1) => {
+                        let _ = m.pool_migrate(now, DomainId(i as u32), usize::from(to_p1));
+                    }
+                }
+                // Everything due at this instant, then the invariants again.
+                run_to(&mut m, now);
+                prop_assert_eq!(m.check_invariants(), Ok(()), "after {:?} at {}", op, now);
+            }
+            run_to(&mut m, now + us(20_000));
+            let end = m.now();
+            let mut busy = Nanos::ZERO;
+            let mut out = Vec::new();
+            for c in 0..pcpus {
+                let s = m.pcpu_stats(PcpuId(c));
+                prop_assert_eq!(s.busy + s.idle + s.overhead, end, "pcpu {}", c);
+                busy += s.busy;
+                out.push(format!("{s:?}"));
+            }
+            let run = vcpus
+                .iter()
+                .fold(Nanos::ZERO, |sum, &v| sum + m.vcpu_stats(v).run);
+            prop_assert_eq!(busy, run, "busy pcpu time is VCPU run time");
+            for &v in &vcpus {
+                out.push(format!("{:?} {:?}", m.vcpu_stats(v), m.placement(v)));
+            }
+            Ok(out)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+            #[test]
+            fn no_vcpu_runs_twice_or_outside_its_affinity_and_time_adds_up(
+                pcpus in 2u32..=3,
+                policy_index in 0u8..4,
+                servers in prop::collection::vec((100u64..4_000, 4_000u64..12_000), 2..5),
+                ops in prop::collection::vec(op(4, 3), 1..60),
+            ) {
+                let vcpus = servers.len();
+                let ops: Vec<(u64, Op)> = ops
+                    .into_iter()
+                    .map(|(g, o)| (g, match o {
+                        Op::Wake(i) => Op::Wake(i % vcpus),
+                        Op::Block(i) => Op::Block(i % vcpus),
+                        Op::Pin(i, m) => Op::Pin(i % vcpus, m & ((1 << pcpus) - 1)),
+                        Op::SplitOff(c) => Op::SplitOff(c % pcpus),
+                        Op::Migrate(i, b) => Op::Migrate(i % vcpus, b),
+                    }))
+                    .collect();
+                let first = drive(pcpus, policy_index, &servers, &ops)?;
+                let again = drive(pcpus, policy_index, &servers, &ops)?;
+                prop_assert_eq!(first, again, "same operations, same counters");
+            }
+        }
     }
 }

@@ -23,7 +23,13 @@
 //!   panicking: a zero major frame idles forever, zero runtimes are never current, and
 //!   minor frames past the end of the major frame are cut off.
 //!
-//! Known gap: one pcpu (Xen's ARINC 653 scheduler also schedules a single pcpu per table).
+//! Several pcpus: ARINC 653 runs partitioned, one instance per pcpu
+//! ([`Partitioned`](super::partitioned::Partitioned)), each VCPU pinned to one pcpu. Every
+//! pcpu runs the whole table with its own VCPUs, so a minor frame of a VCPU pinned to
+//! another pcpu idles here, and the frames of different pcpus are aligned.
+//!
+//! Known gap: one table for all pcpus of a pool (Xen's ARINC 653 scheduler also schedules a
+//! single pcpu per table).
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};

@@ -57,15 +57,30 @@
 //!   unparking puts it back if it has work, without BOOST, preempting only a strictly lower
 //!   class.
 //!
-//! Known gaps: one run queue (the machine drives one pcpu); Xen's per-pcpu queues, load
-//! balancing (stealing), yield and the credit2 successor are not modelled; VCPUs are
-//! their own domains (the per-domain split of credit among several VCPUs comes with
-//! multi-VCPU domains).
+//! - **Several pcpus**: each pcpu has its own decision and its own tick (only pcpu 0, the
+//!   master, counts accounting periods); the accounting pool is `pcpus` periods' worth, as
+//!   in Xen. The pick for pcpu p is the first VCPU of the run queue whose hard affinity
+//!   holds p (the run queue holds only VCPUs that run nowhere). A VCPU put in the queue
+//!   (a wake, an unpark) takes an idle pcpu of its affinity, else preempts a pcpu of its
+//!   affinity running a **strictly** worse class ([`Policy::tickle`],
+//!   [`global::tickle_targets`] with the class as key); a running VCPU parked by the
+//!   accounting makes its own pcpu reschedule.
+//!   Xen 4.0 keeps one run queue per pcpu, puts a waking VCPU on the queue of the pcpu it
+//!   last ran on, and a pcpu whose queue's head is OVER, or that would idle, steals the best
+//!   VCPU from its peers (`csched_load_balance`). rtvmm models the outcome of that
+//!   stealing — the best waiting VCPU in class order runs wherever a pcpu frees up — with
+//!   one class-ordered queue per pool, not the per-pcpu queues themselves.
+//!
+//! Known gaps: Xen's per-pcpu queues (see above), yield and the credit2 successor are not
+//! modelled; VCPUs are their own domains (the per-domain split of credit among several
+//! VCPUs comes with multi-VCPU domains).
 
 use std::collections::VecDeque;
 
+use crate::cpuset::CpuSet;
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::global::{self, Affinities};
 use crate::policy::table::VcpuTable;
 use crate::policy::{
     BudgetCounters, CreditConfig, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView,
@@ -114,8 +129,13 @@ pub struct Credit {
     vcpus: VcpuTable<CreditVcpu>,
     /// Waiting runnable VCPUs (not the running one), head first.
     runq: VecDeque<VcpuId>,
-    /// What the last `do_schedule` chose (None = IDLE).
-    current: Option<VcpuId>,
+    /// What the last `do_schedule` chose on each pcpu (None = IDLE).
+    current: Vec<Option<VcpuId>>,
+    /// Each VCPU's hard affinity (local pcpu indices).
+    affinity: Affinities,
+    /// Several pcpus: pcpus whose running VCPU the accounting parked, until their next
+    /// `do_schedule`; part of [`Policy::tickle`]'s answer.
+    asked: CpuSet,
     /// The active set, in Xen's list order (head first).
     active: Vec<VcpuId>,
     /// The sum of the active VCPUs' credits after the last accounting.
@@ -164,7 +184,9 @@ impl Credit {
             pcpus: pcpus.max(1),
             vcpus: VcpuTable::new(),
             runq: VecDeque::new(),
-            current: None,
+            current: vec![None; pcpus.max(1) as usize],
+            affinity: Affinities::default(),
+            asked: CpuSet::EMPTY,
             active: Vec::new(),
             credit_balance: 0,
             master_ticks: 0,
@@ -224,9 +246,21 @@ impl Credit {
         self.runq.insert(at, vcpu);
     }
 
-    /// `__runq_tickle`: whether `vcpu`, just queued, must preempt what runs.
+    fn several_pcpus(&self) -> bool {
+        self.current.len() > 1
+    }
+
+    fn is_running(&self, vcpu: VcpuId) -> bool {
+        self.current.contains(&Some(vcpu))
+    }
+
+    /// One pcpu: `__runq_tickle`: whether `vcpu`, just queued, must preempt what runs.
+    /// Several: whether some pcpu must reschedule ([`Policy::tickle`]).
     fn tickles(&self, vcpu: VcpuId) -> bool {
-        match self.current {
+        if self.several_pcpus() {
+            return !self.tickle().is_empty();
+        }
+        match self.current[0] {
             None => true,
             Some(c) => self.get(vcpu).class < self.get(c).class,
         }
@@ -348,7 +382,9 @@ impl Credit {
                 fair = peak;
             }
             let fair = i64::try_from(fair).unwrap_or(i64::MAX);
-            let running = self.current == Some(vcpu);
+            let running_on = self.current.iter().position(|c| *c == Some(vcpu));
+            let running = running_on.is_some();
+            let mut parked_running = None;
             let s = self.get_mut(vcpu);
             s.credit = s.credit.saturating_add(fair);
             let mut unparked = false;
@@ -357,6 +393,7 @@ impl Credit {
                 if cap_share.is_some_and(|share| (s.credit as i128) < -share) && !s.parked {
                     s.parked = true;
                     resched |= running;
+                    parked_running = running_on;
                 }
                 s.credit = s.credit.max(-(slice as i64));
             } else {
@@ -369,6 +406,9 @@ impl Credit {
                     s.credit = 0;
                     self.deactivate(vcpu);
                 }
+            }
+            if let Some(p) = parked_running.filter(|_| self.several_pcpus()) {
+                self.asked.insert(p as u32);
             }
             new_balance = new_balance.saturating_add(self.get(vcpu).credit);
             if self.get(vcpu).parked {
@@ -416,9 +456,12 @@ impl Policy for Credit {
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
-        if self.current == Some(vcpu) {
-            self.current = None;
+        for c in &mut self.current {
+            if *c == Some(vcpu) {
+                *c = None;
+            }
         }
+        self.affinity.remove(vcpu);
         self.runq.retain(|&v| v != vcpu);
         self.deactivate(vcpu);
         self.vcpus.remove(vcpu);
@@ -434,7 +477,7 @@ impl Policy for Credit {
         if s.class == Class::Under {
             s.class = Class::Boost;
         }
-        if self.current == Some(vcpu) {
+        if self.is_running(vcpu) {
             // Blocked and woke again before it was descheduled: it simply goes on.
             return false;
         }
@@ -445,11 +488,11 @@ impl Policy for Credit {
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.get_mut(vcpu).has_work = false;
         self.runq.retain(|&v| v != vcpu);
-        self.current == Some(vcpu)
+        self.is_running(vcpu)
     }
 
-    fn burn(&mut self, _cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
-        let Some(v) = self.current else {
+    fn burn(&mut self, _cx: &mut Cx, pcpu: PcpuId, ran: Nanos, spent: Spent) {
+        let Some(v) = self.current[pcpu.index()] else {
             return;
         };
         let s = self.get_mut(v);
@@ -460,16 +503,25 @@ impl Policy for Credit {
         }
     }
 
-    fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        if let Some(c) = self.current.take() {
+    fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
+        self.asked.remove(pcpu.0);
+        if let Some(c) = self.current[pcpu.index()].take() {
             self.charge(c);
             if self.runnable(c) {
                 self.insert(c);
             }
         }
-        match self.runq.pop_front() {
+        // The first waiting VCPU allowed here (on one pcpu: the head).
+        let at = if self.several_pcpus() {
+            self.runq
+                .iter()
+                .position(|&v| self.affinity.allows(v, pcpu.0))
+        } else {
+            (!self.runq.is_empty()).then_some(0)
+        };
+        match at.and_then(|i| self.runq.remove(i)) {
             Some(next) => {
-                self.current = Some(next);
+                self.current[pcpu.index()] = Some(next);
                 Decision {
                     run: Some(next),
                     slice: Some(self.config.slice()),
@@ -494,7 +546,7 @@ impl Policy for Credit {
                 resched |= self.account();
             }
         }
-        if let Some(c) = self.current {
+        if let Some(c) = self.current[pcpu.index()] {
             let s = self.get_mut(c);
             if s.class == Class::Boost {
                 s.class = Class::Under;
@@ -505,6 +557,11 @@ impl Policy for Credit {
         if self.sort_pending {
             self.sort_pending = false;
             self.sort_runq();
+        }
+        if self.several_pcpus() {
+            // The pcpus the accounting affects are named by `tickle`, which the machine
+            // asks after every tick of a pool of several pcpus.
+            return false;
         }
         resched
     }
@@ -520,6 +577,33 @@ impl Policy for Credit {
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
         self.get_mut(vcpu).pending = Some(params.clone());
         false
+    }
+
+    fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
+        self.affinity.set(vcpu, affinity);
+        let was_running = self.current.contains(&Some(vcpu));
+        crate::policy::global::stop_outside(&mut self.current, vcpu, affinity);
+        // Stopped where it ran: back to the run queue while it is runnable.
+        if was_running && !self.current.contains(&Some(vcpu)) && self.runnable(vcpu) {
+            self.insert(vcpu);
+        }
+        self.several_pcpus() && !self.tickle().is_empty()
+    }
+
+    fn tickle(&self) -> CpuSet {
+        if !self.several_pcpus() {
+            return CpuSet::EMPTY;
+        }
+        let running: Vec<Option<Class>> = self
+            .current
+            .iter()
+            .map(|c| c.filter(|&v| self.runnable(v)).map(|v| self.get(v).class))
+            .collect();
+        let waiting = self
+            .runq
+            .iter()
+            .map(|&v| (self.get(v).class, self.affinity.get(v)));
+        self.asked.union(global::tickle_targets(&running, waiting))
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
@@ -540,14 +624,14 @@ impl Policy for Credit {
         let slice = self.slice_worth();
         for s in self.iter() {
             let queued = self.runq.iter().filter(|&&v| v == s.vcpu).count();
-            let should_queue = self.runnable(s.vcpu) && self.current != Some(s.vcpu);
+            let should_queue = self.runnable(s.vcpu) && !self.is_running(s.vcpu);
             if queued != usize::from(should_queue) {
                 return Err(format!(
                     "vcpu {:?}: queued {queued} times (has work: {}, parked: {}, running: {})",
                     s.vcpu,
                     s.has_work,
                     s.parked,
-                    self.current == Some(s.vcpu)
+                    self.is_running(s.vcpu)
                 ));
             }
             if s.credit > slice {
@@ -565,7 +649,11 @@ impl Policy for Credit {
         }
         if self.runq.len()
             != self.iter().filter(|s| self.runnable(s.vcpu)).count()
-                - usize::from(self.current.is_some_and(|c| self.runnable(c)))
+                - self
+                    .current
+                    .iter()
+                    .filter(|c| c.is_some_and(|c| self.runnable(c)))
+                    .count()
         {
             return Err("run queue holds unknown vcpus".to_string());
         }
@@ -727,6 +815,59 @@ mod tests {
         assert_eq!(credit.class(a), Class::Under);
         assert_eq!(credit.view(b).credit, Some(-1_000_000), "floored at −1 ms");
         assert_eq!(credit.class(b), Class::Over);
+        assert_eq!(credit.check_invariants(), Ok(()));
+    }
+
+    /// Two pcpus. A and B (UNDER) run on pcpus 0 and 1 (B takes idle pcpu 1 at its wake).
+    /// C wakes (BOOST): both pcpus run UNDER, a strictly worse class: the lowest, pcpu 0, is
+    /// tickled and takes C; A waits, UNDER, and beats nobody (not strictly). D (BOOST) may
+    /// only run on pcpu 1: it preempts B there, ahead of A in the queue.
+    #[test]
+    fn two_pcpus_boost_tickles_a_strictly_worse_class_within_the_affinity() {
+        let mut log = EventLog::new(false);
+        let mut credit = Credit::new(2, CreditConfig::default());
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (a, b, c, d) = (VcpuId(0), VcpuId(1), VcpuId(2), VcpuId(3));
+        for (v, aff) in [
+            (a, CpuSet::first(2)),
+            (b, CpuSet::first(2)),
+            (c, CpuSet::first(2)),
+            (d, CpuSet::one(1)),
+        ] {
+            credit.set_affinity(&mut cx, v, aff);
+            credit.insert_vcpu(&mut cx, v, &params(256, 0));
+        }
+        assert!(credit.wake(&mut cx, a));
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
+        assert!(credit.wake(&mut cx, b));
+        assert_eq!(credit.tickle(), CpuSet::one(1), "pcpu 1 idles");
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        // A tick finds each running: BOOST ends, both UNDER.
+        credit.tick(&mut cx, PcpuId(0));
+        credit.tick(&mut cx, PcpuId(1));
+        assert_eq!(
+            (credit.class(a), credit.class(b)),
+            (Class::Under, Class::Under)
+        );
+        assert!(credit.wake(&mut cx, c));
+        assert_eq!(credit.class(c), Class::Boost);
+        assert_eq!(credit.tickle(), CpuSet::one(0));
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(c));
+        assert_eq!(
+            credit.tickle(),
+            CpuSet::EMPTY,
+            "A (UNDER) does not beat B (UNDER)"
+        );
+        assert!(credit.wake(&mut cx, d));
+        assert_eq!(credit.tickle(), CpuSet::one(1), "D may only run on pcpu 1");
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(1)).run, Some(d));
+        assert_eq!(credit.tickle(), CpuSet::EMPTY);
+        // C blocks: pcpu 0 takes A, the head of the queue.
+        credit.sleep(&mut cx, c);
+        assert_eq!(credit.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
         assert_eq!(credit.check_invariants(), Ok(()));
     }
 }

@@ -18,7 +18,8 @@
 //!   above the runner that then becomes the lender (the runner stays, but now spends
 //!   another budget) — asks for a new decision at once.
 //!
-//! Known gap: one pcpu per instance.
+//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
+//! ([`Partitioned`](super::partitioned::Partitioned)).
 
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;

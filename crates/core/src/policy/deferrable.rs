@@ -14,35 +14,41 @@
 //! - **Preemption**: a wake or a replenishment asks for a reschedule only when the VCPU then
 //!   has work and budget and beats what runs (or the pcpu idles); a VCPU that wakes goes
 //!   behind its equals, so it never preempts one of the same priority.
-//!
-//! Known gap: one pcpu per instance (global fixed priority comes with the multicore work).
+//! - **Several pcpus: global fixed priority** (`platform.md`; [`GlobalFp`]): each pcpu's
+//!   `do_schedule` puts back what it ran and picks the highest-priority VCPU with work and
+//!   budget that its affinity allows there and that runs on no other pcpu, so the m
+//!   highest-priority eligible VCPUs run; a wake or replenishment tickles like RTDS (an idle
+//!   pcpu of the VCPU's affinity, else the one running the lowest priority if the VCPU
+//!   beats it). Each pcpu has its own quantum tick.
 
+use crate::cpuset::CpuSet;
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::fp::{Charge, ServerSet};
+use crate::policy::fp::{Charge, GlobalFp, ServerSet};
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
 pub struct Deferrable {
     servers: ServerSet,
-    /// What the last `do_schedule` chose (None = IDLE).
-    current: Option<VcpuId>,
+    /// What the last `do_schedule` chose on each pcpu, affinities, owed reschedules.
+    global: GlobalFp,
 }
 
 impl Deferrable {
-    pub fn new(_pcpus: u32) -> Deferrable {
+    pub fn new(pcpus: u32) -> Deferrable {
         Deferrable {
             servers: ServerSet::default(),
-            current: None,
+            global: GlobalFp::new(pcpus),
         }
     }
 
-    /// Whether `vcpu`, having work and budget, should preempt the current decision.
+    /// One pcpu: whether `vcpu`, having work and budget, should preempt the current
+    /// decision.
     fn preempts(&self, vcpu: VcpuId) -> bool {
         let s = self.servers.get(vcpu);
         s.has_work
             && !s.remaining.is_zero()
-            && match self.current {
+            && match self.global.current[0] {
                 None => true,
                 Some(c) => c != vcpu && self.servers.higher(vcpu, c),
             }
@@ -63,42 +69,44 @@ impl Policy for Deferrable {
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
-        if self.current == Some(vcpu) {
-            self.current = None;
-        }
+        self.global.forget(vcpu);
         self.servers.remove(vcpu);
     }
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = true;
         self.servers.requeue(vcpu);
+        if self.global.several() {
+            return !self.tickle().is_empty();
+        }
         self.preempts(vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = false;
-        self.current == Some(vcpu)
+        self.global.is_running(vcpu)
     }
 
-    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
-        if let Some(v) = self.current {
+    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos, spent: Spent) {
+        if let Some(v) = self.global.current[pcpu.index()] {
             // A budget that runs out ends the slice: the machine reschedules then.
             self.servers.charge(cx, Charge::Own(v), ran, spent);
         }
     }
 
-    fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        if let Some(c) = self.current {
+    fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
+        self.global.asked.remove(pcpu.0);
+        if let Some(c) = self.global.current[pcpu.index()] {
             self.servers.requeue(c);
         }
-        let decision = match self.servers.pick_with_work() {
+        let decision = match self.global.pick(&self.servers, pcpu.0) {
             Some(s) => Decision {
                 run: Some(s.vcpu),
                 slice: Some(s.remaining),
             },
             None => Decision::IDLE,
         };
-        self.current = decision.run;
+        self.global.current[pcpu.index()] = decision.run;
         decision
     }
 
@@ -111,7 +119,23 @@ impl Policy for Deferrable {
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        let current = self.current;
+        if self.global.several() {
+            let global = &self.global;
+            let mut replenished_running = CpuSet::EMPTY;
+            let any = self.servers.replenish_due(
+                cx,
+                |v| global.is_running(v),
+                |s| {
+                    if let Some(p) = global.pcpu_of(s.vcpu) {
+                        replenished_running.insert(p);
+                    }
+                },
+            );
+            // The running VCPUs' slices grew with their budgets: re-arm them.
+            self.global.asked = self.global.asked.union(replenished_running);
+            return any && !self.tickle().is_empty();
+        }
+        let current = self.global.current[0];
         let mut current_replenished = false;
         let any = self.servers.replenish_due(
             cx,
@@ -130,7 +154,17 @@ impl Policy for Deferrable {
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
         self.servers.adjust(vcpu, params);
-        self.current == Some(vcpu)
+        self.global.is_running(vcpu)
+    }
+
+    fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
+        self.global.affinity.set(vcpu, affinity);
+        crate::policy::global::stop_outside(&mut self.global.current, vcpu, affinity);
+        self.global.several() && !self.tickle().is_empty()
+    }
+
+    fn tickle(&self) -> CpuSet {
+        self.global.tickle(&self.servers)
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
@@ -142,6 +176,61 @@ impl Policy for Deferrable {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.servers.check_invariants()
+        self.servers.check_invariants()?;
+        self.global.check(&self.servers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventLog;
+
+    fn ms(x: u64) -> Nanos {
+        Nanos::from_ms(x)
+    }
+
+    /// Two pcpus. A (prio 1) and B (prio 2) run on pcpus 0 and 1. D (prio 1, equal to A)
+    /// wakes: it goes behind A, so it preempts B, the lowest priority running, on pcpu 1.
+    /// B then waits and beats nobody. C (prio 3) pinned to pcpu 1 wakes: it beats nobody.
+    /// A blocks: pcpu 0 takes B (C may not run there).
+    #[test]
+    fn two_pcpus_run_the_two_highest_priorities() {
+        let mut log = EventLog::new(false);
+        let mut ds = Deferrable::new(2);
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (a, b, c, d) = (VcpuId(0), VcpuId(1), VcpuId(2), VcpuId(3));
+        for (v, prio, aff) in [
+            (a, 1, CpuSet::first(2)),
+            (b, 2, CpuSet::first(2)),
+            (c, 3, CpuSet::one(1)),
+            (d, 1, CpuSet::first(2)),
+        ] {
+            ds.set_affinity(&mut cx, v, aff);
+            ds.insert_vcpu(&mut cx, v, &VcpuParams::server(ms(3), ms(10), prio));
+        }
+        ds.wake(&mut cx, a);
+        ds.wake(&mut cx, b);
+        assert_eq!(ds.tickle(), CpuSet::first(2), "two waiting, two idle pcpus");
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        assert_eq!(ds.tickle(), CpuSet::EMPTY);
+        assert!(ds.wake(&mut cx, d));
+        assert_eq!(ds.tickle(), CpuSet::one(1), "D preempts B, not its equal A");
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(1)).run, Some(d));
+        assert_eq!(ds.tickle(), CpuSet::EMPTY);
+        assert!(!ds.wake(&mut cx, c), "C (prio 3) beats nobody on pcpu 1");
+        assert!(ds.sleep(&mut cx, a));
+        assert_eq!(
+            ds.tickle(),
+            CpuSet::one(0),
+            "A no longer eligible: pcpu 0 is free"
+        );
+        assert_eq!(ds.do_schedule(&mut cx, PcpuId(0)).run, Some(b));
+        assert_eq!(ds.tickle(), CpuSet::EMPTY, "C may not run on pcpu 0");
+        assert_eq!(ds.check_invariants(), Ok(()));
     }
 }

@@ -28,8 +28,10 @@
 //! for the policies replenished on period boundaries; each of `periodic.rs`, `polling.rs`,
 //! `wcps.rs` and `crps.rs` supplies only its [`PeriodicRule`].
 
+use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::global::{self, Affinities};
 use crate::policy::table::VcpuTable;
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
@@ -707,6 +709,124 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
                 self.active,
                 now
             ));
+        }
+        Ok(())
+    }
+}
+
+/// Global fixed priority on a pool of several pcpus (Deferrable, Sporadic; `platform.md`):
+/// what each pcpu runs, each VCPU's hard affinity, and the pcpus owed a reschedule.
+///
+/// - **Pick** for pcpu p ([`GlobalFp::pick`]): `queuePick(RunQ)` restricted to the VCPUs
+///   whose affinity holds p and that run on no other pcpu — the highest-priority VCPU with
+///   work and budget, first-in, first-out among equals. So the m highest-priority eligible
+///   VCPUs run on the m pcpus.
+/// - **Tickle** ([`GlobalFp::tickle`]): as RTDS's, with the key [`Server::key`]
+///   ([`global::tickle_targets`]); a waiting VCPU re-enters the RunQ behind its equals, so it
+///   never preempts one of the same priority. Plus the pcpus whose running VCPU was
+///   replenished (its slice must be re-armed), until their next `do_schedule`.
+/// - On one pcpu every VCPU may run there and nothing runs elsewhere: the pick is exactly
+///   [`ServerSet::pick_with_work`], and the policies keep their single-pcpu rules.
+#[derive(Clone, Debug)]
+pub struct GlobalFp {
+    /// What the last `do_schedule` chose on each pcpu (None = IDLE).
+    pub current: Vec<Option<VcpuId>>,
+    pub affinity: Affinities,
+    /// Pcpus whose running VCPU was replenished since their last `do_schedule`.
+    pub asked: CpuSet,
+}
+
+impl GlobalFp {
+    pub fn new(pcpus: u32) -> GlobalFp {
+        GlobalFp {
+            current: vec![None; pcpus.max(1) as usize],
+            affinity: Affinities::default(),
+            asked: CpuSet::EMPTY,
+        }
+    }
+
+    /// Whether the pool has several pcpus.
+    #[inline]
+    pub fn several(&self) -> bool {
+        self.current.len() > 1
+    }
+
+    #[inline]
+    pub fn is_running(&self, vcpu: VcpuId) -> bool {
+        self.current.contains(&Some(vcpu))
+    }
+
+    /// The pcpu `vcpu` runs on, if any.
+    pub fn pcpu_of(&self, vcpu: VcpuId) -> Option<u32> {
+        self.current
+            .iter()
+            .position(|c| *c == Some(vcpu))
+            .map(|p| p as u32)
+    }
+
+    /// The VCPU leaves: no pcpu runs it any more.
+    pub fn forget(&mut self, vcpu: VcpuId) {
+        for c in &mut self.current {
+            if *c == Some(vcpu) {
+                *c = None;
+            }
+        }
+        self.affinity.remove(vcpu);
+    }
+
+    /// `queuePick(RunQ)` for `pcpu`: see the type's note.
+    pub fn pick<'a>(&self, servers: &'a ServerSet, pcpu: u32) -> Option<&'a Server> {
+        if !self.several() {
+            return servers.pick_with_work();
+        }
+        servers.iter().find(|s| {
+            s.has_work
+                && !s.remaining.is_zero()
+                && self.affinity.allows(s.vcpu, pcpu)
+                && !self
+                    .current
+                    .iter()
+                    .enumerate()
+                    .any(|(p, c)| p as u32 != pcpu && *c == Some(s.vcpu))
+        })
+    }
+
+    /// The pcpus that must reschedule now (none on one pcpu: the policy answers itself).
+    pub fn tickle(&self, servers: &ServerSet) -> CpuSet {
+        if !self.several() {
+            return CpuSet::EMPTY;
+        }
+        let eligible = |s: &Server| s.has_work && !s.remaining.is_zero();
+        let running: Vec<Option<(u32, u64)>> = self
+            .current
+            .iter()
+            .map(|c| {
+                c.map(|v| servers.get(v))
+                    .filter(|s| eligible(s))
+                    .map(Server::key)
+            })
+            .collect();
+        // `servers` is in key order already.
+        let waiting = servers
+            .iter()
+            .filter(|s| eligible(s) && !self.is_running(s.vcpu))
+            .map(|s| (s.key(), self.affinity.get(s.vcpu)));
+        self.asked.union(global::tickle_targets(&running, waiting))
+    }
+
+    /// No VCPU on two pcpus, none outside its affinity, none unknown.
+    pub fn check(&self, servers: &ServerSet) -> Result<(), String> {
+        for (p, c) in self.current.iter().enumerate() {
+            let Some(v) = c else { continue };
+            if !servers.contains(*v) {
+                return Err(format!("pcpu {p} runs unknown vcpu {v:?}"));
+            }
+            if self.current.iter().filter(|o| *o == c).count() > 1 {
+                return Err(format!("vcpu {v:?} runs on two pcpus"));
+            }
+            if self.several() && !self.affinity.allows(*v, p as u32) {
+                return Err(format!("pcpu {p} runs vcpu {v:?} outside its affinity"));
+            }
         }
         Ok(())
     }

@@ -31,6 +31,7 @@ pub mod crps;
 pub mod deferrable;
 pub mod edf;
 pub mod fp;
+pub mod global;
 pub mod partitioned;
 pub mod periodic;
 pub mod polling;
@@ -502,8 +503,13 @@ impl PolicyConfig {
         }
     }
 
-    /// Builds the policy for a pool of `pcpus` pcpus.
+    /// Builds the policy for a pool of `pcpus` pcpus: a policy that does not schedule
+    /// globally runs partitioned on several, one instance per pcpu
+    /// ([`partitioned::Partitioned`]).
     pub fn build(&self, pcpus: u32) -> Box<dyn Policy> {
+        if pcpus > 1 && !self.kind().schedules_globally() {
+            return Box::new(partitioned::Partitioned::new(self, pcpus));
+        }
         match self {
             PolicyConfig::Deferrable => Box::new(deferrable::Deferrable::new(pcpus)),
             PolicyConfig::Periodic => Box::new(periodic::Periodic::new(pcpus)),

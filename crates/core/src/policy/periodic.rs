@@ -17,7 +17,8 @@
 //! - Not work-conserving, by design: the server behaves as if it had an idle task that
 //!   soaks up its budget.
 //!
-//! Known gap: one pcpu per instance.
+//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
+//! ([`Partitioned`](super::partitioned::Partitioned)); so are Polling, WCPS and CRPS.
 
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;

@@ -23,7 +23,8 @@
 //!   would beat what runs (a replenished VCPU without work is discarded as time passes,
 //!   which needs no new decision).
 //!
-//! Known gap: one pcpu per instance.
+//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
+//! ([`Partitioned`](super::partitioned::Partitioned)).
 
 use crate::event::Cx;
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};

@@ -24,6 +24,16 @@
 //!   VCPU shows the state it will be updated from when it wakes.
 //! - **Wake ("tickle")**: asks for a reschedule when the VCPU is eligible and a pcpu idles or
 //!   its key beats the worst running VCPU's key.
+//! - **Several pcpus: global EDF** (`platform.md`). Each VCPU keeps its hard affinity (the
+//!   pool's pcpus it may run on; one pcpu = partitioned). `do_schedule(p)` runs the
+//!   smallest-key eligible VCPU whose affinity holds p and that does not run on another
+//!   pcpu, so the m best run on the m pcpus. [`Policy::tickle`] names the pcpus that must
+//!   reschedule, like Xen's `runq_tickle`: for each eligible VCPU that runs nowhere, in key
+//!   order, an idle pcpu of its affinity (the lowest), else the pcpu of its affinity running
+//!   the largest key if the waiting VCPU's key is smaller — each pcpu named once
+//!   ([`global::tickle_targets`]); and the pcpus whose running VCPU was replenished (its
+//!   slice must be re-armed). A VCPU that runs on a pcpu without budget (and without
+//!   extratime) counts as leaving it: that pcpu is as good as idle.
 //! - **Insertion**: the first period starts at `now + offset`. With an offset the VCPU has no
 //!   budget until then (with `extratime`: an extra-level budget).
 //! - **When it runs** ([`RtdsMode`]): `Event` (default; Xen 4.7 and later) — the
@@ -36,13 +46,15 @@
 //!   period still ends at the old deadline; later periods use the new period. (Xen applies
 //!   `xl sched-rtds` at once; the rtvmm spec asks for the next replenishment.)
 //!
-//! Known gaps: the machine drives one pcpu today. The state is already per-pcpu
-//! (`current[pcpu]`) and the pick skips VCPUs running elsewhere, so global EDF needs only the
-//! machine side (which pcpu to tickle, migrations, affinity).
+//! Known gaps: Xen prefers, among idle pcpus, the one the VCPU last ran on; rtvmm takes the
+//! lowest index (the migration it may cost is charged by the machine). Xen keeps one run
+//! queue per cpupool as rtvmm does, and no soft affinity is modelled.
 
+use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::edf::{EdfMember, EdfServer, EdfSet};
+use crate::policy::global::{self, Affinities};
 use crate::policy::{
     BudgetCounters, Decision, Policy, PolicyKind, RtdsMode, Spent, TickInterval, VcpuView,
 };
@@ -104,6 +116,11 @@ pub struct Rtds {
     vcpus: EdfSet<RtVcpu>,
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
     current: Vec<Option<VcpuId>>,
+    /// Each VCPU's hard affinity (local pcpu indices).
+    affinity: Affinities,
+    /// Several pcpus: the pcpus whose running VCPU was replenished since their last
+    /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
+    asked: CpuSet,
 }
 
 impl Rtds {
@@ -112,7 +129,13 @@ impl Rtds {
             mode,
             vcpus: EdfSet::default(),
             current: vec![None; pcpus.max(1) as usize],
+            affinity: Affinities::default(),
+            asked: CpuSet::EMPTY,
         }
+    }
+
+    fn several_pcpus(&self) -> bool {
+        self.current.len() > 1
     }
 
     /// Like Xen's replenishment queue, only VCPUs with work (or running) have a timer.
@@ -142,6 +165,14 @@ impl Rtds {
 
     fn is_running(&self, vcpu: VcpuId) -> bool {
         self.current.contains(&Some(vcpu))
+    }
+
+    /// The pcpu `vcpu` runs on (local index), if any.
+    fn pcpu_of(&self, vcpu: VcpuId) -> Option<u32> {
+        self.current
+            .iter()
+            .position(|c| *c == Some(vcpu))
+            .map(|p| p as u32)
     }
 
     /// Whether an eligible `vcpu` should take a pcpu now: some pcpu idles, or it beats the
@@ -212,6 +243,7 @@ impl Policy for Rtds {
             }
         }
         self.vcpus.remove(vcpu);
+        self.affinity.remove(vcpu);
         self.refresh_timer();
     }
 
@@ -223,6 +255,9 @@ impl Policy for Rtds {
             m.replenish(cx);
         }
         self.refresh_timer();
+        if self.several_pcpus() {
+            return !self.tickle().is_empty();
+        }
         self.should_tickle(vcpu)
     }
 
@@ -243,10 +278,15 @@ impl Policy for Rtds {
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
-        // With one pcpu nothing runs elsewhere; skip asking.
-        let several_pcpus = self.current.len() > 1;
+        // With one pcpu nothing runs elsewhere and every affinity holds it; skip asking.
+        let several_pcpus = self.several_pcpus();
+        self.asked.remove(pcpu.0);
         let decision = match self.vcpus.pick(
-            |m| !(several_pcpus && self.runs_elsewhere(m.server.vcpu, pcpu)),
+            |m| {
+                !(several_pcpus
+                    && (self.runs_elsewhere(m.server.vcpu, pcpu)
+                        || !self.affinity.allows(m.server.vcpu, pcpu.0)))
+            },
             RtVcpu::key,
         ) {
             Some(m) => Decision {
@@ -290,11 +330,21 @@ impl Policy for Rtds {
             }
             self.vcpus.get_mut(v).replenish(cx);
             replenished = true;
+            if self.several_pcpus() {
+                // A running VCPU's slice changed with its budget: re-arm it there.
+                if let Some(p) = self.pcpu_of(v) {
+                    self.asked.insert(p);
+                }
+                continue;
+            }
             // A running VCPU's slice changed with its budget: re-arm it.
             resched |= self.is_running(v) || self.should_tickle(v);
         }
         if replenished {
             self.refresh_timer();
+        }
+        if self.several_pcpus() {
+            return replenished && !self.tickle().is_empty();
         }
         resched
     }
@@ -302,6 +352,38 @@ impl Policy for Rtds {
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
         self.vcpus.server_mut(vcpu).adjust(params);
         self.is_running(vcpu)
+    }
+
+    fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
+        self.affinity.set(vcpu, affinity);
+        crate::policy::global::stop_outside(&mut self.current, vcpu, affinity);
+        self.refresh_timer();
+        // Where it runs may be outside it (the machine reschedules that pcpu), and it may
+        // now fit an idle pcpu.
+        self.several_pcpus() && !self.tickle().is_empty()
+    }
+
+    fn tickle(&self) -> CpuSet {
+        if !self.several_pcpus() {
+            return CpuSet::EMPTY;
+        }
+        let running: Vec<Option<_>> = self
+            .current
+            .iter()
+            .map(|c| {
+                c.map(|v| self.vcpus.get(v))
+                    .filter(|m| m.server.eligible())
+                    .map(RtVcpu::key)
+            })
+            .collect();
+        let mut waiting: Vec<_> = self
+            .vcpus
+            .iter()
+            .filter(|m| m.server.eligible() && !self.is_running(m.server.vcpu))
+            .map(|m| (m.key(), self.affinity.get(m.server.vcpu)))
+            .collect();
+        waiting.sort_unstable_by_key(|w| w.0);
+        self.asked.union(global::tickle_targets(&running, waiting))
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
@@ -335,6 +417,9 @@ impl Policy for Rtds {
                 }
                 if self.current.iter().filter(|o| *o == c).count() > 1 {
                     return Err(format!("vcpu {v:?} runs on two pcpus"));
+                }
+                if self.several_pcpus() && !self.affinity.allows(*v, p as u32) {
+                    return Err(format!("pcpu {p} runs vcpu {v:?} outside its affinity"));
                 }
             }
         }
@@ -450,5 +535,45 @@ mod tests {
             Some(ms(30)),
             "old deadline 10, new period 20"
         );
+    }
+
+    /// Two pcpus. A (2/10) and B (2/20) run on pcpus 0 and 1. C (2/5) may run on pcpu 0
+    /// only: it preempts A there (the worst running VCPU of its affinity), though B has the
+    /// latest deadline. A then waits, and beats B (deadline 20) on pcpu 1: pcpu 1 is
+    /// tickled and takes A. B beats nobody: nothing more.
+    #[test]
+    fn two_pcpus_tickle_within_the_affinity_and_chain() {
+        let mut log = EventLog::new(false);
+        let mut rtds = Rtds::new(2, RtdsMode::Event);
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (a, b, c) = (VcpuId(0), VcpuId(1), VcpuId(2));
+        for (v, p, aff) in [
+            (a, params(2, 10, false), CpuSet::first(2)),
+            (b, params(2, 20, false), CpuSet::first(2)),
+            (c, params(2, 5, false), CpuSet::one(0)),
+        ] {
+            rtds.set_affinity(&mut cx, v, aff);
+            rtds.insert_vcpu(&mut cx, v, &p);
+        }
+        assert!(rtds.wake(&mut cx, a));
+        assert_eq!(rtds.tickle(), CpuSet::one(0), "the lowest idle pcpu");
+        assert!(rtds.wake(&mut cx, b));
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(0)).run, Some(a));
+        assert_eq!(rtds.tickle(), CpuSet::one(1), "B waits and pcpu 1 idles");
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        assert_eq!(rtds.tickle(), CpuSet::EMPTY);
+        assert!(rtds.wake(&mut cx, c));
+        assert_eq!(rtds.tickle(), CpuSet::one(0), "C may only run on pcpu 0");
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(0)).run, Some(c));
+        assert_eq!(rtds.tickle(), CpuSet::one(1), "A now beats B");
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(1)).run, Some(a));
+        assert_eq!(rtds.tickle(), CpuSet::EMPTY, "converged");
+        // Pcpu 1 never picks C, whatever waits.
+        rtds.sleep(&mut cx, a);
+        assert_eq!(rtds.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
+        assert_eq!(rtds.check_invariants(), Ok(()));
     }
 }

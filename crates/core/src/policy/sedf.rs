@@ -32,7 +32,11 @@
 //!   period boundary that asks for it (the boundary timer: a replenished VCPU that beats
 //!   what runs, or the running one's slice re-armed), on block, and on a preempting wake.
 //!
-//! Known gap: one pcpu per instance (Xen's SEDF was per-pcpu too).
+//! Several pcpus: SEDF runs partitioned, one instance per pcpu, each VCPU pinned to one
+//! pcpu ([`Partitioned`](super::partitioned::Partitioned)) — as Xen's SEDF, which kept one
+//! run queue per pcpu and never migrated a VCPU by itself.
+//!
+//! Known gap: no load balancing between the pcpus of a pool (nor had Xen's).
 
 use std::collections::VecDeque;
 

@@ -56,18 +56,24 @@
 //!   chunk) has no next replenishment to wait for: its new parameters apply at once, and a
 //!   budget increase is queued as a replenishment one new period later (never granted
 //!   early).
+//! - **Several pcpus: global fixed priority** (`platform.md`; [`GlobalFp`]): each pcpu's
+//!   decision is its own (`Own(v)` or IDLE); `do_schedule(p)` picks the highest-priority
+//!   VCPU with work and budget that its affinity allows on p and that runs on no other
+//!   pcpu; wakes and replenishments tickle like RTDS. Chunks follow activity, not pcpus: a
+//!   VCPU that migrates keeps its chunk open.
 //!
-//! Known gaps: one pcpu per instance. The merge at `max_replenishments` brings budget back
-//! later than one period after the activation that spent it, so a Sporadic Server behaves
+//! Known gaps: the merge at `max_replenishments` brings budget back later
+//! than one period after the activation that spent it, so a Sporadic Server behaves
 //! like the periodic task the response-time analysis assumes only while nothing is merged
 //! (`crates/scenario/tests/integration/soundness.rs`,
 //! `sporadic_server_merge_limit_can_delay_budget_past_the_bound`).
 
 use std::collections::VecDeque;
 
+use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::fp::{Charge, Plan, ServerSet};
+use crate::policy::fp::{Charge, GlobalFp, Plan, ServerSet};
 use crate::policy::table::VcpuTable;
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
@@ -108,8 +114,9 @@ impl Books {
 pub struct Sporadic {
     servers: ServerSet,
     books: VcpuTable<Books>,
-    /// What the last `do_schedule` decided.
-    active: Plan,
+    /// What the last `do_schedule` decided on each pcpu (its plan: that VCPU on its own
+    /// budget, or IDLE), affinities, owed reschedules.
+    global: GlobalFp,
     /// A reschedule was asked for (or is due) and `do_schedule` has not run since.
     reschedule_owed: bool,
     /// The earliest pending replenishment of any VCPU: `next_timer`'s answer, kept because
@@ -120,11 +127,11 @@ pub struct Sporadic {
 }
 
 impl Sporadic {
-    pub fn new(_pcpus: u32) -> Sporadic {
+    pub fn new(pcpus: u32) -> Sporadic {
         Sporadic {
             servers: ServerSet::default(),
             books: VcpuTable::new(),
-            active: Plan::IDLE,
+            global: GlobalFp::new(pcpus),
             reschedule_owed: false,
             next_due: None,
         }
@@ -160,9 +167,18 @@ impl Sporadic {
         self.books.get_mut(vcpu)
     }
 
-    /// Whether the decision must be made again now; remembers a "yes".
+    /// The plan in effect on `pcpu`.
+    fn active(&self, pcpu: usize) -> Plan {
+        self.global.current[pcpu].map_or(Plan::IDLE, Plan::own)
+    }
+
+    /// Whether the decision must be made again now; remembers a "yes". Several pcpus:
+    /// whether some pcpu must ([`Policy::tickle`]).
     fn must_reschedule(&mut self, also: bool) -> bool {
-        let answer = also || self.servers.plan_own_budget() != self.active;
+        if self.global.several() {
+            return also || !self.tickle().is_empty();
+        }
+        let answer = also || self.servers.plan_own_budget() != self.active(0);
         self.reschedule_owed |= answer;
         answer
     }
@@ -238,8 +254,14 @@ impl Sporadic {
             self.refresh_next_due();
             // A waiting VCPU re-enters the RunQ behind its equals; the one in effect is put
             // back at the next do_schedule.
-            if self.servers.get(vcpu).has_work && !self.active.charge.involves(vcpu) {
+            if self.servers.get(vcpu).has_work && !self.global.is_running(vcpu) {
                 self.servers.requeue(vcpu);
+            }
+            // A running VCPU's slice grew with its budget: re-arm it.
+            if self.global.several() {
+                if let Some(p) = self.global.pcpu_of(vcpu) {
+                    self.global.asked.insert(p);
+                }
             }
         }
         if replenished && self.servers.get(vcpu).pending.is_some() {
@@ -325,10 +347,10 @@ impl Policy for Sporadic {
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
-        if self.active.charge.involves(vcpu) {
-            self.active = self.active.without(vcpu);
+        if self.global.is_running(vcpu) {
             self.reschedule_owed = true;
         }
+        self.global.forget(vcpu);
         self.servers.remove(vcpu);
         self.books.remove(vcpu);
         self.refresh_next_due();
@@ -345,12 +367,12 @@ impl Policy for Sporadic {
         self.servers.get_mut(vcpu).has_work = false;
         self.track_activation(cx.now, vcpu);
         // The machine reschedules anyway when `vcpu` is the one running.
-        let running = self.active.run == Some(vcpu);
+        let running = self.global.is_running(vcpu);
         self.must_reschedule(running)
     }
 
-    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
-        let Charge::Own(vcpu) = self.active.charge else {
+    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos, spent: Spent) {
+        let Some(vcpu) = self.global.current[pcpu.index()] else {
             return;
         };
         let before = self.servers.get(vcpu).remaining;
@@ -371,12 +393,14 @@ impl Policy for Sporadic {
         self.track_activation(cx.now, vcpu);
     }
 
-    fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
+    fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
         // Chunks follow activity, not the pcpu: a preempted VCPU keeps its chunk open.
-        self.servers.put_back(self.active.charge);
-        self.active = self.servers.plan_own_budget();
+        self.global.asked.remove(pcpu.0);
+        self.servers.put_back(self.active(pcpu.index()).charge);
+        let run = self.global.pick(&self.servers, pcpu.0).map(|s| s.vcpu);
+        self.global.current[pcpu.index()] = run;
         self.reschedule_owed = false;
-        self.servers.decision(self.active)
+        self.servers.decision(self.active(pcpu.index()))
     }
 
     fn tick_interval(&self) -> TickInterval {
@@ -406,7 +430,17 @@ impl Policy for Sporadic {
             self.apply_params(cx, vcpu, false);
         }
         self.track_activation(cx.now, vcpu);
-        self.must_reschedule(cut && self.active.charge.involves(vcpu))
+        self.must_reschedule(cut && self.global.is_running(vcpu))
+    }
+
+    fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
+        self.global.affinity.set(vcpu, affinity);
+        crate::policy::global::stop_outside(&mut self.global.current, vcpu, affinity);
+        self.global.several() && !self.tickle().is_empty()
+    }
+
+    fn tickle(&self) -> CpuSet {
+        self.global.tickle(&self.servers)
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
@@ -470,12 +504,17 @@ impl Policy for Sporadic {
                 ));
             }
         }
+        self.global.check(&self.servers)?;
+        if self.global.several() {
+            return Ok(());
+        }
         let now = self.servers.plan_own_budget();
-        if !self.reschedule_owed && now != self.active {
+        if !self.reschedule_owed && now != self.active(0) {
             return Err(format!(
                 "sporadic: plan in effect {:?} differs from the plan for the current state \
                  {:?} and no reschedule was asked for",
-                self.active, now
+                self.active(0),
+                now
             ));
         }
         Ok(())
@@ -694,5 +733,57 @@ mod tests {
         p.do_schedule(&mut cx, PcpuId(0));
         assert_eq!(p.pending_replenishments(v), vec![due(10, 2)]);
         p.check_invariants().unwrap();
+    }
+
+    /// Two pcpus, global fixed priority: lo (prio 3) wakes first and takes pcpu 0, the
+    /// lowest idle one; hi (prio 1, pinned to pcpu 1) takes pcpu 1. At 1 mid (prio 2) wakes:
+    /// its chunk opens at its wake; it beats lo, the lowest priority running, on pcpu 0.
+    #[test]
+    fn two_pcpus_pick_within_the_affinity_and_tickle_the_lowest_priority() {
+        let mut log = EventLog::new(false);
+        let mut ss = Sporadic::new(2);
+        let mut cx = Cx {
+            now: ms(0),
+            log: &mut log,
+        };
+        let (hi, lo, mid) = (VcpuId(0), VcpuId(1), VcpuId(2));
+        for (v, prio, aff) in [
+            (hi, 1, CpuSet::one(1)),
+            (lo, 3, CpuSet::first(2)),
+            (mid, 2, CpuSet::first(2)),
+        ] {
+            ss.set_affinity(&mut cx, v, aff);
+            ss.insert_vcpu(&mut cx, v, &VcpuParams::server(ms(2), ms(10), prio));
+        }
+        assert!(ss.wake(&mut cx, lo));
+        assert_eq!(ss.tickle(), CpuSet::one(0), "the lowest idle pcpu");
+        assert_eq!(ss.do_schedule(&mut cx, PcpuId(0)).run, Some(lo));
+        assert!(ss.wake(&mut cx, hi));
+        assert_eq!(
+            ss.tickle(),
+            CpuSet::one(1),
+            "hi may only run on pcpu 1, which idles"
+        );
+        assert_eq!(ss.do_schedule(&mut cx, PcpuId(1)).run, Some(hi));
+        assert_eq!(ss.tickle(), CpuSet::EMPTY);
+        let mut cx = Cx {
+            now: ms(1),
+            log: &mut log,
+        };
+        ss.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
+        ss.burn(&mut cx, PcpuId(1), ms(1), Spent::Running);
+        assert!(ss.wake(&mut cx, mid));
+        assert_eq!(ss.activation(mid), Some(ms(1)));
+        assert_eq!(
+            ss.tickle(),
+            CpuSet::one(0),
+            "mid beats lo, the lowest running"
+        );
+        assert_eq!(ss.do_schedule(&mut cx, PcpuId(0)).run, Some(mid));
+        assert_eq!(ss.tickle(), CpuSet::EMPTY, "lo beats nobody");
+        // Each pcpu charged its own VCPU: 1 ms each of hi and lo.
+        assert_eq!(ss.view(hi).remaining_budget, Some(ms(1)));
+        assert_eq!(ss.view(lo).remaining_budget, Some(ms(1)));
+        assert_eq!(ss.check_invariants(), Ok(()));
     }
 }

@@ -17,7 +17,8 @@
 //!   (the spec's "each at one unit per unit of time"), so work done on H's behalf is not
 //!   free for L.
 //!
-//! Known gap: one pcpu per instance.
+//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
+//! ([`Partitioned`](super::partitioned::Partitioned)).
 
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;

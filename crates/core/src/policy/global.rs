@@ -1,0 +1,158 @@
+//! What the globally scheduling policies (RTDS, Credit, Deferrable, Sporadic) share on a
+//! pool of several pcpus: each VCPU's hard affinity, and the choice of the pcpus to
+//! "tickle" (Xen's `runq_tickle` in `xen/common/sched/rt.c`).
+//!
+//! # Tickling
+//! A policy describes, per pcpu, the key of what it runs (`None`: it idles, or what it runs
+//! is no longer eligible and leaves at its next `do_schedule`), and lists the eligible
+//! VCPUs that run nowhere, most urgent first, each with its affinity. For each of those in
+//! turn: a pcpu of its affinity that idles (the lowest index) is named; else the pcpu of its
+//! affinity that runs the least urgent VCPU, if the waiting VCPU's key beats that one's.
+//! Each pcpu is named once (Xen's `prv->tickled`), so a second waiting VCPU looks further.
+//!
+//! Why it converges: a named pcpu's `do_schedule` picks the most urgent eligible VCPU
+//! allowed there and running nowhere else, which is at least as urgent as the VCPU that
+//! named it; so every reschedule a tickle causes makes what that pcpu runs strictly more
+//! urgent (or ends an idle), and nothing else changes.
+
+use crate::cpuset::CpuSet;
+use crate::model::VcpuId;
+use crate::policy::table::VcpuTable;
+
+/// A VCPU pinned away from the pcpu it runs on stops there at once (the machine
+/// deschedules it; see `Machine::pin`): that pcpu's current decision becomes IDLE until it
+/// decides again.
+pub fn stop_outside(current: &mut [Option<VcpuId>], vcpu: VcpuId, affinity: CpuSet) {
+    for (p, c) in current.iter_mut().enumerate() {
+        if *c == Some(vcpu) && !affinity.contains(p as u32) {
+            *c = None;
+        }
+    }
+}
+
+/// The pcpus (local indices `0..running.len()`) that must reschedule: see the module note.
+/// `running[p]` is the key of what pcpu p runs (`None`: idle, or not eligible any more);
+/// `waiting` are the eligible VCPUs running nowhere, most urgent first, with their
+/// affinity. A smaller key is more urgent; a waiting VCPU preempts only a strictly greater
+/// key.
+pub fn tickle_targets<K: Ord + Copy>(
+    running: &[Option<K>],
+    waiting: impl IntoIterator<Item = (K, CpuSet)>,
+) -> CpuSet {
+    let all = CpuSet::first(running.len() as u32);
+    let mut named = CpuSet::EMPTY;
+    for (key, affinity) in waiting {
+        let mut free = all.intersection(affinity);
+        for p in named.iter() {
+            free.remove(p);
+        }
+        if free.is_empty() {
+            continue;
+        }
+        if let Some(idle) = free.iter().find(|&p| running[p as usize].is_none()) {
+            named.insert(idle);
+            continue;
+        }
+        // The least urgent running VCPU of its affinity (the lowest index among equals).
+        let mut worst: Option<(K, u32)> = None;
+        for p in free.iter() {
+            if let Some(k) = running[p as usize] {
+                if worst.is_none_or(|(w, _)| k > w) {
+                    worst = Some((k, p));
+                }
+            }
+        }
+        if let Some((w, p)) = worst {
+            if key < w {
+                named.insert(p);
+            }
+        }
+        if named == all {
+            break;
+        }
+    }
+    named
+}
+
+/// Each VCPU's hard affinity in the pool's local indices; a VCPU whose affinity was never
+/// set may run anywhere.
+#[derive(Clone, Debug, Default)]
+pub struct Affinities(VcpuTable<CpuSet>);
+
+impl Affinities {
+    pub fn set(&mut self, vcpu: VcpuId, affinity: CpuSet) {
+        self.0.insert(vcpu, affinity);
+    }
+
+    pub fn remove(&mut self, vcpu: VcpuId) {
+        self.0.remove(vcpu);
+    }
+
+    /// The VCPU's affinity (every pcpu if never set).
+    #[inline]
+    pub fn get(&self, vcpu: VcpuId) -> CpuSet {
+        self.0
+            .try_get(vcpu)
+            .copied()
+            .unwrap_or(CpuSet::first(CpuSet::MAX))
+    }
+
+    /// Whether `vcpu` may run on local pcpu `pcpu`.
+    #[inline]
+    pub fn allows(&self, vcpu: VcpuId, pcpu: u32) -> bool {
+        self.get(vcpu).contains(pcpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(i: &[u32]) -> CpuSet {
+        CpuSet::from_indices(i.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn an_idle_pcpu_of_the_affinity_comes_first_then_the_worst_running_one() {
+        let all = set(&[0, 1, 2]);
+        // pcpu 1 idles: the waiting VCPU (key 5) takes it, though 5 beats nobody.
+        assert_eq!(
+            tickle_targets(&[Some(1), None, Some(3)], [(5, all)]),
+            set(&[1])
+        );
+        // Nobody idles: key 2 beats the worst running (3 on pcpu 2), not the others.
+        assert_eq!(
+            tickle_targets(&[Some(1), Some(0), Some(3)], [(2, all)]),
+            set(&[2])
+        );
+        // Key 4 beats nobody.
+        assert!(tickle_targets(&[Some(1), Some(0), Some(3)], [(4, all)]).is_empty());
+        // Affinity {0, 1}: the worst there is 1 on pcpu 0; key 2 does not beat it, though it
+        // beats 3 on pcpu 2, outside its affinity.
+        assert!(tickle_targets(&[Some(1), Some(0), Some(3)], [(2, set(&[0, 1]))]).is_empty());
+    }
+
+    #[test]
+    fn each_pcpu_is_named_once_so_the_second_waiter_looks_further() {
+        // Running 5 and 7. Waiting 1 and 2: 1 takes pcpu 1 (running 7, the worst); 2 then
+        // takes pcpu 0 (running 5). A third waiter (3) finds nothing left.
+        let all = set(&[0, 1]);
+        assert_eq!(
+            tickle_targets(&[Some(5), Some(7)], [(1, all), (2, all), (3, all)]),
+            set(&[0, 1])
+        );
+        // Two waiters, one idle pcpu: the first takes it, the second beats 7 on pcpu 1.
+        assert_eq!(
+            tickle_targets(
+                &[None, Some(7), Some(1)],
+                [(2, set(&[0, 1, 2])), (3, set(&[0, 1, 2]))]
+            ),
+            set(&[0, 1])
+        );
+        // The second waiter may only run on the pcpu the first took: nothing more.
+        assert_eq!(
+            tickle_targets(&[None, Some(7)], [(2, set(&[0, 1])), (3, set(&[0]))]),
+            set(&[0])
+        );
+    }
+}
