@@ -233,6 +233,18 @@ pub struct SchedulerSettings {
     pub arinc653: Option<ArincTableSpec>,
 }
 
+impl SchedulerSettings {
+    /// The settings a pool created at run time (`xl cpupool-create`) gets its policy's
+    /// configuration from: Credit's and RTDS's (a table cannot be given to such a pool).
+    pub fn for_new_pools(&self) -> rtvmm_core::policy::PolicySettings {
+        rtvmm_core::policy::PolicySettings {
+            credit: self.credit,
+            rtds: self.rtds,
+            arinc653: None,
+        }
+    }
+}
+
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scenario {
@@ -250,11 +262,39 @@ pub struct Scenario {
     pub external: BTreeMap<String, External>,
 }
 
+/// An error about an event's `xl` command, with the line of that command in the text: the
+/// line of `xl = ` after the event's `[[event]]` header (events written as an inline
+/// array keep their event number only).
+fn with_xl_line(mut error: ScenarioError, text: &str) -> ScenarioError {
+    if !matches!(error.kind, ErrorKind::Xl(_) | ErrorKind::XlSyntax(_)) {
+        return error;
+    }
+    let Some(event) = error.location.event else {
+        return error;
+    };
+    let mut headers = 0;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_start();
+        if line.starts_with("[[event]]") {
+            headers += 1;
+        } else if line.starts_with('[') && headers == event {
+            break;
+        } else if headers == event && line.starts_with("xl") {
+            let key = line["xl".len()..].trim_start();
+            if key.starts_with('=') {
+                error.location.line = Some(i + 1);
+                break;
+            }
+        }
+    }
+    error
+}
+
 impl Scenario {
     /// Parses and validates scenario text; `file` names it in messages.
     pub fn from_toml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        let scenario = build::build(text, file)?;
-        scenario.validate()?;
+        let scenario = build::build(text, file).map_err(|e| with_xl_line(e, text))?;
+        scenario.validate().map_err(|e| with_xl_line(e, text))?;
         Ok(scenario)
     }
 
@@ -273,7 +313,7 @@ impl Scenario {
     /// left out under any policy. The result may not be runnable; validate it before
     /// simulating.
     pub fn from_toml_for_analysis(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        build::build(text, file)
+        build::build(text, file).map_err(|e| with_xl_line(e, text))
     }
 
     /// Reads a scenario file as [`Scenario::from_toml_for_analysis`] does.
@@ -325,6 +365,8 @@ impl Scenario {
                     ..MachineConfig::default()
                 },
                 policy: PolicyConfig::Deferrable,
+                pools: Vec::new(),
+                policy_settings: Default::default(),
                 domains: system
                     .domains
                     .iter()
@@ -343,9 +385,13 @@ impl Scenario {
 
     /// The same scenario starting under `kind`, re-validated (see the crate docs for what
     /// each policy reads). Scheduled policy swaps stay as written.
+    /// With cpupools, the first pool's policy is replaced (the others keep theirs).
     pub fn with_policy(&self, kind: PolicyKind) -> Result<Scenario, ScenarioError> {
         let mut scenario = self.clone();
         scenario.system.policy = self.policy_config(kind)?;
+        if let Some(first) = scenario.system.pools.first_mut() {
+            first.policy = scenario.system.policy.clone();
+        }
         scenario.validate()?;
         Ok(scenario)
     }
