@@ -50,11 +50,14 @@
 //! seed = 42                        # default 0
 //!
 //! [machine]                        # every key optional
-//! pcpus = 1                        # one pcpu in this version (more is an error)
+//! pcpus = 1                        # default 1; more make one pool of all (or see [[pool]])
 //! quantum = "1ms"                  # the RT-Xen servers' tick (Credit has its own, below;
 //!                                  # SEDF, RTDS and ARINC 653 are event-driven)
 //! replenishment = "exact"          # or "tick" (ticking servers only: at the next tick)
-//! overhead = { do_schedule = "150ns", context_switch = "1.5us" }   # default 0ns each
+//! overhead = { do_schedule = "150ns", context_switch = "1.5us" }   # default 0ns each;
+//!                                  # also migration (switching in a VCPU that last ran on
+//!                                  # another pcpu) and lock (per do_schedule, per pcpu of
+//!                                  # the pool)
 //! overhead_charge = "incoming"     # who pays for overhead: the VCPU chosen (default,
 //!                                  # as Xen) or "none"
 //!
@@ -82,6 +85,41 @@
 //! domain = "d1"
 //! budget = "3ms"
 //! ```
+//!
+//! ## Several pcpus (`[[pool]]`, placement, `xl` events)
+//! ```toml
+//! [machine]
+//! pcpus = 2
+//!
+//! [[pool]]                         # none: one pool `Pool-0` of every pcpu, [scheduler]'s policy
+//! name = "Pool-0"                  # unique; the first pool's policy is the system's
+//! pcpus = [0]                      # or "0-1,3" (xl's form); each pcpu in one pool at most
+//! policy = "deferrable"            # default: [scheduler] policy
+//! quantum = "1ms"                  # optional: the machine's otherwise
+//! overhead = { context_switch = "1us" }   # optional: keys not given are the machine's
+//!
+//! [[pool]]
+//! name = "rt"
+//! pcpus = "1"
+//! policy = "rtds"
+//!
+//! [[domain]]
+//! name = "web"
+//! pool = "rt"                      # default: the first pool
+//! vcpus = 2                        # default 1
+//! affinity = ["1", "all"]          # per VCPU, xl's form; or one string for all VCPUs;
+//!                                  # default: every pcpu of its pool
+//! smp = "global"                   # or "partitioned": how the guest spreads its tasks
+//!
+//! [[event]]
+//! at = "5ms"
+//! xl = "sched-rtds -d web -v all -p 10000 -b 4000"   # any `rtvmm_core::xl` command
+//! ```
+//! An `xl` event takes `at` and `xl` only. A file that uses any of this is checked by
+//! replaying its domains and events on a machine (VCPU parameters under their pool's
+//! policy, affinity within the pool, each `xl` command at its time); an error names the
+//! event and the line of its `xl` command. `rtvmm analyze` analyses such a file as if on
+//! one pcpu and says so; `--policy` replaces the first pool's policy.
 //!
 //! ## VCPU keys (`vcpu = { .. }`)
 //! - `budget`, `period`: both or neither. Servers, SEDF (budget = slice) and RTDS need
