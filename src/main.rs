@@ -409,6 +409,13 @@ fn load(
     let mut scenario = Scenario::load(path).map_err(bad_input)?;
     if let Some(kind) = policy {
         scenario = scenario.with_policy(kind).map_err(bad_input)?;
+        if scenario.system.pools.len() > 1 {
+            eprintln!(
+                "note: --policy {kind} replaces the policy of the first cpupool ('{}') only; \
+                 the other pools keep theirs",
+                scenario.system.pools[0].name
+            );
+        }
     }
     if let Some(duration) = duration {
         scenario = scenario.with_duration(duration).map_err(bad_input)?;

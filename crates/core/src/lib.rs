@@ -14,6 +14,7 @@
 //! - [`guest`]: tasks, jobs and the guest schedulers (rm, dm, fp, edf).
 //! - [`rng`]: the portable seeded random stream.
 //! - [`words`]: serde's error messages in words, for every reader of a file.
+//! - [`xl`]: the `xl`-compatible commands (cpupools, pinning, `sched-rtds`, `sched-credit`).
 pub mod cpuset;
 pub mod event;
 pub mod guest;
@@ -23,5 +24,6 @@ pub mod policy;
 pub mod rng;
 pub mod time;
 pub mod words;
+pub mod xl;
 
 pub use time::Nanos;

@@ -138,6 +138,8 @@ pub fn build_system_with(
     Ok(SystemSpec {
         machine,
         policy: config.clone(),
+        pools: Vec::new(),
+        policy_settings: Default::default(),
         domains: domains.iter().map(ServerDomain::domain_spec).collect(),
         changes: Vec::new(),
     })

@@ -47,6 +47,8 @@
 //! let system = SystemSpec {
 //!     machine: MachineConfig::default(),
 //!     policy: PolicyConfig::Deferrable,
+//!     pools: Vec::new(),
+//!     policy_settings: Default::default(),
 //!     domains: vec![DomainSpec {
 //!         name: "d1".into(),
 //!         vcpu: VcpuParams::server(ms(2), ms(10), 1),

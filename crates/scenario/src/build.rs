@@ -5,18 +5,23 @@
 use std::collections::{BTreeMap, HashSet};
 
 use rtvmm_analysis::rate_monotonic_ranks;
+use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
-use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
-use rtvmm_core::model::{VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
+use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, PoolSpec, ReplenishMode};
+use rtvmm_core::model::{
+    GuestSmp, Placement, VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT,
+};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::time::TimeParseError;
+use rtvmm_core::xl::{parse_cpu_list, VcpuSel, XlCommand};
 use rtvmm_core::Nanos;
 use rtvmm_sim::{Change, DomainSpec, SystemSpec, TimedChange};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::live::ParamUpdate;
 use crate::raw::{
-    RawDomain, RawEvent, RawMachine, RawScenario, RawScheduler, RawTask, RawTime, RawVcpu,
+    RawDomain, RawEvent, RawMachine, RawOverhead, RawPool, RawScenario, RawScheduler, RawTask,
+    RawTime, RawVcpu,
 };
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings, DEFAULT_SEED, MAX_TIME};
 
@@ -72,6 +77,14 @@ pub(crate) enum EventDraft {
     /// Index into the list of drafts.
     AddDomain(usize),
     RemoveDomain(String),
+    Xl(XlCommand),
+}
+
+/// A `[[pool]]` before its policy's configuration is made (an ARINC 653 table needs every
+/// domain).
+struct PoolDraft {
+    spec: PoolSpec,
+    kind: PolicyKind,
 }
 
 pub(crate) struct Builder<'a> {
@@ -208,11 +221,14 @@ impl Builder<'_> {
         };
         let machine = self.machine(raw.machine.unwrap_or_default())?;
         let (policy, scheduler) = self.scheduler(raw.scheduler.unwrap_or_default())?;
+        let pools = self.pools(raw.pool, &machine, policy)?;
+        // With pools, the first one's policy is the system's.
+        let policy = pools.first().map_or(policy, |p| p.kind);
 
         // Every domain the file declares, initial ones first, then those added by events.
         let mut drafts = Vec::new();
         for d in raw.domain {
-            drafts.push(self.domain(d, Location::default())?);
+            drafts.push(self.domain(d, Location::default(), &machine)?);
         }
         let initial = drafts.len();
         let mut events = Vec::new();
@@ -222,7 +238,7 @@ impl Builder<'_> {
                 event: Some(i + 1),
                 ..Location::default()
             };
-            let (time, event) = self.event(e, &at, &mut drafts)?;
+            let (time, event) = self.event(e, &at, &mut drafts, &machine)?;
             if time < previous_at {
                 return Err(self.err(
                     at.field("at"),
@@ -251,6 +267,8 @@ impl Builder<'_> {
             system: SystemSpec {
                 machine,
                 policy: rtvmm_core::policy::PolicyConfig::Deferrable,
+                pools: Vec::new(),
+                policy_settings: scheduler.for_new_pools(),
                 domains: drafts[..initial].iter().map(|d| d.spec.clone()).collect(),
                 changes: Vec::new(),
             },
@@ -283,6 +301,14 @@ impl Builder<'_> {
         }
         scenario.system.policy =
             scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
+        for mut pool in pools {
+            let at = Location {
+                pool: Some(pool.spec.name.clone()),
+                ..Location::top("policy")
+            };
+            pool.spec.policy = scenario.policy_config_at(pool.kind, at)?;
+            scenario.system.pools.push(pool.spec);
+        }
         Ok(scenario)
     }
 
@@ -313,24 +339,11 @@ impl Builder<'_> {
                 }
             },
         };
-        let overhead = raw.overhead.unwrap_or_default();
-        let overheads = Overheads {
-            do_schedule: self
-                .opt_time(
-                    overhead.do_schedule.as_ref(),
-                    &at("overhead.do_schedule"),
-                    false,
-                )?
-                .unwrap_or(Nanos::ZERO),
-            context_switch: self
-                .opt_time(
-                    overhead.context_switch.as_ref(),
-                    &at("overhead.context_switch"),
-                    false,
-                )?
-                .unwrap_or(Nanos::ZERO),
-            ..Default::default()
-        };
+        let overheads = self.overheads(
+            raw.overhead.unwrap_or_default(),
+            &Location::section("[machine]", ""),
+            Overheads::ZERO,
+        )?;
         let overhead_charge = match raw.overhead_charge.as_deref() {
             None => defaults.overhead_charge,
             Some(text) => OverheadCharge::from_name(text.trim()).ok_or_else(|| {
@@ -350,6 +363,212 @@ impl Builder<'_> {
             replenishment,
             overheads,
             overhead_charge,
+        })
+    }
+
+    /// An `overhead = { .. }` table at `at` (its `field` is ignored); keys not given keep
+    /// `base`'s values.
+    fn overheads(
+        &self,
+        raw: RawOverhead,
+        at: &Location,
+        base: Overheads,
+    ) -> Result<Overheads, ScenarioError> {
+        let time = |value: Option<&RawTime>, key: &str, base: Nanos| {
+            self.opt_time(value, &at.field(&format!("overhead.{key}")), false)
+                .map(|t| t.unwrap_or(base))
+        };
+        Ok(Overheads {
+            do_schedule: time(raw.do_schedule.as_ref(), "do_schedule", base.do_schedule)?,
+            context_switch: time(
+                raw.context_switch.as_ref(),
+                "context_switch",
+                base.context_switch,
+            )?,
+            migration: time(raw.migration.as_ref(), "migration", base.migration)?,
+            lock: time(raw.lock.as_ref(), "lock", base.lock)?,
+        })
+    }
+
+    /// The `[[pool]]` tables: names unique, pcpus on the machine and in one pool each.
+    fn pools(
+        &self,
+        raw: Vec<RawPool>,
+        machine: &MachineConfig,
+        default_policy: PolicyKind,
+    ) -> Result<Vec<PoolDraft>, ScenarioError> {
+        let mut pools: Vec<PoolDraft> = Vec::with_capacity(raw.len());
+        for (i, p) in raw.into_iter().enumerate() {
+            let unnamed = Location {
+                pool: Some(format!("#{}", i + 1)),
+                ..Location::default()
+            };
+            let name = self.name(p.name, &unnamed.field("name"))?;
+            let here = Location {
+                pool: Some(name.clone()),
+                ..Location::default()
+            };
+            if pools.iter().any(|q| q.spec.name == name) {
+                return Err(self.err(
+                    here.field("name"),
+                    ErrorKind::Duplicate {
+                        what: "pool",
+                        name,
+                        scope: "pool names are unique in a file",
+                    },
+                ));
+            }
+            let pcpus_at = here.field("pcpus");
+            let pcpus = self.cpu_set(self.required(p.pcpus, &pcpus_at)?, machine, &pcpus_at)?;
+            for q in &pools {
+                if let Some(c) = q.spec.pcpus.intersection(pcpus).lowest() {
+                    return Err(self.err(
+                        pcpus_at,
+                        ErrorKind::Invalid(format!(
+                            "pcpu {c} is in pool '{}' already: a pcpu belongs to one pool",
+                            q.spec.name
+                        )),
+                    ));
+                }
+            }
+            let kind = match p.policy.as_deref() {
+                None => default_policy,
+                Some(text) => self.policy_kind(text, &here.field("policy"))?,
+            };
+            let quantum = self.opt_time(p.quantum.as_ref(), &here.field("quantum"), true)?;
+            let overheads = p
+                .overhead
+                .map(|o| self.overheads(o, &here, machine.overheads))
+                .transpose()?;
+            pools.push(PoolDraft {
+                spec: PoolSpec {
+                    name,
+                    pcpus,
+                    policy: PolicyConfig::Deferrable,
+                    quantum,
+                    overheads,
+                },
+                kind,
+            });
+        }
+        Ok(pools)
+    }
+
+    /// A pcpu list at `at`: an array of numbers or a string in `xl`'s form (`"0-2,5"`),
+    /// every pcpu on the machine.
+    fn cpu_set(
+        &self,
+        value: toml::Value,
+        machine: &MachineConfig,
+        at: &Location,
+    ) -> Result<CpuSet, ScenarioError> {
+        let invalid = |why: String| self.err(at.clone(), ErrorKind::Invalid(why));
+        let set = match &value {
+            toml::Value::String(text) => {
+                parse_cpu_list(text).map_err(|why| invalid(format!("'{text}': {why}")))?
+            }
+            toml::Value::Array(items) => {
+                let mut set = CpuSet::EMPTY;
+                for item in items {
+                    match item.as_integer().and_then(|n| u32::try_from(n).ok()) {
+                        Some(n) if n < CpuSet::MAX => set.insert(n),
+                        _ => {
+                            return Err(invalid(format!(
+                                "{item} is not a pcpu number (0 to {})",
+                                CpuSet::MAX - 1
+                            )))
+                        }
+                    }
+                }
+                set
+            }
+            other => {
+                return Err(invalid(format!(
+                    "expected a list of pcpus ([0, 1] or \"0-1\"), found a {}",
+                    other.type_str()
+                )))
+            }
+        };
+        if let Some(c) = set.iter().find(|&c| c >= machine.pcpus) {
+            return Err(invalid(format!(
+                "pcpu {c} is not on the machine ([machine] pcpus = {})",
+                machine.pcpus
+            )));
+        }
+        Ok(set)
+    }
+
+    /// A domain's `pool`, `vcpus`, `affinity` and `smp`.
+    fn placement(
+        &self,
+        raw: &mut RawDomain,
+        here: &Location,
+        machine: &MachineConfig,
+    ) -> Result<Placement, ScenarioError> {
+        let vcpus = match raw.vcpus.take() {
+            None => 0,
+            Some(n) => self.u32_field(n, &here.field("vcpus"), 1)?,
+        };
+        let count = vcpus.max(1) as usize;
+        let affinity_at = here.field("affinity");
+        let one = |value: &toml::Value, at: &Location| -> Result<Option<Vec<u32>>, ScenarioError> {
+            match value {
+                toml::Value::String(s) if s.trim() == "all" => Ok(None),
+                toml::Value::String(_) => Ok(Some(
+                    self.cpu_set(value.clone(), machine, at)?.iter().collect(),
+                )),
+                other => Err(self.err(
+                    at.clone(),
+                    ErrorKind::Invalid(format!(
+                        "expected pcpus in xl's form (\"0-1,3\" or \"all\"), found a {}",
+                        other.type_str()
+                    )),
+                )),
+            }
+        };
+        let affinity = match raw.affinity.take() {
+            None => Vec::new(),
+            Some(toml::Value::Array(items)) => {
+                if items.len() != count {
+                    return Err(self.err(
+                        affinity_at,
+                        ErrorKind::Invalid(format!(
+                            "{} entries for {count} VCPU(s): give one per VCPU, or one string \
+                             for all",
+                            items.len()
+                        )),
+                    ));
+                }
+                let mut list = Vec::with_capacity(count);
+                for (i, item) in items.iter().enumerate() {
+                    list.push(one(item, &here.field(&format!("affinity[{}]", i + 1)))?);
+                }
+                list
+            }
+            Some(value) => vec![one(&value, &affinity_at)?; count],
+        };
+        let smp = match raw.smp.take() {
+            None => GuestSmp::default(),
+            Some(text) => GuestSmp::from_name(text.trim()).ok_or_else(|| {
+                self.err(
+                    here.field("smp"),
+                    ErrorKind::UnknownName {
+                        what: "guest SMP mode",
+                        name: text.clone(),
+                        expected: "global, partitioned".to_string(),
+                    },
+                )
+            })?,
+        };
+        let pool = match raw.pool.take() {
+            None => None,
+            Some(name) => Some(self.name(Some(name), &here.field("pool"))?),
+        };
+        Ok(Placement {
+            pool,
+            vcpus,
+            affinity,
+            smp,
         })
     }
 
@@ -455,14 +674,16 @@ impl Builder<'_> {
     /// `base` carries the event number for domains added by an event.
     pub(crate) fn domain(
         &self,
-        raw: RawDomain,
+        mut raw: RawDomain,
         base: Location,
+        machine: &MachineConfig,
     ) -> Result<DomainDraft, ScenarioError> {
-        let name = self.name(raw.name, &base.field("name"))?;
+        let name = self.name(raw.name.take(), &base.field("name"))?;
         let here = Location {
             domain: Some(name.clone()),
             ..base
         };
+        let placement = self.placement(&mut raw, &here, machine)?;
         let external = crate::external::read(
             self.file,
             &here,
@@ -511,7 +732,7 @@ impl Builder<'_> {
                 vcpu: params,
                 guest,
                 tasks,
-                placement: Default::default(),
+                placement,
             },
             external,
             priority_given,
@@ -698,13 +919,33 @@ impl Builder<'_> {
 
     fn event(
         &self,
-        raw: RawEvent,
+        mut raw: RawEvent,
         here: &Location,
         drafts: &mut Vec<DomainDraft>,
+        machine: &MachineConfig,
     ) -> Result<(Nanos, EventDraft), ScenarioError> {
         let at_field = here.field("at");
         let at = self.time(self.required(raw.at.as_ref(), &at_field)?, &at_field)?;
-        Ok((at, self.action(raw, here, drafts)?))
+        if let Some(line) = raw.xl.take() {
+            if raw.action.is_some() {
+                return Err(self.err(here.field("xl"), ErrorKind::Conflict { other: "action" }));
+            }
+            // The `xl` line says everything: `action`'s fields are refused.
+            if let Some(field) = stray_field(&raw, &[]) {
+                return Err(self.err(
+                    here.field(field),
+                    ErrorKind::NotUsed {
+                        why: "an xl event takes `at` and `xl` only: the command line says the \
+                              rest"
+                            .to_string(),
+                    },
+                ));
+            }
+            let command = XlCommand::parse(&line)
+                .map_err(|e| self.err(here.field("xl"), ErrorKind::XlSyntax(e)))?;
+            return Ok((at, EventDraft::Xl(command)));
+        }
+        Ok((at, self.action(raw, here, drafts, machine)?))
     }
 
     /// An event's action, without its time (`at` is read by the caller, or refused by
@@ -714,6 +955,7 @@ impl Builder<'_> {
         raw: RawEvent,
         here: &Location,
         drafts: &mut Vec<DomainDraft>,
+        machine: &MachineConfig,
     ) -> Result<EventDraft, ScenarioError> {
         let action_at = here.field("action");
         let action = self.required(raw.action.clone(), &action_at)?;
@@ -742,26 +984,13 @@ impl Builder<'_> {
                 ))
             }
         };
-        let present = [
-            ("domain", raw.domain.is_some()),
-            ("policy", raw.policy.is_some()),
-            ("budget", raw.budget.is_some()),
-            ("period", raw.period.is_some()),
-            ("priority", raw.priority.is_some()),
-            ("weight", raw.weight.is_some()),
-            ("cap", raw.cap.is_some()),
-            ("extratime", raw.extratime.is_some()),
-            ("max_replenishments", raw.max_replenishments.is_some()),
-        ];
-        for (field, given) in present {
-            if given && !allowed.contains(&field) {
-                return Err(self.err(
-                    here.field(field),
-                    ErrorKind::NotUsed {
-                        why: format!("action \"{action}\" takes {}", allowed.join(", ")),
-                    },
-                ));
-            }
+        if let Some(field) = stray_field(&raw, allowed) {
+            return Err(self.err(
+                here.field(field),
+                ErrorKind::NotUsed {
+                    why: format!("action \"{action}\" takes {}", allowed.join(", ")),
+                },
+            ));
         }
         let domain_at = here.field("domain");
         let domain_name = |value: Option<toml::Value>| -> Result<String, ScenarioError> {
@@ -818,7 +1047,7 @@ impl Builder<'_> {
                         self.err(at, ErrorKind::Invalid(message))
                     })?;
                 let declared = drafts.len();
-                drafts.push(self.domain(raw_domain, here.clone())?);
+                drafts.push(self.domain(raw_domain, here.clone(), machine)?);
                 EventDraft::AddDomain(declared)
             }
             _ => EventDraft::RemoveDomain(domain_name(raw.domain)?),
@@ -947,11 +1176,61 @@ impl Builder<'_> {
                     }
                     Change::RemoveDomain { domain }
                 }
+                EventDraft::Xl(command) => {
+                    // A later `sched-set` starts from what the command set (on VCPU 0, the
+                    // one whose parameters a domain's spec holds).
+                    if let Some((params, weight_given)) =
+                        command.domain().and_then(|d| live.get_mut(d))
+                    {
+                        match &command {
+                            XlCommand::SchedRtds {
+                                vcpu: VcpuSel::All | VcpuSel::One(0),
+                                period_us,
+                                budget_us,
+                                extratime,
+                                ..
+                            } => {
+                                params.budget = Nanos::from_us(*budget_us);
+                                params.period = Nanos::from_us(*period_us);
+                                params.extratime = extratime.unwrap_or(params.extratime);
+                            }
+                            XlCommand::SchedCredit { weight, cap, .. } => {
+                                if let Some(w) = weight {
+                                    params.weight = *w;
+                                    *weight_given = true;
+                                }
+                                params.cap = cap.unwrap_or(params.cap);
+                            }
+                            _ => {}
+                        }
+                    }
+                    Change::Xl(command)
+                }
             };
             changes.push(TimedChange { at, change });
         }
         Ok((changes, swaps))
     }
+}
+
+/// The first field of an event that its action does not take (`allowed`).
+fn stray_field(raw: &RawEvent, allowed: &[&str]) -> Option<&'static str> {
+    let present = [
+        ("domain", raw.domain.is_some()),
+        ("policy", raw.policy.is_some()),
+        ("budget", raw.budget.is_some()),
+        ("period", raw.period.is_some()),
+        ("priority", raw.priority.is_some()),
+        ("weight", raw.weight.is_some()),
+        ("cap", raw.cap.is_some()),
+        ("extratime", raw.extratime.is_some()),
+        ("max_replenishments", raw.max_replenishments.is_some()),
+        ("xl", raw.xl.is_some()),
+    ];
+    present
+        .into_iter()
+        .find(|(field, given)| *given && !allowed.contains(field))
+        .map(|(field, _)| field)
 }
 
 fn names_of(live: &BTreeMap<String, (VcpuParams, bool)>) -> String {

@@ -62,6 +62,14 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
         })
         .collect();
     let domains = servers.iter().map(ServerDomain::domain_spec).collect();
+    let scheduler = SchedulerSettings {
+        credit: CreditConfig::one_ms(),
+        rtds: RtdsMode::default(),
+        arinc653: Some(ArincTableSpec {
+            major_frame: table.major_frame,
+            minor_frames,
+        }),
+    };
     let scenario = Scenario {
         file: "<demo>".to_string(),
         name: format!("demo-{}-{}", pattern.name(), DEMO_LOAD_PERMILLE / 10),
@@ -70,17 +78,12 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
         system: SystemSpec {
             machine: MachineConfig::default(),
             policy: PolicyConfig::Deferrable,
+            pools: Vec::new(),
+            policy_settings: scheduler.for_new_pools(),
             domains,
             changes: Vec::new(),
         },
-        scheduler: SchedulerSettings {
-            credit: CreditConfig::one_ms(),
-            rtds: RtdsMode::default(),
-            arinc653: Some(ArincTableSpec {
-                major_frame: table.major_frame,
-                minor_frames,
-            }),
-        },
+        scheduler,
         external: Default::default(),
     };
     scenario.validate()?;

@@ -15,6 +15,8 @@ use rtvmm_core::Nanos;
 pub struct Location {
     /// `[machine]` or `[scheduler]`, for their fields.
     pub section: Option<&'static str>,
+    /// A `[[pool]]`, by name (or `#n` when it has none).
+    pub pool: Option<String>,
     /// 1-based number of the `[[event]]`, in file order (which is time order).
     pub event: Option<usize>,
     pub domain: Option<String>,
@@ -22,6 +24,8 @@ pub struct Location {
     /// The field, dotted as in the file: `vcpu.budget`, `overhead.context_switch`,
     /// `minor_frames[2].runtime`.
     pub field: Option<String>,
+    /// The 1-based line, for an `xl` event (set by the reader, which has the text).
+    pub line: Option<usize>,
 }
 
 impl Location {
@@ -54,6 +58,9 @@ impl fmt::Display for Location {
         let mut parts: Vec<String> = Vec::new();
         if let Some(section) = self.section {
             parts.push(section.to_string());
+        }
+        if let Some(pool) = &self.pool {
+            parts.push(format!("pool '{pool}'"));
         }
         if let Some(event) = self.event {
             parts.push(format!("event {event}"));
@@ -116,7 +123,10 @@ impl fmt::Display for ScenarioError {
             ErrorKind::Syntax { line, column, .. } => {
                 write!(f, "{}:{line}:{column}: {location}{kind}", self.file)
             }
-            _ => write!(f, "{}: {location}{kind}", self.file),
+            _ => match location.line {
+                Some(line) => write!(f, "{}:{line}: {location}{kind}", self.file),
+                None => write!(f, "{}: {location}{kind}", self.file),
+            },
         }
     }
 }
@@ -211,6 +221,12 @@ pub enum ErrorKind {
     /// `attach` or `pids` beside `[[domain.task]]`.
     #[error("an external domain has no tasks: give either `attach`/`pids` or `[[domain.task]]`, not both")]
     ExternalWithTasks,
+    /// An `xl` command line that does not read.
+    #[error("{0}")]
+    XlSyntax(rtvmm_core::xl::XlError),
+    /// An `xl` command the system at its time refuses.
+    #[error("{0}")]
+    Xl(rtvmm_sim::xl::XlApplyError),
     #[error("{0}")]
     Invalid(String),
 }

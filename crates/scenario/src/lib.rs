@@ -50,11 +50,14 @@
 //! seed = 42                        # default 0
 //!
 //! [machine]                        # every key optional
-//! pcpus = 1                        # one pcpu in this version (more is an error)
+//! pcpus = 1                        # default 1; more make one pool of all (or see [[pool]])
 //! quantum = "1ms"                  # the RT-Xen servers' tick (Credit has its own, below;
 //!                                  # SEDF, RTDS and ARINC 653 are event-driven)
 //! replenishment = "exact"          # or "tick" (ticking servers only: at the next tick)
-//! overhead = { do_schedule = "150ns", context_switch = "1.5us" }   # default 0ns each
+//! overhead = { do_schedule = "150ns", context_switch = "1.5us" }   # default 0ns each;
+//!                                  # also migration (switching in a VCPU that last ran on
+//!                                  # another pcpu) and lock (per do_schedule, per pcpu of
+//!                                  # the pool)
 //! overhead_charge = "incoming"     # who pays for overhead: the VCPU chosen (default,
 //!                                  # as Xen) or "none"
 //!
@@ -82,6 +85,41 @@
 //! domain = "d1"
 //! budget = "3ms"
 //! ```
+//!
+//! ## Several pcpus (`[[pool]]`, placement, `xl` events)
+//! ```toml
+//! [machine]
+//! pcpus = 2
+//!
+//! [[pool]]                         # none: one pool `Pool-0` of every pcpu, [scheduler]'s policy
+//! name = "Pool-0"                  # unique; the first pool's policy is the system's
+//! pcpus = [0]                      # or "0-1,3" (xl's form); each pcpu in one pool at most
+//! policy = "deferrable"            # default: [scheduler] policy
+//! quantum = "1ms"                  # optional: the machine's otherwise
+//! overhead = { context_switch = "1us" }   # optional: keys not given are the machine's
+//!
+//! [[pool]]
+//! name = "rt"
+//! pcpus = "1"
+//! policy = "rtds"
+//!
+//! [[domain]]
+//! name = "web"
+//! pool = "rt"                      # default: the first pool
+//! vcpus = 2                        # default 1
+//! affinity = ["1", "all"]          # per VCPU, xl's form; or one string for all VCPUs;
+//!                                  # default: every pcpu of its pool
+//! smp = "global"                   # or "partitioned": how the guest spreads its tasks
+//!
+//! [[event]]
+//! at = "5ms"
+//! xl = "sched-rtds -d web -v all -p 10000 -b 4000"   # any `rtvmm_core::xl` command
+//! ```
+//! An `xl` event takes `at` and `xl` only. A file that uses any of this is checked by
+//! replaying its domains and events on a machine (VCPU parameters under their pool's
+//! policy, affinity within the pool, each `xl` command at its time); an error names the
+//! event and the line of its `xl` command. `rtvmm analyze` analyses such a file as if on
+//! one pcpu and says so; `--policy` replaces the first pool's policy.
 //!
 //! ## VCPU keys (`vcpu = { .. }`)
 //! - `budget`, `period`: both or neither. Servers, SEDF (budget = slice) and RTDS need
@@ -233,6 +271,18 @@ pub struct SchedulerSettings {
     pub arinc653: Option<ArincTableSpec>,
 }
 
+impl SchedulerSettings {
+    /// The settings a pool created at run time (`xl cpupool-create`) gets its policy's
+    /// configuration from: Credit's and RTDS's (a table cannot be given to such a pool).
+    pub fn for_new_pools(&self) -> rtvmm_core::policy::PolicySettings {
+        rtvmm_core::policy::PolicySettings {
+            credit: self.credit,
+            rtds: self.rtds,
+            arinc653: None,
+        }
+    }
+}
+
 /// A validated scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scenario {
@@ -250,11 +300,39 @@ pub struct Scenario {
     pub external: BTreeMap<String, External>,
 }
 
+/// An error about an event's `xl` command, with the line of that command in the text: the
+/// line of `xl = ` after the event's `[[event]]` header (events written as an inline
+/// array keep their event number only).
+fn with_xl_line(mut error: ScenarioError, text: &str) -> ScenarioError {
+    if !matches!(error.kind, ErrorKind::Xl(_) | ErrorKind::XlSyntax(_)) {
+        return error;
+    }
+    let Some(event) = error.location.event else {
+        return error;
+    };
+    let mut headers = 0;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_start();
+        if line.starts_with("[[event]]") {
+            headers += 1;
+        } else if line.starts_with('[') && headers == event {
+            break;
+        } else if headers == event && line.starts_with("xl") {
+            let key = line["xl".len()..].trim_start();
+            if key.starts_with('=') {
+                error.location.line = Some(i + 1);
+                break;
+            }
+        }
+    }
+    error
+}
+
 impl Scenario {
     /// Parses and validates scenario text; `file` names it in messages.
     pub fn from_toml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        let scenario = build::build(text, file)?;
-        scenario.validate()?;
+        let scenario = build::build(text, file).map_err(|e| with_xl_line(e, text))?;
+        scenario.validate().map_err(|e| with_xl_line(e, text))?;
         Ok(scenario)
     }
 
@@ -273,7 +351,7 @@ impl Scenario {
     /// left out under any policy. The result may not be runnable; validate it before
     /// simulating.
     pub fn from_toml_for_analysis(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        build::build(text, file)
+        build::build(text, file).map_err(|e| with_xl_line(e, text))
     }
 
     /// Reads a scenario file as [`Scenario::from_toml_for_analysis`] does.
@@ -325,6 +403,8 @@ impl Scenario {
                     ..MachineConfig::default()
                 },
                 policy: PolicyConfig::Deferrable,
+                pools: Vec::new(),
+                policy_settings: Default::default(),
                 domains: system
                     .domains
                     .iter()
@@ -343,9 +423,13 @@ impl Scenario {
 
     /// The same scenario starting under `kind`, re-validated (see the crate docs for what
     /// each policy reads). Scheduled policy swaps stay as written.
+    /// With cpupools, the first pool's policy is replaced (the others keep theirs).
     pub fn with_policy(&self, kind: PolicyKind) -> Result<Scenario, ScenarioError> {
         let mut scenario = self.clone();
         scenario.system.policy = self.policy_config(kind)?;
+        if let Some(first) = scenario.system.pools.first_mut() {
+            first.policy = scenario.system.policy.clone();
+        }
         scenario.validate()?;
         Ok(scenario)
     }

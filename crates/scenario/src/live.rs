@@ -39,12 +39,24 @@
 //! # Ok::<(), rtvmm_scenario::ScenarioError>(())
 //! ```
 
+use rtvmm_core::cpuset::CpuSet;
+use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::{ParamError, VcpuId, VcpuParams};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_sim::DomainSpec;
 
 use crate::build::{default_weight, Builder, EventDraft};
+
+/// The machine an added domain's placement is read against: any pcpu a set can hold; the
+/// running system checks its own.
+const ANY_MACHINE: MachineConfig = MachineConfig {
+    pcpus: CpuSet::MAX,
+    quantum: Nanos::from_ms(1),
+    replenishment: rtvmm_core::machine::ReplenishMode::Exact,
+    overheads: rtvmm_core::machine::Overheads::ZERO,
+    overhead_charge: rtvmm_core::machine::OverheadCharge::Incoming,
+};
 use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::raw::{RawEvent, RawScheduler};
 use crate::{ArincTableSpec, SchedulerSettings};
@@ -178,7 +190,7 @@ pub fn read_action(table: &toml::Table, origin: &str) -> Result<LiveAction, Scen
             })?;
     let mut drafts = Vec::new();
     Ok(
-        match builder.action(raw, &Location::default(), &mut drafts)? {
+        match builder.action(raw, &Location::default(), &mut drafts, &ANY_MACHINE)? {
             EventDraft::SetParams(update) => LiveAction::SetParams(update),
             EventDraft::RemoveDomain(name) => LiveAction::RemoveDomain(name),
             EventDraft::AddDomain(i) => {
@@ -218,6 +230,14 @@ pub fn read_action(table: &toml::Table, origin: &str) -> Result<LiveAction, Scen
                 LiveAction::AddDomain(spec)
             }
             // Handled above; a file's swap event names only the policy.
+            // `action` never reads an `xl` line (only a file's event has one).
+            EventDraft::Xl(_) => {
+                return Err(ScenarioError::new(
+                    origin,
+                    Location::top("xl"),
+                    ErrorKind::Invalid("not taken live".to_string()),
+                ))
+            }
             EventDraft::SwapPolicy(kind) => LiveAction::SwapPolicy(PolicyChange {
                 kind,
                 credit: None,

@@ -4,9 +4,10 @@
 
 use std::fmt::Write;
 
+use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::{Arrival, TaskSpec};
-use rtvmm_core::machine::ReplenishMode;
-use rtvmm_core::model::VcpuParams;
+use rtvmm_core::machine::{Overheads, ReplenishMode};
+use rtvmm_core::model::{GuestSmp, Placement, VcpuParams};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, RtdsMode};
 use rtvmm_sim::{Change, DomainSpec};
 
@@ -66,12 +67,7 @@ impl Scenario {
             ReplenishMode::Tick => "tick",
         };
         let _ = writeln!(w, "replenishment = {}", quote(replenishment));
-        let _ = writeln!(
-            w,
-            "overhead = {{ do_schedule = {}, context_switch = {} }}",
-            time(m.overheads.do_schedule),
-            time(m.overheads.context_switch)
-        );
+        let _ = writeln!(w, "overhead = {}", overheads(&m.overheads));
         let _ = writeln!(w, "overhead_charge = {}", quote(m.overhead_charge.name()));
 
         let _ = writeln!(w, "\n[scheduler]");
@@ -117,6 +113,19 @@ impl Scenario {
             let _ = writeln!(w, "]");
         }
 
+        for p in &self.system.pools {
+            let _ = writeln!(w, "\n[[pool]]");
+            let _ = writeln!(w, "name = {}", quote(&p.name));
+            let _ = writeln!(w, "pcpus = {}", cpus(p.pcpus));
+            let _ = writeln!(w, "policy = {}", quote(p.policy.kind().name()));
+            if let Some(q) = p.quantum {
+                let _ = writeln!(w, "quantum = {}", time(q));
+            }
+            if let Some(o) = &p.overheads {
+                let _ = writeln!(w, "overhead = {}", overheads(o));
+            }
+        }
+
         for d in &self.system.domains {
             let _ = writeln!(w, "\n[[domain]]");
             write_domain(w, d, self.external.get(&d.name), "domain");
@@ -126,6 +135,9 @@ impl Scenario {
             let _ = writeln!(w, "\n[[event]]");
             let _ = writeln!(w, "at = {}", time(c.at));
             match &c.change {
+                Change::Xl(command) => {
+                    let _ = writeln!(w, "xl = {}", quote(&command.to_string()));
+                }
                 Change::SetParams { domain, params } => {
                     let _ = writeln!(w, "action = \"sched-set\"");
                     let _ = writeln!(w, "domain = {}", quote(domain));
@@ -170,9 +182,59 @@ fn write_domain(w: &mut String, d: &DomainSpec, external: Option<&External>, tab
     }
     let vcpu = vcpu_fields(&d.vcpu, true);
     let _ = writeln!(w, "vcpu = {{ {} }}", vcpu.join(", "));
+    write_placement(w, &d.placement);
     for t in &d.tasks {
         let _ = writeln!(w, "\n[[{table}.task]]");
         write_task(w, t, d.guest == rtvmm_core::guest::GuestScheduler::Fp);
+    }
+}
+
+/// The overheads as an inline table; `migration` and `lock` only when not zero (a file
+/// without them prints as it did before they existed).
+fn overheads(o: &Overheads) -> String {
+    let mut fields = vec![
+        format!("do_schedule = {}", time(o.do_schedule)),
+        format!("context_switch = {}", time(o.context_switch)),
+    ];
+    if !o.migration.is_zero() || !o.lock.is_zero() {
+        fields.push(format!("migration = {}", time(o.migration)));
+        fields.push(format!("lock = {}", time(o.lock)));
+    }
+    format!("{{ {} }}", fields.join(", "))
+}
+
+/// A pcpu set in `xl`'s form, quoted; `[]` when empty.
+fn cpus(set: CpuSet) -> String {
+    if set.is_empty() {
+        "[]".to_string()
+    } else {
+        quote(&set.to_string())
+    }
+}
+
+/// A domain's placement keys, each only when it is not the default.
+fn write_placement(w: &mut String, p: &Placement) {
+    if let Some(pool) = &p.pool {
+        let _ = writeln!(w, "pool = {}", quote(pool));
+    }
+    if p.vcpus != 0 {
+        let _ = writeln!(w, "vcpus = {}", p.vcpus);
+    }
+    let one = |a: &Option<Vec<u32>>| match a {
+        None => quote("all"),
+        Some(list) => cpus(CpuSet::from_indices(list.iter().copied()).unwrap_or_default()),
+    };
+    if let Some(first) = p.affinity.first() {
+        let same = p.affinity.iter().all(|a| a == first);
+        if same && p.affinity.len() == p.vcpu_count() as usize {
+            let _ = writeln!(w, "affinity = {}", one(first));
+        } else {
+            let list: Vec<String> = p.affinity.iter().map(one).collect();
+            let _ = writeln!(w, "affinity = [{}]", list.join(", "));
+        }
+    }
+    if p.smp != GuestSmp::default() {
+        let _ = writeln!(w, "smp = {}", quote(p.smp.name()));
     }
 }
 

@@ -40,7 +40,7 @@ impl<'de> Deserialize<'de> for RawTime {
 #[derive(Debug, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a scenario: name, duration, seed, [machine], [scheduler], [[domain]] and [[event]] tables"
+    expecting = "a scenario: name, duration, seed, [machine], [scheduler], [[pool]], [[domain]] and [[event]] tables"
 )]
 pub(crate) struct RawScenario {
     pub name: Option<String>,
@@ -48,6 +48,8 @@ pub(crate) struct RawScenario {
     pub seed: Option<i64>,
     pub machine: Option<RawMachine>,
     pub scheduler: Option<RawScheduler>,
+    #[serde(default)]
+    pub pool: Vec<RawPool>,
     #[serde(default)]
     pub domain: Vec<RawDomain>,
     #[serde(default)]
@@ -75,6 +77,23 @@ pub(crate) struct RawMachine {
 pub(crate) struct RawOverhead {
     pub do_schedule: Option<RawTime>,
     pub context_switch: Option<RawTime>,
+    pub migration: Option<RawTime>,
+    pub lock: Option<RawTime>,
+}
+
+/// One `[[pool]]`: a cpupool.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table with name, pcpus, policy, quantum, overhead"
+)]
+pub(crate) struct RawPool {
+    pub name: Option<String>,
+    /// `[0, 1]` or `"0-1"`: kept as a value to accept both.
+    pub pcpus: Option<toml::Value>,
+    pub policy: Option<String>,
+    pub quantum: Option<RawTime>,
+    pub overhead: Option<RawOverhead>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -133,6 +152,11 @@ pub(crate) struct RawDomain {
     pub attach: Option<String>,
     /// An external domain: existing processes ([`crate::external`]).
     pub pids: Option<Vec<i64>>,
+    pub pool: Option<String>,
+    pub vcpus: Option<i64>,
+    /// `"0-1"` for every VCPU or `["0", "1-2"]` per VCPU: kept as a value to accept both.
+    pub affinity: Option<toml::Value>,
+    pub smp: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -186,6 +210,8 @@ pub(crate) struct RawEvent {
     pub cap: Option<i64>,
     pub extratime: Option<bool>,
     pub max_replenishments: Option<i64>,
+    /// An `xl` command line, in place of `action`.
+    pub xl: Option<String>,
 }
 
 /// Parses the file as written. A value of the wrong shape is reported where it is, in
@@ -272,6 +298,33 @@ pub(crate) fn locate(document: &toml::Table) -> Option<(Location, String)> {
                 None => (Location::top("scheduler"), message),
             }
         }
+        ("pool", toml::Value::Array(pools)) => pools
+            .iter()
+            .enumerate()
+            .find_map(|(i, p)| {
+                let at = Location {
+                    pool: Some(
+                        p.get("name")
+                            .and_then(|n| n.as_str())
+                            .map_or_else(|| format!("#{}", i + 1), str::to_string),
+                    ),
+                    ..Location::default()
+                };
+                match p {
+                    toml::Value::Table(t) => match bad_key::<RawPool>(t) {
+                        Some(("overhead", toml::Value::Table(o), m)) => {
+                            match bad_key::<RawOverhead>(o) {
+                                Some((k, _, m)) => Some((at.field(&format!("overhead.{k}")), m)),
+                                None => Some((at.field("overhead"), m)),
+                            }
+                        }
+                        Some((k, _, m)) => Some((at.field(k), m)),
+                        None => None,
+                    },
+                    other => refused::<RawPool>(other).map(|m| (at, m)),
+                }
+            })
+            .unwrap_or((Location::top("pool"), message)),
         ("domain", toml::Value::Array(domains)) => domains
             .iter()
             .find_map(|d| locate_domain(d, Location::default()))

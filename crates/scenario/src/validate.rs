@@ -4,15 +4,17 @@
 //! (see "Limits" in the crate docs for why that keeps the simulator's clock from
 //! overflowing); and the overheads leave room in the quantum.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
+use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::{Arrival, TaskSpec};
 use rtvmm_core::machine::{Machine, MachineError};
-use rtvmm_core::model::{ParamError, VcpuId, VcpuParams};
+use rtvmm_core::model::{DomainId, ParamError, Placement, VcpuId, VcpuParams};
 use rtvmm_core::policy::{
     arinc653, credit, Arinc653Table, MinorFrame, Policy, PolicyConfig, PolicyKind, PolicySettings,
 };
 use rtvmm_core::Nanos;
+use rtvmm_sim::xl::apply_xl;
 use rtvmm_sim::{Change, DomainSpec};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
@@ -71,7 +73,7 @@ impl Scenario {
             self.policy_config_at(PolicyKind::Arinc653, Location::default())?;
         }
         let machine = &self.system.machine;
-        Machine::new(*machine, self.system.policy.clone()).map_err(|e| {
+        self.machine().map_err(|e| {
             let field = match e {
                 MachineError::TooManyPcpus(_) | MachineError::NoPcpu => Some("pcpus"),
                 MachineError::QuantumZero => Some("quantum"),
@@ -82,8 +84,29 @@ impl Scenario {
                 ..Location::default()
             };
             at.field = field.map(str::to_string);
+            if field.is_none() && !self.system.pools.is_empty() {
+                at = Location::top("pool");
+            }
             self.err(at, ErrorKind::Machine(e))
         })?;
+        for p in &self.system.pools {
+            let overheads = p.overheads.unwrap_or(machine.overheads);
+            let quantum = p.quantum.unwrap_or(machine.quantum);
+            let overhead = overheads.do_schedule + overheads.context_switch;
+            if overhead >= quantum {
+                return Err(self.err(
+                    Location {
+                        pool: Some(p.name.clone()),
+                        ..Location::top("overhead")
+                    },
+                    ErrorKind::OverheadNotBelowQuantum { overhead, quantum },
+                ));
+            }
+        }
+        // With several pcpus, pools, placement or `xl` events, a domain's policy is its
+        // pool's: the policies' checks are made by replaying the file on a machine
+        // (`replay`), not against the first pool's policy below.
+        let policies = !self.uses_placement();
         // Both at most MAX_TIME: the sum fits.
         let overhead = machine.overheads.do_schedule + machine.overheads.context_switch;
         if overhead >= machine.quantum {
@@ -100,7 +123,7 @@ impl Scenario {
         let mut policy = self.system.policy.build(machine.pcpus);
         let mut live = Live::new(self.swap_targets(machine.pcpus));
         for d in &self.system.domains {
-            self.check_domain(policy.as_ref(), kind, d, Location::default())?;
+            self.check_domain(policy.as_ref(), kind, d, Location::default(), policies)?;
             if live.index(&d.name).is_some() {
                 return Err(self.duplicate_domain(&d.name, Location::top("name")));
             }
@@ -138,18 +161,19 @@ impl Scenario {
                         domain: Some(domain.clone()),
                         ..here.clone()
                     };
-                    self.check_vcpu(policy.as_ref(), kind, params, at)?;
+                    self.check_vcpu(policy.as_ref(), kind, params, at, policies)?;
                     live.set(index, params);
                 }
                 Change::SwapPolicy(config) => {
                     let new_policy = config.build(machine.pcpus);
                     // Only when some live domain is refused: find the first, for its error.
-                    if let Some((name, params)) = live.first_refused_by(config) {
+                    if let Some((name, params)) = live.first_refused_by(config).filter(|_| policies)
+                    {
                         let at = Location {
                             domain: Some(name.to_string()),
                             ..here.clone()
                         };
-                        self.check_vcpu(new_policy.as_ref(), config.kind(), params, at)?;
+                        self.check_vcpu(new_policy.as_ref(), config.kind(), params, at, true)?;
                     }
                     kind = config.kind();
                     policy = new_policy;
@@ -158,12 +182,173 @@ impl Scenario {
                     if live.index(&spec.name).is_some() {
                         return Err(self.duplicate_domain(&spec.name, here.field("domain.name")));
                     }
-                    self.check_domain(policy.as_ref(), kind, spec, here.clone())?;
+                    self.check_domain(policy.as_ref(), kind, spec, here.clone(), policies)?;
                     live.insert(&spec.name, &spec.vcpu);
                 }
                 Change::RemoveDomain { domain } => {
                     let index = find(&live, domain)?;
                     live.remove(index);
+                }
+                Change::Xl(_) => {}
+            }
+        }
+        if !policies {
+            self.replay()?;
+        }
+        Ok(())
+    }
+
+    /// Whether the file uses more than one pcpu, pools, a domain's placement or `xl`
+    /// events: what a machine of one pcpu and one pool cannot say.
+    pub fn uses_placement(&self) -> bool {
+        let placed = |d: &DomainSpec| d.placement != Placement::default();
+        self.system.machine.pcpus > 1
+            || !self.system.pools.is_empty()
+            || self.system.domains.iter().any(placed)
+            || self.system.changes.iter().any(|c| match &c.change {
+                Change::Xl(_) => true,
+                Change::AddDomain(d) => placed(d),
+                _ => false,
+            })
+    }
+
+    /// The machine the run starts with (its pools, or one of every pcpu), without VCPUs.
+    fn machine(&self) -> Result<Machine, MachineError> {
+        if self.system.pools.is_empty() {
+            Machine::new(self.system.machine, self.system.policy.clone())
+        } else {
+            Machine::with_pools(self.system.machine, self.system.pools.clone())
+        }
+    }
+
+    /// Plays the file's domains and events on a machine without work, in order, so that
+    /// everything a run would refuse — a VCPU's parameters under its pool's policy, an
+    /// affinity outside its pool, an `xl` command at its time — is refused here, naming
+    /// the domain or the event. Time does not matter to these checks: all happens at 0.
+    fn replay(&self) -> Result<(), ScenarioError> {
+        let now = Nanos::ZERO;
+        let mut machine = self
+            .machine()
+            .map_err(|e| self.err(Location::top("pool"), ErrorKind::Machine(e)))?;
+        // Domain name → (id, VCPUs) for present domains; every VCPU's domain name.
+        let mut present: BTreeMap<String, (DomainId, Vec<VcpuId>)> = BTreeMap::new();
+        let mut names: Vec<String> = Vec::new();
+        let mut next_domain = 0u32;
+        let mut add = |machine: &mut Machine,
+                       present: &mut BTreeMap<String, (DomainId, Vec<VcpuId>)>,
+                       names: &mut Vec<String>,
+                       spec: &DomainSpec,
+                       base: Location|
+         -> Result<(), ScenarioError> {
+            let here = Location {
+                domain: Some(spec.name.clone()),
+                ..base
+            };
+            let placement = &spec.placement;
+            let pool = match &placement.pool {
+                None => 0,
+                Some(name) => machine
+                    .pool_index(name)
+                    .map_err(|e| self.err(here.field("pool"), ErrorKind::Machine(e)))?,
+            };
+            let kind = machine.pools().nth(pool).map(|p| p.2.kind());
+            let id = DomainId(next_domain);
+            next_domain += 1;
+            let mut vcpus = Vec::new();
+            for i in 0..placement.vcpu_count() {
+                let affinity = placement
+                    .affinity_of(i)
+                    .map(|list| CpuSet::from_indices(list.iter().copied()).unwrap_or_default());
+                let v = machine
+                    .add_vcpu_in(now, id, spec.vcpu.clone(), pool, affinity)
+                    .map_err(|e| match e {
+                        MachineError::Param { error, .. } => self.err(
+                            here.field("vcpu"),
+                            vcpu_error(kind.unwrap_or(PolicyKind::Deferrable), &spec.vcpu, error),
+                        ),
+                        other => {
+                            let field = if affinity.is_some() {
+                                "affinity"
+                            } else {
+                                "pool"
+                            };
+                            self.err(here.field(field), ErrorKind::Machine(other))
+                        }
+                    })?;
+                names.push(spec.name.clone());
+                vcpus.push(v);
+            }
+            present.insert(spec.name.clone(), (id, vcpus));
+            Ok(())
+        };
+        for d in &self.system.domains {
+            add(
+                &mut machine,
+                &mut present,
+                &mut names,
+                d,
+                Location::default(),
+            )?;
+        }
+        for (i, c) in self.system.changes.iter().enumerate() {
+            let here = Location {
+                event: Some(i + 1),
+                ..Location::default()
+            };
+            // A refusal naming a VCPU: said as its domain's.
+            let refused = |e: MachineError, kind: PolicyKind, params: &VcpuParams| match e {
+                MachineError::Param { vcpu, error } => self.err(
+                    Location {
+                        domain: names.get(vcpu as usize).cloned(),
+                        ..here.field("vcpu")
+                    },
+                    vcpu_error(kind, params, error),
+                ),
+                other => self.err(here.clone(), ErrorKind::Machine(other)),
+            };
+            match &c.change {
+                Change::SetParams { domain, params } => {
+                    let vcpus = present.get(domain).map(|d| d.1.clone()).unwrap_or_default();
+                    for v in vcpus {
+                        let kind = machine.policy_of(v).kind();
+                        machine
+                            .adjust(now, v, params.clone())
+                            .map_err(|e| refused(e, kind, params))?;
+                    }
+                }
+                Change::SwapPolicy(config) => {
+                    if let Err(e) = machine.swap_pool_policy(now, 0, config.clone()) {
+                        let params = match &e {
+                            MachineError::Param { vcpu, .. } => {
+                                machine.params(VcpuId(*vcpu)).clone()
+                            }
+                            _ => VcpuParams::server(Nanos(1), Nanos(1), 1),
+                        };
+                        return Err(refused(e, config.kind(), &params));
+                    }
+                }
+                Change::AddDomain(spec) => {
+                    add(&mut machine, &mut present, &mut names, spec, here.clone())?;
+                }
+                Change::RemoveDomain { domain } => {
+                    if let Some((_, vcpus)) = present.remove(domain) {
+                        for v in vcpus {
+                            machine
+                                .remove_vcpu(now, v)
+                                .map_err(|e| self.err(here.clone(), ErrorKind::Machine(e)))?;
+                        }
+                    }
+                }
+                Change::Xl(command) => {
+                    let vcpus_of = |name: &str| present.get(name).cloned();
+                    apply_xl(
+                        &mut machine,
+                        now,
+                        command,
+                        &vcpus_of,
+                        &self.system.policy_settings,
+                    )
+                    .map_err(|e| self.err(here.field("xl"), ErrorKind::Xl(e)))?;
                 }
             }
         }
@@ -220,6 +405,23 @@ impl Scenario {
         self.bounded(&at, "quantum", machine.quantum)?;
         self.bounded(&at, "overhead.do_schedule", overheads.do_schedule)?;
         self.bounded(&at, "overhead.context_switch", overheads.context_switch)?;
+        self.bounded(&at, "overhead.migration", overheads.migration)?;
+        self.bounded(&at, "overhead.lock", overheads.lock)?;
+        for p in &self.system.pools {
+            let at = Location {
+                pool: Some(p.name.clone()),
+                ..Location::default()
+            };
+            if let Some(q) = p.quantum {
+                self.bounded(&at, "quantum", q)?;
+            }
+            if let Some(o) = p.overheads {
+                self.bounded(&at, "overhead.do_schedule", o.do_schedule)?;
+                self.bounded(&at, "overhead.context_switch", o.context_switch)?;
+                self.bounded(&at, "overhead.migration", o.migration)?;
+                self.bounded(&at, "overhead.lock", o.lock)?;
+            }
+        }
         let at = Location {
             section: Some("[scheduler]"),
             ..Location::default()
@@ -243,12 +445,14 @@ impl Scenario {
         Ok(())
     }
 
+    /// A VCPU's times are bounded and, when `policies`, `policy` accepts its parameters.
     fn check_vcpu(
         &self,
         policy: &dyn Policy,
         kind: PolicyKind,
         params: &VcpuParams,
         at: Location,
+        policies: bool,
     ) -> Result<(), ScenarioError> {
         for (field, value) in [
             ("vcpu.budget", params.budget),
@@ -256,6 +460,9 @@ impl Scenario {
             ("vcpu.offset", params.offset),
         ] {
             self.bounded(&at, field, value)?;
+        }
+        if !policies {
+            return Ok(());
         }
         policy
             .validate(params)
@@ -269,12 +476,13 @@ impl Scenario {
         kind: PolicyKind,
         domain: &DomainSpec,
         base: Location,
+        policies: bool,
     ) -> Result<(), ScenarioError> {
         let here = Location {
             domain: Some(domain.name.clone()),
             ..base
         };
-        self.check_vcpu(policy, kind, &domain.vcpu, here.clone())?;
+        self.check_vcpu(policy, kind, &domain.vcpu, here.clone(), policies)?;
         for task in &domain.tasks {
             let at = Location {
                 task: Some(task.name.clone()),

@@ -54,6 +54,8 @@ fn demo_system(kind: PolicyKind) -> SystemSpec {
     SystemSpec {
         machine: MachineConfig::default(),
         policy: settings.config(kind).expect("the demo has every table"),
+        pools: Vec::new(),
+        policy_settings: Default::default(),
         domains: servers.iter().map(ServerDomain::domain_spec).collect(),
         changes: Vec::new(),
     }

@@ -27,10 +27,12 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 
+use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::event::CoreEvent;
 use rtvmm_core::guest::{Guest, Job};
 use rtvmm_core::machine::{Machine, MachineError};
 use rtvmm_core::model::{DomainId, PcpuId, VcpuId};
+use rtvmm_core::policy::PolicySettings;
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
 
@@ -129,6 +131,8 @@ pub enum SimError {
     UnknownDomain { at: Nanos, domain: String },
     #[error("change at {at}: a domain named '{domain}' exists already")]
     DuplicateDomain { at: Nanos, domain: String },
+    #[error(transparent)]
+    Xl(#[from] crate::xl::XlApplyError),
     /// A task's jobs arrive faster than they run, for so long that its queue reached the
     /// limit ([`MAX_PENDING_JOBS`] unless set otherwise).
     #[error(
@@ -157,6 +161,8 @@ pub struct Simulation {
     /// (release time, domain, task): the next release of every task.
     releases: BinaryHeap<Reverse<(Nanos, usize, usize)>>,
     changes: Vec<TimedChange>,
+    /// For pools created at run time (`xl cpupool-create`).
+    policy_settings: PolicySettings,
     next_change: usize,
     rng: SimRng,
     now: Nanos,
@@ -173,7 +179,11 @@ pub struct Simulation {
 impl Simulation {
     /// Builds the system at time 0. `record` turns on trace recording.
     pub fn new(spec: &SystemSpec, seed: u64, record: bool) -> Result<Simulation, SimError> {
-        let mut machine = Machine::new(spec.machine, spec.policy.clone())?;
+        let mut machine = if spec.pools.is_empty() {
+            Machine::new(spec.machine, spec.policy.clone())?
+        } else {
+            Machine::with_pools(spec.machine, spec.pools.clone())?
+        };
         machine.set_recording(record);
         let mut sim = Simulation {
             machine,
@@ -181,6 +191,7 @@ impl Simulation {
             domain_of_vcpu: Vec::new(),
             releases: BinaryHeap::new(),
             changes: spec.changes.clone(),
+            policy_settings: spec.policy_settings.clone(),
             next_change: 0,
             rng: SimRng::new(seed),
             now: Nanos::ZERO,
@@ -243,9 +254,32 @@ impl Simulation {
 
     fn add_domain(&mut self, spec: DomainSpec) -> Result<(), SimError> {
         let index = self.domains.len();
-        let vcpu = self
-            .machine
-            .add_vcpu(self.now, DomainId(index as u32), spec.vcpu.clone())
+        let placed = |machine: &Machine| -> Result<(usize, Option<CpuSet>), MachineError> {
+            let pool = match &spec.placement.pool {
+                Some(name) => machine.pool_index(name)?,
+                None => 0,
+            };
+            let affinity = match spec.placement.affinity_of(0) {
+                Some(cpus) => Some(CpuSet::from_indices(cpus.iter().copied()).ok_or(
+                    MachineError::UnknownPcpu {
+                        pcpu: cpus.iter().copied().max().unwrap_or(0),
+                        pcpus: machine.config().pcpus,
+                    },
+                )?),
+                None => None,
+            };
+            Ok((pool, affinity))
+        };
+        let vcpu = placed(&self.machine)
+            .and_then(|(pool, affinity)| {
+                self.machine.add_vcpu_in(
+                    self.now,
+                    DomainId(index as u32),
+                    spec.vcpu.clone(),
+                    pool,
+                    affinity,
+                )
+            })
             .map_err(|error| SimError::Machine {
                 domain: spec.name.clone(),
                 error,
@@ -308,6 +342,20 @@ impl Simulation {
                 let i = self.domain_index(now, &domain)?;
                 self.machine.remove_vcpu(now, self.domains[i].vcpu)?;
                 self.domains[i].removed_at = Some(now);
+            }
+            Change::Xl(cmd) => {
+                let domains = &self.domains;
+                let vcpus_of = |name: &str| {
+                    let i = domains
+                        .iter()
+                        .position(|d| d.spec.name == name && d.removed_at.is_none())?;
+                    Some((DomainId(i as u32), vec![domains[i].vcpu]))
+                };
+                let settings = &self.policy_settings;
+                crate::xl::apply_xl(&mut self.machine, now, &cmd, &vcpus_of, settings)?;
+                if let Some(i) = cmd.domain().and_then(|d| self.domain_index(now, d).ok()) {
+                    self.domains[i].spec.vcpu = self.machine.params(self.domains[i].vcpu).clone();
+                }
             }
         }
         Ok(())

@@ -10,6 +10,7 @@
 //!   number of jobs.
 //! - [`timeline`]: who ran when, rebuilt from a trace, for tests.
 //! - [`trace`]: traces as Chrome/Perfetto trace-event JSON or CSV.
+//! - [`xl`]: `xl` commands applied to a running machine.
 //!
 //! Long runs: [`SystemSpec::estimate_work`] counts a run's work before it starts, and
 //! [`Simulation::run_until_with`] reports progress every so many steps to a callback that
@@ -30,12 +31,13 @@
 //! let system = SystemSpec {
 //!     machine: MachineConfig::default(),
 //!     policy: PolicyConfig::Deferrable,
+//!     pools: Vec::new(),
+//!     policy_settings: Default::default(),
 //!     domains: vec![DomainSpec {
 //!         name: "d1".into(),
 //!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
 //!         guest: GuestScheduler::Rm,
 //!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(3))],
-//!,
 //!         placement: Default::default(),
 //!     }],
 //!     changes: vec![],
@@ -53,6 +55,7 @@ pub mod stats;
 pub mod system;
 pub mod timeline;
 pub mod trace;
+pub mod xl;
 
 pub use driver::{SimError, Simulation, TraceEvent};
 pub use system::{Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate};

@@ -7,9 +7,10 @@
 //! keeps every instant the simulator forms below 2⁶³ (the argument is in that crate's
 //! docs, "Limits"); a system built in code must keep its times within the same bound.
 
-use rtvmm_core::machine::MachineConfig;
+use rtvmm_core::machine::{MachineConfig, PoolSpec};
 use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::{PolicyConfig, TickInterval};
+use rtvmm_core::policy::{PolicyConfig, PolicySettings, TickInterval};
+use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 
 /// One domain: one VCPU and its guest (the core's, shared by every driver).
@@ -26,6 +27,9 @@ pub enum Change {
     AddDomain(DomainSpec),
     /// A domain leaves; its pending jobs are dropped from every count.
     RemoveDomain { domain: String },
+    /// An `xl` command (cpupools, pinning, `sched-rtds`, `sched-credit`), applied with
+    /// [`crate::xl::apply_xl`].
+    Xl(XlCommand),
 }
 
 /// A change and when it happens.
@@ -39,7 +43,13 @@ pub struct TimedChange {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SystemSpec {
     pub machine: MachineConfig,
+    /// The policy of the machine's one pool when `pools` is empty; with pools, the first
+    /// pool's (the pools decide).
     pub policy: PolicyConfig,
+    /// The cpupools; empty: one pool `Pool-0` of every pcpu scheduled by `policy`.
+    pub pools: Vec<PoolSpec>,
+    /// The settings of a policy a pool is created with at run time (`xl cpupool-create`).
+    pub policy_settings: PolicySettings,
     pub domains: Vec<DomainSpec>,
     /// Sorted by time; ties keep their order.
     pub changes: Vec<TimedChange>,

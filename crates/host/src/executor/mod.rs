@@ -1014,6 +1014,11 @@ impl Run {
                 self.names.remove(&domain);
                 self.end_domain(self.domain_of(vcpu), now);
             }
+            Change::Xl(command) => {
+                return Err(HostError::Unsupported(format!(
+                    "`xl {command}`: the host executor does not run xl events yet"
+                )))
+            }
         }
         Ok(())
     }

@@ -119,6 +119,8 @@ pub fn system(policy: PolicyKind, domains: Vec<DomainSpec>) -> SystemSpec {
         policy: PolicySettings::default()
             .config(policy)
             .expect("a policy without a table"),
+        pools: Vec::new(),
+        policy_settings: Default::default(),
         domains,
         changes: vec![],
     }

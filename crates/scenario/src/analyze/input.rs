@@ -7,7 +7,8 @@ use rtvmm_analysis::{parse_carts, CartsSystem};
 use super::AnalyzeError;
 use crate::Scenario;
 
-/// What to analyse.
+/// What to analyse. Not boxed: one is made per command, and its users match on it.
+#[allow(clippy::large_enum_variant)]
 pub enum Input {
     Scenario(Scenario),
     Carts { file: String, system: CartsSystem },

@@ -17,6 +17,7 @@ mod external;
 mod format;
 mod large;
 mod limits;
+mod multicore;
 mod roundtrip;
 mod soundness;
 mod util;

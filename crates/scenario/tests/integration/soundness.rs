@@ -169,6 +169,8 @@ fn served_system(
         SystemSpec {
             machine: machine(),
             policy,
+            pools: Vec::new(),
+            policy_settings: Default::default(),
             domains,
             changes: Vec::new(),
         },
@@ -454,6 +456,8 @@ fn check_hierarchical_bounds(
         let system = SystemSpec {
             machine: machine(),
             policy: policy.clone(),
+            pools: Vec::new(),
+            policy_settings: Default::default(),
             domains,
             changes: Vec::new(),
         };
@@ -618,6 +622,8 @@ fn sporadic_server_replenishes_from_activation() {
         let system = SystemSpec {
             machine: machine(),
             policy: policy.clone(),
+            pools: Vec::new(),
+            policy_settings: Default::default(),
             domains: domains.clone(),
             changes: Vec::new(),
         };
@@ -709,6 +715,8 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
         let system = SystemSpec {
             machine: machine(),
             policy,
+            pools: Vec::new(),
+            policy_settings: Default::default(),
             domains: vec![s0.clone(), s1],
             changes: Vec::new(),
         };

@@ -282,6 +282,8 @@ mod tests {
                 ..MachineConfig::default()
             },
             policy: PolicyConfig::Deferrable,
+            pools: Vec::new(),
+            policy_settings: Default::default(),
             domains: vec![
                 domain(
                     "d1",

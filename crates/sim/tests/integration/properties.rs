@@ -205,6 +205,8 @@ fn arb_scenario(
                             overhead_charge,
                         },
                         policy: PolicyConfig::Deferrable,
+                        pools: Vec::new(),
+                        policy_settings: Default::default(),
                         domains,
                         changes: Vec::new(),
                     },
@@ -257,6 +259,8 @@ fn implemented() -> &'static [PolicyKind] {
             spec: SystemSpec {
                 machine: MachineConfig::default(),
                 policy: PolicyConfig::Deferrable,
+                pools: Vec::new(),
+                policy_settings: Default::default(),
                 domains: Vec::new(),
                 changes: Vec::new(),
             },
@@ -674,6 +678,8 @@ fn isolation_breaks_with_overheads_as_documented() {
                 ..MachineConfig::default()
             },
             policy: PolicyConfig::Deferrable,
+            pools: Vec::new(),
+            policy_settings: Default::default(),
             domains: vec![
                 domain("h", 5, 10, 1, vec![high.clone()]),
                 domain("l", 5, 10, 2, low_tasks),

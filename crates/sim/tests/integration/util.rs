@@ -73,6 +73,8 @@ pub fn system(policy: PolicyConfig, domains: Vec<DomainSpec>) -> SystemSpec {
     SystemSpec {
         machine: machine(),
         policy,
+        pools: Vec::new(),
+        policy_settings: Default::default(),
         domains,
         changes: Vec::<TimedChange>::new(),
     }

@@ -337,6 +337,27 @@ fn scenario_notes(scenario: &crate::Scenario, options: &Options, notes: &mut Vec
             machine.overheads.context_switch
         ));
     }
+    if scenario.uses_placement() {
+        let pools: Vec<String> = scenario
+            .system
+            .pools
+            .iter()
+            .map(|p| format!("'{}' = pcpus {} under {}", p.name, p.pcpus, p.policy.kind()))
+            .collect();
+        let pools = if pools.is_empty() {
+            "one pool of all of them".to_string()
+        } else {
+            pools.join(", ")
+        };
+        notes.push(format!(
+            "NOT COVERED: this machine has {} pcpu(s) ({pools}); the analysis above is the \
+             single-pcpu one, as if every domain shared one pcpu under the first pool's \
+             policy: it does not cover several pcpus, cpupools, affinity, global scheduling, \
+             domains of several VCPUs or `xl` events, so its verdict is no guarantee for this \
+             machine",
+            machine.pcpus
+        ));
+    }
     if !scenario.system.changes.is_empty() {
         notes.push(format!(
             "the analysis covers the domains present at time 0 with their parameters then; \

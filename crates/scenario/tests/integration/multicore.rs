@@ -1,0 +1,299 @@
+//! Several pcpus (issue 12): `[[pool]]`, a domain's `pool`/`vcpus`/`affinity`/`smp`,
+//! `[machine] overhead.migration`/`lock`, and `[[event]] xl = ".."`: each field read,
+//! printed back by `rtvmm check`, and each error naming the file, the place and the field.
+
+use rtvmm_core::cpuset::CpuSet;
+use rtvmm_core::model::GuestSmp;
+use rtvmm_core::xl::XlCommand;
+use rtvmm_core::Nanos;
+use rtvmm_scenario::{ErrorKind, Scenario};
+use rtvmm_sim::results::RunResults;
+use rtvmm_sim::{Change, Simulation};
+
+use crate::util::{assert_names, edit, error, parse};
+
+/// Two pcpus in two pools of one pcpu; `web` pinned in `rt`; an `xl` event (line 27).
+const TWO_POOLS: &str = r#"name = "mc"
+duration = "100ms"
+[machine]
+pcpus = 2
+overhead = { migration = "2us", lock = "100ns" }
+[[pool]]
+name = "Pool-0"
+pcpus = [0]
+policy = "deferrable"
+[[pool]]
+name = "rt"
+pcpus = "1"
+policy = "rtds"
+quantum = "2ms"
+[[domain]]
+name = "batch"
+vcpu = { budget = "4ms", period = "10ms" }
+[[domain]]
+name = "web"
+pool = "rt"
+vcpus = 2
+affinity = ["1", "all"]
+smp = "partitioned"
+vcpu = { budget = "2ms", period = "10ms" }
+[[event]]
+at = "5ms"
+xl = "sched-rtds -d web -v 1 -p 10000 -b 4000"
+"#;
+
+#[test]
+fn pools_placement_and_xl_events_are_read() {
+    let s = parse(TWO_POOLS);
+    let pools = &s.system.pools;
+    assert_eq!(pools.len(), 2);
+    assert_eq!(
+        (pools[0].name.as_str(), pools[0].pcpus),
+        ("Pool-0", CpuSet::one(0))
+    );
+    assert_eq!(pools[1].pcpus, CpuSet::one(1));
+    assert_eq!(pools[1].quantum, Some(Nanos::from_ms(2)));
+    assert_eq!(pools[1].policy.kind().name(), "rtds");
+    // The first pool's policy is the system's.
+    assert_eq!(s.system.policy, pools[0].policy);
+    let o = s.system.machine.overheads;
+    assert_eq!((o.migration, o.lock), (Nanos::from_us(2), Nanos(100)));
+    let web = &s.system.domains[1].placement;
+    assert_eq!(web.pool.as_deref(), Some("rt"));
+    assert_eq!(web.vcpus, 2);
+    assert_eq!(web.affinity, vec![Some(vec![1]), None]);
+    assert_eq!(web.smp, GuestSmp::Partitioned);
+    assert_eq!(s.system.changes[0].at, Nanos::from_ms(5));
+    assert_eq!(
+        s.system.changes[0].change,
+        Change::Xl(XlCommand::parse("sched-rtds -d web -v 1 -p 10000 -b 4000").unwrap())
+    );
+}
+
+#[test]
+fn check_prints_the_new_fields_back() {
+    let s = parse(TWO_POOLS);
+    let text = s.to_toml();
+    for line in [
+        "overhead = { do_schedule = \"0ns\", context_switch = \"0ns\", migration = \"2us\", lock = \"100ns\" }",
+        "[[pool]]\nname = \"Pool-0\"\npcpus = \"0\"\npolicy = \"deferrable\"\n",
+        "[[pool]]\nname = \"rt\"\npcpus = \"1\"\npolicy = \"rtds\"\nquantum = \"2ms\"\n",
+        "pool = \"rt\"\nvcpus = 2\naffinity = [\"1\", \"all\"]\nsmp = \"partitioned\"\n",
+        "at = \"5ms\"\nxl = \"sched-rtds -d web -v 1 -p 10000 -b 4000\"\n",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    assert_eq!(Scenario::from_toml(&text, "test.toml").unwrap(), s);
+    // One string for every VCPU prints as one string.
+    let same = parse(&edit(TWO_POOLS, "[\"1\", \"all\"]", "\"1\""));
+    assert_eq!(
+        same.system.domains[1].placement.affinity,
+        vec![Some(vec![1]); 2]
+    );
+    assert!(same.to_toml().contains("\naffinity = \"1\"\n"));
+    assert_eq!(
+        Scenario::from_toml(&same.to_toml(), "test.toml").unwrap(),
+        same
+    );
+}
+
+#[test]
+fn a_file_without_the_new_fields_prints_as_before() {
+    let s = parse(crate::util::BASE);
+    let text = s.to_toml();
+    for absent in [
+        "[[pool]]",
+        "migration",
+        "lock",
+        "vcpus",
+        "affinity",
+        "smp",
+        "xl",
+    ] {
+        assert!(!text.contains(absent), "{absent} in:\n{text}");
+    }
+    assert!(text.contains("overhead = { do_schedule = \"0ns\", context_switch = \"0ns\" }\n"));
+    assert!(!s.uses_placement());
+}
+
+#[test]
+fn pool_errors_name_the_pool_and_field() {
+    let e = error(&edit(TWO_POOLS, "pcpus = \"1\"", "pcpus = \"0-1\""));
+    assert_names(&e, None, None, Some("pcpus"));
+    assert_eq!(e.location.pool.as_deref(), Some("rt"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: pool 'rt': pcpus: pcpu 0 is in pool 'Pool-0' already: a pcpu belongs to \
+         one pool"
+    );
+    let e = error(&edit(TWO_POOLS, "pcpus = \"1\"", "pcpus = [2]"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: pool 'rt': pcpus: pcpu 2 is not on the machine ([machine] pcpus = 2)"
+    );
+    let e = error(&edit(TWO_POOLS, "pcpus = \"1\"", "pcpus = \"1-x\""));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: pool 'rt': pcpus: '1-x': 'x' is not a pcpu number"
+    );
+    let e = error(&edit(TWO_POOLS, "policy = \"rtds\"", "policy = \"fifo\""));
+    assert!(
+        e.to_string()
+            .starts_with("bad.toml: pool 'rt': policy: unknown policy 'fifo'"),
+        "{e}"
+    );
+    let e = error(&edit(TWO_POOLS, "name = \"rt\"", "name = \"Pool-0\""));
+    assert!(
+        matches!(e.kind, ErrorKind::Duplicate { what: "pool", .. }),
+        "{e}"
+    );
+    let e = error(&edit(TWO_POOLS, "quantum = \"2ms\"", "quantom = \"2ms\""));
+    assert!(e.to_string().contains("pool 'rt'"), "{e}");
+    assert!(e.to_string().contains("quantom"), "{e}");
+}
+
+#[test]
+fn placement_errors_name_the_domain_and_field() {
+    let e = error(&edit(TWO_POOLS, "pool = \"rt\"", "pool = \"gpu\""));
+    assert_names(&e, Some("web"), None, Some("pool"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: domain 'web': pool: cpupool 'gpu': no such pool"
+    );
+    // Pcpu 0 is on the machine but not in `rt`.
+    let e = error(&edit(TWO_POOLS, "[\"1\", \"all\"]", "[\"0\", \"all\"]"));
+    assert_names(&e, Some("web"), None, Some("affinity"));
+    assert!(
+        e.to_string()
+            .contains("affinity 0 is not within cpupool 'rt' (pcpus 1)"),
+        "{e}"
+    );
+    let e = error(&edit(TWO_POOLS, "[\"1\", \"all\"]", "[\"1\"]"));
+    assert_names(&e, Some("web"), None, Some("affinity"));
+    assert!(
+        e.to_string()
+            .contains("1 entries for 2 VCPU(s): give one per VCPU, or one string for all"),
+        "{e}"
+    );
+    let e = error(&edit(TWO_POOLS, "vcpus = 2", "vcpus = 0"));
+    assert_names(&e, Some("web"), None, Some("vcpus"));
+    let e = error(&edit(TWO_POOLS, "smp = \"partitioned\"", "smp = \"both\""));
+    assert_names(&e, Some("web"), None, Some("smp"));
+    // A pcpu beyond the machine, in the single-pcpu default pool.
+    let one = "name = \"x\"\nduration = \"1s\"\n[[domain]]\nname = \"d\"\naffinity = \"1\"\nvcpu = { budget = \"1ms\", period = \"10ms\" }\n";
+    let e = error(one);
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: domain 'd': affinity: pcpu 1 is not on the machine ([machine] pcpus = 1)"
+    );
+}
+
+#[test]
+fn xl_event_errors_name_the_event_its_line_and_field() {
+    // Line 27 is the `xl = ..` line.
+    let e = error(&edit(TWO_POOLS, "-b 4000", "-b 40000"));
+    assert!(matches!(e.kind, ErrorKind::XlSyntax(_)), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:27: event 1: xl: sched-rtds: -b: the budget 40000us is above the period \
+         10000us"
+    );
+    // Reads, but fails at its time: `web` has two VCPUs.
+    let e = error(&edit(TWO_POOLS, "-v 1", "-v 2"));
+    assert!(matches!(e.kind, ErrorKind::Xl(_)), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:27: event 1: xl: `sched-rtds -d web -v 2 -p 10000 -b 4000`: domain 'web' has \
+         no VCPU 2 (it has 2)"
+    );
+    let e = error(&edit(
+        TWO_POOLS,
+        "sched-rtds -d web -v 1 -p 10000 -b 4000",
+        "cpupool-cpu-add rt 0",
+    ));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:27: event 1: xl: `cpupool-cpu-add rt 0`: pcpu 0: it is in cpupool 'Pool-0' \
+         already (a pcpu belongs to one pool)"
+    );
+    // An empty pool with domains.
+    let e = error(&edit(
+        TWO_POOLS,
+        "sched-rtds -d web -v 1 -p 10000 -b 4000",
+        "cpupool-cpu-remove rt 1",
+    ));
+    assert!(
+        e.to_string().ends_with(
+            "cpupool 'rt': removing pcpu 1 would leave it without pcpus while it holds VCPUs"
+        ),
+        "{e}"
+    );
+    let e = error(&edit(
+        TWO_POOLS,
+        "at = \"5ms\"\n",
+        "at = \"5ms\"\naction = \"sched-set\"\n",
+    ));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml: event 1: xl: give either this or `action`, not both"
+    );
+    let e = error(&edit(
+        TWO_POOLS,
+        "at = \"5ms\"\n",
+        "at = \"5ms\"\nbudget = \"1ms\"\n",
+    ));
+    assert_names(&e, None, None, Some("budget"));
+}
+
+/// One pcpu under RTDS: `d1` (2 ms every 10 ms) runs a task that always has work (10 ms
+/// every 10 ms). At 50 ms, `xl sched-rtds` gives it 4 ms every 10 ms. 50 ms is a period
+/// boundary, so the new budget counts from there, whether RTDS applies it at once or at
+/// the next replenishment:
+///
+/// ```text
+/// [0, 50):   5 periods × 2 ms = 10 ms busy
+/// [50, 100): 5 periods × 4 ms = 20 ms busy      → 30 ms busy in 100 ms
+/// ```
+#[test]
+fn an_xl_event_changes_the_budget_at_its_time() {
+    let text = r#"name = "xl"
+duration = "100ms"
+[scheduler]
+policy = "rtds"
+[[domain]]
+name = "d1"
+vcpu = { budget = "2ms", period = "10ms" }
+[[domain.task]]
+name = "busy"
+period = "10ms"
+wcet = "10ms"
+[[event]]
+at = "50ms"
+xl = "sched-rtds -d d1 -p 10000 -b 4000"
+"#;
+    let busy = |text: &str| {
+        let s = parse(text);
+        let mut sim = Simulation::new(&s.system, s.seed, false).unwrap();
+        sim.run_until(s.duration).unwrap();
+        let r = RunResults::collect(&sim, &s.name, s.seed, s.duration);
+        (
+            r.pcpus[0].busy_ns,
+            sim.machine().params(sim.domains()[0].vcpu).budget,
+        )
+    };
+    assert_eq!(busy(text), (Nanos::from_ms(30).as_ns(), Nanos::from_ms(4)));
+    // Without the event: 10 × 2 ms.
+    let without = &text[..text.find("[[event]]").unwrap()];
+    assert_eq!(
+        busy(without),
+        (Nanos::from_ms(20).as_ns(), Nanos::from_ms(2))
+    );
+}
+
+#[test]
+fn the_example_checks_and_round_trips() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/multicore.toml");
+    let s = Scenario::load(path).unwrap();
+    assert!(s.uses_placement());
+    assert_eq!(Scenario::from_toml(&s.to_toml(), path).unwrap(), s);
+}
