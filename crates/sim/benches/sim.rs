@@ -130,6 +130,8 @@ fn global_rtds_system() -> SystemSpec {
             ..MachineConfig::default()
         },
         policy: rtvmm_core::policy::PolicyConfig::Rtds(RtdsMode::Event),
+        pools: Vec::new(),
+        policy_settings: Default::default(),
         domains,
         changes: Vec::new(),
     }
