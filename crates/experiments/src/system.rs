@@ -136,6 +136,8 @@ pub fn build_system_with(
     machine: MachineConfig,
 ) -> Result<SystemSpec, ExperimentError> {
     Ok(SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine,
         policy: config.clone(),
         domains: domains.iter().map(ServerDomain::domain_spec).collect(),

@@ -249,6 +249,8 @@ impl Builder<'_> {
             duration,
             seed,
             system: SystemSpec {
+                chains: Vec::new(),
+                pools: Vec::new(),
                 machine,
                 policy: rtvmm_core::policy::PolicyConfig::Deferrable,
                 domains: drafts[..initial].iter().map(|d| d.spec.clone()).collect(),
@@ -693,6 +695,7 @@ impl Builder<'_> {
             offset,
             priority,
             arrival,
+            vcpu: 0,
         })
     }
 

@@ -68,6 +68,8 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
         duration,
         seed,
         system: SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: MachineConfig::default(),
             policy: PolicyConfig::Deferrable,
             domains,

@@ -320,6 +320,8 @@ impl Scenario {
             duration,
             seed,
             system: SystemSpec {
+                chains: Vec::new(),
+                pools: Vec::new(),
                 machine: MachineConfig {
                     quantum,
                     ..MachineConfig::default()

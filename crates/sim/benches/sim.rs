@@ -49,6 +49,8 @@ fn demo_system(kind: PolicyKind) -> SystemSpec {
         arinc653: Some(share_table(&servers)),
     };
     SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine: MachineConfig::default(),
         policy: settings.config(kind).expect("the demo has every table"),
         domains: servers.iter().map(ServerDomain::domain_spec).collect(),

@@ -35,10 +35,11 @@
 //!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
 //!         guest: GuestScheduler::Rm,
 //!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(3))],
-//!,
 //!         placement: Default::default(),
 //!     }],
+//!     pools: vec![],
 //!     changes: vec![],
+//!     chains: vec![],
 //! };
 //! let mut sim = Simulation::new(&system, 42, false).unwrap();
 //! sim.run_until(ms(100)).unwrap();
@@ -55,4 +56,6 @@ pub mod timeline;
 pub mod trace;
 
 pub use driver::{SimError, Simulation, TraceEvent};
-pub use system::{Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate};
+pub use system::{
+    ChainProblem, ChainSpec, Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate,
+};

@@ -115,6 +115,8 @@ pub fn busy(name: &str, budget: Nanos, period: Nanos, priority: u32) -> DomainSp
 
 pub fn system(policy: PolicyKind, domains: Vec<DomainSpec>) -> SystemSpec {
     SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine: MachineConfig::default(),
         policy: PolicySettings::default()
             .config(policy)

@@ -8,6 +8,8 @@ use super::AnalyzeError;
 use crate::Scenario;
 
 /// What to analyse.
+// One value per `rtvmm analyze` command: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Input {
     Scenario(Scenario),
     Carts { file: String, system: CartsSystem },

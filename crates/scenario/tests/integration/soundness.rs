@@ -167,6 +167,8 @@ fn served_system(
     let index = domains.len() - 1;
     (
         SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy,
             domains,
@@ -452,6 +454,8 @@ fn check_hierarchical_bounds(
             d.vcpu.max_replenishments = variant.max_replenishments;
         }
         let system = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy: policy.clone(),
             domains,
@@ -616,6 +620,8 @@ fn sporadic_server_replenishes_from_activation() {
         PolicyConfig::Sporadic,
     ] {
         let system = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy: policy.clone(),
             domains: domains.clone(),
@@ -707,6 +713,8 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
         let mut s1 = s1.clone();
         s1.vcpu.max_replenishments = max_replenishments;
         let system = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy,
             domains: vec![s0.clone(), s1],

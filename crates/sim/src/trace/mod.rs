@@ -277,6 +277,8 @@ mod tests {
             placement: Default::default(),
         };
         let spec = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: MachineConfig {
                 overheads,
                 ..MachineConfig::default()

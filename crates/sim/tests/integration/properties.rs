@@ -193,6 +193,8 @@ fn arb_scenario(
                 };
                 Scenario {
                     spec: SystemSpec {
+                        chains: Vec::new(),
+                        pools: Vec::new(),
                         machine: MachineConfig {
                             pcpus: 1,
                             quantum,
@@ -255,6 +257,8 @@ fn implemented() -> &'static [PolicyKind] {
     IMPLEMENTED.get_or_init(|| {
         let probe = Scenario {
             spec: SystemSpec {
+                chains: Vec::new(),
+                pools: Vec::new(),
                 machine: MachineConfig::default(),
                 policy: PolicyConfig::Deferrable,
                 domains: Vec::new(),
@@ -665,6 +669,8 @@ fn isolation_breaks_with_overheads_as_documented() {
     low.arrival = Arrival::AperiodicTimes(vec![ms(9)]);
     let scenario = |low_tasks: Vec<TaskSpec>| Scenario {
         spec: SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: MachineConfig {
                 overheads: Overheads {
                     do_schedule: Nanos(2_000),

@@ -71,6 +71,8 @@ pub fn machine() -> MachineConfig {
 
 pub fn system(policy: PolicyConfig, domains: Vec<DomainSpec>) -> SystemSpec {
     SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine: machine(),
         policy,
         domains,
