@@ -21,10 +21,40 @@
 //! - A guest only sees time while its VCPU runs: the driver calls [`Guest::run`] with the
 //!   time the VCPU ran, and a job frozen by the VMM resumes where it stopped.
 //!
-//! Known gap: one VCPU per guest (multi-VCPU guests come with the multicore work).
+//! - **Triggered** tasks ([`Arrival::Triggered`]) have no release of their own: the driver
+//!   releases one of their jobs when a job of the named task finishes, plus a delay
+//!   ([`Guest::release_from`]). Every job carries the release of the job that started its
+//!   trigger chain ([`Job::origin`]; its own release for a task released from outside), so
+//!   end-to-end latencies are matched job by job even with several instances in flight.
+//!
+//! # Several VCPUs
+//! A guest of k > 1 VCPUs ([`Guest::with_vcpus`]) is told which of its VCPUs the VMM runs
+//! now ([`Guest::set_running`]) and runs jobs on those only ([`Guest::run_on`]):
+//! - **Global** ([`GuestSmp::Global`]): one ready queue. With r of its VCPUs running, the r
+//!   best head jobs run. A job that runs on a VCPU still running keeps it; the other chosen
+//!   jobs, best first, take the running VCPUs left (lowest index first). So when the VMM
+//!   takes a VCPU away, its job moves to a running VCPU that is idle or runs a job outside
+//!   the r best (that job goes back to the queue). One job per task can run (jobs of a task
+//!   run in order), so a job never runs on two VCPUs at once.
+//! - **Partitioned** ([`GuestSmp::Partitioned`]): each task runs on its VCPU
+//!   ([`TaskSpec::vcpu`]); each running VCPU runs the best head job of its own tasks.
+//!
+//! **Which VCPUs have work** ([`Guest::vcpu_has_work`], what the driver reports to the VMM
+//! with wake and block): a VCPU with nothing to run blocks, as a Linux VCPU halts in its idle
+//! loop. Partitioned: VCPU j has work while one of its tasks has a pending job. Global: the
+//! guest keeps `min(n, k)` VCPUs awake, n = the tasks with a pending job (the jobs that could
+//! run at once) — an idle VCPU of a guest with more ready jobs than running VCPUs stays
+//! awake to pull one, as Linux's RT push/pull does. Which ones: when fewer are needed, the
+//! awake VCPUs that run no job block — first those the VMM does not run now, then the
+//! others, highest index first within each (a VCPU running a job is never the one put to
+//! sleep, and a descheduled one goes before one that could run a job now); when more are
+//! needed, the sleeping ones wake, lowest index first.
+//! A guest of one VCPU is the single-VCPU path above, unchanged: [`Guest::pick`],
+//! [`Guest::run`] and [`Guest::has_work`].
 
 use std::collections::VecDeque;
 
+use crate::model::GuestSmp;
 use crate::rng::SimRng;
 use crate::time::Nanos;
 
@@ -69,6 +99,21 @@ pub enum Arrival {
     /// A Poisson stream with exponentially distributed gaps of the given mean, from
     /// `offset`.
     Poisson { mean_gap: Nanos },
+    /// A job each time a job of task `by_task` of domain `by_domain` (possibly this one)
+    /// finishes, `delay` later (a virtual interrupt or event-channel latency). The guest
+    /// never releases these itself: the driver does ([`Guest::release_from`]).
+    Triggered {
+        by_domain: String,
+        by_task: String,
+        delay: Nanos,
+    },
+}
+
+impl Arrival {
+    /// Whether jobs arrive from the completion of another task's job.
+    pub fn is_triggered(&self) -> bool {
+        matches!(self, Arrival::Triggered { .. })
+    }
 }
 
 /// A task's fixed parameters.
@@ -86,6 +131,8 @@ pub struct TaskSpec {
     /// Explicit priority for the `fp` guest scheduler (smaller = higher).
     pub priority: u32,
     pub arrival: Arrival,
+    /// The VCPU (index in its domain) the task runs on in a partitioned guest; 0 otherwise.
+    pub vcpu: u32,
 }
 
 impl TaskSpec {
@@ -100,6 +147,7 @@ impl TaskSpec {
             offset: Nanos::ZERO,
             priority: 0,
             arrival: Arrival::Periodic,
+            vcpu: 0,
         }
     }
 }
@@ -119,6 +167,38 @@ pub struct Job {
     /// Execution time received so far.
     pub done: Nanos,
     pub first_start: Option<Nanos>,
+    /// The release of the job that started this job's trigger chain: its own release for a
+    /// task released from outside, the origin of the job that triggered it otherwise.
+    pub origin: Nanos,
+}
+
+/// A guest's tasks do not fit its VCPUs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GuestError {
+    #[error("vcpus: {0} is more than the 64 a domain may have")]
+    TooManyVcpus(u32),
+    #[error("task '{task}': vcpu: {vcpu} is not a VCPU of the domain (it has {vcpus})")]
+    TaskVcpuOutOfRange { task: String, vcpu: u32, vcpus: u32 },
+    #[error(
+        "task '{task}': vcpu: {vcpu} pins the task, but the guest schedules globally (only \
+         a partitioned guest pins tasks to VCPUs)"
+    )]
+    TaskVcpuOnGlobal { task: String, vcpu: u32 },
+}
+
+/// The state of a guest of several VCPUs (see "Several VCPUs" in the module doc).
+#[derive(Clone, Debug)]
+struct Smp {
+    mode: GuestSmp,
+    vcpus: u32,
+    /// The task whose head job each VCPU runs now (running VCPUs only).
+    slot: Vec<Option<usize>>,
+    /// The VCPUs the VMM runs now, as last told (bit j = VCPU j).
+    running: u64,
+    /// The VCPUs that have work (bit j = VCPU j).
+    awake: u64,
+    /// Scratch: the tasks with a pending job, best first.
+    heads: Vec<usize>,
 }
 
 /// Where a task's next release comes from.
@@ -130,7 +210,7 @@ struct ArrivalState {
     released: u64,
 }
 
-/// A guest OS with one VCPU.
+/// A guest OS with its tasks, on one VCPU or several.
 #[derive(Clone, Debug)]
 pub struct Guest {
     scheduler: GuestScheduler,
@@ -147,6 +227,8 @@ pub struct Guest {
     /// call. Only two things change the queue heads: `release` (the new job may become the
     /// best head) and `run` finishing a job (the head leaves: rescan).
     picked: Option<usize>,
+    /// `None` for a guest of one VCPU (the fast path).
+    smp: Option<Box<Smp>>,
 }
 
 impl Guest {
@@ -168,6 +250,7 @@ impl Guest {
             .map(|t| ArrivalState {
                 next: match &t.arrival {
                     Arrival::AperiodicTimes(times) => times.first().map(|&at| start + at),
+                    Arrival::Triggered { .. } => None,
                     _ => Some(start + t.offset),
                 },
                 listed: 0,
@@ -183,7 +266,59 @@ impl Guest {
             arrivals,
             pending: 0,
             picked: None,
+            smp: None,
         }
+    }
+
+    /// A guest of `vcpus` VCPUs (1 is [`Self::new`]) scheduling its tasks over them as
+    /// `smp` says. Fails when a task names a VCPU the domain lacks, or pins a task in a
+    /// global guest.
+    pub fn with_vcpus(
+        scheduler: GuestScheduler,
+        tasks: Vec<TaskSpec>,
+        start: Nanos,
+        vcpus: u32,
+        smp: GuestSmp,
+    ) -> Result<Guest, GuestError> {
+        let vcpus = vcpus.max(1);
+        if vcpus > 64 {
+            return Err(GuestError::TooManyVcpus(vcpus));
+        }
+        for t in &tasks {
+            match smp {
+                GuestSmp::Partitioned if t.vcpu >= vcpus => {
+                    return Err(GuestError::TaskVcpuOutOfRange {
+                        task: t.name.clone(),
+                        vcpu: t.vcpu,
+                        vcpus,
+                    })
+                }
+                GuestSmp::Global if t.vcpu != 0 => {
+                    return Err(GuestError::TaskVcpuOnGlobal {
+                        task: t.name.clone(),
+                        vcpu: t.vcpu,
+                    })
+                }
+                _ => {}
+            }
+        }
+        let mut guest = Guest::new(scheduler, tasks, start);
+        if vcpus > 1 {
+            guest.smp = Some(Box::new(Smp {
+                mode: smp,
+                vcpus,
+                slot: vec![None; vcpus as usize],
+                running: 0,
+                awake: 0,
+                heads: Vec::new(),
+            }));
+        }
+        Ok(guest)
+    }
+
+    /// The number of VCPUs.
+    pub fn vcpus(&self) -> u32 {
+        self.smp.as_ref().map_or(1, |s| s.vcpus)
     }
 
     pub fn scheduler(&self) -> GuestScheduler {
@@ -218,6 +353,19 @@ impl Guest {
     /// Releases the job of `task` due now: draws its demand and its successor's release
     /// time from `rng`. Returns the released job.
     pub fn release(&mut self, now: Nanos, task: usize, rng: &mut SimRng) -> &Job {
+        self.release_from(now, task, rng, None)
+    }
+
+    /// Releases a job of `task` now, as [`Self::release`] does; `origin` is the origin of
+    /// the job whose completion triggered it ([`Job::origin`]; `None`: released from
+    /// outside, its own release).
+    pub fn release_from(
+        &mut self,
+        now: Nanos,
+        task: usize,
+        rng: &mut SimRng,
+        origin: Option<Nanos>,
+    ) -> &Job {
         let spec = &self.tasks[task];
         let demand = if spec.min_exec == spec.wcet {
             spec.wcet
@@ -233,6 +381,7 @@ impl Guest {
             demand,
             done: Nanos::ZERO,
             first_start: None,
+            origin: origin.unwrap_or(now),
         };
         a.released += 1;
         a.next = match &spec.arrival {
@@ -250,6 +399,7 @@ impl Guest {
                 let gap = rng.exponential_f64(mean_gap.as_ns() as f64).round() as u64;
                 Some(now + Nanos(gap.max(1)))
             }
+            Arrival::Triggered { .. } => None,
         };
         self.pending += 1;
         let becomes_head = self.queues[task].is_empty();
@@ -261,6 +411,9 @@ impl Guest {
             };
         }
         debug_assert_eq!(self.picked, self.scan_pick(), "stale pick after release");
+        if becomes_head && self.smp.is_some() {
+            self.refresh_awake();
+        }
         self.queues[task].back().expect("just pushed")
     }
 
@@ -334,6 +487,172 @@ impl Guest {
     /// Every pending job, for the end-of-run count.
     pub fn pending(&self) -> impl Iterator<Item = &Job> {
         self.queues.iter().flat_map(|q| q.iter())
+    }
+
+    /// Several VCPUs: the VMM runs the VCPUs of `running` (bit j = VCPU j) from now until
+    /// the next call; decides which job each of them runs (module doc, "Several VCPUs").
+    /// Call it whenever the running VCPUs, a release or a finish may have changed that
+    /// choice (a driver calls it before each step). A guest of one VCPU ignores it.
+    pub fn set_running(&mut self, running: u64) {
+        let Some(mut smp) = self.smp.take() else {
+            return;
+        };
+        smp.running = running;
+        let vcpus = smp.vcpus as usize;
+        match smp.mode {
+            GuestSmp::Global => {
+                let mut heads = std::mem::take(&mut smp.heads);
+                heads.clear();
+                heads.extend((0..self.queues.len()).filter(|&t| !self.queues[t].is_empty()));
+                heads.sort_unstable_by_key(|&t| self.head_key(t));
+                heads.truncate(running.count_ones() as usize);
+                // A chosen job keeps its VCPU while that VCPU runs; every other job leaves.
+                for j in 0..vcpus {
+                    if let Some(t) = smp.slot[j] {
+                        if running & (1 << j) == 0 || !heads.contains(&t) {
+                            smp.slot[j] = None;
+                        }
+                    }
+                }
+                // The chosen jobs without a VCPU, best first, take the free running ones.
+                for &t in &heads {
+                    if smp.slot.contains(&Some(t)) {
+                        continue;
+                    }
+                    let free = (0..vcpus)
+                        .find(|&j| running & (1 << j) != 0 && smp.slot[j].is_none())
+                        .expect("as many chosen jobs as running VCPUs at most");
+                    smp.slot[free] = Some(t);
+                }
+                smp.heads = heads;
+                debug_assert!(
+                    (0..vcpus).all(|j| smp.slot[j].is_none()
+                        || !smp.slot[j + 1..].contains(&smp.slot[j])),
+                    "a job on two VCPUs"
+                );
+            }
+            GuestSmp::Partitioned => {
+                for j in 0..vcpus {
+                    smp.slot[j] = if running & (1 << j) != 0 {
+                        (0..self.queues.len())
+                            .filter(|&t| {
+                                self.tasks[t].vcpu as usize == j && !self.queues[t].is_empty()
+                            })
+                            .min_by_key(|&t| self.head_key(t))
+                    } else {
+                        None
+                    };
+                }
+            }
+        }
+        self.smp = Some(smp);
+        self.refresh_awake();
+    }
+
+    /// Recomputes which VCPUs have work (module doc, "Which VCPUs have work").
+    fn refresh_awake(&mut self) {
+        let Some(mut smp) = self.smp.take() else {
+            return;
+        };
+        let all = if smp.vcpus == 64 {
+            u64::MAX
+        } else {
+            (1u64 << smp.vcpus) - 1
+        };
+        match smp.mode {
+            GuestSmp::Partitioned => {
+                let mut awake = 0;
+                for (t, q) in self.queues.iter().enumerate() {
+                    if !q.is_empty() {
+                        awake |= 1 << self.tasks[t].vcpu;
+                    }
+                }
+                smp.awake = awake;
+            }
+            GuestSmp::Global => {
+                let ready = self.queues.iter().filter(|q| !q.is_empty()).count() as u32;
+                let target = ready.min(smp.vcpus);
+                let mut with_job = 0u64;
+                for (j, s) in smp.slot.iter().enumerate() {
+                    if s.is_some() {
+                        with_job |= 1 << j;
+                    }
+                }
+                // Put to sleep first a VCPU without a job that the VMM does not run, then one
+                // without a job, highest index first.
+                while smp.awake.count_ones() > target {
+                    let idle = smp.awake & !with_job;
+                    let from = [idle & !smp.running, idle, smp.awake]
+                        .into_iter()
+                        .find(|&c| c != 0)
+                        .expect("more awake than the target, which is at least 0");
+                    smp.awake &= !(1u64 << (63 - from.leading_zeros()));
+                }
+                while smp.awake.count_ones() < target {
+                    let asleep = all & !smp.awake;
+                    smp.awake |= 1u64 << asleep.trailing_zeros();
+                }
+            }
+        }
+        self.smp = Some(smp);
+    }
+
+    /// Whether VCPU `vcpu` has work: what the driver reports to the VMM (module doc). For a
+    /// guest of one VCPU, [`Self::has_work`].
+    #[inline]
+    pub fn vcpu_has_work(&self, vcpu: u32) -> bool {
+        match &self.smp {
+            None => self.has_work(),
+            Some(smp) => smp.awake & (1 << vcpu) != 0,
+        }
+    }
+
+    /// The task whose head job VCPU `vcpu` runs if it runs now (as of the last
+    /// [`Self::set_running`]; for one VCPU, [`Self::pick`]).
+    #[inline]
+    pub fn pick_on(&self, vcpu: u32) -> Option<usize> {
+        match &self.smp {
+            None => self.pick(),
+            Some(smp) => smp.slot[vcpu as usize],
+        }
+    }
+
+    /// The job VCPU `vcpu` runs if it runs now.
+    #[inline]
+    pub fn job_on(&self, vcpu: u32) -> Option<&Job> {
+        self.pick_on(vcpu).and_then(|t| self.queues[t].front())
+    }
+
+    /// How long VCPU `vcpu` must run for its job to finish.
+    #[inline]
+    pub fn time_to_completion_on(&self, vcpu: u32) -> Option<Nanos> {
+        self.job_on(vcpu).map(|j| j.demand - j.done)
+    }
+
+    /// VCPU `vcpu` ran from `start` for `ran` (no longer than
+    /// [`Self::time_to_completion_on`]): its job progresses. Returns the job if it finished
+    /// (at `start + ran`). For one VCPU, [`Self::run`].
+    pub fn run_on(&mut self, vcpu: u32, start: Nanos, ran: Nanos) -> Option<Job> {
+        let Some(smp) = self.smp.as_deref_mut() else {
+            return self.run(start, ran);
+        };
+        let task = smp.slot[vcpu as usize]?;
+        let q = &mut self.queues[task];
+        let job = q.front_mut().expect("a VCPU's task has a job");
+        if job.first_start.is_none() {
+            job.first_start = Some(start);
+        }
+        debug_assert!(job.done + ran <= job.demand, "ran past the job's demand");
+        job.done += ran;
+        if job.done < job.demand {
+            return None;
+        }
+        smp.slot[vcpu as usize] = None;
+        self.pending -= 1;
+        let finished = q.pop_front();
+        self.picked = self.scan_pick();
+        self.refresh_awake();
+        finished
     }
 }
 
@@ -457,5 +776,162 @@ mod tests {
         assert_eq!(g.next_release(0), Some(ms(1213)));
         g.release(ms(1205), 1, &mut rng);
         assert_eq!(g.next_release(1), Some(ms(1207)));
+    }
+
+    fn job_at_zero(name: &str, period: u64, wcet: u64) -> TaskSpec {
+        let mut t = TaskSpec::periodic(name, ms(period), ms(wcet));
+        t.arrival = Arrival::AperiodicTimes(vec![Nanos::ZERO]);
+        t
+    }
+
+    /// Global, 2 VCPUs, rm: a (period 10), b (20), c (30), 4 ms each, all at 0.
+    /// Both VCPUs run: a on V0, b on V1 (best first, lowest index first). After 2 ms V0 is
+    /// descheduled: a (best) moves to V1, b goes back to the queue. a finishes on V1 at 4;
+    /// with both running again, b takes V0 and c V1.
+    #[test]
+    fn global_guest_runs_the_best_jobs_on_the_running_vcpus() {
+        let mut rng = SimRng::new(1);
+        let tasks = vec![
+            job_at_zero("a", 10, 4),
+            job_at_zero("b", 20, 4),
+            job_at_zero("c", 30, 4),
+        ];
+        let mut g =
+            Guest::with_vcpus(GuestScheduler::Rm, tasks, Nanos::ZERO, 2, GuestSmp::Global).unwrap();
+        assert_eq!(g.vcpus(), 2);
+        for t in 0..3 {
+            g.release(ms(0), t, &mut rng);
+        }
+        assert!(
+            g.vcpu_has_work(0) && g.vcpu_has_work(1),
+            "3 ready jobs, 2 VCPUs"
+        );
+        g.set_running(0b11);
+        assert_eq!((g.pick_on(0), g.pick_on(1)), (Some(0), Some(1)));
+        assert_eq!(g.run_on(0, ms(0), ms(2)), None);
+        assert_eq!(g.run_on(1, ms(0), ms(2)), None);
+        g.set_running(0b10);
+        assert_eq!(
+            (g.pick_on(0), g.pick_on(1)),
+            (None, Some(0)),
+            "a moves to V1"
+        );
+        assert_eq!(g.time_to_completion_on(1), Some(ms(2)));
+        let a = g.run_on(1, ms(2), ms(2)).expect("a finishes");
+        assert_eq!((a.task, a.first_start), (0, Some(ms(0))));
+        g.set_running(0b11);
+        assert_eq!((g.pick_on(0), g.pick_on(1)), (Some(1), Some(2)));
+        assert_eq!(
+            g.time_to_completion_on(0),
+            Some(ms(2)),
+            "b resumes where it stopped"
+        );
+    }
+
+    /// Global, 2 VCPUs: one ready task keeps one VCPU awake (V0, the lowest); a second wakes
+    /// V1. When the job on V0 finishes and V1 still runs one, V0 (now without a job) is the
+    /// one that sleeps, not V1.
+    #[test]
+    fn a_global_guest_keeps_as_many_vcpus_awake_as_it_has_ready_tasks() {
+        let mut rng = SimRng::new(1);
+        let tasks = vec![job_at_zero("a", 10, 1), job_at_zero("b", 20, 5)];
+        let mut g =
+            Guest::with_vcpus(GuestScheduler::Rm, tasks, Nanos::ZERO, 2, GuestSmp::Global).unwrap();
+        assert!(!g.vcpu_has_work(0) && !g.vcpu_has_work(1));
+        g.release(ms(0), 1, &mut rng);
+        assert!(g.vcpu_has_work(0) && !g.vcpu_has_work(1));
+        g.set_running(0b01);
+        assert_eq!(g.pick_on(0), Some(1));
+        g.release(ms(1), 0, &mut rng);
+        assert!(g.vcpu_has_work(1), "a second ready task wakes V1");
+        g.set_running(0b11);
+        // a beats b, but b keeps V0 (both are among the 2 best): a takes V1.
+        assert_eq!((g.pick_on(0), g.pick_on(1)), (Some(1), Some(0)));
+        g.run_on(1, ms(1), ms(1)).expect("a finishes");
+        g.set_running(0b11);
+        assert!(
+            g.vcpu_has_work(0) && !g.vcpu_has_work(1),
+            "V1 has no job: it sleeps"
+        );
+        g.run_on(0, ms(2), ms(5)).expect("b finishes");
+        assert!(!g.vcpu_has_work(0) && !g.vcpu_has_work(1));
+    }
+
+    /// Partitioned: a and c on V0, b on V1; each VCPU has work while one of its tasks has.
+    #[test]
+    fn partitioned_guest_runs_each_task_on_its_own_vcpu() {
+        let mut rng = SimRng::new(1);
+        let mut tasks = vec![
+            job_at_zero("a", 10, 1),
+            job_at_zero("b", 20, 1),
+            job_at_zero("c", 30, 1),
+        ];
+        tasks[1].vcpu = 1;
+        let mut g = Guest::with_vcpus(
+            GuestScheduler::Rm,
+            tasks.clone(),
+            Nanos::ZERO,
+            2,
+            GuestSmp::Partitioned,
+        )
+        .unwrap();
+        g.release(ms(0), 2, &mut rng);
+        assert!(g.vcpu_has_work(0) && !g.vcpu_has_work(1), "c is V0's");
+        g.set_running(0b11);
+        assert_eq!((g.pick_on(0), g.pick_on(1)), (Some(2), None));
+        g.release(ms(0), 0, &mut rng);
+        g.release(ms(0), 1, &mut rng);
+        g.set_running(0b11);
+        assert_eq!((g.pick_on(0), g.pick_on(1)), (Some(0), Some(1)));
+        g.set_running(0b10);
+        assert_eq!(
+            (g.pick_on(0), g.pick_on(1)),
+            (None, Some(1)),
+            "a never moves"
+        );
+
+        tasks[1].vcpu = 2;
+        assert_eq!(
+            Guest::with_vcpus(
+                GuestScheduler::Rm,
+                tasks.clone(),
+                Nanos::ZERO,
+                2,
+                GuestSmp::Partitioned
+            )
+            .err(),
+            Some(GuestError::TaskVcpuOutOfRange {
+                task: "b".into(),
+                vcpu: 2,
+                vcpus: 2
+            })
+        );
+        assert!(matches!(
+            Guest::with_vcpus(GuestScheduler::Rm, tasks, Nanos::ZERO, 2, GuestSmp::Global),
+            Err(GuestError::TaskVcpuOnGlobal { .. })
+        ));
+    }
+
+    /// A triggered task never releases on its own; a job it releases carries the origin it
+    /// is given, a job released from outside its own release.
+    #[test]
+    fn triggered_jobs_carry_their_chain_origin() {
+        let mut rng = SimRng::new(1);
+        let mut t = TaskSpec::periodic("app", ms(10), ms(1));
+        t.arrival = Arrival::Triggered {
+            by_domain: "d".into(),
+            by_task: "rx".into(),
+            delay: ms(1),
+        };
+        let mut g = Guest::new(
+            GuestScheduler::Rm,
+            vec![TaskSpec::periodic("rx", ms(10), ms(1)), t],
+            Nanos::ZERO,
+        );
+        assert_eq!(g.next_release(1), None);
+        assert_eq!(g.release(ms(0), 0, &mut rng).origin, ms(0));
+        let job = g.release_from(ms(3), 1, &mut rng, Some(ms(0)));
+        assert_eq!((job.release, job.origin), (ms(3), ms(0)));
+        assert_eq!(g.next_release(1), None);
     }
 }

@@ -136,9 +136,10 @@ pub fn build_system_with(
     machine: MachineConfig,
 ) -> Result<SystemSpec, ExperimentError> {
     Ok(SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine,
         policy: config.clone(),
-        pools: Vec::new(),
         policy_settings: Default::default(),
         domains: domains.iter().map(ServerDomain::domain_spec).collect(),
         changes: Vec::new(),

@@ -190,6 +190,8 @@ impl ServerDomain {
                     Arrival::Periodic | Arrival::Sporadic { .. } | Arrival::Poisson { .. } => {
                         task.offset += self.offset;
                     }
+                    // Released by another task's jobs, which are moved already.
+                    Arrival::Triggered { .. } => {}
                 }
                 task
             })

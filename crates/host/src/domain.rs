@@ -75,6 +75,11 @@ fn arrival(task: &TaskSpec) -> Result<(ArrivalKind, u64), String> {
              executor (periodic, sporadic and Poisson arrivals are)",
             task.name
         )),
+        Arrival::Triggered { .. } => Err(format!(
+            "task '{}': triggered releases are not supported by the host executor \
+             (periodic, sporadic and Poisson arrivals are)",
+            task.name
+        )),
     }
 }
 
@@ -147,6 +152,7 @@ impl JobBook {
         let first_start = times.first_start.filter(|&s| s <= end).map(Nanos);
         let release = Nanos(times.release);
         let job = Job {
+            origin: release,
             task: task as u32,
             seq: times.seq,
             release,

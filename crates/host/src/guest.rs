@@ -47,6 +47,7 @@ pub fn stream_label(domain: u32, task: usize) -> u64 {
 /// The core's task for a configuration (the rules of releases and draws are the core's).
 pub fn task_spec(c: &TaskConfig) -> TaskSpec {
     TaskSpec {
+        vcpu: 0,
         name: String::new(),
         period: Nanos(c.period),
         wcet: Nanos(c.wcet),

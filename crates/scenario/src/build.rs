@@ -265,9 +265,10 @@ impl Builder<'_> {
             duration,
             seed,
             system: SystemSpec {
+                chains: Vec::new(),
+                pools: Vec::new(),
                 machine,
                 policy: rtvmm_core::policy::PolicyConfig::Deferrable,
-                pools: Vec::new(),
                 policy_settings: scheduler.for_new_pools(),
                 domains: drafts[..initial].iter().map(|d| d.spec.clone()).collect(),
                 changes: Vec::new(),
@@ -914,6 +915,7 @@ impl Builder<'_> {
             offset,
             priority,
             arrival,
+            vcpu: 0,
         })
     }
 

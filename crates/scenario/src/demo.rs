@@ -76,9 +76,10 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
         duration,
         seed,
         system: SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: MachineConfig::default(),
             policy: PolicyConfig::Deferrable,
-            pools: Vec::new(),
             policy_settings: scheduler.for_new_pools(),
             domains,
             changes: Vec::new(),

@@ -398,12 +398,13 @@ impl Scenario {
             duration,
             seed,
             system: SystemSpec {
+                chains: Vec::new(),
+                pools: Vec::new(),
                 machine: MachineConfig {
                     quantum,
                     ..MachineConfig::default()
                 },
                 policy: PolicyConfig::Deferrable,
-                pools: Vec::new(),
                 policy_settings: Default::default(),
                 domains: system
                     .domains

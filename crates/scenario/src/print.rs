@@ -244,6 +244,7 @@ fn write_task(w: &mut String, t: &TaskSpec, fp_guest: bool) {
         Arrival::Periodic => "periodic",
         Arrival::Sporadic { .. } => "sporadic",
         Arrival::AperiodicTimes(_) | Arrival::Poisson { .. } => "aperiodic",
+        Arrival::Triggered { .. } => "triggered",
     };
     let _ = writeln!(w, "kind = {}", quote(kind));
     let _ = writeln!(w, "period = {}", time(t.period));
@@ -267,6 +268,15 @@ fn write_task(w: &mut String, t: &TaskSpec, fp_guest: bool) {
         }
         Arrival::Poisson { mean_gap } => {
             let _ = writeln!(w, "mean_gap = {}", time(*mean_gap));
+        }
+        Arrival::Triggered {
+            by_domain,
+            by_task,
+            delay,
+        } => {
+            let _ = writeln!(w, "by_domain = {}", quote(by_domain));
+            let _ = writeln!(w, "by_task = {}", quote(by_task));
+            let _ = writeln!(w, "delay = {}", time(*delay));
         }
     }
 }

@@ -523,6 +523,7 @@ impl Scenario {
                 None => Ok(()),
             },
             Arrival::Poisson { mean_gap } => self.bounded(at, "mean_gap", *mean_gap),
+            Arrival::Triggered { delay, .. } => self.bounded(at, "delay", *delay),
         }
     }
 }

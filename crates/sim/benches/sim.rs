@@ -52,9 +52,10 @@ fn demo_system(kind: PolicyKind) -> SystemSpec {
         arinc653: Some(share_table(&servers)),
     };
     SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine: MachineConfig::default(),
         policy: settings.config(kind).expect("the demo has every table"),
-        pools: Vec::new(),
         policy_settings: Default::default(),
         domains: servers.iter().map(ServerDomain::domain_spec).collect(),
         changes: Vec::new(),
@@ -134,6 +135,7 @@ fn global_rtds_system() -> SystemSpec {
         policy_settings: Default::default(),
         domains,
         changes: Vec::new(),
+        chains: Vec::new(),
     }
 }
 

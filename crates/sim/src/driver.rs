@@ -3,13 +3,20 @@
 //! executor uses. It holds no scheduling logic.
 //!
 //! # One step
-//! 1. The next instant `t` is the earliest of: the machine's `poll_timeout`, the next job
-//!    release, the next scheduled change, the moment the running job would finish, and the
-//!    end of the run.
-//! 2. The VCPU that ran during `[now, t)` gets that time: its guest's current job progresses
-//!    (and may finish exactly at `t`; a guest left without work blocks its VCPU).
-//! 3. At `t`, in this order: job releases (in order of task declaration; a guest that gets
-//!    work wakes its VCPU), scheduled changes, then the machine's timeouts.
+//! 1. A guest of several VCPUs is told which of its VCPUs run now and places its jobs on
+//!    them ([`Guest::set_running`]).
+//! 2. The next instant `t` is the earliest of: the machine's `poll_timeout`, the next job
+//!    release (from outside or triggered), the next scheduled change, the moment a running
+//!    job would finish, and the end of the run.
+//! 3. Each VCPU running on a pcpu during `[now, t)` (pcpus in order) gets that time: the
+//!    job its guest runs on it progresses (and may finish exactly at `t`; a VCPU its guest
+//!    leaves without work blocks). A finished job releases, `delay` later, one job of each
+//!    task it triggers ([`Arrival::Triggered`]), and ends a chain instance if its task ends
+//!    a chain ([`ChainSpec`]).
+//! 4. At `t`, in this order: job releases from outside (in order of domain, then task
+//!    declaration), triggered releases (in order of the finishes that caused them) — a guest
+//!    that gets work wakes its VCPU, the same wake as any other, so Credit's BOOST follows —
+//!    scheduled changes, then the machine's timeouts.
 //!
 //! Ties are broken by a fixed order (domain, then task index), never by a hash.
 //!
@@ -29,15 +36,15 @@ use std::ops::ControlFlow;
 
 use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::event::CoreEvent;
-use rtvmm_core::guest::{Guest, Job};
+use rtvmm_core::guest::{Arrival, Guest, GuestError, Job};
 use rtvmm_core::machine::{Machine, MachineError};
 use rtvmm_core::model::{DomainId, PcpuId, VcpuId};
 use rtvmm_core::policy::PolicySettings;
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
 
-use crate::stats::TaskStats;
-use crate::system::{Change, DomainSpec, SystemSpec, TimedChange};
+use crate::stats::{ChainStats, TaskStats};
+use crate::system::{ChainProblem, ChainSpec, Change, DomainSpec, SystemSpec, TimedChange};
 
 /// The most jobs one task may have waiting (released, unfinished) before the run stops
 /// with [`SimError::Backlog`]. A waiting job costs about 64 bytes, so one task's queue stays
@@ -82,12 +89,13 @@ pub enum GuestEvent {
         task: u32,
         seq: u64,
     },
-    /// The job received execution during `[at, end)`.
+    /// The job received execution during `[at, end)`, on VCPU `vcpu` of its domain.
     Run {
         domain: u32,
         task: u32,
         seq: u64,
         end: Nanos,
+        vcpu: u32,
     },
     Finish {
         domain: u32,
@@ -107,7 +115,10 @@ pub enum TraceEvent {
 /// Per-domain state of a run.
 pub struct DomainRun {
     pub spec: DomainSpec,
+    /// Its first VCPU (`vcpus[0]`).
     pub vcpu: VcpuId,
+    /// Every VCPU of the domain, by index in the domain.
+    pub vcpus: Vec<VcpuId>,
     pub guest: Guest,
     /// Finished jobs per task, in finishing order — only while the simulation keeps its
     /// jobs ([`Simulation::set_keep_jobs`]; on by default); otherwise empty.
@@ -133,6 +144,26 @@ pub enum SimError {
     DuplicateDomain { at: Nanos, domain: String },
     #[error(transparent)]
     Xl(#[from] crate::xl::XlApplyError),
+    #[error("domain '{domain}': {error}")]
+    Guest { domain: String, error: GuestError },
+    #[error(
+        "domain '{domain}': affinity of vcpu {vcpu}: pcpu {pcpu} is not a pcpu of the machine \
+         (at most {max})",
+        max = CpuSet::MAX
+    )]
+    AffinityOutOfRange {
+        domain: String,
+        vcpu: u32,
+        pcpu: u32,
+    },
+    /// A triggered task names a task that no domain of the system has.
+    #[error(transparent)]
+    UnknownTrigger(Box<UnknownTrigger>),
+    #[error("chain '{chain}': {problem}")]
+    Chain {
+        chain: String,
+        problem: Box<ChainProblem>,
+    },
     /// A task's jobs arrive faster than they run, for so long that its queue reached the
     /// limit ([`MAX_PENDING_JOBS`] unless set otherwise).
     #[error(
@@ -152,14 +183,66 @@ pub enum SimError {
     },
 }
 
+/// One chain during a run: its tasks resolved to (domain, task) indices and what it
+/// measured.
+pub struct ChainRun {
+    pub spec: ChainSpec,
+    /// The (domain, task) that ends an instance, while its domain is present.
+    last: Option<(usize, usize)>,
+    pub stats: ChainStats,
+}
+
+/// A task released `delay` after a job of another finished.
+#[derive(Clone, Copy, Debug)]
+struct Trigger {
+    domain: usize,
+    task: usize,
+    delay: Nanos,
+}
+
+/// (release time, order of the trigger, domain, task, origin): a triggered release to come,
+/// in order of time, then of the finishes that caused them.
+type TriggeredRelease = (Nanos, u64, usize, usize, Nanos);
+
+/// A triggered task names a task that no domain of the system has
+/// ([`SimError::UnknownTrigger`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "domain '{domain}', task '{task}': triggered by '{by_domain}'/'{by_task}': no such \
+     {what} in the system"
+)]
+pub struct UnknownTrigger {
+    pub domain: String,
+    pub task: String,
+    pub by_domain: String,
+    pub by_task: String,
+    /// `domain` or `task`: what is missing.
+    pub what: &'static str,
+}
+
 /// A run in progress.
 pub struct Simulation {
     machine: Machine,
     domains: Vec<DomainRun>,
-    /// Domain index of each VCPU id.
-    domain_of_vcpu: Vec<usize>,
+    /// (domain index, VCPU index in the domain) of each VCPU id.
+    domain_of_vcpu: Vec<(usize, u32)>,
+    /// The domains of several VCPUs (present ones).
+    multi: Vec<usize>,
+    /// The VCPUs running on some pcpu during the current step: (VCPU, domain, index).
+    running: Vec<(VcpuId, usize, u32)>,
     /// (release time, domain, task): the next release of every task.
     releases: BinaryHeap<Reverse<(Nanos, usize, usize)>>,
+    /// What a finished job of `[domain][task]` triggers.
+    triggers: Vec<Vec<Vec<Trigger>>>,
+    /// Triggered releases to come.
+    triggered: BinaryHeap<Reverse<TriggeredRelease>>,
+    triggers_fired: u64,
+    chains: Vec<ChainRun>,
+    /// Whether some task is triggered or some chain measured (else a finish triggers
+    /// nothing).
+    linked: bool,
+    /// The machine has one pcpu.
+    one_pcpu: bool,
     changes: Vec<TimedChange>,
     /// For pools created at run time (`xl cpupool-create`).
     policy_settings: PolicySettings,
@@ -179,6 +262,7 @@ pub struct Simulation {
 impl Simulation {
     /// Builds the system at time 0. `record` turns on trace recording.
     pub fn new(spec: &SystemSpec, seed: u64, record: bool) -> Result<Simulation, SimError> {
+        spec.check_links()?;
         let mut machine = if spec.pools.is_empty() {
             Machine::new(spec.machine, spec.policy.clone())?
         } else {
@@ -189,7 +273,23 @@ impl Simulation {
             machine,
             domains: Vec::new(),
             domain_of_vcpu: Vec::new(),
+            multi: Vec::new(),
+            running: Vec::new(),
             releases: BinaryHeap::new(),
+            triggers: Vec::new(),
+            triggered: BinaryHeap::new(),
+            triggers_fired: 0,
+            linked: false,
+            one_pcpu: spec.machine.pcpus == 1,
+            chains: spec
+                .chains
+                .iter()
+                .map(|c| ChainRun {
+                    spec: c.clone(),
+                    last: None,
+                    stats: ChainStats::new(c.bounds()),
+                })
+                .collect(),
             changes: spec.changes.clone(),
             policy_settings: spec.policy_settings.clone(),
             next_change: 0,
@@ -242,6 +342,11 @@ impl Simulation {
         &self.domains
     }
 
+    /// The chains and what they measured so far, in the order of [`SystemSpec::chains`].
+    pub fn chains(&self) -> &[ChainRun] {
+        &self.chains
+    }
+
     pub fn now(&self) -> Nanos {
         self.now
     }
@@ -254,56 +359,136 @@ impl Simulation {
 
     fn add_domain(&mut self, spec: DomainSpec) -> Result<(), SimError> {
         let index = self.domains.len();
-        let placed = |machine: &Machine| -> Result<(usize, Option<CpuSet>), MachineError> {
-            let pool = match &spec.placement.pool {
-                Some(name) => machine.pool_index(name)?,
-                None => 0,
-            };
-            let affinity = match spec.placement.affinity_of(0) {
-                Some(cpus) => Some(CpuSet::from_indices(cpus.iter().copied()).ok_or(
-                    MachineError::UnknownPcpu {
-                        pcpu: cpus.iter().copied().max().unwrap_or(0),
-                        pcpus: machine.config().pcpus,
-                    },
-                )?),
-                None => None,
-            };
-            Ok((pool, affinity))
-        };
-        let vcpu = placed(&self.machine)
-            .and_then(|(pool, affinity)| {
-                self.machine.add_vcpu_in(
-                    self.now,
-                    DomainId(index as u32),
-                    spec.vcpu.clone(),
-                    pool,
-                    affinity,
-                )
-            })
-            .map_err(|error| SimError::Machine {
-                domain: spec.name.clone(),
-                error,
-            })?;
+        let placement = &spec.placement;
+        let count = placement.vcpu_count();
         // The guest starts now: its releases count from the instant the domain joins.
-        let guest = Guest::new(spec.guest, spec.tasks.clone(), self.now);
+        let guest = Guest::with_vcpus(
+            spec.guest,
+            spec.tasks.clone(),
+            self.now,
+            count,
+            placement.smp,
+        )
+        .map_err(|error| SimError::Guest {
+            domain: spec.name.clone(),
+            error,
+        })?;
+        let machine_error = |error| SimError::Machine {
+            domain: spec.name.clone(),
+            error,
+        };
+        let pool = match &placement.pool {
+            None => 0,
+            Some(name) => self.machine.pool_index(name).map_err(machine_error)?,
+        };
+        let mut vcpus = Vec::with_capacity(count as usize);
+        for i in 0..count {
+            let added = match placement.affinity_of(i) {
+                None => Ok(None),
+                Some(list) => CpuSet::from_indices(list.iter().copied())
+                    .map(Some)
+                    .ok_or_else(|| SimError::AffinityOutOfRange {
+                        domain: spec.name.clone(),
+                        vcpu: i,
+                        pcpu: list.iter().copied().max().unwrap_or(0),
+                    }),
+            }
+            .and_then(|affinity| {
+                self.machine
+                    .add_vcpu_in(
+                        self.now,
+                        DomainId(index as u32),
+                        spec.vcpu.clone(),
+                        pool,
+                        affinity,
+                    )
+                    .map_err(machine_error)
+            });
+            match added {
+                Ok(v) => vcpus.push(v),
+                Err(e) => {
+                    // A failed addition changes nothing: take back the VCPUs added so far.
+                    for &v in &vcpus {
+                        let _ = self.machine.remove_vcpu(self.now, v);
+                    }
+                    return Err(e);
+                }
+            }
+        }
         for t in 0..spec.tasks.len() {
             if let Some(at) = guest.next_release(t) {
                 self.releases.push(Reverse((at, index, t)));
             }
         }
-        if self.domain_of_vcpu.len() <= vcpu.index() {
-            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
+        for (i, v) in vcpus.iter().enumerate() {
+            if self.domain_of_vcpu.len() <= v.index() {
+                self.domain_of_vcpu.resize(v.index() + 1, (usize::MAX, 0));
+            }
+            self.domain_of_vcpu[v.index()] = (index, i as u32);
         }
-        self.domain_of_vcpu[vcpu.index()] = index;
+        if count > 1 {
+            self.multi.push(index);
+        }
         self.domains.push(DomainRun {
             finished: vec![Vec::new(); spec.tasks.len()],
             stats: vec![TaskStats::default(); spec.tasks.len()],
             spec,
-            vcpu,
+            vcpu: vcpus[0],
+            vcpus,
             guest,
             removed_at: None,
         });
+        self.link();
         Ok(())
+    }
+
+    /// Resolves the triggers and the chains' last tasks by name among the present domains
+    /// (after a domain joins or leaves).
+    fn link(&mut self) {
+        let find = |domains: &[DomainRun], domain: &str, task: &str| {
+            domains
+                .iter()
+                .position(|d| d.spec.name == domain && d.removed_at.is_none())
+                .and_then(|d| {
+                    let t = domains[d].spec.tasks.iter().position(|t| t.name == task)?;
+                    Some((d, t))
+                })
+        };
+        let mut triggers: Vec<Vec<Vec<Trigger>>> = self
+            .domains
+            .iter()
+            .map(|d| vec![Vec::new(); d.spec.tasks.len()])
+            .collect();
+        for (d, run) in self.domains.iter().enumerate() {
+            if run.removed_at.is_some() {
+                continue;
+            }
+            for (t, task) in run.spec.tasks.iter().enumerate() {
+                if let Arrival::Triggered {
+                    by_domain,
+                    by_task,
+                    delay,
+                } = &task.arrival
+                {
+                    if let Some((bd, bt)) = find(&self.domains, by_domain, by_task) {
+                        triggers[bd][bt].push(Trigger {
+                            domain: d,
+                            task: t,
+                            delay: *delay,
+                        });
+                    }
+                }
+            }
+        }
+        self.linked = !self.chains.is_empty() || triggers.iter().flatten().any(|t| !t.is_empty());
+        self.triggers = triggers;
+        for chain in &mut self.chains {
+            chain.last = chain
+                .spec
+                .tasks
+                .last()
+                .and_then(|(d, t)| find(&self.domains, d, t));
+        }
     }
 
     fn domain_index(&self, at: Nanos, name: &str) -> Result<usize, SimError> {
@@ -322,10 +507,14 @@ impl Simulation {
         match change {
             Change::SetParams { domain, params } => {
                 let i = self.domain_index(now, &domain)?;
-                let vcpu = self.domains[i].vcpu;
-                self.machine
-                    .adjust(now, vcpu, params.clone())
-                    .map_err(|error| SimError::Machine { domain, error })?;
+                for v in self.domains[i].vcpus.clone() {
+                    self.machine
+                        .adjust(now, v, params.clone())
+                        .map_err(|error| SimError::Machine {
+                            domain: domain.clone(),
+                            error,
+                        })?;
+                }
                 self.domains[i].spec.vcpu = params;
             }
             Change::SwapPolicy(policy) => self.machine.swap_policy(now, policy)?,
@@ -340,8 +529,12 @@ impl Simulation {
             }
             Change::RemoveDomain { domain } => {
                 let i = self.domain_index(now, &domain)?;
-                self.machine.remove_vcpu(now, self.domains[i].vcpu)?;
+                for v in self.domains[i].vcpus.clone() {
+                    self.machine.remove_vcpu(now, v)?;
+                }
                 self.domains[i].removed_at = Some(now);
+                self.multi.retain(|&d| d != i);
+                self.link();
             }
             Change::Xl(cmd) => {
                 let domains = &self.domains;
@@ -349,7 +542,7 @@ impl Simulation {
                     let i = domains
                         .iter()
                         .position(|d| d.spec.name == name && d.removed_at.is_none())?;
-                    Some((DomainId(i as u32), vec![domains[i].vcpu]))
+                    Some((DomainId(i as u32), domains[i].vcpus.clone()))
                 };
                 let settings = &self.policy_settings;
                 crate::xl::apply_xl(&mut self.machine, now, &cmd, &vcpus_of, settings)?;
@@ -390,111 +583,225 @@ impl Simulation {
         }
     }
 
-    /// The VCPU making progress on the pcpu, and its domain's index.
-    fn running(&self) -> Option<(VcpuId, usize)> {
-        self.machine
-            .running(PcpuId(0))
-            .map(|v| (v, self.domain_of_vcpu[v.index()]))
+    /// Finds the VCPUs making progress on the pcpus (`self.running`), and tells each guest
+    /// of several VCPUs which of its VCPUs run.
+    fn find_running(&mut self) {
+        self.running.clear();
+        for p in 0..self.machine.config().pcpus {
+            if let Some(v) = self.machine.running(PcpuId(p)) {
+                let (d, j) = self.domain_of_vcpu[v.index()];
+                self.running.push((v, d, j));
+            }
+        }
+        for &d in &self.multi {
+            let mask = self
+                .running
+                .iter()
+                .filter(|r| r.1 == d)
+                .fold(0u64, |m, r| m | 1 << r.2);
+            self.domains[d].guest.set_running(mask);
+        }
     }
 
-    /// The instant of the next event, capped at `end`; `running` is the domain whose VCPU
-    /// runs, if any (its current job may finish first).
-    fn next_instant(&self, end: Nanos, running: Option<usize>) -> Nanos {
+    /// The instant of the next event, capped at `end` (a running job may finish first).
+    fn next_instant(&self, end: Nanos, running: &[(VcpuId, usize, u32)]) -> Nanos {
         let mut t = self.machine_due.min(end);
         if let Some(Reverse((at, _, _))) = self.releases.peek() {
+            t = t.min(*at);
+        }
+        if let Some(Reverse((at, ..))) = self.triggered.peek() {
             t = t.min(*at);
         }
         if let Some(c) = self.changes.get(self.next_change) {
             t = t.min(c.at.max(self.now));
         }
-        if let Some(left) = running.and_then(|d| self.domains[d].guest.time_to_completion()) {
-            t = t.min(self.now + left);
+        for &(_, d, j) in running {
+            if let Some(left) = self.domains[d].guest.time_to_completion_on(j) {
+                t = t.min(self.now + left);
+            }
         }
         t
+    }
+
+    /// VCPU `v` (VCPU `j` of domain `d`) ran during `[now, t)`: its job progresses.
+    fn run_vcpu(&mut self, v: VcpuId, d: usize, j: u32, t: Nanos) {
+        let start = self.now;
+        let guest = &mut self.domains[d].guest;
+        // Which job runs is only needed for the trace.
+        let running = match self.trace {
+            Some(_) => guest.job_on(j).map(|job| (job.task, job.seq)),
+            None => None,
+        };
+        let finished = guest.run_on(j, start, t - start);
+        let has_work = guest.vcpu_has_work(j);
+        if let Some((task, seq)) = running {
+            self.record(
+                start,
+                GuestEvent::Run {
+                    domain: d as u32,
+                    task,
+                    seq,
+                    end: t,
+                    vcpu: j,
+                },
+            );
+        }
+        if let Some(job) = finished {
+            self.finish(d, job, t);
+        }
+        if !has_work {
+            self.machine.block(t, v);
+            self.machine_told = true;
+        }
+    }
+
+    /// A job of domain `d` finished at `t`.
+    fn finish(&mut self, d: usize, job: Job, t: Nanos) {
+        let missed = t > job.deadline;
+        self.record(
+            t,
+            GuestEvent::Finish {
+                domain: d as u32,
+                task: job.task,
+                seq: job.seq,
+                missed,
+            },
+        );
+        let task = job.task as usize;
+        if self.linked {
+            self.follow_links(d, task, &job, t);
+        }
+        let run = &mut self.domains[d];
+        run.stats[task].finished_job(&job, t);
+        if self.keep_jobs {
+            run.finished[task].push(JobRecord::from_job(&job, Some(t)));
+        }
+    }
+
+    /// A job of task `task` of domain `d` finished at `t`: release what it triggers and end
+    /// the chain instances it ends.
+    fn follow_links(&mut self, d: usize, task: usize, job: &Job, t: Nanos) {
+        if let Some(triggers) = self.triggers.get(d).map(|ts| &ts[task]) {
+            for trigger in triggers {
+                self.triggered.push(Reverse((
+                    t + trigger.delay,
+                    self.triggers_fired,
+                    trigger.domain,
+                    trigger.task,
+                    job.origin,
+                )));
+                self.triggers_fired += 1;
+            }
+        }
+        for chain in &mut self.chains {
+            if chain.last == Some((d, task)) {
+                chain.stats.record((t - job.origin).as_ns());
+            }
+        }
+    }
+
+    /// Releases a job of task `task` of domain `d` at `t` (`origin`: see
+    /// [`Guest::release_from`]); a guest of one VCPU that gets work wakes it.
+    #[inline]
+    fn release(
+        &mut self,
+        t: Nanos,
+        d: usize,
+        task: usize,
+        origin: Option<Nanos>,
+    ) -> Result<(), SimError> {
+        let dom = &mut self.domains[d];
+        let had_work = dom.guest.has_work();
+        let seq = dom.guest.release_from(t, task, &mut self.rng, origin).seq;
+        let pending = dom.guest.queue(task).len();
+        if pending > self.max_pending_jobs {
+            let spec = &dom.spec.tasks[task];
+            return Err(SimError::Backlog {
+                at: t,
+                domain: dom.spec.name.clone(),
+                task: spec.name.clone(),
+                pending,
+                limit: self.max_pending_jobs,
+                wcet: spec.wcet,
+                period: spec.period,
+            });
+        }
+        let vcpu = (dom.vcpus.len() == 1).then_some(dom.vcpu);
+        self.record(
+            t,
+            GuestEvent::Release {
+                domain: d as u32,
+                task: task as u32,
+                seq,
+            },
+        );
+        if let (false, Some(vcpu)) = (had_work, vcpu) {
+            self.machine.wake(t, vcpu);
+            self.machine_told = true;
+        }
+        Ok(())
+    }
+
+    /// Tells the machine, for each VCPU of each guest of several VCPUs, whether it has work
+    /// now (a wake or a block where that changed).
+    fn sync_multi(&mut self, t: Nanos) {
+        for &d in &self.multi {
+            let run = &self.domains[d];
+            for (j, &v) in run.vcpus.iter().enumerate() {
+                let wants = run.guest.vcpu_has_work(j as u32);
+                if wants != self.machine.has_work(v) {
+                    if wants {
+                        self.machine.wake(t, v);
+                    } else {
+                        self.machine.block(t, v);
+                    }
+                    self.machine_told = true;
+                }
+            }
+        }
     }
 
     /// Advances to the next event (at most `end`). Returns the new time.
     pub fn step(&mut self, end: Nanos) -> Result<Nanos, SimError> {
         // The machine's state is constant until `t`: what runs now runs all along.
-        let running = self.running();
-        let t = self.next_instant(end, running.map(|(_, d)| d));
-        // 2. The running VCPU's guest gets [now, t).
-        if t > self.now {
-            if let Some((v, d)) = running {
-                let start = self.now;
-                let guest = &mut self.domains[d].guest;
-                // Which job runs is only needed for the trace.
-                let running = match self.trace {
-                    Some(_) => guest.current_job().map(|j| (j.task, j.seq)),
-                    None => None,
-                };
-                let finished = guest.run(start, t - start);
-                let has_work = guest.has_work();
-                if let Some((task, seq)) = running {
-                    self.record(
-                        start,
-                        GuestEvent::Run {
-                            domain: d as u32,
-                            task,
-                            seq,
-                            end: t,
-                        },
-                    );
-                }
-                if let Some(job) = finished {
-                    let missed = t > job.deadline;
-                    self.record(
-                        t,
-                        GuestEvent::Finish {
-                            domain: d as u32,
-                            task: job.task,
-                            seq: job.seq,
-                            missed,
-                        },
-                    );
-                    let run = &mut self.domains[d];
-                    run.stats[job.task as usize].finished_job(&job, t);
-                    if self.keep_jobs {
-                        run.finished[job.task as usize].push(JobRecord::from_job(&job, Some(t)));
-                    }
-                }
-                if !has_work {
-                    self.machine.block(t, v);
-                    self.machine_told = true;
+        if self.one_pcpu && self.multi.is_empty() {
+            // One pcpu, one VCPU per domain: the VCPU of pcpu 0, without the list.
+            let running = self.machine.running(PcpuId(0)).map(|v| {
+                let (d, j) = self.domain_of_vcpu[v.index()];
+                (v, d, j)
+            });
+            let t = self.next_instant(end, running.as_slice());
+            if let (true, Some((v, d, j))) = (t > self.now, running) {
+                self.run_vcpu(v, d, j, t);
+            }
+            self.now = t;
+        } else {
+            self.find_running();
+            let running = std::mem::take(&mut self.running);
+            let t = self.next_instant(end, &running);
+            // 3. The running VCPUs' guests get [now, t).
+            if t > self.now {
+                for &(v, d, j) in &running {
+                    self.run_vcpu(v, d, j, t);
                 }
             }
+            self.running = running;
+            self.now = t;
         }
-        self.now = t;
-        // 3a. Releases due now.
+        let t = self.now;
+        // 4a. Releases from outside due now.
         while let Some(&Reverse((at, d, task))) = self.releases.peek() {
             if at > t {
                 break;
             }
-            let dom = &mut self.domains[d];
-            if dom.removed_at.is_some() {
+            if self.domains[d].removed_at.is_some() {
                 self.releases.pop();
                 continue;
             }
-            let had_work = dom.guest.has_work();
-            let seq = dom.guest.release(t, task, &mut self.rng).seq;
-            let pending = dom.guest.queue(task).len();
-            if pending > self.max_pending_jobs {
-                let spec = &dom.spec.tasks[task];
-                return Err(SimError::Backlog {
-                    at: t,
-                    domain: dom.spec.name.clone(),
-                    task: spec.name.clone(),
-                    pending,
-                    limit: self.max_pending_jobs,
-                    wcet: spec.wcet,
-                    period: spec.period,
-                });
-            }
-            let next = dom.guest.next_release(task);
-            let vcpu = dom.vcpu;
+            self.release(t, d, task, None)?;
             // The task's entry becomes its next release in place (one sift instead of a pop
             // and a push). Keys are unique (one entry per task), so the order is the same.
-            match next {
+            match self.domains[d].guest.next_release(task) {
                 Some(next) => {
                     *self.releases.peek_mut().expect("peeked above") = Reverse((next, d, task))
                 }
@@ -502,20 +809,21 @@ impl Simulation {
                     self.releases.pop();
                 }
             }
-            self.record(
-                t,
-                GuestEvent::Release {
-                    domain: d as u32,
-                    task: task as u32,
-                    seq,
-                },
-            );
-            if !had_work {
-                self.machine.wake(t, vcpu);
-                self.machine_told = true;
+        }
+        // 4b. Triggered releases due now.
+        while let Some(&Reverse((at, _, d, task, origin))) = self.triggered.peek() {
+            if at > t {
+                break;
+            }
+            self.triggered.pop();
+            if self.domains[d].removed_at.is_none() {
+                self.release(t, d, task, Some(origin))?;
             }
         }
-        // 3b. Scheduled changes due now.
+        if !self.multi.is_empty() {
+            self.sync_multi(t);
+        }
+        // 4c. Scheduled changes due now.
         while let Some(c) = self.changes.get(self.next_change) {
             if c.at > t {
                 break;
@@ -524,7 +832,7 @@ impl Simulation {
             self.next_change += 1;
             self.apply(change)?;
         }
-        // 3c. The machine.
+        // 4d. The machine.
         self.settle();
         self.collect_core_events();
         if self.check_invariants {

@@ -41,6 +41,7 @@
 //!         placement: Default::default(),
 //!     }],
 //!     changes: vec![],
+//!     chains: vec![],
 //! };
 //! let mut sim = Simulation::new(&system, 42, false).unwrap();
 //! sim.run_until(ms(100)).unwrap();
@@ -58,4 +59,6 @@ pub mod trace;
 pub mod xl;
 
 pub use driver::{SimError, Simulation, TraceEvent};
-pub use system::{Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate};
+pub use system::{
+    ChainProblem, ChainSpec, Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate,
+};

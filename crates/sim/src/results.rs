@@ -154,6 +154,31 @@ pub struct VcpuResult {
     pub budget_borrowed_ns: u64,
     pub scheduled: u64,
     pub preemptions: u64,
+    /// Times switched in on another pcpu than the one it last ran on (machines of several
+    /// pcpus only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrations: Option<u64>,
+}
+
+/// Per-chain results: the end-to-end latency of its finished instances.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChainResult {
+    pub name: String,
+    /// Instances finished (the last task's job finished).
+    pub instances: u64,
+    pub latency_ns: Dist,
+    /// Population standard deviation of the latencies.
+    pub latency_std_dev_ns: f64,
+    /// For each bound: the instances with a latency at or below it, and their share.
+    pub within: Vec<ChainBound>,
+}
+
+/// The instances of a chain within a latency bound.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChainBound {
+    pub bound_ns: u64,
+    pub instances: u64,
+    pub share: f64,
 }
 
 /// Per-domain results.
@@ -199,6 +224,9 @@ pub struct RunResults {
     pub deadline_miss_ratio: f64,
     pub pcpus: Vec<PcpuResult>,
     pub domains: Vec<DomainResult>,
+    /// Chains of triggered tasks (absent when the system has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub chains: Vec<ChainResult>,
     /// The host executor's own measurements (`source = "host"` only; absent from a
     /// simulation's JSON).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -475,10 +503,11 @@ pub struct TaskJobs<'a> {
     pub pending: Vec<JobRecord>,
 }
 
-/// One domain's jobs and VCPU at the end of a run (see [`TaskJobs`]).
+/// One domain's jobs and VCPUs at the end of a run (see [`TaskJobs`]).
 pub struct DomainJobs<'a> {
     pub name: &'a str,
-    pub vcpu: VcpuId,
+    /// Its VCPUs, by index in the domain.
+    pub vcpus: &'a [VcpuId],
     pub tasks: Vec<TaskJobs<'a>>,
 }
 
@@ -503,7 +532,7 @@ impl RunResults {
                 }
                 DomainJobs {
                     name: &run.spec.name,
-                    vcpu: run.vcpu,
+                    vcpus: &run.vcpus,
                     tasks: run
                         .stats
                         .iter()
@@ -519,14 +548,38 @@ impl RunResults {
                 }
             })
             .collect();
-        RunResults::from_domains(
+        let mut results = RunResults::from_domains(
             sim.machine(),
             &domains,
             scenario,
             seed,
             end,
             SOURCE_SIMULATION,
-        )
+        );
+        results.chains = sim
+            .chains()
+            .iter()
+            .map(|chain| {
+                let stats = &chain.stats;
+                let instances = stats.latency.count();
+                ChainResult {
+                    name: chain.spec.name.clone(),
+                    instances,
+                    latency_ns: Dist::of_samples(&[&stats.latency]),
+                    latency_std_dev_ns: stats.std_dev(),
+                    within: stats
+                        .within()
+                        .iter()
+                        .map(|&(bound, within)| ChainBound {
+                            bound_ns: bound.as_ns(),
+                            instances: within,
+                            share: ratio(within, instances),
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        results
     }
 
     /// The results of a run of any driver that ended at `end`: the jobs of every domain
@@ -592,18 +645,26 @@ impl RunResults {
             let responses: Vec<(&Samples, Nanos)> = tallies.iter().map(|t| t.response()).collect();
             let response_samples: Vec<&Samples> = responses.iter().map(|&(s, _)| s).collect();
             let latencies: Vec<&Samples> = tallies.iter().map(|t| &t.latency).collect();
-            let stats = machine.vcpu_stats(run.vcpu);
-            let counters = machine.budget_counters(run.vcpu);
-            let vcpu = VcpuResult {
-                run_ns: stats.run.as_ns(),
-                budget_consumed_ns: counters.consumed.as_ns(),
-                budget_idled_ns: counters.idled.as_ns(),
-                budget_discarded_ns: counters.discarded.as_ns(),
-                budget_lent_ns: counters.lent.as_ns(),
-                budget_borrowed_ns: counters.borrowed.as_ns(),
-                scheduled: stats.scheduled,
-                preemptions: stats.preemptions,
-            };
+            let several_pcpus = machine.config().pcpus > 1;
+            let vcpus = run
+                .vcpus
+                .iter()
+                .map(|&v| {
+                    let stats = machine.vcpu_stats(v);
+                    let counters = machine.budget_counters(v);
+                    VcpuResult {
+                        run_ns: stats.run.as_ns(),
+                        budget_consumed_ns: counters.consumed.as_ns(),
+                        budget_idled_ns: counters.idled.as_ns(),
+                        budget_discarded_ns: counters.discarded.as_ns(),
+                        budget_lent_ns: counters.lent.as_ns(),
+                        budget_borrowed_ns: counters.borrowed.as_ns(),
+                        scheduled: stats.scheduled,
+                        preemptions: stats.preemptions,
+                        migrations: several_pcpus.then_some(stats.migrations),
+                    }
+                })
+                .collect();
             results.push(DomainResult {
                 name: run.name.to_string(),
                 jobs: counts.jobs(),
@@ -617,7 +678,7 @@ impl RunResults {
                 lateness_ns: SignedDist::of_samples(&responses),
                 latency_ns: Dist::of_samples(&latencies),
                 tasks,
-                vcpus: vec![vcpu],
+                vcpus,
             });
         }
         let pcpus = (0..machine.config().pcpus)
@@ -644,6 +705,7 @@ impl RunResults {
             deadline_miss_ratio: ratio(total.missed, total.jobs()),
             pcpus,
             domains: results,
+            chains: Vec::new(),
             host: None,
         }
     }
@@ -738,6 +800,38 @@ impl RunResults {
                 share(p.overhead_ns),
                 p.do_schedule_calls,
                 p.context_switches
+            );
+        }
+        if !self.chains.is_empty() {
+            let _ = writeln!(
+                out,
+                "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  within",
+                "chain", "instances", "min", "mean", "std-dev", "p50", "p99", "max"
+            );
+            for c in &self.chains {
+                let l = &c.latency_ns;
+                let within: Vec<String> = c
+                    .within
+                    .iter()
+                    .map(|w| format!("{:.2}% ≤ {}", w.share * 100.0, Nanos(w.bound_ns)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}",
+                    c.name,
+                    c.instances,
+                    Nanos(l.min).to_string(),
+                    Nanos(l.mean.round() as u64).to_string(),
+                    Nanos(c.latency_std_dev_ns.round() as u64).to_string(),
+                    Nanos(l.p50).to_string(),
+                    Nanos(l.p99).to_string(),
+                    Nanos(l.max).to_string(),
+                    within.join(", ")
+                );
+            }
+            let _ = writeln!(
+                out,
+                "(chain latency = last task's finish − first task's release, finished instances)"
             );
         }
         out

@@ -192,6 +192,59 @@ impl TaskStats {
     }
 }
 
+/// What a run keeps about one chain (`SystemSpec::chains`): the end-to-end latency of each
+/// finished instance (last task's finish − first task's release), in bounded memory.
+#[derive(Clone, Debug)]
+pub struct ChainStats {
+    pub latency: Samples,
+    /// Welford's running mean and sum of squared deviations, for the standard deviation
+    /// (in the order the instances finish: deterministic).
+    mean: f64,
+    m2: f64,
+    /// The bounds asked for and, for each, the instances within it (latency ≤ bound).
+    bounds: Vec<(Nanos, u64)>,
+}
+
+impl ChainStats {
+    pub fn new(bounds: Vec<Nanos>) -> ChainStats {
+        ChainStats {
+            latency: Samples::new(),
+            mean: 0.0,
+            m2: 0.0,
+            bounds: bounds.into_iter().map(|b| (b, 0)).collect(),
+        }
+    }
+
+    /// Counts one finished instance of end-to-end latency `latency` ns.
+    pub fn record(&mut self, latency: u64) {
+        self.latency.record(latency);
+        let n = self.latency.count() as f64;
+        let delta = latency as f64 - self.mean;
+        self.mean += delta / n;
+        self.m2 += delta * (latency as f64 - self.mean);
+        for (bound, within) in &mut self.bounds {
+            if latency <= bound.as_ns() {
+                *within += 1;
+            }
+        }
+    }
+
+    /// The population standard deviation of the latencies (0 for fewer than two).
+    pub fn std_dev(&self) -> f64 {
+        let n = self.latency.count();
+        if n < 2 {
+            0.0
+        } else {
+            (self.m2 / n as f64).sqrt()
+        }
+    }
+
+    /// Each bound and the number of instances within it (latency ≤ bound), exactly.
+    pub fn within(&self) -> &[(Nanos, u64)] {
+        &self.bounds
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 //! keeps every instant the simulator forms below 2⁶³ (the argument is in that crate's
 //! docs, "Limits"); a system built in code must keep its times within the same bound.
 
+use rtvmm_core::guest::Arrival;
 use rtvmm_core::machine::{MachineConfig, PoolSpec};
 use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::{PolicyConfig, PolicySettings, TickInterval};
@@ -53,6 +54,149 @@ pub struct SystemSpec {
     pub domains: Vec<DomainSpec>,
     /// Sorted by time; ties keep their order.
     pub changes: Vec<TimedChange>,
+    /// Chains of triggered tasks whose end-to-end latency the run measures.
+    pub chains: Vec<ChainSpec>,
+}
+
+/// A chain (`platform.md`, "Events between domains"): a sequence of tasks, each after the
+/// first triggered by the one before ([`Arrival::Triggered`]). An instance starts with a
+/// job of the first task and ends when the job of the last task it led to finishes; its
+/// end-to-end latency is that finish − that release. The first task is released from
+/// outside (periodic, sporadic, aperiodic or Poisson): an instance is then named by the
+/// release of its first job, which every job it leads to carries (`Job::origin`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainSpec {
+    pub name: String,
+    /// (domain, task) names, first to last.
+    pub tasks: Vec<(String, String)>,
+    /// Latency bounds to report the share of instances within; empty: 1 ms.
+    pub bounds: Vec<Nanos>,
+}
+
+impl ChainSpec {
+    /// The bounds reported ([`Self::bounds`], or 1 ms when none is given).
+    pub fn bounds(&self) -> Vec<Nanos> {
+        if self.bounds.is_empty() {
+            vec![Nanos::from_ms(1)]
+        } else {
+            self.bounds.clone()
+        }
+    }
+}
+
+/// What is wrong with a chain.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChainProblem {
+    #[error("tasks: a chain needs at least one task")]
+    Empty,
+    #[error("tasks: no task '{task}' in a domain '{domain}'")]
+    UnknownTask { domain: String, task: String },
+    #[error(
+        "tasks: the first task '{domain}'/'{task}' is triggered; a chain starts at a task \
+         released from outside (periodic, sporadic, aperiodic)"
+    )]
+    FirstTriggered { domain: String, task: String },
+    #[error(
+        "tasks: '{domain}'/'{task}' is not triggered by the task before it in the chain, \
+         '{after_domain}'/'{after_task}'"
+    )]
+    NotLinked {
+        domain: String,
+        task: String,
+        after_domain: String,
+        after_task: String,
+    },
+}
+
+impl SystemSpec {
+    /// Every domain the run may have: the first ones, then those added by changes.
+    fn all_domains(&self) -> impl Iterator<Item = &DomainSpec> {
+        self.domains
+            .iter()
+            .chain(self.changes.iter().filter_map(|c| match &c.change {
+                Change::AddDomain(d) => Some(d),
+                _ => None,
+            }))
+    }
+
+    /// The task `task` of the (first) domain named `domain`.
+    fn find_task(&self, domain: &str, task: &str) -> Option<&rtvmm_core::guest::TaskSpec> {
+        self.all_domains()
+            .find(|d| d.name == domain)
+            .and_then(|d| d.tasks.iter().find(|t| t.name == task))
+    }
+
+    /// Checks that every trigger names a task of the system and every chain is a sequence
+    /// of tasks linked by triggers.
+    pub fn check_links(&self) -> Result<(), crate::SimError> {
+        for d in self.all_domains() {
+            for t in &d.tasks {
+                if let Arrival::Triggered {
+                    by_domain, by_task, ..
+                } = &t.arrival
+                {
+                    let what = if !self.all_domains().any(|o| &o.name == by_domain) {
+                        "domain"
+                    } else if self.find_task(by_domain, by_task).is_none() {
+                        "task"
+                    } else {
+                        continue;
+                    };
+                    return Err(crate::SimError::UnknownTrigger(Box::new(
+                        crate::driver::UnknownTrigger {
+                            domain: d.name.clone(),
+                            task: t.name.clone(),
+                            by_domain: by_domain.clone(),
+                            by_task: by_task.clone(),
+                            what,
+                        },
+                    )));
+                }
+            }
+        }
+        for chain in &self.chains {
+            let fail = |problem| crate::SimError::Chain {
+                chain: chain.name.clone(),
+                problem: Box::new(problem),
+            };
+            if chain.tasks.is_empty() {
+                return Err(fail(ChainProblem::Empty));
+            }
+            for (k, (domain, task)) in chain.tasks.iter().enumerate() {
+                let spec = self.find_task(domain, task).ok_or_else(|| {
+                    fail(ChainProblem::UnknownTask {
+                        domain: domain.clone(),
+                        task: task.clone(),
+                    })
+                })?;
+                match (k, &spec.arrival) {
+                    (0, Arrival::Triggered { .. }) => {
+                        return Err(fail(ChainProblem::FirstTriggered {
+                            domain: domain.clone(),
+                            task: task.clone(),
+                        }))
+                    }
+                    (0, _) => {}
+                    (
+                        _,
+                        Arrival::Triggered {
+                            by_domain, by_task, ..
+                        },
+                    ) if (by_domain, by_task) == (&chain.tasks[k - 1].0, &chain.tasks[k - 1].1) => {
+                    }
+                    _ => {
+                        return Err(fail(ChainProblem::NotLinked {
+                            domain: domain.clone(),
+                            task: task.clone(),
+                            after_domain: chain.tasks[k - 1].0.clone(),
+                            after_task: chain.tasks[k - 1].1.clone(),
+                        }))
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// How much work a run is, counted before running it: what [`SystemSpec::estimate_work`]
@@ -111,7 +255,6 @@ impl SystemSpec {
     /// time linear in the number of tasks. A driver uses it to warn about long runs before
     /// starting them.
     pub fn estimate_work(&self, duration: Nanos) -> WorkEstimate {
-        use rtvmm_core::guest::Arrival;
         let domain = |d: &DomainSpec, join: Nanos| -> (u64, u64) {
             if join > duration {
                 return (0, 0);
@@ -128,6 +271,10 @@ impl SystemSpec {
                         times.iter().filter(|&&t| t <= end).count() as u64
                     }
                     Arrival::Poisson { mean_gap } => occurrences(first, *mean_gap, end),
+                    // At most one job per job of the task that triggers it; the period, when
+                    // given, stands for that task's.
+                    Arrival::Triggered { .. } if task.period.is_zero() => 0,
+                    Arrival::Triggered { .. } => occurrences(first, task.period, end),
                 };
                 jobs = jobs.saturating_add(count);
             }
@@ -135,6 +282,7 @@ impl SystemSpec {
                 0
             } else {
                 occurrences(plus(join, d.vcpu.offset), d.vcpu.period, end)
+                    .saturating_mul(u64::from(d.placement.vcpu_count()))
             };
             (jobs, periods)
         };

@@ -348,9 +348,13 @@ impl Domain {
         }
     }
     fn vcpu(&self) -> VcpuId {
+        self.vcpus()[0]
+    }
+    /// Its VCPUs (one on the host).
+    fn vcpus(&self) -> &[VcpuId] {
         match self {
-            Domain::Process(p) => p.vcpu,
-            Domain::External(e) => e.vcpu,
+            Domain::Process(p) => std::slice::from_ref(&p.vcpu),
+            Domain::External(e) => std::slice::from_ref(&e.vcpu),
         }
     }
     fn book(&self) -> &JobBook {
@@ -1351,7 +1355,7 @@ impl Run {
                 .iter()
                 .map(|s| DomainJobs {
                     name: &s.domain.spec().name,
-                    vcpu: s.domain.vcpu(),
+                    vcpus: s.domain.vcpus(),
                     tasks: s
                         .domain
                         .spec()

@@ -115,11 +115,12 @@ pub fn busy(name: &str, budget: Nanos, period: Nanos, priority: u32) -> DomainSp
 
 pub fn system(policy: PolicyKind, domains: Vec<DomainSpec>) -> SystemSpec {
     SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine: MachineConfig::default(),
         policy: PolicySettings::default()
             .config(policy)
             .expect("a policy without a table"),
-        pools: Vec::new(),
         policy_settings: Default::default(),
         domains,
         changes: vec![],

@@ -167,9 +167,10 @@ fn served_system(
     let index = domains.len() - 1;
     (
         SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy,
-            pools: Vec::new(),
             policy_settings: Default::default(),
             domains,
             changes: Vec::new(),
@@ -454,9 +455,10 @@ fn check_hierarchical_bounds(
             d.vcpu.max_replenishments = variant.max_replenishments;
         }
         let system = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy: policy.clone(),
-            pools: Vec::new(),
             policy_settings: Default::default(),
             domains,
             changes: Vec::new(),
@@ -620,9 +622,10 @@ fn sporadic_server_replenishes_from_activation() {
         PolicyConfig::Sporadic,
     ] {
         let system = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy: policy.clone(),
-            pools: Vec::new(),
             policy_settings: Default::default(),
             domains: domains.clone(),
             changes: Vec::new(),
@@ -713,9 +716,10 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
         let mut s1 = s1.clone();
         s1.vcpu.max_replenishments = max_replenishments;
         let system = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: machine(),
             policy,
-            pools: Vec::new(),
             policy_settings: Default::default(),
             domains: vec![s0.clone(), s1],
             changes: Vec::new(),

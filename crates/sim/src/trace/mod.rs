@@ -277,12 +277,13 @@ mod tests {
             placement: Default::default(),
         };
         let spec = SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: MachineConfig {
                 overheads,
                 ..MachineConfig::default()
             },
             policy: PolicyConfig::Deferrable,
-            pools: Vec::new(),
             policy_settings: Default::default(),
             domains: vec![
                 domain(

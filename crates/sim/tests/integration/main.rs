@@ -2,11 +2,13 @@
 //!
 //! - `util`: the harness (build tiny systems, run them, compare schedules).
 //! - `deferrable`: hand-derived Deferrable Server schedules.
+//! - `multicore`: several pcpus, multi-VCPU guests, triggered tasks and chains.
 mod util;
 
 mod baselines;
 mod deferrable;
 mod fp_servers;
+mod multicore;
 mod overheads;
 mod properties;
 mod results;

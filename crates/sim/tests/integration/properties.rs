@@ -193,6 +193,8 @@ fn arb_scenario(
                 };
                 Scenario {
                     spec: SystemSpec {
+                        chains: Vec::new(),
+                        pools: Vec::new(),
                         machine: MachineConfig {
                             pcpus: 1,
                             quantum,
@@ -205,7 +207,6 @@ fn arb_scenario(
                             overhead_charge,
                         },
                         policy: PolicyConfig::Deferrable,
-                        pools: Vec::new(),
                         policy_settings: Default::default(),
                         domains,
                         changes: Vec::new(),
@@ -257,9 +258,10 @@ fn implemented() -> &'static [PolicyKind] {
     IMPLEMENTED.get_or_init(|| {
         let probe = Scenario {
             spec: SystemSpec {
+                chains: Vec::new(),
+                pools: Vec::new(),
                 machine: MachineConfig::default(),
                 policy: PolicyConfig::Deferrable,
-                pools: Vec::new(),
                 policy_settings: Default::default(),
                 domains: Vec::new(),
                 changes: Vec::new(),
@@ -669,6 +671,8 @@ fn isolation_breaks_with_overheads_as_documented() {
     low.arrival = Arrival::AperiodicTimes(vec![ms(9)]);
     let scenario = |low_tasks: Vec<TaskSpec>| Scenario {
         spec: SystemSpec {
+            chains: Vec::new(),
+            pools: Vec::new(),
             machine: MachineConfig {
                 overheads: Overheads {
                     do_schedule: Nanos(2_000),
@@ -678,7 +682,6 @@ fn isolation_breaks_with_overheads_as_documented() {
                 ..MachineConfig::default()
             },
             policy: PolicyConfig::Deferrable,
-            pools: Vec::new(),
             policy_settings: Default::default(),
             domains: vec![
                 domain("h", 5, 10, 1, vec![high.clone()]),

@@ -71,9 +71,10 @@ pub fn machine() -> MachineConfig {
 
 pub fn system(policy: PolicyConfig, domains: Vec<DomainSpec>) -> SystemSpec {
     SystemSpec {
+        chains: Vec::new(),
+        pools: Vec::new(),
         machine: machine(),
         policy,
-        pools: Vec::new(),
         policy_settings: Default::default(),
         domains,
         changes: Vec::<TimedChange>::new(),

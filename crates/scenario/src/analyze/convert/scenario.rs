@@ -26,7 +26,11 @@ pub(super) fn draft(
         let kind = match task.arrival {
             Arrival::Periodic => TaskKind::Periodic,
             Arrival::Sporadic { .. } => TaskKind::Sporadic,
-            Arrival::AperiodicTimes(_) | Arrival::Poisson { .. } => TaskKind::Aperiodic,
+            // A triggered task's arrivals follow another task's finishes: no minimum
+            // inter-arrival time is known, as for an aperiodic task.
+            Arrival::AperiodicTimes(_) | Arrival::Poisson { .. } | Arrival::Triggered { .. } => {
+                TaskKind::Aperiodic
+            }
         };
         let deadline = task.deadline.min(task.period);
         let mut input = TaskInput {
