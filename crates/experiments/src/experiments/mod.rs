@@ -20,6 +20,8 @@ pub mod csa_etf;
 pub mod csa_periods;
 pub mod eval_affinity;
 pub mod eval_contention;
+pub mod latency;
+pub mod packet_latency;
 pub mod rtxen_capacity;
 pub mod rtxen_isolation;
 pub mod rtxen_overhead;
@@ -69,6 +71,8 @@ pub const REGISTRY: &[Experiment] = &[
     csa_arinc::EXPERIMENT,
     eval_affinity::EXPERIMENT,
     eval_contention::EXPERIMENT,
+    latency::EXPERIMENT,
+    packet_latency::EXPERIMENT,
 ];
 
 /// The experiment named `name`.

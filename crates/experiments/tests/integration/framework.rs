@@ -26,6 +26,8 @@ fn list_describes_every_experiment_including_planned_ones() {
         "csa-arinc",
         "eval-affinity",
         "eval-contention",
+        "latency",
+        "packet-latency",
     ] {
         assert!(text.contains(name), "list lacks {name}");
         assert!(REGISTRY.iter().any(|e| e.name == name));

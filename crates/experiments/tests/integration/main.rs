@@ -12,6 +12,7 @@ mod eval;
 mod framework;
 mod host_driver;
 mod isolation;
+mod multicore;
 mod overhead;
 mod quantum;
 mod theory;
