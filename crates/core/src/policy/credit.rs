@@ -594,16 +594,17 @@ impl Policy for Credit {
         if !self.several_pcpus() {
             return CpuSet::EMPTY;
         }
-        let running: Vec<Option<Class>> = self
-            .current
-            .iter()
-            .map(|c| c.filter(|&v| self.runnable(v)).map(|v| self.get(v).class))
-            .collect();
+        let running = |p: usize| {
+            self.current[p]
+                .filter(|&v| self.runnable(v))
+                .map(|v| self.get(v).class)
+        };
         let waiting = self
             .runq
             .iter()
             .map(|&v| (self.get(v).class, self.affinity.get(v)));
-        self.asked.union(global::tickle_targets(&running, waiting))
+        self.asked
+            .union(global::tickle_targets(self.current.len(), running, waiting))
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {

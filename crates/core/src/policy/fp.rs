@@ -797,21 +797,19 @@ impl GlobalFp {
             return CpuSet::EMPTY;
         }
         let eligible = |s: &Server| s.has_work && !s.remaining.is_zero();
-        let running: Vec<Option<(u32, u64)>> = self
-            .current
-            .iter()
-            .map(|c| {
-                c.map(|v| servers.get(v))
-                    .filter(|s| eligible(s))
-                    .map(Server::key)
-            })
-            .collect();
+        let running = |p: usize| {
+            self.current[p]
+                .map(|v| servers.get(v))
+                .filter(|s| eligible(s))
+                .map(Server::key)
+        };
         // `servers` is in key order already.
         let waiting = servers
             .iter()
             .filter(|s| eligible(s) && !self.is_running(s.vcpu))
             .map(|s| (s.key(), self.affinity.get(s.vcpu)));
-        self.asked.union(global::tickle_targets(&running, waiting))
+        self.asked
+            .union(global::tickle_targets(self.current.len(), running, waiting))
     }
 
     /// No VCPU on two pcpus, none outside its affinity, none unknown.

@@ -30,33 +30,36 @@ pub fn stop_outside(current: &mut [Option<VcpuId>], vcpu: VcpuId, affinity: CpuS
     }
 }
 
-/// The pcpus (local indices `0..running.len()`) that must reschedule: see the module note.
-/// `running[p]` is the key of what pcpu p runs (`None`: idle, or not eligible any more);
+/// The pcpus (local indices `0..pcpus`) that must reschedule: see the module note.
+/// `running(p)` is the key of what pcpu p runs (`None`: idle, or not eligible any more);
 /// `waiting` are the eligible VCPUs running nowhere, most urgent first, with their
 /// affinity. A smaller key is more urgent; a waiting VCPU preempts only a strictly greater
-/// key.
+/// key. Allocates nothing: it runs after every decision on a pool of several pcpus.
 pub fn tickle_targets<K: Ord + Copy>(
-    running: &[Option<K>],
+    pcpus: usize,
+    running: impl Fn(usize) -> Option<K>,
     waiting: impl IntoIterator<Item = (K, CpuSet)>,
 ) -> CpuSet {
-    let all = CpuSet::first(running.len() as u32);
+    let all = CpuSet::first(pcpus as u32);
     let mut named = CpuSet::EMPTY;
     for (key, affinity) in waiting {
-        let mut free = all.intersection(affinity);
-        for p in named.iter() {
-            free.remove(p);
+        // Waiting VCPUs come most urgent first: once one cannot take any pcpu not yet
+        // named (none idles, and it beats none of them), no later one can.
+        if nothing_to_tickle_on(all.intersection(named.complement()), &running, Some(key)) {
+            break;
         }
+        let free = all.intersection(affinity).intersection(named.complement());
         if free.is_empty() {
             continue;
         }
-        if let Some(idle) = free.iter().find(|&p| running[p as usize].is_none()) {
+        if let Some(idle) = free.iter().find(|&p| running(p as usize).is_none()) {
             named.insert(idle);
             continue;
         }
         // The least urgent running VCPU of its affinity (the lowest index among equals).
         let mut worst: Option<(K, u32)> = None;
         for p in free.iter() {
-            if let Some(k) = running[p as usize] {
+            if let Some(k) = running(p as usize) {
                 if worst.is_none_or(|(w, _)| k > w) {
                     worst = Some((k, p));
                 }
@@ -72,6 +75,37 @@ pub fn tickle_targets<K: Ord + Copy>(
         }
     }
     named
+}
+
+/// Whether no waiting VCPU can take a pcpu: no pcpu idles and the most urgent waiting key
+/// (`best_waiting`; `None`: nobody waits) does not beat the least urgent running one.
+/// Then [`tickle_targets`] names none, whatever the affinities; a policy that must sort
+/// its waiting VCPUs first asks this before sorting.
+pub fn nothing_to_tickle<K: Ord + Copy>(
+    pcpus: usize,
+    running: impl Fn(usize) -> Option<K>,
+    best_waiting: Option<K>,
+) -> bool {
+    nothing_to_tickle_on(CpuSet::first(pcpus as u32), &running, best_waiting)
+}
+
+/// [`nothing_to_tickle`] over the pcpus of `on` only.
+fn nothing_to_tickle_on<K: Ord + Copy>(
+    on: CpuSet,
+    running: &impl Fn(usize) -> Option<K>,
+    best_waiting: Option<K>,
+) -> bool {
+    let Some(best) = best_waiting else {
+        return true;
+    };
+    let mut worst: Option<K> = None;
+    for p in on.iter() {
+        match running(p as usize) {
+            None => return false,
+            Some(k) => worst = Some(worst.map_or(k, |w| w.max(k))),
+        }
+    }
+    worst.is_none_or(|w| best >= w)
 }
 
 /// Each VCPU's hard affinity in the pool's local indices; a VCPU whose affinity was never
@@ -110,6 +144,26 @@ mod tests {
 
     fn set(i: &[u32]) -> CpuSet {
         CpuSet::from_indices(i.iter().copied()).unwrap()
+    }
+
+    fn tickle_targets<const N: usize>(
+        running: &[Option<u32>; N],
+        waiting: impl IntoIterator<Item = (u32, CpuSet)>,
+    ) -> CpuSet {
+        super::tickle_targets(N, |p| running[p], waiting)
+    }
+
+    #[test]
+    fn nothing_to_tickle_when_no_pcpu_idles_and_nobody_beats_the_worst() {
+        let run = [Some(1), Some(3)];
+        assert!(
+            nothing_to_tickle(2, |p| run[p], Some(3)),
+            "3 does not beat 3"
+        );
+        assert!(!nothing_to_tickle(2, |p| run[p], Some(2)), "2 beats 3");
+        assert!(nothing_to_tickle(2, |p| run[p], None), "nobody waits");
+        let idle = [Some(1), None];
+        assert!(!nothing_to_tickle(2, |p| idle[p], Some(9)), "an idle pcpu");
     }
 
     #[test]

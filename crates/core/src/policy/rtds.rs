@@ -50,6 +50,8 @@
 //! lowest index (the migration it may cost is charged by the machine). Xen keeps one run
 //! queue per cpupool as rtvmm does, and no soft affinity is modelled.
 
+use std::cell::RefCell;
+
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
@@ -121,6 +123,9 @@ pub struct Rtds {
     /// Several pcpus: the pcpus whose running VCPU was replenished since their last
     /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
+    /// The waiting VCPUs [`Policy::tickle`] sorts, kept between calls so that it does not
+    /// allocate (it runs after every decision on a pool of several pcpus).
+    scratch: RefCell<Vec<((u32, Nanos, VcpuId), CpuSet)>>,
 }
 
 impl Rtds {
@@ -131,6 +136,7 @@ impl Rtds {
             current: vec![None; pcpus.max(1) as usize],
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
+            scratch: RefCell::new(Vec::new()),
         }
     }
 
@@ -367,23 +373,32 @@ impl Policy for Rtds {
         if !self.several_pcpus() {
             return CpuSet::EMPTY;
         }
-        let running: Vec<Option<_>> = self
-            .current
-            .iter()
-            .map(|c| {
-                c.map(|v| self.vcpus.get(v))
-                    .filter(|m| m.server.eligible())
-                    .map(RtVcpu::key)
-            })
-            .collect();
-        let mut waiting: Vec<_> = self
-            .vcpus
-            .iter()
-            .filter(|m| m.server.eligible() && !self.is_running(m.server.vcpu))
-            .map(|m| (m.key(), self.affinity.get(m.server.vcpu)))
-            .collect();
+        let running = |p: usize| {
+            self.current[p]
+                .map(|v| self.vcpus.get(v))
+                .filter(|m| m.server.eligible())
+                .map(RtVcpu::key)
+        };
+        let waits = |m: &&RtVcpu| m.server.eligible() && !self.is_running(m.server.vcpu);
+        let best = self.vcpus.iter().filter(waits).map(RtVcpu::key).min();
+        let pcpus = self.current.len();
+        if global::nothing_to_tickle(pcpus, running, best) {
+            return self.asked;
+        }
+        let mut waiting = self.scratch.borrow_mut();
+        waiting.clear();
+        waiting.extend(
+            self.vcpus
+                .iter()
+                .filter(waits)
+                .map(|m| (m.key(), self.affinity.get(m.server.vcpu))),
+        );
         waiting.sort_unstable_by_key(|w| w.0);
-        self.asked.union(global::tickle_targets(&running, waiting))
+        self.asked.union(global::tickle_targets(
+            pcpus,
+            running,
+            waiting.iter().copied(),
+        ))
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
