@@ -66,6 +66,9 @@ use crate::time::Nanos;
 /// scheduler's own overhead dominates.
 pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(10);
 
+/// RTDS's priority key: level, then deadline, then VCPU id (see [`RtVcpu::key`]).
+type RtKey = (u32, Nanos, VcpuId);
+
 /// One RTDS VCPU: an EDF server (see `edf.rs`) and its priority level.
 #[derive(Clone, Debug)]
 struct RtVcpu {
@@ -125,7 +128,7 @@ pub struct Rtds {
     asked: CpuSet,
     /// The waiting VCPUs [`Policy::tickle`] sorts, kept between calls so that it does not
     /// allocate (it runs after every decision on a pool of several pcpus).
-    scratch: RefCell<Vec<((u32, Nanos, VcpuId), CpuSet)>>,
+    scratch: RefCell<Vec<(RtKey, CpuSet)>>,
 }
 
 impl Rtds {
