@@ -15,13 +15,13 @@ use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::time::TimeParseError;
 use rtvmm_core::xl::{parse_cpu_list, VcpuSel, XlCommand};
 use rtvmm_core::Nanos;
-use rtvmm_sim::{Change, DomainSpec, SystemSpec, TimedChange};
+use rtvmm_sim::{ChainSpec, Change, DomainSpec, SystemSpec, TimedChange};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::live::ParamUpdate;
 use crate::raw::{
-    RawDomain, RawEvent, RawMachine, RawOverhead, RawPool, RawScenario, RawScheduler, RawTask,
-    RawTime, RawVcpu,
+    RawChain, RawDomain, RawEvent, RawMachine, RawOverhead, RawPool, RawScenario, RawScheduler,
+    RawTask, RawTime, RawVcpu,
 };
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings, DEFAULT_SEED, MAX_TIME};
 
@@ -252,6 +252,8 @@ impl Builder<'_> {
             events.push((i + 1, time, event));
         }
         self.unique_domain_names(&drafts, initial)?;
+        resolve_triggers(&mut drafts);
+        let chains = self.chains(raw.chain, &drafts)?;
         self.settle_priorities(&mut drafts)?;
         for d in &mut drafts {
             if !d.weight_given {
@@ -265,7 +267,7 @@ impl Builder<'_> {
             duration,
             seed,
             system: SystemSpec {
-                chains: Vec::new(),
+                chains,
                 pools: Vec::new(),
                 machine,
                 policy: rtvmm_core::policy::PolicyConfig::Deferrable,
@@ -711,7 +713,11 @@ impl Builder<'_> {
         let mut tasks: Vec<TaskSpec> = Vec::with_capacity(raw.task.len());
         let mut names: HashSet<String> = HashSet::with_capacity(raw.task.len());
         for (i, t) in raw.task.into_iter().enumerate() {
+            let pinned = t.vcpu.is_some();
             let task = self.task(t, i, guest, &here)?;
+            if pinned {
+                self.task_vcpu(&task, &placement, &here)?;
+            }
             if !names.insert(task.name.clone()) {
                 return Err(self.err(
                     Location {
@@ -739,6 +745,34 @@ impl Builder<'_> {
             priority_given,
             weight_given,
         })
+    }
+
+    /// A task's `vcpu` (given) fits its domain: the guest is partitioned and has that
+    /// VCPU (the core's rule, [`rtvmm_core::guest::GuestError`]).
+    fn task_vcpu(
+        &self,
+        task: &TaskSpec,
+        placement: &Placement,
+        domain: &Location,
+    ) -> Result<(), ScenarioError> {
+        let at = Location {
+            task: Some(task.name.clone()),
+            ..domain.field("vcpu")
+        };
+        let vcpus = placement.vcpu_count();
+        let why = match placement.smp {
+            GuestSmp::Global => format!(
+                "pins the task, but the guest schedules globally (only a guest with smp = \
+                 \"partitioned\" pins tasks to VCPUs; its domain has {vcpus} VCPU(s))"
+            ),
+            GuestSmp::Partitioned if task.vcpu >= vcpus => format!(
+                "{} is not a VCPU of the domain: it has {vcpus} (vcpus = {vcpus}), numbered \
+                 from 0",
+                task.vcpu
+            ),
+            GuestSmp::Partitioned => return Ok(()),
+        };
+        Err(self.err(at, ErrorKind::Invalid(why)))
     }
 
     /// The VCPU's parameters; budget and period are zero when not given (policies that
@@ -795,13 +829,16 @@ impl Builder<'_> {
             .unwrap_or("periodic")
             .trim()
             .to_ascii_lowercase();
-        if !matches!(kind.as_str(), "periodic" | "sporadic" | "aperiodic") {
+        if !matches!(
+            kind.as_str(),
+            "periodic" | "sporadic" | "aperiodic" | "triggered"
+        ) {
             return Err(self.err(
                 at("kind"),
                 ErrorKind::UnknownName {
                     what: "task kind",
                     name: raw.kind.unwrap_or_default(),
-                    expected: "periodic, sporadic, aperiodic".to_string(),
+                    expected: "periodic, sporadic, aperiodic, triggered".to_string(),
                 },
             ));
         }
@@ -856,6 +893,23 @@ impl Builder<'_> {
         if kind != "sporadic" && raw.max_extra_gap.is_some() {
             return Err(not_for("max_extra_gap", "sporadic"));
         }
+        if kind != "triggered" {
+            if raw.trigger.is_some() {
+                return Err(not_for("trigger", "triggered"));
+            }
+            if raw.delay.is_some() {
+                return Err(not_for("delay", "triggered"));
+            }
+        } else if raw.offset.is_some() {
+            return Err(self.err(
+                at("offset"),
+                ErrorKind::NotUsed {
+                    why: "a triggered task is released when a job of its `trigger` finishes \
+                          (plus `delay`)"
+                        .to_string(),
+                },
+            ));
+        }
         if kind != "aperiodic" {
             if raw.releases.is_some() {
                 return Err(not_for("releases", "aperiodic"));
@@ -866,6 +920,19 @@ impl Builder<'_> {
         }
         let arrival = match kind.as_str() {
             "periodic" => Arrival::Periodic,
+            "triggered" => {
+                let trigger_at = at("trigger");
+                let trigger = self.required(raw.trigger.as_deref(), &trigger_at)?;
+                let (by_domain, by_task) = split_task_name(trigger)
+                    .ok_or_else(|| self.err(trigger_at.clone(), not_a_task_name(trigger)))?;
+                Arrival::Triggered {
+                    by_domain: by_domain.to_string(),
+                    by_task: by_task.to_string(),
+                    delay: self
+                        .opt_time(raw.delay.as_ref(), &at("delay"), false)?
+                        .unwrap_or(Nanos::ZERO),
+                }
+            }
             "sporadic" => Arrival::Sporadic {
                 max_extra_gap: self
                     .opt_time(raw.max_extra_gap.as_ref(), &at("max_extra_gap"), false)?
@@ -915,7 +982,7 @@ impl Builder<'_> {
             offset,
             priority,
             arrival,
-            vcpu: 0,
+            vcpu: self.opt_u32(raw.vcpu, &at("vcpu"))?.unwrap_or(0),
         })
     }
 
@@ -1055,6 +1122,70 @@ impl Builder<'_> {
             _ => EventDraft::RemoveDomain(domain_name(raw.domain)?),
         };
         Ok(event)
+    }
+
+    /// The `[[chain]]` tables: names unique, tasks as `"DOMAIN/TASK"`, bounds positive.
+    /// Whether the tasks are linked is the links' check, in validation.
+    fn chains(
+        &self,
+        raw: Vec<RawChain>,
+        drafts: &[DomainDraft],
+    ) -> Result<Vec<ChainSpec>, ScenarioError> {
+        let tasks_of = |domain: &str| {
+            drafts
+                .iter()
+                .find(|d| d.spec.name == domain)
+                .map(|d| d.spec.tasks.iter().map(|t| t.name.clone()).collect())
+        };
+        let mut chains: Vec<ChainSpec> = Vec::with_capacity(raw.len());
+        for (i, c) in raw.into_iter().enumerate() {
+            let unnamed = Location {
+                chain: Some(format!("#{}", i + 1)),
+                ..Location::default()
+            };
+            let name = self.name(c.name, &unnamed.field("name"))?;
+            let here = Location {
+                chain: Some(name.clone()),
+                ..Location::default()
+            };
+            if chains.iter().any(|other| other.name == name) {
+                return Err(self.err(
+                    here.field("name"),
+                    ErrorKind::Duplicate {
+                        what: "chain",
+                        name,
+                        scope: "chain names are unique in a file",
+                    },
+                ));
+            }
+            let list = self.required(c.tasks, &here.field("tasks"))?;
+            if list.is_empty() {
+                return Err(self.err(
+                    here.field("tasks"),
+                    ErrorKind::Chain(Box::new(rtvmm_sim::ChainProblem::Empty)),
+                ));
+            }
+            let mut tasks = Vec::with_capacity(list.len());
+            for (k, text) in list.iter().enumerate() {
+                let pair = resolve_task_name(text, &tasks_of).ok_or_else(|| {
+                    self.err(
+                        here.field(&format!("tasks[{}]", k + 1)),
+                        not_a_task_name(text),
+                    )
+                })?;
+                tasks.push(pair);
+            }
+            let mut bounds = Vec::new();
+            for (k, b) in c.bounds.iter().flatten().enumerate() {
+                bounds.push(self.positive_time(b, &here.field(&format!("bounds[{}]", k + 1)))?);
+            }
+            chains.push(ChainSpec {
+                name,
+                tasks,
+                bounds,
+            });
+        }
+        Ok(chains)
     }
 
     /// Domain names are unique over the whole file, added domains included: results and
@@ -1215,6 +1346,39 @@ impl Builder<'_> {
     }
 }
 
+/// Each trigger whose name holds more than one `/` split as [`resolve_task_name`] says,
+/// against every domain the file declares (`task` splits at the first `/`).
+fn resolve_triggers(drafts: &mut [DomainDraft]) {
+    let names: Vec<(String, Vec<String>)> = drafts
+        .iter()
+        .map(|d| {
+            let tasks = d.spec.tasks.iter().map(|t| t.name.clone()).collect();
+            (d.spec.name.clone(), tasks)
+        })
+        .collect();
+    let tasks_of = |domain: &str| {
+        names
+            .iter()
+            .find(|(d, _)| d == domain)
+            .map(|(_, tasks)| tasks.clone())
+    };
+    for d in drafts.iter_mut() {
+        for t in &mut d.spec.tasks {
+            if let Arrival::Triggered {
+                by_domain, by_task, ..
+            } = &mut t.arrival
+            {
+                if by_task.contains('/') {
+                    let text = format!("{by_domain}/{by_task}");
+                    if let Some((dn, tn)) = resolve_task_name(&text, &tasks_of) {
+                        (*by_domain, *by_task) = (dn, tn);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The first field of an event that its action does not take (`allowed`).
 fn stray_field(raw: &RawEvent, allowed: &[&str]) -> Option<&'static str> {
     let present = [
@@ -1259,6 +1423,42 @@ fn default_name(file: &str) -> String {
         .map(|s| s.to_string_lossy().into_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "scenario".to_string())
+}
+
+/// `"DOMAIN/TASK"` split at its first `/`, both sides non-empty; `None` otherwise. A
+/// name with a `/` is resolved against the file's domains by [`resolve_task_name`].
+pub(crate) fn split_task_name(text: &str) -> Option<(&str, &str)> {
+    let (domain, task) = text.split_once('/')?;
+    (!domain.is_empty() && !task.is_empty()).then_some((domain, task))
+}
+
+fn not_a_task_name(text: &str) -> ErrorKind {
+    ErrorKind::Invalid(format!(
+        "'{text}' is not a task: write \"DOMAIN/TASK\", for example \"driver/rx\""
+    ))
+}
+
+/// `"DOMAIN/TASK"` against the file's domains (`tasks_of` gives a domain's task names):
+/// names may hold a `/`, so the split is the one that names a task of the file, else one
+/// that names a domain, else the first `/` (which the links' check then reports).
+pub(crate) fn resolve_task_name(
+    text: &str,
+    tasks_of: &dyn Fn(&str) -> Option<Vec<String>>,
+) -> Option<(String, String)> {
+    let first = split_task_name(text)?;
+    let splits: Vec<(&str, &str)> = text
+        .match_indices('/')
+        .map(|(i, _)| (&text[..i], &text[i + 1..]))
+        .filter(|(d, t)| !d.is_empty() && !t.is_empty())
+        .collect();
+    let known = |d: &str, t: &str| tasks_of(d).is_some_and(|tasks| tasks.iter().any(|x| x == t));
+    let (d, t) = splits
+        .iter()
+        .find(|(d, t)| known(d, t))
+        .or_else(|| splits.iter().find(|(d, _)| tasks_of(d).is_some()))
+        .copied()
+        .unwrap_or(first);
+    Some((d.to_string(), t.to_string()))
 }
 
 fn etf_error(value: &toml::Value) -> ErrorKind {

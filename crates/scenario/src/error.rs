@@ -17,6 +17,8 @@ pub struct Location {
     pub section: Option<&'static str>,
     /// A `[[pool]]`, by name (or `#n` when it has none).
     pub pool: Option<String>,
+    /// A `[[chain]]`, by name (or `#n` when it has none).
+    pub chain: Option<String>,
     /// 1-based number of the `[[event]]`, in file order (which is time order).
     pub event: Option<usize>,
     pub domain: Option<String>,
@@ -24,7 +26,8 @@ pub struct Location {
     /// The field, dotted as in the file: `vcpu.budget`, `overhead.context_switch`,
     /// `minor_frames[2].runtime`.
     pub field: Option<String>,
-    /// The 1-based line, for an `xl` event (set by the reader, which has the text).
+    /// The 1-based line, for an `xl` event, a triggered or pinned task's `trigger`,
+    /// `delay` and `vcpu`, and a `[[chain]]` (set by the reader, which has the text).
     pub line: Option<usize>,
 }
 
@@ -61,6 +64,9 @@ impl fmt::Display for Location {
         }
         if let Some(pool) = &self.pool {
             parts.push(format!("pool '{pool}'"));
+        }
+        if let Some(chain) = &self.chain {
+            parts.push(format!("chain '{chain}'"));
         }
         if let Some(event) = self.event {
             parts.push(format!("event {event}"));
@@ -227,6 +233,20 @@ pub enum ErrorKind {
     /// An `xl` command the system at its time refuses.
     #[error("{0}")]
     Xl(rtvmm_sim::xl::XlApplyError),
+    /// A triggered task's `trigger` names no task of the file.
+    #[error("'{by_domain}/{by_task}': {}", match *what {
+        "domain" => format!("no domain named '{by_domain}' in the file"),
+        _ => format!("domain '{by_domain}' has no task '{by_task}'"),
+    })]
+    UnknownTrigger {
+        by_domain: String,
+        by_task: String,
+        /// `domain` or `task`: what is missing.
+        what: &'static str,
+    },
+    /// A `[[chain]]` that is not a sequence of tasks linked by triggers.
+    #[error("{0}")]
+    Chain(Box<rtvmm_sim::ChainProblem>),
     #[error("{0}")]
     Invalid(String),
 }

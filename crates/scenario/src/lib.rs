@@ -121,6 +121,29 @@
 //! event and the line of its `xl` command. `rtvmm analyze` analyses such a file as if on
 //! one pcpu and says so; `--policy` replaces the first pool's policy.
 //!
+//! ## Triggered tasks, task VCPUs and chains (`[[chain]]`)
+//! ```toml
+//! [[domain.task]]
+//! name = "front"
+//! kind = "triggered"               # a job each time a job of `trigger` finishes
+//! trigger = "driver/rx"            # "DOMAIN/TASK", any domain of the file (this one too)
+//! delay = "20us"                   # after that finish (event-channel latency); default 0
+//! period = "5ms"                   # the `rm` priority and the default deadline
+//! wcet = "200us"
+//! vcpu = 1                         # smp = "partitioned" only: the VCPU it runs on, from 0
+//!                                  # (default 0); an error on a global guest
+//!
+//! [[chain]]                        # end-to-end latency, first release to last finish
+//! name = "io"                      # unique in the file
+//! tasks = ["driver/rx", "guest/front", "driver/tx"]   # each triggered by the one before;
+//!                                  # the first released from outside (not triggered)
+//! bounds = ["1ms", "5ms"]          # report the share of instances within each; default 1ms
+//! ```
+//! A triggered task has no `offset`. A name with a `/` in it is split where it names a
+//! task of the file. An error at `trigger`, `delay`, a task's `vcpu` or a `[[chain]]` gives
+//! its line (`io.toml:36: chain 'io': tasks: ...`). `rtvmm sim` prints a table of the
+//! chains' latencies after the pcpus; the JSON results hold them under `chains`.
+//!
 //! ## VCPU keys (`vcpu = { .. }`)
 //! - `budget`, `period`: both or neither. Servers, SEDF (budget = slice) and RTDS need
 //!   them; Credit and ARINC 653 do not read them. The policy's own check decides what is
@@ -141,7 +164,8 @@
 //! - `kind`: `"periodic"` (default), `"sporadic"` (inter-arrival `period` plus a seeded
 //!   uniform extra gap in `[0, max_extra_gap]`, default `max_extra_gap = period`) or
 //!   `"aperiodic"` (either `releases = ["1ms", "5ms"]` or a Poisson stream with
-//!   `mean_gap`; `period` then only sets the `rm` priority and the default deadline).
+//!   `mean_gap`; `period` then only sets the `rm` priority and the default deadline) or
+//!   `"triggered"` (`trigger`, `delay`: see above; `period` as for aperiodic).
 //! - `deadline`: relative, default `period`. `offset`: first release, default `"0ns"`.
 //! - `etf`: execution time factor, `0 < etf ≤ 1`; each job draws its execution time
 //!   uniformly from `[⌈etf·wcet⌉, wcet]` (computed exactly from the decimal written).
@@ -328,11 +352,88 @@ fn with_xl_line(mut error: ScenarioError, text: &str) -> ScenarioError {
     error
 }
 
+/// Where the keys of tasks and chains are in the text: the document again, with spans,
+/// read only when an error needs a line ([`with_key_line`]). Keys it does not name are
+/// ignored.
+mod spans {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+    use toml::Spanned;
+
+    pub(crate) type Keys = BTreeMap<String, Spanned<toml::Value>>;
+
+    #[derive(Deserialize)]
+    pub(crate) struct Document {
+        #[serde(default)]
+        pub domain: Vec<Domain>,
+        #[serde(default)]
+        pub chain: Vec<Keys>,
+    }
+
+    #[derive(Deserialize)]
+    pub(crate) struct Domain {
+        pub name: Option<toml::Value>,
+        #[serde(default)]
+        pub task: Vec<Keys>,
+    }
+}
+
+/// An error at a task's `trigger`, `delay` or `vcpu` (in a `[[domain]]`, not an added
+/// domain) or at a `[[chain]]`, with the line of its key in the text (of the task's `kind`,
+/// or the chain's `name`, when the key is missing). Other errors are left as they are.
+fn with_key_line(mut error: ScenarioError, text: &str) -> ScenarioError {
+    let location = &error.location;
+    let field = location.field.as_deref().unwrap_or("");
+    let key = field.split(['[', '.']).next().unwrap_or("");
+    let task_key = location.task.is_some()
+        && location.event.is_none()
+        && matches!(key, "trigger" | "delay" | "vcpu");
+    if location.line.is_some() || !(task_key || location.chain.is_some()) {
+        return error;
+    }
+    let Ok(document) = toml::from_str::<spans::Document>(text) else {
+        return error;
+    };
+    let keys: Option<&spans::Keys> = match &location.chain {
+        Some(chain) => {
+            let numbered = chain
+                .strip_prefix('#')
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| document.chain.get(n.wrapping_sub(1)));
+            numbered.or_else(|| {
+                document.chain.iter().find(|c| {
+                    c.get("name").and_then(|n| n.get_ref().as_str()) == Some(chain.as_str())
+                })
+            })
+        }
+        None => document
+            .domain
+            .iter()
+            .find(|d| d.name.as_ref().and_then(|n| n.as_str()) == location.domain.as_deref())
+            .and_then(|d| {
+                d.task.iter().find(|t| {
+                    t.get("name").and_then(|n| n.get_ref().as_str()) == location.task.as_deref()
+                })
+            }),
+    };
+    let fallback = if location.chain.is_some() {
+        "name"
+    } else {
+        "kind"
+    };
+    if let Some(span) = keys.and_then(|k| k.get(key).or_else(|| k.get(fallback))) {
+        error.location.line = Some(build::line_and_column(text, span.span().start).0);
+    }
+    error
+}
+
 impl Scenario {
     /// Parses and validates scenario text; `file` names it in messages.
     pub fn from_toml(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        let scenario = build::build(text, file).map_err(|e| with_xl_line(e, text))?;
-        scenario.validate().map_err(|e| with_xl_line(e, text))?;
+        let lines = |e| with_key_line(with_xl_line(e, text), text);
+        let scenario = build::build(text, file).map_err(lines)?;
+        scenario.validate().map_err(lines)?;
         Ok(scenario)
     }
 
@@ -351,7 +452,7 @@ impl Scenario {
     /// left out under any policy. The result may not be runnable; validate it before
     /// simulating.
     pub fn from_toml_for_analysis(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
-        build::build(text, file).map_err(|e| with_xl_line(e, text))
+        build::build(text, file).map_err(|e| with_key_line(with_xl_line(e, text), text))
     }
 
     /// Reads a scenario file as [`Scenario::from_toml_for_analysis`] does.

@@ -160,6 +160,20 @@ impl Scenario {
                 }
             }
         }
+        for c in &self.system.chains {
+            let _ = writeln!(w, "\n[[chain]]");
+            let _ = writeln!(w, "name = {}", quote(&c.name));
+            let tasks: Vec<String> = c
+                .tasks
+                .iter()
+                .map(|(d, t)| quote(&format!("{d}/{t}")))
+                .collect();
+            let _ = writeln!(w, "tasks = [{}]", tasks.join(", "));
+            if !c.bounds.is_empty() {
+                let bounds: Vec<String> = c.bounds.iter().map(|b| time(*b)).collect();
+                let _ = writeln!(w, "bounds = [{}]", bounds.join(", "));
+            }
+        }
         out
     }
 }
@@ -185,7 +199,12 @@ fn write_domain(w: &mut String, d: &DomainSpec, external: Option<&External>, tab
     write_placement(w, &d.placement);
     for t in &d.tasks {
         let _ = writeln!(w, "\n[[{table}.task]]");
-        write_task(w, t, d.guest == rtvmm_core::guest::GuestScheduler::Fp);
+        write_task(
+            w,
+            t,
+            d.guest == rtvmm_core::guest::GuestScheduler::Fp,
+            d.placement.smp == GuestSmp::Partitioned,
+        );
     }
 }
 
@@ -238,7 +257,8 @@ fn write_placement(w: &mut String, p: &Placement) {
     }
 }
 
-fn write_task(w: &mut String, t: &TaskSpec, fp_guest: bool) {
+/// A task's keys; `vcpu` in a partitioned guest only (the only one that reads it).
+fn write_task(w: &mut String, t: &TaskSpec, fp_guest: bool, partitioned: bool) {
     let _ = writeln!(w, "name = {}", quote(&t.name));
     let kind = match t.arrival {
         Arrival::Periodic => "periodic",
@@ -250,7 +270,11 @@ fn write_task(w: &mut String, t: &TaskSpec, fp_guest: bool) {
     let _ = writeln!(w, "period = {}", time(t.period));
     let _ = writeln!(w, "wcet = {}", time(t.wcet));
     let _ = writeln!(w, "deadline = {}", time(t.deadline));
-    if !matches!(t.arrival, Arrival::AperiodicTimes(_)) {
+    // Listed releases and triggers say when jobs come: no offset.
+    if !matches!(
+        t.arrival,
+        Arrival::AperiodicTimes(_) | Arrival::Triggered { .. }
+    ) {
         let _ = writeln!(w, "offset = {}", time(t.offset));
     }
     let _ = writeln!(w, "min_exec = {}", time(t.min_exec));
@@ -274,9 +298,11 @@ fn write_task(w: &mut String, t: &TaskSpec, fp_guest: bool) {
             by_task,
             delay,
         } => {
-            let _ = writeln!(w, "by_domain = {}", quote(by_domain));
-            let _ = writeln!(w, "by_task = {}", quote(by_task));
+            let _ = writeln!(w, "trigger = {}", quote(&format!("{by_domain}/{by_task}")));
             let _ = writeln!(w, "delay = {}", time(*delay));
         }
+    }
+    if partitioned {
+        let _ = writeln!(w, "vcpu = {}", t.vcpu);
     }
 }

@@ -40,7 +40,7 @@ impl<'de> Deserialize<'de> for RawTime {
 #[derive(Debug, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a scenario: name, duration, seed, [machine], [scheduler], [[pool]], [[domain]] and [[event]] tables"
+    expecting = "a scenario: name, duration, seed, [machine], [scheduler], [[pool]], [[domain]], [[event]] and [[chain]] tables"
 )]
 pub(crate) struct RawScenario {
     pub name: Option<String>,
@@ -54,6 +54,21 @@ pub(crate) struct RawScenario {
     pub domain: Vec<RawDomain>,
     #[serde(default)]
     pub event: Vec<RawEvent>,
+    #[serde(default)]
+    pub chain: Vec<RawChain>,
+}
+
+/// One `[[chain]]`: tasks linked by triggers, whose end-to-end latency a run measures.
+#[derive(Debug, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { name = \"io\", tasks = [\"driver/rx\", \"guest/front\"] }"
+)]
+pub(crate) struct RawChain {
+    pub name: Option<String>,
+    /// `"DOMAIN/TASK"`, first to last.
+    pub tasks: Option<Vec<String>>,
+    pub bounds: Option<Vec<RawTime>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -191,6 +206,11 @@ pub(crate) struct RawTask {
     pub max_extra_gap: Option<RawTime>,
     pub releases: Option<Vec<RawTime>>,
     pub mean_gap: Option<RawTime>,
+    /// `"DOMAIN/TASK"`: what releases a triggered task.
+    pub trigger: Option<String>,
+    pub delay: Option<RawTime>,
+    /// The VCPU a task of a partitioned guest runs on.
+    pub vcpu: Option<i64>,
 }
 
 /// One `[[event]]`: the union of every action's fields; which ones an action accepts is
@@ -329,6 +349,22 @@ pub(crate) fn locate(document: &toml::Table) -> Option<(Location, String)> {
             .iter()
             .find_map(|d| locate_domain(d, Location::default()))
             .unwrap_or((Location::top("domain"), message)),
+        ("chain", toml::Value::Array(chains)) => chains
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| {
+                let at = Location {
+                    chain: Some(chain_label(c, i)),
+                    ..Location::default()
+                };
+                match c {
+                    toml::Value::Table(t) => {
+                        bad_key::<RawChain>(t).map(|(k, _, m)| (at.field(k), m))
+                    }
+                    other => refused::<RawChain>(other).map(|m| (at, m)),
+                }
+            })
+            .unwrap_or((Location::top("chain"), message)),
         ("event", toml::Value::Array(events)) => events
             .iter()
             .enumerate()
@@ -343,6 +379,14 @@ pub(crate) fn locate(document: &toml::Table) -> Option<(Location, String)> {
         (key, _) => (Location::top(key), message),
     };
     Some(without_repeated_field(found))
+}
+
+/// A `[[chain]]`'s name in messages: its `name`, or `#n` (1-based) when it has none.
+pub(crate) fn chain_label(chain: &toml::Value, index: usize) -> String {
+    chain
+        .get("name")
+        .and_then(|n| n.as_str())
+        .map_or_else(|| format!("#{}", index + 1), str::to_string)
 }
 
 fn locate_event(value: &toml::Value, at: Location) -> Option<(Location, String)> {

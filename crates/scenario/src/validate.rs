@@ -15,7 +15,7 @@ use rtvmm_core::policy::{
 };
 use rtvmm_core::Nanos;
 use rtvmm_sim::xl::apply_xl;
-use rtvmm_sim::{Change, DomainSpec};
+use rtvmm_sim::{Change, DomainSpec, SimError};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::{ArincTableSpec, Scenario, SchedulerSettings};
@@ -195,7 +195,47 @@ impl Scenario {
         if !policies {
             self.replay()?;
         }
-        Ok(())
+        self.check_links()
+    }
+
+    /// Every trigger names a task of the file and every `[[chain]]` is a sequence of tasks
+    /// linked by triggers: the simulator's own check ([`SystemSpec::check_links`]), its
+    /// problems said at the task's `trigger` or the chain's `tasks`.
+    fn check_links(&self) -> Result<(), ScenarioError> {
+        match self.system.check_links() {
+            Ok(()) => Ok(()),
+            Err(SimError::UnknownTrigger(t)) => {
+                // An added domain's task: at its event.
+                let event =
+                    self.system.changes.iter().position(
+                        |c| matches!(&c.change, Change::AddDomain(d) if d.name == t.domain),
+                    );
+                let in_file = self.system.domains.iter().any(|d| d.name == t.domain);
+                let at = Location {
+                    event: event.filter(|_| !in_file).map(|i| i + 1),
+                    domain: Some(t.domain.clone()),
+                    task: Some(t.task.clone()),
+                    ..Location::top("trigger")
+                };
+                Err(self.err(
+                    at,
+                    ErrorKind::UnknownTrigger {
+                        by_domain: t.by_domain,
+                        by_task: t.by_task,
+                        what: t.what,
+                    },
+                ))
+            }
+            Err(SimError::Chain { chain, problem }) => {
+                let at = Location {
+                    chain: Some(chain),
+                    // The problem names the task.
+                    ..Location::top("tasks")
+                };
+                Err(self.err(at, ErrorKind::Chain(problem)))
+            }
+            Err(other) => Err(self.err(Location::default(), ErrorKind::Invalid(other.to_string()))),
+        }
     }
 
     /// Whether the file uses more than one pcpu, pools, a domain's placement or `xl`

@@ -297,3 +297,287 @@ fn the_example_checks_and_round_trips() {
     assert!(s.uses_placement());
     assert_eq!(Scenario::from_toml(&s.to_toml(), path).unwrap(), s);
 }
+
+/// Triggered tasks, a pinned task and a chain (lines matter: `trigger` of `front` is line
+/// 20, `vcpu` of `pinned` line 33, `tasks` of the chain line 36).
+const CHAIN: &str = r#"name = "chain"
+duration = "100ms"
+[machine]
+pcpus = 2
+[[domain]]
+name = "driver"
+vcpu = { budget = "2ms", period = "10ms" }
+[[domain.task]]
+name = "rx"
+period = "10ms"
+wcet = "100us"
+[[domain]]
+name = "guest"
+vcpus = 2
+smp = "partitioned"
+vcpu = { budget = "2ms", period = "10ms" }
+[[domain.task]]
+name = "front"
+kind = "triggered"
+trigger = "driver/rx"
+delay = "20us"
+period = "10ms"
+wcet = "200us"
+vcpu = 1
+[[domain.task]]
+name = "other"
+period = "10ms"
+wcet = "1ms"
+[[domain.task]]
+name = "pinned"
+period = "20ms"
+wcet = "1ms"
+vcpu = 0
+[[chain]]
+name = "io"
+tasks = ["driver/rx", "guest/front"]
+bounds = ["1ms", "5ms"]
+"#;
+
+#[test]
+fn triggered_tasks_task_vcpus_and_chains_are_read() {
+    use rtvmm_core::guest::Arrival;
+    let s = parse(CHAIN);
+    let guest = &s.system.domains[1];
+    let front = &guest.tasks[0];
+    assert_eq!(
+        front.arrival,
+        Arrival::Triggered {
+            by_domain: "driver".into(),
+            by_task: "rx".into(),
+            delay: Nanos::from_us(20),
+        }
+    );
+    assert_eq!(front.vcpu, 1);
+    assert_eq!(guest.tasks[1].vcpu, 0); // default
+    assert_eq!(guest.tasks[2].vcpu, 0);
+    let chain = &s.system.chains[0];
+    assert_eq!(chain.name, "io");
+    assert_eq!(
+        chain.tasks,
+        vec![
+            ("driver".to_string(), "rx".to_string()),
+            ("guest".to_string(), "front".to_string())
+        ]
+    );
+    assert_eq!(chain.bounds, vec![Nanos::from_ms(1), Nanos::from_ms(5)]);
+    // `delay` defaults to 0; `bounds` to none (the simulator's 1 ms).
+    let s = parse(&edit(
+        &edit(CHAIN, "delay = \"20us\"\n", ""),
+        "bounds = [\"1ms\", \"5ms\"]\n",
+        "",
+    ));
+    assert!(matches!(
+        s.system.domains[1].tasks[0].arrival,
+        Arrival::Triggered {
+            delay: Nanos::ZERO,
+            ..
+        }
+    ));
+    assert!(s.system.chains[0].bounds.is_empty());
+}
+
+#[test]
+fn check_prints_triggers_vcpus_and_chains_back() {
+    let s = parse(CHAIN);
+    let text = s.to_toml();
+    for line in [
+        "name = \"front\"\nkind = \"triggered\"\nperiod = \"10ms\"\nwcet = \"200us\"\ndeadline = \"10ms\"\nmin_exec = \"200us\"\ntrigger = \"driver/rx\"\ndelay = \"20us\"\nvcpu = 1\n",
+        "name = \"other\"\nkind = \"periodic\"\nperiod = \"10ms\"\nwcet = \"1ms\"\ndeadline = \"10ms\"\noffset = \"0ns\"\nmin_exec = \"1ms\"\nvcpu = 0\n",
+        "[[chain]]\nname = \"io\"\ntasks = [\"driver/rx\", \"guest/front\"]\nbounds = [\"1ms\", \"5ms\"]\n",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in:\n{text}");
+    }
+    // A triggered task has no offset; the driver's (global) tasks no vcpu.
+    let task_vcpus = text
+        .lines()
+        .filter(|l| l.starts_with("vcpu = ") && !l.starts_with("vcpu = {"))
+        .count();
+    assert_eq!(task_vcpus, 3, "{text}");
+    assert_eq!(Scenario::from_toml(&text, "test.toml").unwrap(), s);
+    // Names with a `/`: the split is the one that names a task of the file.
+    let slashed = edit(
+        &edit(
+            &edit(CHAIN, "name = \"driver\"", "name = \"dom/0\""),
+            "trigger = \"driver/rx\"",
+            "trigger = \"dom/0/rx\"",
+        ),
+        "tasks = [\"driver/rx\",",
+        "tasks = [\"dom/0/rx\",",
+    );
+    let s = parse(&slashed);
+    assert!(matches!(
+        &s.system.domains[1].tasks[0].arrival,
+        rtvmm_core::guest::Arrival::Triggered { by_domain, by_task, .. }
+            if by_domain == "dom/0" && by_task == "rx"
+    ));
+    assert_eq!(s.system.chains[0].tasks[0], ("dom/0".into(), "rx".into()));
+    assert_eq!(Scenario::from_toml(&s.to_toml(), "test.toml").unwrap(), s);
+}
+
+#[test]
+fn trigger_errors_name_the_line_task_and_field() {
+    let e = error(&edit(CHAIN, "\"driver/rx\"\ndelay", "\"driver/rq\"\ndelay"));
+    assert_names(&e, Some("guest"), Some("front"), Some("trigger"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:20: domain 'guest', task 'front': trigger: 'driver/rq': domain 'driver' \
+         has no task 'rq'"
+    );
+    let e = error(&edit(CHAIN, "\"driver/rx\"\ndelay", "\"drive/rx\"\ndelay"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:20: domain 'guest', task 'front': trigger: 'drive/rx': no domain named \
+         'drive' in the file"
+    );
+    let e = error(&edit(CHAIN, "\"driver/rx\"\ndelay", "\"rx\"\ndelay"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:20: domain 'guest', task 'front': trigger: 'rx' is not a task: write \
+         \"DOMAIN/TASK\", for example \"driver/rx\""
+    );
+    // Missing: at the line of `kind` (19).
+    let e = error(&edit(CHAIN, "trigger = \"driver/rx\"\n", ""));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:19: domain 'guest', task 'front': trigger: missing (required)"
+    );
+    let e = error(&edit(CHAIN, "delay = \"20us\"", "delay = 20"));
+    assert_names(&e, Some("guest"), Some("front"), Some("delay"));
+    assert_eq!(e.location.line, Some(21));
+    // Only triggered tasks have a trigger and a delay, and they have no offset.
+    let e = error(&edit(
+        CHAIN,
+        "wcet = \"1ms\"\nvcpu = 0",
+        "wcet = \"1ms\"\ndelay = \"1us\"",
+    ));
+    assert_names(&e, Some("guest"), Some("pinned"), Some("delay"));
+    assert!(
+        e.to_string().contains("only tasks of kind = \"triggered\""),
+        "{e}"
+    );
+    let e = error(&edit(CHAIN, "delay = \"20us\"", "offset = \"1ms\""));
+    assert_names(&e, Some("guest"), Some("front"), Some("offset"));
+    let e = error(&edit(CHAIN, "kind = \"triggered\"", "kind = \"trigered\""));
+    assert!(
+        e.to_string()
+            .ends_with("expected one of periodic, sporadic, aperiodic, triggered"),
+        "{e}"
+    );
+}
+
+#[test]
+fn task_vcpu_errors_name_the_line_task_and_field() {
+    let e = error(&edit(CHAIN, "vcpu = 0\n", "vcpu = 2\n"));
+    assert_names(&e, Some("guest"), Some("pinned"), Some("vcpu"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:33: domain 'guest', task 'pinned': vcpu: 2 is not a VCPU of the domain: it \
+         has 2 (vcpus = 2), numbered from 0"
+    );
+    // Without the `smp` line, `front`'s `vcpu = 1` is on line 23.
+    let e = error(&edit(CHAIN, "smp = \"partitioned\"\n", ""));
+    assert_names(&e, Some("guest"), Some("front"), Some("vcpu"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:23: domain 'guest', task 'front': vcpu: pins the task, but the guest \
+         schedules globally (only a guest with smp = \"partitioned\" pins tasks to VCPUs; its \
+         domain has 2 VCPU(s))"
+    );
+    let e = error(&edit(CHAIN, "vcpu = 0\n", "vcpu = -1\n"));
+    assert_names(&e, Some("guest"), Some("pinned"), Some("vcpu"));
+    assert_eq!(e.location.line, Some(33));
+}
+
+#[test]
+fn chain_errors_name_the_line_chain_and_what_is_wrong() {
+    // The first task is triggered.
+    let e = error(&edit(
+        CHAIN,
+        "[\"driver/rx\", \"guest/front\"]",
+        "[\"guest/front\"]",
+    ));
+    assert!(matches!(e.kind, ErrorKind::Chain(_)), "{e}");
+    assert_eq!(e.location.chain.as_deref(), Some("io"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:36: chain 'io': tasks: the first task 'guest'/'front' is triggered; a chain \
+         starts at a task released from outside (periodic, sporadic, aperiodic)"
+    );
+    // Not linked: `other` is not triggered by `rx`.
+    let e = error(&edit(CHAIN, "\"guest/front\"]", "\"guest/other\"]"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:36: chain 'io': tasks: 'guest'/'other' is not triggered by the task before \
+         it in the chain, 'driver'/'rx'"
+    );
+    let e = error(&edit(CHAIN, "\"guest/front\"]", "\"guest/back\"]"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:36: chain 'io': tasks: no task 'back' in a domain 'guest'"
+    );
+    let e = error(&edit(CHAIN, "[\"driver/rx\", \"guest/front\"]", "[]"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:36: chain 'io': tasks: a chain needs at least one task"
+    );
+    let e = error(&edit(CHAIN, "\"guest/front\"]", "\"front\"]"));
+    assert_eq!(e.location.field.as_deref(), Some("tasks[2]"));
+    assert_eq!(e.location.line, Some(36));
+    let e = error(&edit(CHAIN, "\"5ms\"]", "\"0ms\"]"));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:37: chain 'io': bounds[2]: must be greater than 0"
+    );
+    let e = error(&edit(
+        CHAIN,
+        "tasks = [\"driver/rx\", \"guest/front\"]\n",
+        "",
+    ));
+    assert_eq!(
+        e.to_string(),
+        "bad.toml:35: chain 'io': tasks: missing (required)"
+    );
+    let e = error(&format!(
+        "{CHAIN}[[chain]]\nname = \"io\"\ntasks = [\"driver/rx\"]\n"
+    ));
+    assert!(
+        matches!(e.kind, ErrorKind::Duplicate { what: "chain", .. }),
+        "{e}"
+    );
+    let e = error(&edit(CHAIN, "bounds", "bound"));
+    assert!(e.to_string().contains("chain 'io'"), "{e}");
+    assert!(e.to_string().contains("bound"), "{e}");
+}
+
+/// The example: every instance of `io` runs rx (100 us), waits the event channel (20 us),
+/// front (200 us), the channel again (20 us) and tx (50 us), all with etf = 1, so no
+/// instance is faster than 100 + 20 + 200 + 20 + 50 = 390 us; one that meets no other work
+/// takes exactly that (each VCPU has budget left: rx and tx on `driver`'s VCPU alone on
+/// pcpu 0, front on `guest`'s, whose earlier RTDS deadline beats `batch`'s on pcpu 1 most
+/// of the time). Every packet (an rx job) finished before the end starts one instance.
+#[test]
+fn the_io_chain_example_runs_and_measures_its_chain() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/io-chain.toml");
+    let s = Scenario::load(path).unwrap();
+    assert_eq!(Scenario::from_toml(&s.to_toml(), path).unwrap(), s);
+    let mut sim = Simulation::new(&s.system, s.seed, false).unwrap();
+    sim.run_until(s.duration).unwrap();
+    let r = RunResults::collect(&sim, &s.name, s.seed, s.duration);
+    assert_eq!(r.chains.len(), 1);
+    let io = &r.chains[0];
+    assert_eq!(io.name, "io");
+    let guest = r.domains.iter().find(|d| d.name == "guest").unwrap();
+    assert!(io.instances > 100, "{io:?}"); // about 1 s / 5 ms = 200 packets
+                                           // One front job per instance, at most one instance in flight at the end.
+    assert!(guest.released >= io.instances && guest.released <= io.instances + 1);
+    assert_eq!(io.latency_ns.min, Nanos::from_us(390).as_ns());
+    assert!(io.latency_ns.max < Nanos::from_ms(1).as_ns(), "{io:?}");
+    assert_eq!(io.within.len(), 2);
+    assert_eq!(io.within[0].bound_ns, Nanos::from_ms(1).as_ns());
+}
