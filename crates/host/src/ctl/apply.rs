@@ -437,12 +437,13 @@ pub fn run_xl(
             Some(_) => {}
         }
     }
+    // The note on when a new budget or period applies, when one changed.
     let mut params_changed = false;
     for ((name, old, old_pool, old_affinity), (_, new, new_pool, new_affinity)) in
         domains_before.iter().zip(&domains_after)
     {
         let mut changes = param_changes(old, new);
-        params_changed |= !changes.is_empty();
+        params_changed |= old.budget != new.budget || old.period != new.period;
         if old_pool != new_pool {
             let kind = machine
                 .policy_of(domains.vcpu(name).expect("running"))

@@ -61,7 +61,8 @@ fn params(show: &SchedShow) -> Vec<(String, u64, u64, u32, bool)> {
 /// - 2 ms at every one before the socket's change (`lo`, the `sched-show` before it);
 /// - 5 ms from the first multiple of 10 ms after it (between `lo` and `hi`, the
 ///   `sched-show` after it) up to 1500 ms;
-/// - 3 ms from 1510 ms on (the first after the event at 1505 ms).
+/// - 3 ms from 1510 ms on (the first after the event at 1505 ms; a stall of the host
+///   longer than 5 ms around it moves that by the stall).
 ///
 /// and it runs 2, 5 and 3 ms per period in the three phases.
 pub fn xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget() {
@@ -168,18 +169,36 @@ pub fn xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget() {
     };
     let (five, five_at) = first(ms(5));
     let (three, three_at) = first(ms(3));
-    eprintln!("socket's change between {lo} and {hi} ns; first 5 ms at {five_at}, first 3 ms at {three_at}");
+    eprintln!(
+        "socket's change between {lo} and {hi} ns; first 5 ms at {five_at}, first 3 ms at \
+         {three_at} (worst wake-up lateness + 100 us: {late} ns)"
+    );
     assert!(replenishments[..five].iter().all(|&(_, b)| b == ms(2)));
     assert!(
         (lo.div_ceil(period) * period..=hi.div_ceil(period) * period).contains(&five_at),
         "first 5 ms replenishment at {five_at} ns, not the boundary after the change"
     );
     assert!(replenishments[five..three].iter().all(|&(_, b)| b == ms(5)));
-    assert_eq!(
-        three_at,
-        ms(1510).as_ns(),
-        "the event at 1505 ms: from 1510 ms"
+    // The event is applied at the loop's first wake-up at or after 1505 ms, at most `late`
+    // after it, and before that wake-up's overdue decisions: with wake-ups less than 5 ms
+    // late, the first 3 ms replenishment is at 1510 ms exactly; a longer stall of the
+    // virtual machine's host widens that by the stall, either way.
+    let (earliest, latest) = (
+        (ms(1505).as_ns().saturating_sub(late)) / period * period,
+        (ms(1505).as_ns() + late).div_ceil(period) * period,
     );
+    assert!(
+        (earliest..=latest).contains(&three_at),
+        "the event at 1505 ms: first 3 ms replenishment at {three_at} ns, expected 1510 ms \
+         (the run's latest wake-up being {late} ns late: {earliest}..={latest} ns)"
+    );
+    if late < ms(5).as_ns() {
+        assert_eq!(
+            three_at,
+            ms(1510).as_ns(),
+            "the event at 1505 ms: from 1510 ms"
+        );
+    }
     assert!(replenishments[three..].iter().all(|&(_, b)| b == ms(3)));
 
     // Run time per period, from the trace's switches, in each phase (the periods of the
@@ -205,20 +224,24 @@ pub fn xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget() {
             }
         }
     }
-    let mean = |range: std::ops::Range<u64>| {
+    // The median period: a stall of the virtual machine's host stretches a period or two
+    // (a mean over a phase moves with them); the budget holds in the others.
+    let median = |range: std::ops::Range<u64>| {
         let (a, b) = (
             (range.start / period) as usize,
             (range.end / period) as usize,
         );
-        per[a..b].iter().sum::<u64>() as f64 / (b - a) as f64 / 1e6
+        let mut window = per[a..b].to_vec();
+        window.sort_unstable();
+        window[window.len() / 2] as f64 / 1e6
     };
     let phases = [
-        (mean(period..lo / period * period), 2.0),
-        (mean(five_at..ms(1500).as_ns()), 5.0),
-        (mean(three_at..duration.as_ns() / period * period), 3.0),
+        (median(period..lo / period * period), 2.0),
+        (median(five_at..ms(1500).as_ns()), 5.0),
+        (median(three_at..duration.as_ns() / period * period), 3.0),
     ];
     eprintln!(
-        "d20 ran {:.3}, {:.3}, {:.3} ms per period (2, 5, 3 expected)",
+        "d20 ran {:.3}, {:.3}, {:.3} ms in the median period (2, 5, 3 expected)",
         phases[0].0, phases[1].0, phases[2].0
     );
     for (got, expected) in phases {
