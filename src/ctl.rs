@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::{Args, Subcommand};
+use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_host::ctl::{self, client, ErrorCode, Reply};
 use serde_json::{Map, Value};
@@ -110,6 +111,39 @@ enum CtlCommand {
     /// Add or remove a domain
     #[command(subcommand, after_help = EXIT_CODES)]
     Domain(DomainCommand),
+    /// One `xl` command, as Xen's `xl` takes it: sched-rtds -d D [-v V|all] -p PERIOD_US
+    /// -b BUDGET_US [-e 0|1], sched-credit -d D [-w W] [-c CAP], vcpu-pin D V|all CPUS|all,
+    /// cpupool-create NAME sched=POLICY, cpupool-cpu-add|cpupool-cpu-remove POOL CPU,
+    /// cpupool-migrate D POOL. Applied by the simulator's rule; a command naming a pcpu
+    /// other than the executor's one is refused, changing nothing. Give --socket, --json
+    /// and --timeout before `xl`.
+    #[command(after_help = EXIT_CODES)]
+    Xl {
+        /// The command and its arguments
+        #[arg(
+            required = true,
+            num_args = 1..,
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "COMMAND"
+        )]
+        words: Vec<String>,
+    },
+}
+
+/// An `xl` command line from its words, each quoted where `xl`'s reader would split it.
+fn xl_line(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if w.is_empty() || w.chars().any(char::is_whitespace) {
+                format!("\"{w}\"")
+            } else {
+                w.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[derive(Subcommand)]
@@ -243,6 +277,14 @@ fn request(command: CtlCommand) -> Result<Value, Failure> {
             put(&mut fields, "domain", Some(name));
             "remove-domain"
         }
+        CtlCommand::Xl { words } => {
+            // Read here by xl's own reader, so that a line the executor would refuse as
+            // malformed never leaves; sent in its normal form.
+            let line = xl_line(&words);
+            let command = XlCommand::parse(&line).map_err(|e| bad_input(anyhow!("xl: {e}")))?;
+            put(&mut fields, "xl", Some(command.to_string()));
+            "xl"
+        }
     };
     Ok(ctl::request(cmd, fields))
 }
@@ -282,5 +324,61 @@ pub fn run(args: CtlArgs) -> Result<(), Failure> {
         }
         reply if !args.json => print(&ctl::render::text(&reply)),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[&str]) -> Vec<String> {
+        ws.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn an_xl_command_line_becomes_one_request_in_its_normal_form() {
+        let request = request(CtlCommand::Xl {
+            words: words(&[
+                "sched-rtds",
+                "-d",
+                "web",
+                "-v",
+                "all",
+                "-p",
+                "10000",
+                "-b",
+                "4000",
+            ]),
+        })
+        .unwrap_or_else(|_| panic!("refused"));
+        assert_eq!(
+            request,
+            serde_json::json!({"v": 1, "cmd": "xl", "xl": "sched-rtds -d web -p 10000 -b 4000"})
+        );
+        // A word with a space is quoted, so that it stays one name.
+        assert_eq!(
+            xl_line(&words(&["cpupool-migrate", "my web", "Pool-0"])),
+            r#"cpupool-migrate "my web" Pool-0"#
+        );
+        let request = request_of(&["cpupool-migrate", "my web", "Pool-0"]);
+        assert_eq!(request["xl"], r#"cpupool-migrate "my web" Pool-0"#);
+    }
+
+    fn request_of(ws: &[&str]) -> Value {
+        request(CtlCommand::Xl { words: words(ws) }).unwrap_or_else(|_| panic!("refused"))
+    }
+
+    #[test]
+    fn a_malformed_xl_command_is_refused_before_it_is_sent() {
+        for ws in [
+            &["sched-rtds", "-d", "web", "-p", "1000", "-b", "4000"][..],
+            &["sched-rtds", "-d", "web"][..],
+            &["destroy", "web"][..],
+        ] {
+            assert!(
+                request(CtlCommand::Xl { words: words(ws) }).is_err(),
+                "{ws:?}"
+            );
+        }
     }
 }

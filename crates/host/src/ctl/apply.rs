@@ -1,13 +1,16 @@
 //! The executor's side: a validated [`Command`] becomes calls on the core's
-//! [`Machine`] — `adjust`, `swap_policy`, `add_vcpu`, `remove_vcpu` — or a [`SchedShow`]
-//! read from it. Every refusal happens before anything changes: the machine validates
-//! parameters before it applies them, and names are looked up first.
+//! [`Machine`] — `adjust`, `swap_policy`, `add_vcpu`, `remove_vcpu`, or an `xl` command
+//! through the simulator's own rule ([`rtvmm_sim::xl::apply_xl`], see [`run_xl`]) — or a
+//! [`SchedShow`] read from it. Every refusal happens before anything changes: the machine
+//! validates parameters before it applies them, and names are looked up first.
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::machine::{Machine, MachineError};
 use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId, VcpuParams};
 use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_scenario::error::{ErrorKind, Location};
 use rtvmm_scenario::live::{vcpu_refused, weight_is_derived};
@@ -195,23 +198,7 @@ pub fn apply(
             if let Err(error) = machine.adjust(now, vcpu, after.clone()) {
                 return nothing(machine_refused(error, &update.domain, policy, &after));
             }
-            type Field = (&'static str, fn(&VcpuParams) -> String);
-            let fields: [Field; 7] = [
-                ("budget", |p| p.budget.to_string()),
-                ("period", |p| p.period.to_string()),
-                ("priority", |p| p.priority.to_string()),
-                ("weight", |p| p.weight.to_string()),
-                ("cap", |p| p.cap.to_string()),
-                ("extratime", |p| p.extratime.to_string()),
-                ("max_replenishments", |p| p.max_replenishments.to_string()),
-            ];
-            let changes: Vec<String> = fields
-                .iter()
-                .filter_map(|(field, show)| {
-                    let (old, new) = (show(&before), show(&after));
-                    (old != new).then(|| format!("{field} {old} -> {new}"))
-                })
-                .collect();
+            let changes = param_changes(&before, &after);
             let what = if changes.is_empty() {
                 "unchanged".to_string()
             } else {
@@ -295,6 +282,16 @@ pub fn apply(
                 Effect::Added { vcpu, domain: spec },
             )
         }
+        Command::Xl(command) => match run_xl(machine, domains, now, &command) {
+            Ok(XlApplied { message, vcpu }) => done(
+                message,
+                match vcpu {
+                    Some(vcpu) => Effect::Adjusted { vcpu },
+                    None => Effect::None,
+                },
+            ),
+            Err(why) => nothing(Reply::error(ErrorCode::Refused, format!("{ORIGIN}: {why}"))),
+        },
         Command::RemoveDomain { domain } => {
             let Some(vcpu) = domains.vcpu(&domain) else {
                 return nothing(domains.unknown(&domain));
@@ -314,6 +311,169 @@ pub fn apply(
     }
 }
 
+/// The parameters that differ between `before` and `after`, as `field old -> new`.
+fn param_changes(before: &VcpuParams, after: &VcpuParams) -> Vec<String> {
+    type Field = (&'static str, fn(&VcpuParams) -> String);
+    let fields: [Field; 7] = [
+        ("budget", |p| p.budget.to_string()),
+        ("period", |p| p.period.to_string()),
+        ("priority", |p| p.priority.to_string()),
+        ("weight", |p| p.weight.to_string()),
+        ("cap", |p| p.cap.to_string()),
+        ("extratime", |p| p.extratime.to_string()),
+        ("max_replenishments", |p| p.max_replenishments.to_string()),
+    ];
+    fields
+        .iter()
+        .filter_map(|(field, show)| {
+            let (old, new) = (show(before), show(after));
+            (old != new).then(|| format!("{field} {old} -> {new}"))
+        })
+        .collect()
+}
+
+/// The pcpu the executor drives: the machine's pcpu 0 (on the run's managed cpu).
+const DRIVEN: u32 = 0;
+
+/// Why the one-pcpu executor cannot honour `command`, if it cannot: it names a pcpu other
+/// than the one it drives (`cpupool-cpu-add`/`-remove` of it, `vcpu-pin` to it), or moves
+/// a domain to a pool whose pcpus are all others. Such a command is refused whole, before
+/// anything changes; everything else is the machine's to accept or refuse.
+pub fn xl_refusal(machine: &Machine, command: &XlCommand) -> Option<String> {
+    let one = "the host executor drives one pcpu (pcpu 0, on its managed cpu)";
+    match command {
+        XlCommand::CpupoolCpuAdd { cpu, .. } | XlCommand::CpupoolCpuRemove { cpu, .. }
+            if *cpu != DRIVEN =>
+        {
+            Some(format!("CPU: {one}: pcpu {cpu} is not one it runs"))
+        }
+        XlCommand::VcpuPin {
+            cpus: Some(cpus), ..
+        } if *cpus != CpuSet::one(DRIVEN) => Some(format!(
+            "CPUS: {one}: a VCPU pinned to pcpus {cpus} would never run here (pin to 0 or all)"
+        )),
+        XlCommand::CpupoolMigrate { pool, .. } => {
+            let (_, cpus, _) = machine.pools().find(|(name, _, _)| name == pool)?;
+            (!cpus.is_empty() && !cpus.contains(DRIVEN)).then(|| {
+                format!("POOL: {one}: cpupool '{pool}' has pcpus {cpus}, none of them pcpu 0")
+            })
+        }
+        _ => None,
+    }
+}
+
+/// What [`run_xl`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct XlApplied {
+    /// What changed, for a person: each domain's changed parameters and placement, each
+    /// pool's change; or that nothing did (the values were in force already).
+    pub message: String,
+    /// The VCPU of the domain the command concerns, when it concerns one.
+    pub vcpu: Option<VcpuId>,
+}
+
+/// The running system's state an `xl` command can change: each running domain's
+/// parameters and placement (pool, affinity), each pool's pcpus and policy.
+type XlState = (
+    Vec<(String, VcpuParams, String, CpuSet)>,
+    Vec<(String, CpuSet, PolicyKind)>,
+);
+
+fn xl_state(machine: &Machine, domains: &Domains) -> XlState {
+    let running = domains
+        .running()
+        .into_iter()
+        .map(|(name, vcpu)| {
+            let (pool, affinity) = machine.placement(vcpu);
+            (
+                name.to_string(),
+                machine.params(vcpu).clone(),
+                pool.to_string(),
+                affinity,
+            )
+        })
+        .collect();
+    let pools = machine
+        .pools()
+        .map(|(name, cpus, config)| (name.to_string(), cpus, config.kind()))
+        .collect();
+    (running, pools)
+}
+
+/// Applies an `xl` command to the executor's machine at `now`: refused when one pcpu
+/// cannot honour it ([`xl_refusal`]), else by the simulator's rule
+/// ([`rtvmm_sim::xl::apply_xl`]: every VCPU checked before any changes). A domain's VCPUs
+/// are its one VCPU; a pool created gets the run's `[scheduler]` settings. The error names
+/// the command and the argument at fault; on an error nothing has changed.
+pub fn run_xl(
+    machine: &mut Machine,
+    domains: &Domains,
+    now: Nanos,
+    command: &XlCommand,
+) -> Result<XlApplied, String> {
+    let now = now.max(machine.now());
+    if let Some(why) = xl_refusal(machine, command) {
+        return Err(format!("`{command}`: {why}; nothing changed"));
+    }
+    let (domains_before, pools_before) = xl_state(machine, domains);
+    // One VCPU per domain: the domain's id is its VCPU's (as `add_domain` gives it).
+    let vcpus_of = |name: &str| domains.vcpu(name).map(|v| (DomainId(v.0), vec![v]));
+    rtvmm_sim::xl::apply_xl(
+        machine,
+        now,
+        command,
+        &vcpus_of,
+        &domains.settings().for_new_pools(),
+    )
+    .map_err(|e| format!("{e}; nothing changed"))?;
+    let (domains_after, pools_after) = xl_state(machine, domains);
+    let mut parts = Vec::new();
+    for (name, cpus, kind) in &pools_after {
+        match pools_before.iter().find(|(n, _, _)| n == name) {
+            None => parts.push(format!("cpupool '{name}' created ({kind}, pcpus {cpus})")),
+            Some((_, old, _)) if old != cpus => {
+                parts.push(format!("cpupool '{name}': pcpus {old} -> {cpus}"))
+            }
+            Some(_) => {}
+        }
+    }
+    // The note on when a new budget or period applies, when one changed.
+    let mut params_changed = false;
+    for ((name, old, old_pool, old_affinity), (_, new, new_pool, new_affinity)) in
+        domains_before.iter().zip(&domains_after)
+    {
+        let mut changes = param_changes(old, new);
+        params_changed |= old.budget != new.budget || old.period != new.period;
+        if old_pool != new_pool {
+            let kind = machine
+                .policy_of(domains.vcpu(name).expect("running"))
+                .kind();
+            changes.push(format!("cpupool {old_pool} -> {new_pool} (policy {kind})"));
+        }
+        if old_affinity != new_affinity {
+            changes.push(format!("affinity {old_affinity} -> {new_affinity}"));
+        }
+        if !changes.is_empty() {
+            parts.push(format!("{name}: {}", changes.join(", ")));
+        }
+    }
+    let mut message = if parts.is_empty() {
+        "unchanged: the command's values were in force already".to_string()
+    } else {
+        parts.join("; ")
+    };
+    if params_changed {
+        message.push_str(
+            " (from the next replenishment; a remaining budget above the new budget is cut \
+             at once)",
+        );
+    }
+    Ok(XlApplied {
+        message,
+        vcpu: command.domain().and_then(|d| domains.vcpu(d)),
+    })
+}
+
 /// `sched-show` from the machine's state as of its last call.
 fn show(machine: &Machine, domains: &Domains, only: Option<&str>) -> Reply {
     if let Some(name) = only {
@@ -328,7 +488,7 @@ fn show(machine: &Machine, domains: &Domains, only: Option<&str>) -> Reply {
         .filter(|(name, _)| only.is_none_or(|only| only == *name))
         .map(|(name, vcpu)| {
             let params = machine.params(vcpu);
-            let view = machine.policy().view(vcpu);
+            let view = machine.policy_of(vcpu).view(vcpu);
             DomainStatus {
                 name: name.to_string(),
                 vcpu: vcpu.0,

@@ -13,13 +13,16 @@
 //! | `swap-policy` | `policy`, and any of `[scheduler]`'s `credit`, `rtds`, `major_frame` + `minor_frames` | `Machine::swap_policy` |
 //! | `add-domain` | `domain`: a `[[domain]]` table (priority required) | `Machine::add_vcpu` |
 //! | `remove-domain` | `domain`: a name | `Machine::remove_vcpu` |
+//! | `xl` | `xl`: one `xl` command line (`sched-rtds`, `sched-credit`, `vcpu-pin`, `cpupool-*`) | `rtvmm_sim::xl::apply_xl` (the simulator's rule), via [`run_xl`] |
 //!
 //! Parsing ([`Command::parse`]) checks everything that does not need the running
 //! system: JSON, version, command, keys, names, times and their units, ranges, policy
-//! names, the added domain's tables and tasks. The executor checks the rest in
+//! names, the added domain's tables and tasks, an `xl` line (by `xl`'s own reader). The executor checks the rest in
 //! [`apply`]: the domain exists, the name is free (names are never reused, as in a
 //! scenario file), and the policy accepts the parameters (the core's own validation,
-//! run before anything changes). A refused request changes nothing.
+//! run before anything changes). An `xl` command the one-pcpu executor cannot honour (a
+//! pcpu other than the one it drives: [`xl_refusal`]) is refused with the reason. A
+//! refused request changes nothing.
 //!
 //! # Security model
 //! The socket is the executor's owner's alone (the executor usually runs as root):
@@ -92,7 +95,9 @@ pub mod render;
 mod server;
 pub mod standin;
 
-pub use apply::{apply, serve, serve_with, Applied, Domains, Effect};
+pub use apply::{
+    apply, run_xl, serve, serve_with, xl_refusal, Applied, Domains, Effect, XlApplied,
+};
 pub use client::{
     call, default_socket_dir, default_socket_path, find_socket, read_domain_file,
     read_scheduler_file, ClientError, FileError,

@@ -11,6 +11,8 @@
 //!     policy, and any of [scheduler]'s credit, rtds, major_frame + minor_frames
 //! {"v":1,"cmd":"add-domain","domain":{"name":"d3","vcpu":{"budget":"2ms","period":"10ms","priority":3},"task":[...]}}
 //! {"v":1,"cmd":"remove-domain","domain":"d3"}
+//! {"v":1,"cmd":"xl","xl":"sched-rtds -d d1 -p 10000 -b 4000"}
+//!     one `xl` command line (`rtvmm_core::xl`), as a scenario's `[[event]] xl = "..."`
 //! ```
 //!
 //! A reply's `status` is `done` (with a `message`), `show` (the [`SchedShow`] fields) or
@@ -22,6 +24,7 @@
 //! malformed is refused before it leaves.
 
 use rtvmm_core::model::DomainSpec;
+use rtvmm_core::xl::XlCommand;
 use rtvmm_scenario::live::{read_action, LiveAction, ParamUpdate, PolicyChange};
 use rtvmm_scenario::ScenarioError;
 use serde::{Deserialize, Serialize};
@@ -38,12 +41,13 @@ pub const MAX_REQUEST_BYTES: usize = 256 * 1024;
 pub const ORIGIN: &str = "request";
 
 /// The commands, as named in `cmd`.
-pub const COMMANDS: [&str; 5] = [
+pub const COMMANDS: [&str; 6] = [
     "sched-show",
     "sched-set",
     "swap-policy",
     "add-domain",
     "remove-domain",
+    "xl",
 ];
 
 /// A validated request: everything that can be checked without the running system has
@@ -65,6 +69,9 @@ pub enum Command {
     RemoveDomain {
         domain: String,
     },
+    /// An `xl` command (`sched-rtds`, `sched-credit`, `vcpu-pin`, `cpupool-*`), applied by
+    /// the simulator's rule (`rtvmm_sim::xl::apply_xl`) where one pcpu can honour it.
+    Xl(XlCommand),
 }
 
 /// Why a request line was refused before reaching the executor.
@@ -185,6 +192,9 @@ impl Command {
         if name == "sched-show" {
             return Self::sched_show(rest);
         }
+        if name == "xl" {
+            return Self::xl(rest);
+        }
         if !COMMANDS.contains(&name.as_str()) {
             return Err(RequestError::UnknownCommand { name });
         }
@@ -234,6 +244,39 @@ impl Command {
         Ok(Command::SchedShow { domain })
     }
 
+    /// `{"xl": LINE}`: the line is read by `xl`'s own reader ([`XlCommand::parse`]), whose
+    /// error names the command and the argument at fault.
+    fn xl(rest: Map<String, Value>) -> Result<Command, RequestError> {
+        let field = |problem: String| RequestError::Field {
+            field: "xl".into(),
+            problem,
+        };
+        let mut line = None;
+        for (key, value) in rest {
+            match (key.as_str(), value) {
+                ("xl", Value::String(text)) => line = Some(text),
+                ("xl", other) => {
+                    return Err(field(format!(
+                        "expected an xl command line (a string), found {}",
+                        kind_of(&other)
+                    )))
+                }
+                _ => {
+                    return Err(RequestError::Field {
+                        field: key,
+                        problem: "not used here: xl takes xl (the command line)".into(),
+                    })
+                }
+            }
+        }
+        let line = line.ok_or_else(|| {
+            field("missing (required): an xl command line such as \"sched-rtds -d d1 -p 10000 -b 4000\"".into())
+        })?;
+        XlCommand::parse(&line)
+            .map(Command::Xl)
+            .map_err(|e| field(e.to_string()))
+    }
+
     /// The command's name on the wire.
     pub fn name(&self) -> &'static str {
         match self {
@@ -242,6 +285,7 @@ impl Command {
             Command::SwapPolicy(_) => "swap-policy",
             Command::AddDomain(_) => "add-domain",
             Command::RemoveDomain { .. } => "remove-domain",
+            Command::Xl(_) => "xl",
         }
     }
 

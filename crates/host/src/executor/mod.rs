@@ -185,12 +185,24 @@ fn managed_cpu(options: &HostOptions) -> Result<usize, HostError> {
 /// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
 fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
     let cpu = managed_cpu(options)?;
-    Machine::new(system.machine, system.policy.clone())
-        .map_err(|e| HostError::Machine(e.to_string()))?;
     let added = system.changes.iter().filter_map(|c| match &c.change {
         Change::AddDomain(d) => Some(d),
         _ => None,
     });
+    // An `xl` event that names a pcpu this executor does not drive is refused before the
+    // run (what the machine refuses was refused when the scenario was read).
+    let probe = Machine::new(system.machine, system.policy.clone())
+        .map_err(|e| HostError::Machine(e.to_string()))?;
+    for c in &system.changes {
+        if let Change::Xl(command) = &c.change {
+            if let Some(why) = ctl::xl_refusal(&probe, command) {
+                return Err(HostError::Unsupported(format!(
+                    "event at {}: xl `{command}`: {why}",
+                    c.at
+                )));
+            }
+        }
+    }
     let mut declared = Vec::new();
     for d in system.domains.iter().chain(added) {
         declared.push(d.name.as_str());
@@ -1018,10 +1030,16 @@ impl Run {
                 self.names.remove(&domain);
                 self.end_domain(self.domain_of(vcpu), now);
             }
+            // The live `xl` command's path: the same refusals, the simulator's rule.
             Change::Xl(command) => {
-                return Err(HostError::Unsupported(format!(
-                    "`xl {command}`: the host executor does not run xl events yet"
-                )))
+                let applied =
+                    ctl::run_xl(&mut self.machine, &self.names, now, &command).map_err(|why| {
+                        HostError::Unsupported(format!("an xl event at {now}: {why}"))
+                    })?;
+                if let Some(vcpu) = applied.vcpu {
+                    let d = self.domain_of(vcpu);
+                    self.slots[d].domain.spec_mut().vcpu = self.machine.params(vcpu).clone();
+                }
             }
         }
         Ok(())

@@ -30,6 +30,9 @@
 //!   that applies commands to a real `Machine`, the client library, malformed and
 //!   unauthorised requests (a child of this binary switched to another uid, when run as
 //!   root), time-outs on both sides. These need no privilege except the non-owner test.
+//! - [`xl`]: `xl sched-rtds` over the socket and as a scenario event changes a running
+//!   domain's budget from its next replenishment; commands one pcpu cannot honour are
+//!   refused and change nothing.
 
 mod ctl;
 mod external;
@@ -40,6 +43,7 @@ mod protocol;
 mod safety;
 mod share;
 mod util;
+mod xl;
 
 use std::process::ExitCode;
 
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         live::a_live_policy_swap_names_both_policies,
         live::a_live_domain_add_starts_a_guest_and_remove_reaps_it,
         live::malformed_and_refused_requests_to_a_live_run_change_nothing,
+        xl::xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget,
     ];
     util::run_tests(tests, &args)
 }

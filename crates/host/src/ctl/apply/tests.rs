@@ -436,3 +436,183 @@ fn an_instant_before_the_machines_is_taken_as_the_machines() {
     assert!(matches!(applied.reply, Reply::Done { .. }));
     assert_eq!(machine.now(), ms(5));
 }
+
+fn xl(line: &str) -> Command {
+    command(&serde_json::json!({"v": 1, "cmd": "xl", "xl": line}).to_string())
+}
+
+fn message(applied: &Applied) -> &str {
+    match &applied.reply {
+        Reply::Done { message } => message,
+        other => panic!("expected done, got {other:?}"),
+    }
+}
+
+/// `xl sched-rtds` sets d1's budget (2 → 4 ms) through the simulator's rule; the period
+/// is the same (10 ms), so only the budget is named. `sched-credit -w` sets d2's weight,
+/// derived from its share before: 4 ms / 20 ms = 0.2 → 2000 (a share times 10000).
+#[test]
+fn xl_sched_rtds_and_sched_credit_set_the_domains_vcpu() {
+    let (mut machine, mut domains) = system();
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(5),
+        xl("xl sched-rtds -d d1 -v all -p 10000 -b 4000"),
+    );
+    assert_eq!(
+        message(&applied),
+        "d1: budget 2ms -> 4ms (from the next replenishment; a remaining budget above the \
+         new budget is cut at once)"
+    );
+    assert_eq!(applied.effect, Effect::Adjusted { vcpu: VcpuId(0) });
+    let p = machine.params(VcpuId(0));
+    assert_eq!((p.budget, p.period), (ms(4), ms(10)));
+    assert_eq!(machine.params(VcpuId(1)).budget, ms(4), "d2's own 4 ms");
+    assert_eq!(machine.params(VcpuId(1)).period, ms(20), "d2 untouched");
+
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(6),
+        xl("sched-credit -d d2 -w 512"),
+    );
+    assert_eq!(message(&applied), "d2: weight 2000 -> 512");
+    assert_eq!(machine.params(VcpuId(1)).weight, 512);
+
+    // The values in force already: done, nothing named.
+    let applied = apply(&mut machine, &mut domains, ms(7), xl("vcpu-pin d1 all 0"));
+    assert_eq!(
+        message(&applied),
+        "unchanged: the command's values were in force already"
+    );
+}
+
+/// What one pcpu cannot honour, what `xl`'s rule refuses and what the machine refuses:
+/// each named, and the machine exactly as before (parameters, placement, pools).
+#[test]
+fn xl_commands_one_pcpu_cannot_honour_are_refused_and_change_nothing() {
+    let (mut machine, mut domains) = system();
+    let before = snapshot(&machine);
+    let pools = |m: &Machine| {
+        m.pools()
+            .map(|(n, c, p)| (n.to_string(), c, p.kind()))
+            .collect::<Vec<_>>()
+    };
+    let pools_before = pools(&machine);
+    let one = "the host executor drives one pcpu (pcpu 0, on its managed cpu)";
+    for (line, expected) in [
+        (
+            "vcpu-pin d1 0 1",
+            format!(
+                "request: `vcpu-pin d1 0 1`: CPUS: {one}: a VCPU pinned to pcpus 1 would never \
+                 run here (pin to 0 or all); nothing changed"
+            ),
+        ),
+        (
+            "vcpu-pin d1 all 0-1",
+            format!(
+                "request: `vcpu-pin d1 all 0-1`: CPUS: {one}: a VCPU pinned to pcpus 0-1 would \
+                 never run here (pin to 0 or all); nothing changed"
+            ),
+        ),
+        (
+            "cpupool-cpu-add Pool-0 1",
+            format!(
+                "request: `cpupool-cpu-add Pool-0 1`: CPU: {one}: pcpu 1 is not one it runs; \
+                 nothing changed"
+            ),
+        ),
+        (
+            "sched-rtds -d nobody -p 10000 -b 4000",
+            "request: `sched-rtds -d nobody -p 10000 -b 4000`: no domain named 'nobody'; \
+             nothing changed"
+                .to_string(),
+        ),
+        (
+            "sched-rtds -d d1 -v 1 -p 10000 -b 4000",
+            "request: `sched-rtds -d d1 -v 1 -p 10000 -b 4000`: domain 'd1' has no VCPU 1 \
+             (it has 1); nothing changed"
+                .to_string(),
+        ),
+        (
+            "cpupool-cpu-remove Pool-0 0",
+            "request: `cpupool-cpu-remove Pool-0 0`: cpupool 'Pool-0': removing pcpu 0 would \
+             leave it without pcpus while it holds VCPUs; nothing changed"
+                .to_string(),
+        ),
+    ] {
+        let applied = apply(&mut machine, &mut domains, ms(5), xl(line));
+        assert_eq!(refusal(&applied), expected, "{line}");
+    }
+    assert_eq!(snapshot(&machine), before);
+    assert_eq!(pools(&machine), pools_before);
+    for v in [VcpuId(0), VcpuId(1)] {
+        assert_eq!(machine.placement(v), ("Pool-0", CpuSet::one(0)));
+    }
+}
+
+/// A pool created at run time gets the run's settings and no pcpus; a domain cannot move
+/// to it while it has none (the machine's refusal), nor to a pool of pcpus this executor
+/// does not drive (here `rt` = {1} on a machine of two pcpus).
+#[test]
+fn xl_pools_are_created_and_a_migration_off_the_driven_pcpu_is_refused() {
+    let (mut machine, mut domains) = system();
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(5),
+        xl("cpupool-create spare sched=credit"),
+    );
+    assert_eq!(
+        message(&applied),
+        "cpupool 'spare' created (credit, pcpus none)"
+    );
+    assert_eq!(applied.effect, Effect::None);
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(5),
+        xl("cpupool-migrate d1 spare"),
+    );
+    assert_eq!(
+        refusal(&applied),
+        "request: `cpupool-migrate d1 spare`: cpupool 'spare': it has no pcpus, so it cannot \
+         hold domains; nothing changed"
+    );
+
+    let config = MachineConfig {
+        pcpus: 2,
+        ..MachineConfig::default()
+    };
+    let rtds = PolicyConfig::Rtds(RtdsMode::Event);
+    let mut machine = Machine::with_pools(
+        config,
+        vec![
+            rtvmm_core::machine::PoolSpec::new("Pool-0", CpuSet::one(0), rtds.clone()),
+            rtvmm_core::machine::PoolSpec::new("rt", CpuSet::one(1), rtds),
+        ],
+    )
+    .unwrap();
+    let mut domains = Domains::new(settings());
+    let vcpu = machine
+        .add_vcpu(
+            Nanos::ZERO,
+            DomainId(0),
+            VcpuParams::server(ms(2), ms(10), 1),
+        )
+        .unwrap();
+    domains.insert("d1", vcpu);
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(1),
+        xl("cpupool-migrate d1 rt"),
+    );
+    assert_eq!(
+        refusal(&applied),
+        "request: `cpupool-migrate d1 rt`: POOL: the host executor drives one pcpu (pcpu 0, \
+         on its managed cpu): cpupool 'rt' has pcpus 1, none of them pcpu 0; nothing changed"
+    );
+    assert_eq!(machine.placement(vcpu), ("Pool-0", CpuSet::one(0)));
+}

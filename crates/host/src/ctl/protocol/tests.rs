@@ -34,12 +34,12 @@ fn malformed_lines_are_refused_before_any_command_is_read() {
     assert_eq!(
         refused(r#"{"v":1}"#),
         "cmd: missing (required): one of sched-show, sched-set, swap-policy, add-domain, \
-         remove-domain"
+         remove-domain, xl"
     );
     assert_eq!(
         refused(r#"{"v":1,"cmd":"destroy"}"#),
         "cmd: unknown command 'destroy': expected one of sched-show, sched-set, swap-policy, \
-         add-domain, remove-domain"
+         add-domain, remove-domain, xl"
     );
     assert_eq!(
         refused(r#"{"v":1,"cmd":7}"#),
@@ -293,4 +293,55 @@ fn replies_round_trip_and_say_their_version() {
             .to_string(),
         "the executor speaks protocol version 2; this client speaks 1"
     );
+}
+
+#[test]
+fn an_xl_request_is_read_by_xls_own_reader() {
+    let command =
+        Command::parse(r#"{"v":1,"cmd":"xl","xl":"xl sched-rtds -d d1 -v all -p 10000 -b 4000"}"#)
+            .unwrap();
+    assert_eq!(
+        command,
+        Command::Xl(rtvmm_core::xl::XlCommand::SchedRtds {
+            domain: "d1".into(),
+            vcpu: rtvmm_core::xl::VcpuSel::All,
+            period_us: 10_000,
+            budget_us: 4_000,
+            extratime: None,
+        })
+    );
+    assert_eq!(command.name(), "xl");
+    assert!(command.changes_anything());
+    assert!(matches!(
+        Command::parse(r#"{"v":1,"cmd":"XL","xl":"vcpu-pin web all 0"}"#),
+        Ok(Command::Xl(rtvmm_core::xl::XlCommand::VcpuPin { .. }))
+    ));
+}
+
+#[test]
+fn a_malformed_xl_request_is_refused_naming_the_argument() {
+    assert_eq!(
+        refused(r#"{"v":1,"cmd":"xl"}"#),
+        "xl: missing (required): an xl command line such as \"sched-rtds -d d1 -p 10000 -b \
+         4000\""
+    );
+    assert_eq!(
+        refused(r#"{"v":1,"cmd":"xl","xl":["sched-rtds"]}"#),
+        "xl: expected an xl command line (a string), found an array"
+    );
+    assert_eq!(
+        refused(r#"{"v":1,"cmd":"xl","xl":"sched-credit -d d1 -w 5","domain":"d1"}"#),
+        "domain: not used here: xl takes xl (the command line)"
+    );
+    assert_eq!(
+        refused(r#"{"v":1,"cmd":"xl","xl":"sched-rtds -d d1 -p 1000 -b 4000"}"#),
+        "xl: sched-rtds: -b: the budget 4000us is above the period 1000us"
+    );
+    assert_eq!(
+        refused(r#"{"v":1,"cmd":"xl","xl":"sched-rtds -d d1 -p 10000 -b 4000 -x 1"}"#),
+        "xl: sched-rtds: unknown option '-x' (usage: sched-rtds -d DOMAIN [-v VCPU|all] -p \
+         PERIOD_US -b BUDGET_US [-e 0|1])"
+    );
+    assert!(refused(r#"{"v":1,"cmd":"xl","xl":"destroy web"}"#)
+        .starts_with("xl: unknown command 'destroy': expected one of cpupool-create,"),);
 }
