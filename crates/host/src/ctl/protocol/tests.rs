@@ -122,7 +122,7 @@ fn sched_set_refuses_bad_times_and_missing_or_unknown_fields() {
     assert_eq!(
         refused(r#"{"v":1,"cmd":"sched-set","domain":"d1","budgte":"3ms"}"#),
         "request: unknown key `budgte`, expected one of `at`, `action`, `domain`, `policy`, \
-         `budget`, `period`, `priority`, `weight`, `cap`, `extratime`, `max_replenishments`"
+         `budget`, `period`, `priority`, `weight`, `cap`, `extratime`, `max_replenishments`, `xl`"
     );
     assert_eq!(
         refused(r#"{"v":1,"cmd":"sched-set","domain":"d1","cap":-5}"#),
