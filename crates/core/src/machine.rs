@@ -1298,8 +1298,48 @@ impl Machine {
     /// When the machine next needs `handle_timeout`: the tick, the end of a slice or of
     /// overhead, a due policy timer, or now if a reschedule is pending.
     pub fn poll_timeout(&self) -> Nanos {
+        if self.lone() {
+            self.poll_timeout_in::<true>()
+        } else {
+            self.poll_timeout_in::<false>()
+        }
+    }
+
+    /// Whether this is the usual machine: one pcpu, in the only pool. The steps a driver
+    /// takes all the time ([`Self::poll_timeout`], [`Self::handle_timeout`], accounting)
+    /// are compiled twice: with `LONE = true` for that machine, where pcpu 0 is local pcpu
+    /// 0 of pool 0 and nothing concerns other pcpus, so no step looks pools up or asks
+    /// whom to tickle; and with `LONE = false` for every machine (the general code).
+    #[inline]
+    fn lone(&self) -> bool {
+        self.pcpus.len() == 1 && self.pools.len() == 1 && self.pcpus[0].pool.is_some()
+    }
+
+    /// The pcpus a step visits: see [`Self::lone`].
+    #[inline(always)]
+    fn pcpus_of<const LONE: bool>(&self) -> &[Pcpu] {
+        if LONE {
+            &self.pcpus[..1]
+        } else {
+            &self.pcpus
+        }
+    }
+
+    /// Pcpu `i`'s pool and its local index there (`None`: free); see [`Self::lone`].
+    #[inline(always)]
+    fn place<const LONE: bool>(&self, i: usize) -> Option<(usize, u32)> {
+        if LONE {
+            Some((0, 0))
+        } else {
+            self.pcpus[i]
+                .pool
+                .map(|(pool, local)| (pool as usize, local))
+        }
+    }
+
+    fn poll_timeout_in<const LONE: bool>(&self) -> Nanos {
         let mut t = Nanos::MAX;
-        for p in &self.pcpus {
+        for p in self.pcpus_of::<LONE>() {
             if let Some(tick) = p.next_tick {
                 t = t.min(tick);
             }
@@ -1323,10 +1363,10 @@ impl Machine {
                 pool.policy.next_timer()
             }
         };
-        // One pool (the usual machine) without the loop: this runs on every step.
-        let due = match self.pools.as_slice() {
-            [pool] => timer(pool),
-            pools => pools.iter().filter_map(timer).min(),
+        let due = if LONE {
+            timer(&self.pools[0])
+        } else {
+            self.pools.iter().filter_map(timer).min()
         };
         if let Some(due) = due {
             t = t.min(due.max(self.now));
@@ -1338,22 +1378,21 @@ impl Machine {
     /// policy timers (pool by pool), then pcpu by pcpu the tick and the end of a slice; then
     /// `do_schedule` if any asked for it.
     pub fn handle_timeout(&mut self, now: Nanos) {
-        self.account_inline(now);
+        if self.lone() {
+            self.handle_timeout_in::<true>(now);
+        } else {
+            self.handle_timeout_in::<false>(now);
+        }
+    }
+
+    /// [`Self::handle_timeout`]; `LONE`: see [`Self::lone`].
+    fn handle_timeout_in<const LONE: bool>(&mut self, now: Nanos) {
+        self.account_inline::<LONE>(now);
         let tick_mode = self.config.replenishment == ReplenishMode::Tick;
         let due = |p: &Pool| {
             !(tick_mode && p.quantum_tick) && p.policy.next_timer().is_some_and(|due| due <= now)
         };
-        // One pool (the usual machine) without the loop: this runs on every step.
-        let pools = if let [p] = self.pools.as_slice() {
-            if due(p) {
-                0..1
-            } else {
-                0..0
-            }
-        } else {
-            0..self.pools.len()
-        };
-        for pool in pools {
+        for pool in 0..if LONE { 1 } else { self.pools.len() } {
             if !due(&self.pools[pool]) {
                 continue;
             }
@@ -1362,19 +1401,22 @@ impl Machine {
                 log: &mut self.log,
             };
             if self.pools[pool].policy.get_mut().handle_timer(&mut cx) {
-                self.tickle(pool, ScheduleReason::Preempt);
+                if LONE {
+                    self.pcpus[0].request(ScheduleReason::Preempt);
+                } else {
+                    self.tickle(pool, ScheduleReason::Preempt);
+                }
             }
         }
-        for i in 0..self.pcpus.len() {
-            let Some((pool, local)) = self.pcpus[i].pool else {
+        for i in 0..self.pcpus_of::<LONE>().len() {
+            let Some((pool, local)) = self.place::<LONE>(i) else {
                 continue;
             };
-            let pool = pool as usize;
             if let Some(tick) = self.pcpus[i].next_tick.filter(|&tick| tick <= now) {
                 let p = &mut self.pools[pool];
                 let timers_at_tick = tick_mode && p.quantum_tick;
                 let every = p.tick.expect("a pcpu with a next tick has a tick interval");
-                let several = p.cpus.len() > 1;
+                let several = !LONE && p.cpus.len() > 1;
                 let mut cx = Cx {
                     now,
                     log: &mut self.log,
@@ -1413,15 +1455,21 @@ impl Machine {
             }
             if !matches!(p.activity, Activity::Overhead { .. }) {
                 if let Some(reason) = p.resched.take() {
-                    self.schedule(PcpuId(i as u32), pool, local, reason);
+                    self.schedule::<LONE>(PcpuId(i as u32), pool, local, reason);
                 }
             }
         }
     }
 
     /// Runs `do_schedule` on `pcpu` (index `local` of pool `pool`) at `self.now` and starts
-    /// the decision, after overhead.
-    fn schedule(&mut self, pcpu: PcpuId, pool: usize, local: u32, reason: ScheduleReason) {
+    /// the decision, after overhead; `LONE`: see [`Self::lone`].
+    fn schedule<const LONE: bool>(
+        &mut self,
+        pcpu: PcpuId,
+        pool: usize,
+        local: u32,
+        reason: ScheduleReason,
+    ) {
         let now = self.now;
         let mut cx = Cx {
             now,
@@ -1436,13 +1484,15 @@ impl Machine {
             "a zero slice would loop"
         );
         let overheads = self.pools[pool].overheads;
-        let several = self.pools[pool].cpus.len() > 1;
+        let several = !LONE && self.pools[pool].cpus.len() > 1;
         let p = &mut self.pcpus[pcpu.index()];
         p.stats.do_schedule_calls += 1;
         let previous = p.current();
         let switching = decision.run != previous;
         let mut cost = overheads.do_schedule;
-        if !overheads.lock.is_zero() {
+        if LONE {
+            cost += overheads.lock;
+        } else if !overheads.lock.is_zero() {
             cost += Nanos(overheads.lock.as_ns() * self.pools[pool].cpus.len() as u64);
         }
         if switching {
@@ -1454,7 +1504,7 @@ impl Machine {
                     e.stats.preemptions += 1;
                 }
             }
-            if let Some(next) = decision.run.filter(|_| self.pcpus.len() > 1) {
+            if let Some(next) = decision.run.filter(|_| !LONE && self.pcpus.len() > 1) {
                 let e = &mut self.vcpus[next.index()];
                 if e.last_pcpu.is_some_and(|last| last != pcpu.0) {
                     e.stats.migrations += 1;
@@ -1483,7 +1533,9 @@ impl Machine {
     }
 
     /// Puts `decision` into effect on `pcpu` at `self.now`. `decided_at` is the instant of
-    /// the `do_schedule` that made it (earlier than now after overhead).
+    /// the `do_schedule` that made it (earlier than now after overhead). Inlined: it is
+    /// part of every step.
+    #[inline(always)]
     fn start(
         &mut self,
         pcpu: PcpuId,
@@ -1532,12 +1584,17 @@ impl Machine {
 
     /// Accounts every pcpu's time up to `now` and charges the policies for it.
     fn account(&mut self, now: Nanos) {
-        self.account_inline(now);
+        if self.lone() {
+            self.account_inline::<true>(now);
+        } else {
+            self.account_inline::<false>(now);
+        }
     }
 
     /// [`Self::account`], inlined into `handle_timeout`: the call is made on every step.
+    /// `LONE`: see [`Self::lone`].
     #[inline(always)]
-    fn account_inline(&mut self, now: Nanos) {
+    fn account_inline<const LONE: bool>(&mut self, now: Nanos) {
         assert!(
             now >= self.now,
             "time went backwards: {} after {}",
@@ -1545,8 +1602,9 @@ impl Machine {
             self.now
         );
         self.now = now;
-        for i in 0..self.pcpus.len() {
+        for i in 0..self.pcpus_of::<LONE>().len() {
             let pcpu = PcpuId(i as u32);
+            let place = self.place::<LONE>(i);
             loop {
                 let p = &mut self.pcpus[i];
                 let from = p.accounted_to;
@@ -1563,7 +1621,7 @@ impl Machine {
                         p.accounted_to = end;
                         // A free pcpu (in no pool) may finish an overhead begun in a pool:
                         // nobody pays for it.
-                        if let Some((pool, local)) = p.pool.filter(|_| {
+                        if let Some((pool, local)) = place.filter(|_| {
                             self.config.overhead_charge == OverheadCharge::Incoming
                                 && !spent.is_zero()
                         }) {
@@ -1571,7 +1629,7 @@ impl Machine {
                                 now: end,
                                 log: &mut self.log,
                             };
-                            self.pools[pool as usize].policy.get_mut().burn(
+                            self.pools[pool].policy.get_mut().burn(
                                 &mut cx,
                                 PcpuId(local),
                                 spent,
@@ -1601,12 +1659,12 @@ impl Machine {
                         }
                         p.accounted_to = now;
                         // A free pcpu idles on nobody's behalf.
-                        if let Some((pool, local)) = p.pool {
+                        if let Some((pool, local)) = place {
                             let mut cx = Cx {
                                 now,
                                 log: &mut self.log,
                             };
-                            self.pools[pool as usize].policy.get_mut().burn(
+                            self.pools[pool].policy.get_mut().burn(
                                 &mut cx,
                                 PcpuId(local),
                                 ran,

@@ -512,14 +512,15 @@ impl Policy for Credit {
             }
         }
         // The first waiting VCPU allowed here (on one pcpu: the head).
-        let at = if self.several_pcpus() {
+        let next = if self.several_pcpus() {
             self.runq
                 .iter()
                 .position(|&v| self.affinity.allows(v, pcpu.0))
+                .and_then(|i| self.runq.remove(i))
         } else {
-            (!self.runq.is_empty()).then_some(0)
+            self.runq.pop_front()
         };
-        match at.and_then(|i| self.runq.remove(i)) {
+        match next {
             Some(next) => {
                 self.current[pcpu.index()] = Some(next);
                 Decision {

@@ -775,10 +775,18 @@ impl GlobalFp {
     }
 
     /// `queuePick(RunQ)` for `pcpu`: see the type's note.
+    #[inline]
     pub fn pick<'a>(&self, servers: &'a ServerSet, pcpu: u32) -> Option<&'a Server> {
         if !self.several() {
             return servers.pick_with_work();
         }
+        self.pick_among_several(servers, pcpu)
+    }
+
+    /// [`Self::pick`] on several pcpus; apart, so that the one-pcpu pick, on every
+    /// `do_schedule`, stays as small as before there were several.
+    #[inline(never)]
+    fn pick_among_several<'a>(&self, servers: &'a ServerSet, pcpu: u32) -> Option<&'a Server> {
         servers.iter().find(|s| {
             s.has_work
                 && !s.remaining.is_zero()
