@@ -158,8 +158,7 @@ impl Policy for Deferrable {
     }
 
     fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
-        self.global.affinity.set(vcpu, affinity);
-        crate::policy::global::stop_outside(&mut self.global.current, vcpu, affinity);
+        self.global.set_affinity(vcpu, affinity);
         self.global.several() && !self.tickle().is_empty()
     }
 

@@ -745,6 +745,13 @@ impl GlobalFp {
         }
     }
 
+    /// The VCPU's hard affinity (local pcpus); where it runs outside it, it stops at once
+    /// ([`global::stop_outside`]).
+    pub fn set_affinity(&mut self, vcpu: VcpuId, affinity: CpuSet) {
+        self.affinity.set(vcpu, affinity);
+        global::stop_outside(&mut self.current, vcpu, affinity);
+    }
+
     /// Whether the pool has several pcpus.
     #[inline]
     pub fn several(&self) -> bool {
