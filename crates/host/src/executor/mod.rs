@@ -184,6 +184,7 @@ fn managed_cpu(options: &HostOptions) -> Result<usize, HostError> {
 /// Checks everything that can be refused before the run, in the order a user fixes
 /// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
 fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
+    one_pcpu(system)?;
     let cpu = managed_cpu(options)?;
     let added = system.changes.iter().filter_map(|c| match &c.change {
         Change::AddDomain(d) => Some(d),
@@ -240,6 +241,42 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         }
     }
     Ok((cpu, allowed(options)?))
+}
+
+/// The executor drives one pcpu: a system of several pcpus, cpupools, domains of several
+/// VCPUs or pinned elsewhere, or chains is refused by name (the simulator runs them).
+fn one_pcpu(system: &SystemSpec) -> Result<(), HostError> {
+    let refuse = |what: String| {
+        Err(HostError::Unsupported(format!(
+            "{what}: the host executor drives one pcpu; simulate this system with `rtvmm sim`"
+        )))
+    };
+    if system.machine.pcpus > 1 {
+        return refuse(format!("[machine] pcpus = {}", system.machine.pcpus));
+    }
+    if let Some(pool) = system.pools.first() {
+        return refuse(format!("[[pool]] '{}'", pool.name));
+    }
+    if let Some(chain) = system.chains.first() {
+        return refuse(format!(
+            "[[chain]] '{}' (chains are measured in simulation)",
+            chain.name
+        ));
+    }
+    let added = system.changes.iter().filter_map(|c| match &c.change {
+        Change::AddDomain(d) => Some(d),
+        _ => None,
+    });
+    for d in system.domains.iter().chain(added) {
+        let p = &d.placement;
+        if p.vcpu_count() > 1 {
+            return refuse(format!("domain '{}': vcpus = {}", d.name, p.vcpus));
+        }
+        if let Some(pool) = &p.pool {
+            return refuse(format!("domain '{}': pool = '{pool}'", d.name));
+        }
+    }
+    Ok(())
 }
 
 /// The privileges: refused when one is missing (unless `best_effort`), then what the
@@ -1546,5 +1583,58 @@ impl Run {
             end: Some(reached),
         };
         (events, names)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+    use rtvmm_core::machine::{MachineConfig, PoolSpec};
+    use rtvmm_core::model::{DomainSpec, VcpuParams};
+    use rtvmm_core::policy::PolicyConfig;
+    use rtvmm_core::Nanos;
+
+    use super::*;
+
+    fn system() -> SystemSpec {
+        let ms = Nanos::from_ms;
+        SystemSpec {
+            machine: MachineConfig::default(),
+            policy: PolicyConfig::Deferrable,
+            pools: Vec::new(),
+            policy_settings: Default::default(),
+            domains: vec![DomainSpec {
+                name: "d".into(),
+                vcpu: VcpuParams::server(ms(2), ms(10), 1),
+                guest: GuestScheduler::Rm,
+                tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
+                placement: Default::default(),
+            }],
+            changes: Vec::new(),
+            chains: Vec::new(),
+        }
+    }
+
+    /// What the one-pcpu executor cannot run is refused by name, before anything starts.
+    #[test]
+    fn several_pcpus_pools_and_multi_vcpu_domains_are_refused_by_name() {
+        assert!(one_pcpu(&system()).is_ok());
+        let refused = |s: &SystemSpec| match one_pcpu(s) {
+            Err(HostError::Unsupported(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        };
+        let mut two = system();
+        two.machine.pcpus = 2;
+        assert!(refused(&two).starts_with("[machine] pcpus = 2: the host executor drives one pcpu"));
+        let mut pooled = system();
+        pooled.pools = vec![PoolSpec::new(
+            "rt",
+            rtvmm_core::cpuset::CpuSet::one(0),
+            PolicyConfig::Deferrable,
+        )];
+        assert!(refused(&pooled).starts_with("[[pool]] 'rt'"));
+        let mut multi = system();
+        multi.domains[0].placement.vcpus = 2;
+        assert!(refused(&multi).starts_with("domain 'd': vcpus = 2"));
     }
 }
