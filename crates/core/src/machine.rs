@@ -223,7 +223,7 @@ pub enum MachineError {
     #[error(
         "vcpu {vcpu}: {policy} schedules a pool of several pcpus partitioned, one pcpu per \
          VCPU: pin it to one pcpu of cpupool '{pool}' (its affinity is {affinity}), or use a \
-         policy that schedules globally (rtds, credit, deferrable, sporadic)"
+         policy that schedules globally (rtds, credit, or a server policy)"
     )]
     NeedsPinning {
         vcpu: u32,
@@ -2162,12 +2162,12 @@ mod tests {
             pcpus: 2,
             ..MachineConfig::default()
         };
-        let mut m = Machine::new(config, PolicyConfig::Periodic).unwrap();
+        let mut m = Machine::new(config, PolicyConfig::Sedf).unwrap();
         let p = VcpuParams::server(ms(2), ms(10), 1);
         assert!(matches!(
             m.add_vcpu(Nanos::ZERO, DomainId(0), p.clone()),
             Err(MachineError::NeedsPinning {
-                policy: PolicyKind::Periodic,
+                policy: PolicyKind::Sedf,
                 ..
             })
         ));
@@ -2227,11 +2227,15 @@ mod tests {
         }
 
         fn policy(i: u8) -> PolicyConfig {
-            match i % 4 {
+            match i % 8 {
                 0 => PolicyConfig::Rtds(Default::default()),
                 1 => PolicyConfig::Deferrable,
                 2 => PolicyConfig::Sporadic,
-                _ => PolicyConfig::Credit(Default::default()),
+                3 => PolicyConfig::Credit(Default::default()),
+                4 => PolicyConfig::Periodic,
+                5 => PolicyConfig::Polling,
+                6 => PolicyConfig::Wcps,
+                _ => PolicyConfig::Crps,
             }
         }
 
@@ -2317,7 +2321,7 @@ mod tests {
             #[test]
             fn no_vcpu_runs_twice_or_outside_its_affinity_and_time_adds_up(
                 pcpus in 2u32..=3,
-                policy_index in 0u8..4,
+                policy_index in 0u8..8,
                 servers in prop::collection::vec((100u64..4_000, 4_000u64..12_000), 2..5),
                 ops in prop::collection::vec(op(4, 3), 1..60),
             ) {

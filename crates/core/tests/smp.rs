@@ -1,7 +1,7 @@
 //! Machines of several pcpus driven directly (`wake`/`block`/`poll_timeout`/
-//! `handle_timeout`): global EDF (RTDS), global fixed priority (Deferrable), and the
-//! partitioned wrapper, each against a schedule derived by hand or against single-pcpu runs
-//! of the same VCPUs.
+//! `handle_timeout`): global EDF (RTDS), global fixed priority (Deferrable, PTPS, Polling,
+//! WCPS, CRPS), and pinned VCPUs, each against a schedule derived by hand or against
+//! single-pcpu runs of the same VCPUs.
 
 use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::machine::{Machine, MachineConfig, Overheads, PcpuStats};
@@ -348,8 +348,9 @@ fn partitioned_rtds_equals_single_pcpu_runs() {
     assert_eq!(smp.1[0].idle, ms(1));
 }
 
-/// PTPS on 2 pcpus runs partitioned (one PTPS per pcpu, [`Partitioned`]): each pcpu runs
-/// exactly as a machine of one pcpu running only its VCPUs, idled budgets included.
+/// PTPS on 2 pcpus with every VCPU pinned to one pcpu: each pcpu runs exactly as a machine
+/// of one pcpu running only its VCPUs, idled budgets included (global PTPS then equals
+/// partitioned PTPS).
 ///
 /// Hand check of pcpu 1 (D prio 1, 2/5, wakes at 3; E prio 2, 4/10, busy from 0): D has
 /// no work at 0, so as H it idles its budget away 0-2; E runs 2-5 (D wakes at 3 with no
@@ -385,4 +386,201 @@ fn partitioned_ptps_equals_single_pcpu_runs() {
     assert_eq!(smp.0[2], ms(2));
     assert_eq!(smp.0[3], ms(4));
     assert_eq!(smp.1[1].busy, ms(6));
+}
+
+/// A machine of 2 pcpus, no overhead, 1 ms quantum, with unpinned servers of parameters
+/// (budget ms, period ms, priority), one domain each.
+fn servers(policy: PolicyConfig, params: &[(u64, u64, u32)]) -> (Machine, Vec<VcpuId>) {
+    let mut m = machine(2, Overheads::ZERO, policy);
+    let ids = params
+        .iter()
+        .enumerate()
+        .map(|(d, &(b, p, prio))| {
+            m.add_vcpu(
+                ms(0),
+                DomainId(d as u32),
+                VcpuParams::server(ms(b), ms(p), prio),
+            )
+            .unwrap()
+        })
+        .collect();
+    (m, ids)
+}
+
+/// Global PTPS on 2 pcpus. A (prio 1, 2/10) has no work until 1; B (prio 2, 3/10) and C
+/// (prio 3, 3/10) are busy from 0.
+///
+/// ```text
+/// t=0  pcpu 0: H_0 = A (budget, no work): pcpu 0 idles, A's budget idled away.
+///      pcpu 1: A is H elsewhere, so H_1 = B (work): B runs. C waits.
+/// t=1  A wakes with 1 ms left: pcpu 0's plan changes (A runs), pcpu 1's does not.
+/// t=2  A is out: pcpu 0 takes C (B is pcpu 1's).   t=3  B is out: pcpu 1 idles.
+/// t=5  C is out: both idle until the boundaries at 10.
+/// pcpu 0: idle (A idles) 0-1, A 1-2, C 2-5, idle 5-10.   pcpu 1: B 0-3, idle 3-10.
+/// ```
+/// On one pcpu B would wait for A's idled budget (A 0-2 idle, B 2-5).
+#[test]
+fn global_ptps_idles_the_highest_budget_on_one_pcpu_while_the_next_runs_on_the_other() {
+    let (mut m, v) = servers(
+        PolicyConfig::Periodic,
+        &[(2, 10, 1), (3, 10, 2), (3, 10, 3)],
+    );
+    let (a, b, c) = (v[0], v[1], v[2]);
+    drive(
+        &mut m,
+        &[(ms(0), b, Act::Wake), (ms(0), c, Act::Wake)],
+        us(500),
+    );
+    assert_eq!(m.running(PcpuId(0)), None, "A idles its budget away");
+    assert_eq!(m.running(PcpuId(1)), Some(b));
+    drive(&mut m, &[(ms(1), a, Act::Wake)], ms(10));
+    assert_eq!(
+        [a, b, c].map(|x| m.vcpu_stats(x).run),
+        [ms(1), ms(3), ms(3)]
+    );
+    let ca = m.budget_counters(a);
+    assert_eq!((ca.idled, ca.consumed), (ms(1), ms(1)));
+    assert_eq!(m.pcpu_stats(PcpuId(0)).busy, ms(4));
+    assert_eq!(m.pcpu_stats(PcpuId(1)).busy, ms(3));
+    assert_eq!([a, b, c].map(|x| m.vcpu_stats(x).migrations), [0, 0, 0]);
+}
+
+/// Global Polling on 2 pcpus. A (prio 1) and C (prio 3) have no work at 0; B (prio 2) and
+/// D (prio 4) are busy; all 2/10.
+///
+/// ```text
+/// t=0  pcpu 0: H = A has no work: discarded; next H = B (work): B runs.
+///      pcpu 1: B is pcpu 0's; A is gone; H = C has no work: discarded; D runs.
+/// t=1  A wakes: no budget, it waits for its boundary at 10.
+/// t=2  B and D are out: both pcpus idle until 10.
+/// ```
+/// On one pcpu D would run only after B, 2-4 (C discarded at 2).
+#[test]
+fn global_polling_discards_work_less_servers_and_runs_the_next_on_each_pcpu() {
+    let (mut m, v) = servers(
+        PolicyConfig::Polling,
+        &[(2, 10, 1), (2, 10, 2), (2, 10, 3), (2, 10, 4)],
+    );
+    let (a, b, c, d) = (v[0], v[1], v[2], v[3]);
+    drive(
+        &mut m,
+        &[
+            (ms(0), b, Act::Wake),
+            (ms(0), d, Act::Wake),
+            (ms(1), a, Act::Wake),
+        ],
+        ms(10),
+    );
+    assert_eq!(
+        [a, b, c, d].map(|x| m.vcpu_stats(x).run),
+        [ms(0), ms(2), ms(0), ms(2)]
+    );
+    assert_eq!(
+        [a, b, c, d].map(|x| m.budget_counters(x).discarded),
+        [ms(2), ms(0), ms(2), ms(0)]
+    );
+    assert_eq!(m.pcpu_stats(PcpuId(0)).busy, ms(2));
+    assert_eq!(m.pcpu_stats(PcpuId(1)).busy, ms(2));
+}
+
+/// Global WCPS on 2 pcpus. A (prio 1, 3/10) has no work; B (prio 2, 2/10) and C (prio 3,
+/// 4/10) are busy.
+///
+/// ```text
+/// t=0  pcpu 0: H_0 = A, no work: L = B runs on both budgets (slice min(3, 2) = 2).
+///      pcpu 1: A and B are pcpu 0's: H_1 = C runs on its own budget (slice 4).
+/// t=2  B is out (A has 1 ms left): pcpu 0 has no L (C is pcpu 1's): A's budget idles.
+/// t=3  A is out: pcpu 0 idles.   t=4  C is out: pcpu 1 idles.
+/// ```
+#[test]
+fn global_wcps_runs_a_lower_server_on_both_budgets_on_one_pcpu() {
+    let (mut m, v) = servers(PolicyConfig::Wcps, &[(3, 10, 1), (2, 10, 2), (4, 10, 3)]);
+    let (a, b, c) = (v[0], v[1], v[2]);
+    drive(
+        &mut m,
+        &[(ms(0), b, Act::Wake), (ms(0), c, Act::Wake)],
+        ms(1),
+    );
+    assert_eq!(m.running(PcpuId(0)), Some(b), "B on A's and its own budget");
+    assert_eq!(m.running(PcpuId(1)), Some(c));
+    drive(&mut m, &[], ms(10));
+    assert_eq!(
+        [a, b, c].map(|x| m.vcpu_stats(x).run),
+        [ms(0), ms(2), ms(4)]
+    );
+    let ca = m.budget_counters(a);
+    assert_eq!((ca.consumed, ca.idled), (ms(2), ms(1)));
+    assert_eq!(m.budget_counters(b).consumed, ms(2));
+    assert_eq!(m.budget_counters(c).consumed, ms(4));
+    assert_eq!(m.pcpu_stats(PcpuId(0)).busy, ms(2));
+    assert_eq!(m.pcpu_stats(PcpuId(1)).busy, ms(4));
+}
+
+/// Global CRPS on 2 pcpus. A (prio 1, 3/10) has no work; B (prio 2, 1/10) and C (prio 3,
+/// 2/10) are busy.
+///
+/// ```text
+/// t=0  pcpu 0: H_0 = A, no work: lends to B (work and budget); slice A's 3.
+///      pcpu 1: A and B are pcpu 0's: C runs on its own budget (slice 2).
+/// t=2  C is out: pcpu 1 has no H (A, B are pcpu 0's; C has none): idle.
+/// t=3  A is out: pcpu 0: H = B (1 ms of its own): B runs 3-4.   t=4  idle.
+/// ```
+#[test]
+fn global_crps_lends_the_idle_budget_on_one_pcpu_while_the_next_runs_on_the_other() {
+    let (mut m, v) = servers(PolicyConfig::Crps, &[(3, 10, 1), (1, 10, 2), (2, 10, 3)]);
+    let (a, b, c) = (v[0], v[1], v[2]);
+    drive(
+        &mut m,
+        &[(ms(0), b, Act::Wake), (ms(0), c, Act::Wake)],
+        ms(10),
+    );
+    assert_eq!(
+        [a, b, c].map(|x| m.vcpu_stats(x).run),
+        [ms(0), ms(4), ms(2)]
+    );
+    assert_eq!(m.budget_counters(a).lent, ms(3));
+    let cb = m.budget_counters(b);
+    assert_eq!((cb.borrowed, cb.consumed), (ms(3), ms(1)));
+    assert_eq!(m.pcpu_stats(PcpuId(0)).busy, ms(4));
+    assert_eq!(m.pcpu_stats(PcpuId(1)).busy, ms(2));
+}
+
+/// CRPS with every VCPU pinned to one pcpu equals partitioned CRPS: each pcpu runs exactly
+/// as a machine of one pcpu running only its VCPUs.
+///
+/// Hand check of pcpu 0 (A prio 1, 2/5, never has work; B prio 2, 3/10, busy):
+/// ```text
+/// 0-2   A lends to B.   2-5  B on its own budget.   5-7  A (replenished) lends to B, whose
+/// budget is 0 (no VCPU with work has budget: any with work).   7-10  nobody has budget.
+/// 10-20 the same again.
+/// ```
+/// So B runs 14 ms by 20.
+#[test]
+fn pinned_crps_equals_single_pcpu_runs() {
+    let vcpus = [
+        Pinned {
+            params: VcpuParams::server(ms(2), ms(5), 1),
+            pcpu: 0,
+            events: vec![],
+        },
+        Pinned {
+            params: VcpuParams::server(ms(3), ms(10), 2),
+            pcpu: 0,
+            events: vec![(ms(0), Act::Wake)],
+        },
+        Pinned {
+            params: VcpuParams::server(ms(1), ms(4), 1),
+            pcpu: 1,
+            events: vec![(ms(0), Act::Wake), (ms(2), Act::Block), (ms(9), Act::Wake)],
+        },
+        Pinned {
+            params: VcpuParams::server(ms(2), ms(5), 2),
+            pcpu: 1,
+            events: vec![(ms(0), Act::Wake), (ms(13), Act::Block)],
+        },
+    ];
+    let (smp, single) = pinned_vs_single(PolicyConfig::Crps, &vcpus, ms(20));
+    assert_eq!(smp, single);
+    assert_eq!(smp.0[1], ms(14));
+    assert_eq!(smp.1[0].busy, ms(14));
 }

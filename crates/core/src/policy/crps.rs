@@ -17,10 +17,12 @@
 //!   runs itself), the wake of a VCPU that beats the runner, the replenishment of a VCPU
 //!   above the runner that then becomes the lender (the runner stays, but now spends
 //!   another budget) — asks for a new decision at once.
-//!
-//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
-//! ([`Partitioned`](super::partitioned::Partitioned)).
+//! - **Several pcpus: global fixed priority** (as PTPS, `periodic.rs`): for pcpu p, H_p is
+//!   the highest-priority VCPU with budget allowed on p and named by no other pcpu's plan;
+//!   without work, H_p lends its budget on p to the best VCPU with work allowed on p and
+//!   named by no other plan (one with budget preferred, else any, even above H_p).
 
+use crate::model::VcpuId;
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;
 
@@ -30,8 +32,8 @@ pub struct CrpsRule;
 impl PeriodicRule for CrpsRule {
     const KIND: PolicyKind = PolicyKind::Crps;
 
-    fn plan(servers: &ServerSet) -> Plan {
-        servers.plan_crps()
+    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
+        servers.plan_crps_among(eligible)
     }
 }
 

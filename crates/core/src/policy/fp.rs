@@ -182,15 +182,29 @@ impl ServerSet {
     /// `queuePick(RunQ)`: the highest-priority VCPU with work and budget left.
     #[inline]
     pub fn pick_with_work(&self) -> Option<&Server> {
+        self.pick_with_work_among(|_| true)
+    }
+
+    /// [`Self::pick_with_work`] among the VCPUs `eligible` accepts.
+    #[inline]
+    pub fn pick_with_work_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Option<&Server> {
         self.servers
             .iter()
-            .find(|s| s.has_work && !s.remaining.is_zero())
+            .find(|s| s.has_work && !s.remaining.is_zero() && eligible(s.vcpu))
     }
 
     /// H: the highest-priority VCPU with budget left, with or without work.
     #[inline]
     pub fn highest_with_budget(&self) -> Option<&Server> {
-        self.servers.iter().find(|s| !s.remaining.is_zero())
+        self.highest_with_budget_among(|_| true)
+    }
+
+    /// [`Self::highest_with_budget`] among the VCPUs `eligible` accepts.
+    #[inline]
+    pub fn highest_with_budget_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Option<&Server> {
+        self.servers
+            .iter()
+            .find(|s| !s.remaining.is_zero() && eligible(s.vcpu))
     }
 
     /// Whether `a` has a higher priority than `b`.
@@ -398,27 +412,55 @@ impl ServerSet {
     /// `queuePick(RunQ)` as a plan (Deferrable, Sporadic): the highest-priority VCPU with
     /// work and budget runs on its own budget; else IDLE, charging nobody.
     pub fn plan_own_budget(&self) -> Plan {
-        self.pick_with_work()
-            .map_or(Plan::IDLE, |s| Plan::own(s.vcpu))
+        self.plan_own_budget_among(|_| true)
     }
 
     /// PTPS: H with work runs; H without work idles its budget away; no H: IDLE.
     pub fn plan_ptps(&self) -> Plan {
-        match self.highest_with_budget() {
-            None => Plan::IDLE,
-            Some(h) if h.has_work => Plan::own(h.vcpu),
-            Some(h) => Plan::idled_away(h.vcpu),
-        }
+        self.plan_ptps_among(|_| true)
     }
 
     /// WCPS: H with work runs; else L — the highest-priority VCPU with work and budget,
     /// necessarily of lower priority than H since nobody above H has budget — runs on
     /// both budgets; no L: IDLE, H's budget idled away.
     pub fn plan_wcps(&self) -> Plan {
-        match self.highest_with_budget() {
+        self.plan_wcps_among(|_| true)
+    }
+
+    /// CRPS: H with work runs; else H lends its budget to the highest-priority VCPU with
+    /// work and budget, or failing that to the highest-priority VCPU with work (budget 0,
+    /// possibly above H); nobody with work: IDLE, H's budget idled away. No H at all: IDLE
+    /// even if some VCPU has work.
+    pub fn plan_crps(&self) -> Plan {
+        self.plan_crps_among(|_| true)
+    }
+
+    /// [`Self::plan_own_budget`] among the VCPUs `eligible` accepts (on several pcpus:
+    /// those allowed on the pcpu and in no other pcpu's plan; see [`PeriodicFamily`]).
+    #[inline]
+    pub fn plan_own_budget_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Plan {
+        self.pick_with_work_among(eligible)
+            .map_or(Plan::IDLE, |s| Plan::own(s.vcpu))
+    }
+
+    /// [`Self::plan_ptps`] among the VCPUs `eligible` accepts.
+    #[inline]
+    pub fn plan_ptps_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Plan {
+        match self.highest_with_budget_among(eligible) {
             None => Plan::IDLE,
             Some(h) if h.has_work => Plan::own(h.vcpu),
-            Some(h) => match self.pick_with_work() {
+            Some(h) => Plan::idled_away(h.vcpu),
+        }
+    }
+
+    /// [`Self::plan_wcps`] among the VCPUs `eligible` accepts: L is then behind H, since
+    /// every eligible VCPU above H has no budget.
+    #[inline]
+    pub fn plan_wcps_among(&self, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
+        match self.highest_with_budget_among(eligible) {
+            None => Plan::IDLE,
+            Some(h) if h.has_work => Plan::own(h.vcpu),
+            Some(h) => match self.pick_with_work_among(eligible) {
                 Some(l) => Plan {
                     run: Some(l.vcpu),
                     charge: Charge::Both {
@@ -431,18 +473,16 @@ impl ServerSet {
         }
     }
 
-    /// CRPS: H with work runs; else H lends its budget to the highest-priority VCPU with
-    /// work and budget, or failing that to the highest-priority VCPU with work (budget 0,
-    /// possibly above H); nobody with work: IDLE, H's budget idled away. No H at all: IDLE
-    /// even if some VCPU has work.
-    pub fn plan_crps(&self) -> Plan {
-        match self.highest_with_budget() {
+    /// [`Self::plan_crps`] among the VCPUs `eligible` accepts.
+    #[inline]
+    pub fn plan_crps_among(&self, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
+        match self.highest_with_budget_among(eligible) {
             None => Plan::IDLE,
             Some(h) if h.has_work => Plan::own(h.vcpu),
             Some(h) => {
                 let borrower = self
-                    .pick_with_work()
-                    .or_else(|| self.servers.iter().find(|s| s.has_work));
+                    .pick_with_work_among(eligible)
+                    .or_else(|| self.servers.iter().find(|s| s.has_work && eligible(s.vcpu)));
                 match borrower {
                     Some(r) => Plan {
                         run: Some(r.vcpu),
@@ -559,12 +599,22 @@ impl ServerSet {
 pub trait PeriodicRule: Send + 'static {
     const KIND: PolicyKind;
 
-    /// The decision for the current state. Must be a pure function of `servers`.
-    fn plan(servers: &ServerSet) -> Plan;
+    /// The decision for the current state among the VCPUs `eligible` accepts (on one pcpu:
+    /// every VCPU; on several: those allowed on the pcpu and in no other pcpu's plan). Must
+    /// be a pure function of `servers` and `eligible`.
+    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan;
 
-    /// Called by `burn` before the plan's charge, with the plan that was in effect during
-    /// the `ran` nanoseconds ending at `cx.now`. The default does nothing.
-    fn time_passed(_servers: &mut ServerSet, _cx: &mut Cx, _active: Plan, _ran: Nanos) {}
+    /// Called by `burn` before the plan's charge, with the plan that was in effect on the
+    /// pcpu during the `ran` nanoseconds ending at `cx.now` and the same `eligible` as
+    /// [`Self::plan`] for that pcpu. The default does nothing.
+    fn time_passed(
+        _servers: &mut ServerSet,
+        _cx: &mut Cx,
+        _active: Plan,
+        _ran: Nanos,
+        _eligible: impl Fn(VcpuId) -> bool,
+    ) {
+    }
 }
 
 /// The machinery shared by the periodic-replenishment servers; the rule `R` decides.
@@ -582,21 +632,63 @@ pub trait PeriodicRule: Send + 'static {
 /// - **Invariant**: the plan in effect is the plan the rule makes now, unless a reschedule
 ///   is owed (asked for, a budget of the plan ran out, or a VCPU in the plan was removed,
 ///   and `do_schedule` has not run yet).
+///
+/// **Several pcpus: global fixed priority** (`platform.md`). Each pcpu p has its own plan
+/// in effect; the rule plans for p among the VCPUs *eligible on p*: allowed there by their
+/// affinity and named by no other pcpu's plan (neither running nor paying elsewhere). So,
+/// taking the pcpus one by one as they decide, each assigns greedily the servers in
+/// priority order the others left: H_p is the highest-priority eligible VCPU with budget,
+/// and a server is H (or runner, or lender) on one pcpu at a time. `burn(p)` charges p's
+/// plan (and runs the rule's `time_passed` with p's eligibility); `do_schedule(p)` puts
+/// back p's VCPUs and plans again. [`Policy::tickle`] names every pcpu whose plan would
+/// now differ from the one in effect (the one-pcpu reschedule rule, per pcpu), and those
+/// whose plan spends a budget `adjust` cut. It converges: right after `do_schedule(p)`,
+/// p's plan is the one it would make; VCPUs p lets go are requeued behind their equals,
+/// so they change another pcpu's plan only by beating it or by giving it something to do.
+/// Which of two pcpus that both want a released VCPU gets it is decided by which decides
+/// first (the machine's order: pcpu by pcpu at one instant).
 pub struct PeriodicFamily<R> {
     servers: ServerSet,
-    /// What the last `do_schedule` decided.
+    /// One pcpu: what the last `do_schedule` decided.
     active: Plan,
-    /// A reschedule was asked for (or is due) and `do_schedule` has not run since.
+    /// One pcpu: a reschedule was asked for (or is due) and `do_schedule` has not run since.
     reschedule_owed: bool,
+    /// Several pcpus: what the last `do_schedule` of each pcpu decided (empty on one pcpu,
+    /// which keeps its plan in `active`, so that its hooks stay as small as before).
+    plans: Vec<Plan>,
+    /// Several pcpus: each VCPU's hard affinity.
+    affinity: Affinities,
+    /// Several pcpus: pcpus whose plan spends a budget `adjust` cut (the slice must
+    /// shorten), until their next `do_schedule`.
+    asked: CpuSet,
     rule: std::marker::PhantomData<R>,
 }
 
+/// Whether `vcpu` is eligible on pcpu `pcpu`: allowed there and named by no other pcpu's
+/// plan.
+#[inline]
+fn eligible_on(plans: &[Plan], affinity: &Affinities, pcpu: usize, vcpu: VcpuId) -> bool {
+    affinity.allows(vcpu, pcpu as u32)
+        && !plans
+            .iter()
+            .enumerate()
+            .any(|(q, plan)| q != pcpu && plan.charge.involves(vcpu))
+}
+
 impl<R: PeriodicRule> PeriodicFamily<R> {
-    pub fn new(_pcpus: u32) -> PeriodicFamily<R> {
+    pub fn new(pcpus: u32) -> PeriodicFamily<R> {
+        let plans = if pcpus > 1 {
+            vec![Plan::IDLE; pcpus as usize]
+        } else {
+            Vec::new()
+        };
         PeriodicFamily {
             servers: ServerSet::default(),
             active: Plan::IDLE,
             reschedule_owed: false,
+            plans,
+            affinity: Affinities::default(),
+            asked: CpuSet::EMPTY,
             rule: std::marker::PhantomData,
         }
     }
@@ -605,16 +697,94 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
         &self.servers
     }
 
-    /// The plan in effect.
+    /// The plan in effect on pcpu 0 (the only one, on one pcpu).
     pub fn active(&self) -> Plan {
-        self.active
+        self.active_on(0)
     }
 
-    /// Whether the decision must be made again now; remembers a "yes".
+    /// The plan in effect on local pcpu `pcpu`.
+    pub fn active_on(&self, pcpu: u32) -> Plan {
+        if self.several() {
+            self.plans[pcpu as usize]
+        } else {
+            self.active
+        }
+    }
+
+    /// Whether the pool has several pcpus.
+    #[inline]
+    fn several(&self) -> bool {
+        !self.plans.is_empty()
+    }
+
+    /// One pcpu: the plan it would make now.
+    #[inline]
+    fn plan(&self) -> Plan {
+        R::plan(&self.servers, |_| true)
+    }
+
+    /// Several pcpus: the plan pcpu `pcpu` would make now.
+    fn plan_on(&self, pcpu: usize) -> Plan {
+        let (plans, affinity) = (&self.plans, &self.affinity);
+        R::plan(&self.servers, |v| eligible_on(plans, affinity, pcpu, v))
+    }
+
+    /// One pcpu: whether the decision must be made again now; remembers a "yes".
     fn must_reschedule(&mut self, also: bool) -> bool {
-        let answer = also || R::plan(&self.servers) != self.active;
+        let answer = also || self.plan() != self.active;
         self.reschedule_owed |= answer;
         answer
+    }
+
+    /// What a state-changing hook answers: on one pcpu [`Self::must_reschedule`]; on
+    /// several, whether some pcpu must reschedule ([`Policy::tickle`]).
+    #[inline]
+    fn answer(&mut self, also: bool) -> bool {
+        if self.several() {
+            return !self.tickle().is_empty();
+        }
+        self.must_reschedule(also)
+    }
+
+    /// [`Policy::burn`] on several pcpus.
+    #[inline(never)]
+    fn burn_on(&mut self, cx: &mut Cx, pcpu: usize, ran: Nanos, spent: Spent) {
+        let plan = self.plans[pcpu];
+        let (plans, affinity) = (&self.plans, &self.affinity);
+        R::time_passed(&mut self.servers, cx, plan, ran, |v| {
+            eligible_on(plans, affinity, pcpu, v)
+        });
+        self.servers.charge(cx, plan.charge, ran, spent);
+    }
+
+    /// [`Policy::do_schedule`] on several pcpus.
+    #[inline(never)]
+    fn do_schedule_on(&mut self, pcpu: usize) -> Decision {
+        self.asked.remove(pcpu as u32);
+        self.servers.put_back(self.plans[pcpu].charge);
+        self.plans[pcpu] = self.plan_on(pcpu);
+        self.servers.decision(self.plans[pcpu])
+    }
+
+    /// Several pcpus: every VCPU a plan names is known and allowed on that pcpu, and no
+    /// VCPU is named by two pcpus' plans.
+    fn check_plans(&self) -> Result<(), String> {
+        for (p, plan) in self.plans.iter().enumerate() {
+            for v in plan.charge.vcpus().into_iter().flatten() {
+                if !self.servers.contains(v) {
+                    return Err(format!("pcpu {p}'s plan {plan:?} names unknown vcpu {v:?}"));
+                }
+                if !self.affinity.allows(v, p as u32) {
+                    return Err(format!(
+                        "pcpu {p}'s plan {plan:?} names vcpu {v:?} outside its affinity"
+                    ));
+                }
+                if !eligible_on(&self.plans, &self.affinity, p, v) {
+                    return Err(format!("vcpu {v:?} is in the plans of two pcpus"));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -638,32 +808,43 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
             self.active = self.active.without(vcpu);
             self.reschedule_owed = true;
         }
+        for plan in &mut self.plans {
+            *plan = plan.without(vcpu);
+        }
+        self.affinity.remove(vcpu);
         self.servers.remove(vcpu);
     }
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = true;
         self.servers.requeue(vcpu);
-        self.must_reschedule(false)
+        self.answer(false)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.servers.get_mut(vcpu).has_work = false;
-        // The machine reschedules anyway when `vcpu` is the one running.
+        // The machine reschedules anyway the pcpu where `vcpu` is the one running.
         let running = self.active.run == Some(vcpu);
-        self.must_reschedule(running)
+        self.answer(running)
     }
 
-    fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
-        R::time_passed(&mut self.servers, cx, self.active, ran);
+    fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos, spent: Spent) {
+        if self.several() {
+            // A budget that runs out ends that pcpu's slice: the machine reschedules it.
+            return self.burn_on(cx, pcpu.index(), ran, spent);
+        }
+        R::time_passed(&mut self.servers, cx, self.active, ran, |_| true);
         // A budget that ran out ends the decision's slice: the machine reschedules then
         // (after the overhead, if it ran out while overhead was charged to it).
         self.reschedule_owed |= self.servers.charge(cx, self.active.charge, ran, spent);
     }
 
-    fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
+    fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
+        if self.several() {
+            return self.do_schedule_on(pcpu.index());
+        }
         self.servers.put_back(self.active.charge);
-        self.active = R::plan(&self.servers);
+        self.active = self.plan();
         self.reschedule_owed = false;
         self.servers.decision(self.active)
     }
@@ -677,6 +858,12 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
+        if self.several() {
+            let plans = &self.plans;
+            let in_effect = |v| plans.iter().any(|plan| plan.charge.involves(v));
+            self.servers.replenish_due(cx, in_effect, |_| {});
+            return !self.tickle().is_empty();
+        }
         let charge = self.active.charge;
         self.servers
             .replenish_due(cx, |v| charge.involves(v), |_| {});
@@ -687,7 +874,40 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
         let before = self.servers.get(vcpu).remaining;
         self.servers.adjust(vcpu, params);
         let cut = self.servers.get(vcpu).remaining < before;
+        if self.several() {
+            for (p, plan) in self.plans.iter().enumerate() {
+                if cut && plan.charge.involves(vcpu) {
+                    self.asked.insert(p as u32);
+                }
+            }
+            return !self.tickle().is_empty();
+        }
         self.must_reschedule(cut && self.active.charge.involves(vcpu))
+    }
+
+    fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
+        self.affinity.set(vcpu, affinity);
+        if !self.several() {
+            return false;
+        }
+        // Outside its new affinity it neither runs nor pays (the machine stops it where it
+        // runs); the pcpu decides again when its plan would now differ.
+        for (p, plan) in self.plans.iter_mut().enumerate() {
+            if !affinity.contains(p as u32) {
+                *plan = plan.without(vcpu);
+            }
+        }
+        !self.tickle().is_empty()
+    }
+
+    fn tickle(&self) -> CpuSet {
+        let mut targets = self.asked;
+        for (p, plan) in self.plans.iter().enumerate() {
+            if self.plan_on(p) != *plan {
+                targets.insert(p as u32);
+            }
+        }
+        targets
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
@@ -700,7 +920,10 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
 
     fn check_invariants(&self) -> Result<(), String> {
         self.servers.check_invariants()?;
-        let now = R::plan(&self.servers);
+        if self.several() {
+            return self.check_plans();
+        }
+        let now = self.plan();
         if !self.reschedule_owed && now != self.active {
             return Err(format!(
                 "{}: plan in effect {:?} differs from the plan for the current state {:?} \

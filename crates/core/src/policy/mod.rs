@@ -316,14 +316,11 @@ impl PolicyKind {
 
     /// Whether the policy schedules a pool of several pcpus globally (one run queue, a
     /// VCPU may run on any pcpu of its affinity): RTDS (global EDF), Credit, and the
-    /// Deferrable and Sporadic Servers (global fixed priority). The others schedule such a
-    /// pool partitioned: every VCPU pinned to one pcpu, one instance of the policy per pcpu
-    /// ([`partitioned`]).
+    /// fixed-priority servers (global fixed priority). The others (SEDF, ARINC 653)
+    /// schedule such a pool partitioned: every VCPU pinned to one pcpu, one instance of the
+    /// policy per pcpu ([`partitioned`]).
     pub fn schedules_globally(self) -> bool {
-        matches!(
-            self,
-            PolicyKind::Rtds | PolicyKind::Credit | PolicyKind::Deferrable | PolicyKind::Sporadic
-        )
+        self.is_server() || matches!(self, PolicyKind::Rtds | PolicyKind::Credit)
     }
 
     /// Looks a policy up by its name or an alias (case-insensitive).

@@ -1,6 +1,5 @@
 //! Partitioned scheduling of a pool of several pcpus for the policies that do not schedule
-//! globally ([`PolicyKind::schedules_globally`]): the Periodic (PTPS), Polling, WCPS and
-//! CRPS servers, SEDF and ARINC 653.
+//! globally ([`PolicyKind::schedules_globally`]): SEDF and ARINC 653.
 //!
 //! # Design note
 //! - **One instance per pcpu**: [`Partitioned`] holds one instance of the inner policy per

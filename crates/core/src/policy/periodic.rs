@@ -16,10 +16,18 @@
 //!   preempts IDLE at once. See [`PeriodicFamily`] for the shared machinery.
 //! - Not work-conserving, by design: the server behaves as if it had an idle task that
 //!   soaks up its budget.
-//!
-//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
-//! ([`Partitioned`](super::partitioned::Partitioned)); so are Polling, WCPS and CRPS.
+//! - **Several pcpus: global fixed priority** (`platform.md`; the machinery is
+//!   [`PeriodicFamily`]'s): the servers are taken in priority order and the pcpus assigned
+//!   greedily, pcpu by pcpu as they decide. For pcpu p, **H_p** is the highest-priority VCPU
+//!   with budget (work or not) that its affinity allows on p and that no other pcpu's plan
+//!   names; H_p with work runs on p, H_p without work idles p and its budget is idled away
+//!   there. So a server is H on one pcpu at a time, and an idle H blocks only the pcpu it
+//!   idles: the next servers run on the others. A pcpu reschedules when the plan it would
+//!   make now differs from the one in effect (the wake of its idling H, a VCPU another pcpu
+//!   let go that beats its H, ...). With every VCPU pinned to one pcpu this is exactly the
+//!   partitioned PTPS, one per pcpu.
 
+use crate::model::VcpuId;
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;
 
@@ -29,8 +37,8 @@ pub struct Ptps;
 impl PeriodicRule for Ptps {
     const KIND: PolicyKind = PolicyKind::Periodic;
 
-    fn plan(servers: &ServerSet) -> Plan {
-        servers.plan_ptps()
+    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
+        servers.plan_ptps_among(eligible)
     }
 }
 

@@ -22,11 +22,16 @@
 //! - **Reschedule**: as for the Deferrable Server, only when a VCPU with work and budget
 //!   would beat what runs (a replenished VCPU without work is discarded as time passes,
 //!   which needs no new decision).
-//!
-//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
-//! ([`Partitioned`](super::partitioned::Partitioned)).
+//! - **Several pcpus: global fixed priority** (as PTPS, `periodic.rs`): for pcpu p, an
+//!   H_p (the highest-priority VCPU with budget allowed on p and named by no other pcpu's
+//!   plan) without work discards its budget and the pick goes on to the next; so p runs the
+//!   highest-priority VCPU with work and budget eligible there. The discards happen as time
+//!   passes on p (`burn`): every VCPU eligible on p above p's runner (all of them, when p
+//!   idles) that has budget and no work loses it. A VCPU allowed only on pcpus whose runner
+//!   beats it keeps its budget, as it is H nowhere.
 
 use crate::event::Cx;
+use crate::model::VcpuId;
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;
 use crate::time::Nanos;
@@ -37,18 +42,24 @@ pub struct PollingRule;
 impl PeriodicRule for PollingRule {
     const KIND: PolicyKind = PolicyKind::Polling;
 
-    fn plan(servers: &ServerSet) -> Plan {
-        servers.plan_own_budget()
+    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
+        servers.plan_own_budget_among(eligible)
     }
 
-    fn time_passed(servers: &mut ServerSet, cx: &mut Cx, active: Plan, ran: Nanos) {
+    fn time_passed(
+        servers: &mut ServerSet,
+        cx: &mut Cx,
+        active: Plan,
+        ran: Nanos,
+        eligible: impl Fn(VcpuId) -> bool,
+    ) {
         let began = cx.now - ran;
         // Discards in priority order, one at a time (no list to allocate): a discarded server
         // has no budget left, so the next search finds the next one.
         while let Some(vcpu) = servers
             .iter()
             .take_while(|s| Some(s.vcpu) != active.run)
-            .find(|s| !s.has_work && !s.remaining.is_zero())
+            .find(|s| !s.has_work && !s.remaining.is_zero() && eligible(s.vcpu))
             .map(|s| s.vcpu)
         {
             servers.discard(cx, vcpu, began);

@@ -16,10 +16,14 @@
 //! - Choice where the paper is silent: L's own budget is consumed at the same rate as H's
 //!   (the spec's "each at one unit per unit of time"), so work done on H's behalf is not
 //!   free for L.
-//!
-//! Several pcpus: partitioned, one instance per pcpu, each VCPU pinned to one pcpu
-//! ([`Partitioned`](super::partitioned::Partitioned)).
+//! - **Several pcpus: global fixed priority** (as PTPS, `periodic.rs`): for pcpu p, H_p is
+//!   the highest-priority VCPU with budget allowed on p and named by no other pcpu's plan;
+//!   without work, L_p — the highest-priority VCPU with work and budget allowed on p and
+//!   named by no other plan, necessarily behind H_p — runs on p on both budgets. L_p is
+//!   chosen by the pcpu that decides first: a VCPU that could run on its own budget on an
+//!   idle pcpu may be taken by another pcpu's H first (greedy, pcpu by pcpu).
 
+use crate::model::VcpuId;
 use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;
 
@@ -29,8 +33,8 @@ pub struct WcpsRule;
 impl PeriodicRule for WcpsRule {
     const KIND: PolicyKind = PolicyKind::Wcps;
 
-    fn plan(servers: &ServerSet) -> Plan {
-        servers.plan_wcps()
+    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
+        servers.plan_wcps_among(eligible)
     }
 }
 
