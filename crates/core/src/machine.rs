@@ -2317,7 +2317,14 @@ mod tests {
         }
 
         proptest! {
-            #![proptest_config(ProptestConfig::with_cases(300))]
+            // 300 cases by default; `PROPTEST_CASES` sets another count.
+            #![proptest_config(ProptestConfig {
+                cases: std::env::var("PROPTEST_CASES")
+                    .ok()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(300),
+                ..ProptestConfig::default()
+            })]
             #[test]
             fn no_vcpu_runs_twice_or_outside_its_affinity_and_time_adds_up(
                 pcpus in 2u32..=3,
