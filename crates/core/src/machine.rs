@@ -367,6 +367,9 @@ impl Pool {
 pub struct Machine {
     config: MachineConfig,
     pools: Vec<Pool>,
+    /// One pcpu in one pool (see [`Self::lone`]), kept up to date by every change of the
+    /// pools: asked on every step.
+    lone: bool,
     vcpus: Vec<VcpuEntry>,
     pcpus: Vec<Pcpu>,
     now: Nanos,
@@ -446,6 +449,7 @@ impl Machine {
         let mut m = Machine {
             config,
             pools: Vec::new(),
+            lone: false,
             vcpus: Vec::new(),
             pcpus: (0..config.pcpus)
                 .map(|_| Pcpu::new(None, None, Nanos::ZERO))
@@ -601,6 +605,8 @@ impl Machine {
             pc.next_tick = tick.map(|every| now + every);
             pc.request(ScheduleReason::Reconfigure);
         }
+        // Every change of the pools ends here.
+        self.refresh_lone();
     }
 
     /// The tick interval of a policy (None: no tick) and whether it is the quantum tick.
@@ -1312,7 +1318,12 @@ impl Machine {
     /// whom to tickle; and with `LONE = false` for every machine (the general code).
     #[inline]
     fn lone(&self) -> bool {
-        self.pcpus.len() == 1 && self.pools.len() == 1 && self.pcpus[0].pool.is_some()
+        self.lone
+    }
+
+    /// Recomputes [`Self::lone`] after the pools changed.
+    fn refresh_lone(&mut self) {
+        self.lone = self.pcpus.len() == 1 && self.pools.len() == 1 && self.pcpus[0].pool.is_some();
     }
 
     /// The pcpus a step visits: see [`Self::lone`].
