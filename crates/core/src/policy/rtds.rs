@@ -50,7 +50,7 @@
 //! lowest index (the migration it may cost is charged by the machine). Xen keeps one run
 //! queue per cpupool as rtvmm does, and no soft affinity is modelled.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
@@ -75,6 +75,8 @@ struct RtVcpu {
     server: EdfServer,
     /// 0 = real-time level; each extratime refill moves one level down (a larger number).
     level: u32,
+    /// The pcpu (local index) whose `current` it is, if any: `current` seen from the VCPU.
+    on: Option<u32>,
 }
 
 impl EdfMember for RtVcpu {
@@ -129,6 +131,14 @@ pub struct Rtds {
     /// The waiting VCPUs [`Policy::tickle`] sorts, kept between calls so that it does not
     /// allocate (it runs after every decision on a pool of several pcpus).
     scratch: RefCell<Vec<(RtKey, CpuSet)>>,
+    /// The key each pcpu runs, as [`Policy::tickle`] reads it (kept like `scratch`).
+    running_keys: RefCell<Vec<Option<RtKey>>>,
+    /// Some VCPU's affinity leaves out a pcpu of the pool: [`Policy::tickle`] must then
+    /// look at every waiting VCPU, not only the most urgent ones.
+    restricted: bool,
+    /// [`Policy::tickle`]'s answer without `asked`, while nothing it reads has changed:
+    /// every hook that changes `current`, eligibility, a key or an affinity clears it.
+    tickled: Cell<Option<CpuSet>>,
 }
 
 impl Rtds {
@@ -140,7 +150,16 @@ impl Rtds {
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
             scratch: RefCell::new(Vec::new()),
+            running_keys: RefCell::new(Vec::new()),
+            restricted: false,
+            tickled: Cell::new(None),
         }
+    }
+
+    /// What [`Policy::tickle`] reads changed.
+    #[inline]
+    fn changed(&self) {
+        self.tickled.set(None);
     }
 
     fn several_pcpus(&self) -> bool {
@@ -149,22 +168,13 @@ impl Rtds {
 
     /// Like Xen's replenishment queue, only VCPUs with work (or running) have a timer.
     fn refresh_timer(&mut self) {
-        let current = &self.current;
         self.vcpus
-            .refresh_timer(|m| m.server.has_work || current.contains(&Some(m.server.vcpu)));
+            .refresh_timer(|m| m.server.has_work || m.on.is_some());
     }
 
     fn earliest_timer(&self) -> Option<Nanos> {
         self.vcpus
             .earliest_deadline(|m| m.server.has_work || self.is_running(m.server.vcpu))
-    }
-
-    /// Whether `vcpu` is what another pcpu than `pcpu` runs.
-    fn runs_elsewhere(&self, vcpu: VcpuId, pcpu: PcpuId) -> bool {
-        self.current
-            .iter()
-            .enumerate()
-            .any(|(p, c)| p != pcpu.index() && *c == Some(vcpu))
     }
 
     /// The priority level of a VCPU (0 = real-time), for tests.
@@ -173,15 +183,18 @@ impl Rtds {
     }
 
     fn is_running(&self, vcpu: VcpuId) -> bool {
-        self.current.contains(&Some(vcpu))
+        self.vcpus.get(vcpu).on.is_some()
     }
 
     /// The pcpu `vcpu` runs on (local index), if any.
     fn pcpu_of(&self, vcpu: VcpuId) -> Option<u32> {
-        self.current
-            .iter()
-            .position(|c| *c == Some(vcpu))
-            .map(|p| p as u32)
+        self.vcpus.get(vcpu).on
+    }
+
+    /// Recomputes `restricted` after an affinity changed.
+    fn refresh_restricted(&mut self) {
+        let pool = CpuSet::first(self.current.len() as u32);
+        self.restricted = !self.affinity.all_hold(pool);
     }
 
     /// Whether an eligible `vcpu` should take a pcpu now: some pcpu idles, or it beats the
@@ -203,6 +216,56 @@ impl Rtds {
             }
         }
         worst_running.is_some_and(|w| m.key() < w)
+    }
+
+    /// [`global::tickle_targets`] over this pool (without `asked`). When every affinity
+    /// holds the whole pool, each waiting VCPU [`global::tickle_targets`] looks at names a
+    /// pcpu (or stops the search), so only the `pcpus` most urgent ones matter: they are
+    /// selected, not sorted in full.
+    fn tickle_targets(&self) -> CpuSet {
+        let pcpus = self.current.len();
+        let mut running = self.running_keys.borrow_mut();
+        running.clear();
+        running.extend(self.current.iter().map(|c| {
+            c.map(|v| self.vcpus.get(v))
+                .filter(|m| m.server.eligible())
+                .map(RtVcpu::key)
+        }));
+        let running = |p: usize| running[p];
+        let waits = |m: &&RtVcpu| m.server.eligible() && m.on.is_none();
+        let mut waiting = self.scratch.borrow_mut();
+        waiting.clear();
+        if self.restricted {
+            let best = self.vcpus.iter().filter(waits).map(RtVcpu::key).min();
+            if global::nothing_to_tickle(pcpus, running, best) {
+                return CpuSet::EMPTY;
+            }
+            waiting.extend(
+                self.vcpus
+                    .iter()
+                    .filter(waits)
+                    .map(|m| (m.key(), self.affinity.get(m.server.vcpu))),
+            );
+            waiting.sort_unstable_by_key(|w| w.0);
+        } else {
+            // The `pcpus` smallest keys, in order (insertion into a short sorted list).
+            let all = CpuSet::first(CpuSet::MAX);
+            for m in self.vcpus.iter().filter(waits) {
+                let key = m.key();
+                if waiting.len() == pcpus {
+                    if waiting[pcpus - 1].0 < key {
+                        continue;
+                    }
+                    waiting.pop();
+                }
+                let at = waiting.iter().rposition(|w| w.0 < key).map_or(0, |i| i + 1);
+                waiting.insert(at, (key, all));
+            }
+            if global::nothing_to_tickle(pcpus, running, waiting.first().map(|w| w.0)) {
+                return CpuSet::EMPTY;
+            }
+        }
+        global::tickle_targets(pcpus, running, waiting.iter().copied())
     }
 }
 
@@ -235,6 +298,7 @@ impl Policy for Rtds {
         let mut m = RtVcpu {
             server: EdfServer::new(cx.now, vcpu, params),
             level: 0,
+            on: None,
         };
         if !params.offset.is_zero() && params.extratime {
             // Before its first period, only an extra-level budget.
@@ -243,6 +307,7 @@ impl Policy for Rtds {
         }
         self.vcpus.insert(m);
         self.refresh_timer();
+        self.changed();
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
@@ -253,7 +318,9 @@ impl Policy for Rtds {
         }
         self.vcpus.remove(vcpu);
         self.affinity.remove(vcpu);
+        self.refresh_restricted();
         self.refresh_timer();
+        self.changed();
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
@@ -264,6 +331,7 @@ impl Policy for Rtds {
             m.replenish(cx);
         }
         self.refresh_timer();
+        self.changed();
         if self.several_pcpus() {
             return !self.tickle().is_empty();
         }
@@ -273,6 +341,7 @@ impl Policy for Rtds {
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.vcpus.server_mut(vcpu).has_work = false;
         self.refresh_timer();
+        self.changed();
         self.is_running(vcpu)
     }
 
@@ -283,6 +352,8 @@ impl Policy for Rtds {
         let m = self.vcpus.get_mut(v);
         if m.server.consume(cx, ran, spent) {
             m.on_exhausted(cx);
+            // No longer eligible, or at a new level: only then does the tickle change.
+            self.changed();
         }
     }
 
@@ -293,8 +364,8 @@ impl Policy for Rtds {
         let decision = match self.vcpus.pick(
             |m| {
                 !(several_pcpus
-                    && (self.runs_elsewhere(m.server.vcpu, pcpu)
-                        || !self.affinity.allows(m.server.vcpu, pcpu.0)))
+                    && (m.on.is_some_and(|on| on != pcpu.0)
+                        || (self.restricted && !self.affinity.allows(m.server.vcpu, pcpu.0))))
             },
             RtVcpu::key,
         ) {
@@ -304,9 +375,17 @@ impl Policy for Rtds {
             },
             None => Decision::IDLE,
         };
-        if self.current[pcpu.index()] != decision.run {
+        let previous = self.current[pcpu.index()];
+        if previous != decision.run {
+            if let Some(v) = previous {
+                self.vcpus.get_mut(v).on = None;
+            }
+            if let Some(v) = decision.run {
+                self.vcpus.get_mut(v).on = Some(pcpu.0);
+            }
             self.current[pcpu.index()] = decision.run;
             self.refresh_timer();
+            self.changed();
         }
         decision
     }
@@ -351,6 +430,7 @@ impl Policy for Rtds {
         }
         if replenished {
             self.refresh_timer();
+            self.changed();
         }
         if self.several_pcpus() {
             return replenished && !self.tickle().is_empty();
@@ -360,13 +440,20 @@ impl Policy for Rtds {
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
         self.vcpus.server_mut(vcpu).adjust(params);
+        self.changed();
         self.is_running(vcpu)
     }
 
     fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
         self.affinity.set(vcpu, affinity);
+        self.refresh_restricted();
         crate::policy::global::stop_outside(&mut self.current, vcpu, affinity);
+        if self.vcpus.contains(vcpu) {
+            let m = self.vcpus.get_mut(vcpu);
+            m.on = m.on.filter(|&p| affinity.contains(p));
+        }
         self.refresh_timer();
+        self.changed();
         // Where it runs may be outside it (the machine reschedules that pcpu), and it may
         // now fit an idle pcpu.
         self.several_pcpus() && !self.tickle().is_empty()
@@ -376,32 +463,12 @@ impl Policy for Rtds {
         if !self.several_pcpus() {
             return CpuSet::EMPTY;
         }
-        let running = |p: usize| {
-            self.current[p]
-                .map(|v| self.vcpus.get(v))
-                .filter(|m| m.server.eligible())
-                .map(RtVcpu::key)
-        };
-        let waits = |m: &&RtVcpu| m.server.eligible() && !self.is_running(m.server.vcpu);
-        let best = self.vcpus.iter().filter(waits).map(RtVcpu::key).min();
-        let pcpus = self.current.len();
-        if global::nothing_to_tickle(pcpus, running, best) {
-            return self.asked;
+        if let Some(targets) = self.tickled.get() {
+            return self.asked.union(targets);
         }
-        let mut waiting = self.scratch.borrow_mut();
-        waiting.clear();
-        waiting.extend(
-            self.vcpus
-                .iter()
-                .filter(waits)
-                .map(|m| (m.key(), self.affinity.get(m.server.vcpu))),
-        );
-        waiting.sort_unstable_by_key(|w| w.0);
-        self.asked.union(global::tickle_targets(
-            pcpus,
-            running,
-            waiting.iter().copied(),
-        ))
+        let targets = self.tickle_targets();
+        self.tickled.set(Some(targets));
+        self.asked.union(targets)
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
@@ -428,8 +495,24 @@ impl Policy for Rtds {
                 ));
             }
         }
+        for m in self.vcpus.iter() {
+            if let Some(p) = m.on {
+                if self.current.get(p as usize) != Some(&Some(m.server.vcpu)) {
+                    return Err(format!(
+                        "vcpu {:?}: marked as running on pcpu {p}, which runs {:?}",
+                        m.server.vcpu,
+                        self.current.get(p as usize)
+                    ));
+                }
+            }
+        }
         for (p, c) in self.current.iter().enumerate() {
             if let Some(v) = c {
+                if self.vcpus.contains(*v) && self.vcpus.get(*v).on != Some(p as u32) {
+                    return Err(format!(
+                        "pcpu {p} runs vcpu {v:?}, not marked as running there"
+                    ));
+                }
                 if !self.vcpus.contains(*v) {
                     return Err(format!("pcpu {p} runs unknown vcpu {v:?}"));
                 }
