@@ -77,6 +77,8 @@ struct RtVcpu {
     level: u32,
     /// The pcpu (local index) whose `current` it is, if any: `current` seen from the VCPU.
     on: Option<u32>,
+    /// The key it is queued under in `Rtds::waiting`, if it is there.
+    queued: Option<RtKey>,
 }
 
 impl EdfMember for RtVcpu {
@@ -128,10 +130,13 @@ pub struct Rtds {
     /// Several pcpus: the pcpus whose running VCPU was replenished since their last
     /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
-    /// The waiting VCPUs [`Policy::tickle`] sorts, kept between calls so that it does not
-    /// allocate (it runs after every decision on a pool of several pcpus).
-    scratch: RefCell<Vec<(RtKey, CpuSet)>>,
-    /// The key each pcpu runs, as [`Policy::tickle`] reads it (kept like `scratch`).
+    /// The keys of the eligible VCPUs that run nowhere, most urgent first: kept up to date
+    /// by every hook that changes eligibility, a key or `current` (through
+    /// [`Rtds::requeue`]), so that `do_schedule` and [`Policy::tickle`] read the most
+    /// urgent ones instead of looking at every VCPU.
+    waiting: Vec<RtKey>,
+    /// The key each pcpu runs, as [`Policy::tickle`] reads it (kept between calls so that
+    /// it does not allocate: it runs after every decision on a pool of several pcpus).
     running_keys: RefCell<Vec<Option<RtKey>>>,
     /// Some VCPU's affinity leaves out a pcpu of the pool: [`Policy::tickle`] must then
     /// look at every waiting VCPU, not only the most urgent ones.
@@ -149,10 +154,35 @@ impl Rtds {
             current: vec![None; pcpus.max(1) as usize],
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
-            scratch: RefCell::new(Vec::new()),
+            waiting: Vec::new(),
             running_keys: RefCell::new(Vec::new()),
             restricted: false,
             tickled: Cell::new(None),
+        }
+    }
+
+    /// Puts `vcpu` in `waiting` under its current key if it is eligible and runs nowhere,
+    /// and takes it out otherwise. Called after anything that may change that.
+    fn requeue(&mut self, vcpu: VcpuId) {
+        let m = self.vcpus.get_mut(vcpu);
+        let want = (m.server.eligible() && m.on.is_none()).then(|| m.key());
+        if want == m.queued {
+            return;
+        }
+        let old = std::mem::replace(&mut m.queued, want);
+        if let Some(old) = old {
+            let at = self
+                .waiting
+                .binary_search(&old)
+                .expect("a queued VCPU is in the queue");
+            self.waiting.remove(at);
+        }
+        if let Some(new) = want {
+            let at = self
+                .waiting
+                .binary_search(&new)
+                .expect_err("keys are unique");
+            self.waiting.insert(at, new);
         }
     }
 
@@ -232,40 +262,16 @@ impl Rtds {
                 .map(RtVcpu::key)
         }));
         let running = |p: usize| running[p];
-        let waits = |m: &&RtVcpu| m.server.eligible() && m.on.is_none();
-        let mut waiting = self.scratch.borrow_mut();
-        waiting.clear();
         if self.restricted {
-            let best = self.vcpus.iter().filter(waits).map(RtVcpu::key).min();
-            if global::nothing_to_tickle(pcpus, running, best) {
+            if global::nothing_to_tickle(pcpus, running, self.waiting.first().copied()) {
                 return CpuSet::EMPTY;
             }
-            waiting.extend(
-                self.vcpus
-                    .iter()
-                    .filter(waits)
-                    .map(|m| (m.key(), self.affinity.get(m.server.vcpu))),
-            );
-            waiting.sort_unstable_by_key(|w| w.0);
-        } else {
-            // The `pcpus` smallest keys, in order (insertion into a short sorted list).
-            let all = CpuSet::first(CpuSet::MAX);
-            for m in self.vcpus.iter().filter(waits) {
-                let key = m.key();
-                if waiting.len() == pcpus {
-                    if waiting[pcpus - 1].0 < key {
-                        continue;
-                    }
-                    waiting.pop();
-                }
-                let at = waiting.iter().rposition(|w| w.0 < key).map_or(0, |i| i + 1);
-                waiting.insert(at, (key, all));
-            }
-            if global::nothing_to_tickle(pcpus, running, waiting.first().map(|w| w.0)) {
-                return CpuSet::EMPTY;
-            }
+            let affinity = |k: &RtKey| (*k, self.affinity.get(k.2));
+            return global::tickle_targets(pcpus, running, self.waiting.iter().map(affinity));
         }
-        global::tickle_targets(pcpus, running, waiting.iter().copied())
+        let all = CpuSet::first(CpuSet::MAX);
+        let most_urgent = self.waiting.iter().take(pcpus).map(|k| (*k, all));
+        global::tickle_targets(pcpus, running, most_urgent)
     }
 }
 
@@ -299,6 +305,7 @@ impl Policy for Rtds {
             server: EdfServer::new(cx.now, vcpu, params),
             level: 0,
             on: None,
+            queued: None,
         };
         if !params.offset.is_zero() && params.extratime {
             // Before its first period, only an extra-level budget.
@@ -306,6 +313,7 @@ impl Policy for Rtds {
             m.server.remaining = params.budget;
         }
         self.vcpus.insert(m);
+        self.requeue(vcpu);
         self.refresh_timer();
         self.changed();
     }
@@ -315,6 +323,9 @@ impl Policy for Rtds {
             if *c == Some(vcpu) {
                 *c = None;
             }
+        }
+        if let Some(key) = self.vcpus.get(vcpu).queued {
+            self.waiting.retain(|k| *k != key);
         }
         self.vcpus.remove(vcpu);
         self.affinity.remove(vcpu);
@@ -330,6 +341,7 @@ impl Policy for Rtds {
         if cx.now >= m.server.deadline {
             m.replenish(cx);
         }
+        self.requeue(vcpu);
         self.refresh_timer();
         self.changed();
         if self.several_pcpus() {
@@ -340,6 +352,7 @@ impl Policy for Rtds {
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.vcpus.server_mut(vcpu).has_work = false;
+        self.requeue(vcpu);
         self.refresh_timer();
         self.changed();
         self.is_running(vcpu)
@@ -361,27 +374,33 @@ impl Policy for Rtds {
         // With one pcpu nothing runs elsewhere and every affinity holds it; skip asking.
         let several_pcpus = self.several_pcpus();
         self.asked.remove(pcpu.0);
-        let decision = match self.vcpus.pick(
-            |m| {
-                !(several_pcpus
-                    && (m.on.is_some_and(|on| on != pcpu.0)
-                        || (self.restricted && !self.affinity.allows(m.server.vcpu, pcpu.0))))
-            },
-            RtVcpu::key,
-        ) {
-            Some(m) => Decision {
-                run: Some(m.server.vcpu),
-                slice: Some(m.server.remaining),
+        // The candidates: what this pcpu runs (if still eligible) and the VCPUs that run
+        // nowhere (with one pcpu every affinity holds it).
+        let previous = self.current[pcpu.index()];
+        let restricted = several_pcpus && self.restricted;
+        let allowed = |v: VcpuId| !restricted || self.affinity.allows(v, pcpu.0);
+        let stay = previous
+            .map(|v| self.vcpus.get(v))
+            .filter(|m| m.server.eligible() && allowed(m.server.vcpu))
+            .map(RtVcpu::key);
+        let waiter = self.waiting.iter().copied().find(|k| allowed(k.2));
+        let decision = match stay.into_iter().chain(waiter).min() {
+            Some((_, _, v)) => Decision {
+                run: Some(v),
+                slice: Some(self.vcpus.server(v).remaining),
             },
             None => Decision::IDLE,
         };
-        let previous = self.current[pcpu.index()];
         if previous != decision.run {
             if let Some(v) = previous {
                 self.vcpus.get_mut(v).on = None;
             }
             if let Some(v) = decision.run {
                 self.vcpus.get_mut(v).on = Some(pcpu.0);
+                self.requeue(v);
+            }
+            if let Some(v) = previous {
+                self.requeue(v);
             }
             self.current[pcpu.index()] = decision.run;
             self.refresh_timer();
@@ -417,6 +436,7 @@ impl Policy for Rtds {
                 continue;
             }
             self.vcpus.get_mut(v).replenish(cx);
+            self.requeue(v);
             replenished = true;
             if self.several_pcpus() {
                 // A running VCPU's slice changed with its budget: re-arm it there.
@@ -440,6 +460,7 @@ impl Policy for Rtds {
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
         self.vcpus.server_mut(vcpu).adjust(params);
+        self.requeue(vcpu);
         self.changed();
         self.is_running(vcpu)
     }
@@ -451,6 +472,7 @@ impl Policy for Rtds {
         if self.vcpus.contains(vcpu) {
             let m = self.vcpus.get_mut(vcpu);
             m.on = m.on.filter(|&p| affinity.contains(p));
+            self.requeue(vcpu);
         }
         self.refresh_timer();
         self.changed();
@@ -495,7 +517,26 @@ impl Policy for Rtds {
                 ));
             }
         }
+        let mut waiting: Vec<RtKey> = self
+            .vcpus
+            .iter()
+            .filter(|m| m.server.eligible() && m.on.is_none())
+            .map(RtVcpu::key)
+            .collect();
+        waiting.sort_unstable();
+        if waiting != self.waiting {
+            return Err(format!(
+                "waiting queue {:?}, but the eligible VCPUs running nowhere are {waiting:?}",
+                self.waiting
+            ));
+        }
         for m in self.vcpus.iter() {
+            if m.queued != (m.server.eligible() && m.on.is_none()).then(|| m.key()) {
+                return Err(format!(
+                    "vcpu {:?}: queued as {:?}",
+                    m.server.vcpu, m.queued
+                ));
+            }
             if let Some(p) = m.on {
                 if self.current.get(p as usize) != Some(&Some(m.server.vcpu)) {
                     return Err(format!(
