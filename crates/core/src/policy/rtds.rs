@@ -202,6 +202,19 @@ impl Rtds {
             .refresh_timer(|m| m.server.has_work || m.on.is_some());
     }
 
+    /// The deadline of `vcpu`'s replenishment timer, if it has one.
+    fn timer_of(&self, vcpu: VcpuId) -> Option<Nanos> {
+        let m = self.vcpus.get(vcpu);
+        (m.server.has_work || m.on.is_some()).then_some(m.server.deadline)
+    }
+
+    /// [`Self::refresh_timer`] after a change to `vcpu` alone, whose timer was `before`.
+    fn retime(&mut self, vcpu: VcpuId, before: Option<Nanos>) {
+        let after = self.timer_of(vcpu);
+        self.vcpus
+            .retime(before, after, |m| m.server.has_work || m.on.is_some());
+    }
+
     fn earliest_timer(&self) -> Option<Nanos> {
         self.vcpus
             .earliest_deadline(|m| m.server.has_work || self.is_running(m.server.vcpu))
@@ -248,11 +261,62 @@ impl Rtds {
         worst_running.is_some_and(|w| m.key() < w)
     }
 
-    /// [`global::tickle_targets`] over this pool (without `asked`). When every affinity
-    /// holds the whole pool, each waiting VCPU [`global::tickle_targets`] looks at names a
-    /// pcpu (or stops the search), so only the `pcpus` most urgent ones matter: they are
-    /// selected, not sorted in full.
+    /// [`global::tickle_targets`] over this pool (without `asked`).
     fn tickle_targets(&self) -> CpuSet {
+        if self.restricted {
+            return self.tickle_targets_restricted();
+        }
+        let named = self.tickle_targets_full();
+        debug_assert_eq!(named, self.tickle_targets_restricted());
+        named
+    }
+
+    /// [`Self::tickle_targets`] when every affinity holds the whole pool.
+    fn tickle_targets_full(&self) -> CpuSet {
+        // Every affinity holds the whole pool. Then [`global::tickle_targets`] comes down
+        // to: the most urgent waiting VCPUs take the pcpus that idle (the lowest first),
+        // one each; each next one takes the unnamed pcpu running the largest key if it
+        // beats that key, and the first that does not stops the search.
+        let running = |p: usize| {
+            self.current[p]
+                .map(|v| self.vcpus.get(v))
+                .filter(|m| m.server.eligible())
+                .map(RtVcpu::key)
+        };
+        let pcpus = self.current.len();
+        let mut waiting = self.waiting.iter();
+        let mut named = CpuSet::EMPTY;
+        for p in 0..pcpus {
+            if running(p).is_none() {
+                if waiting.next().is_none() {
+                    return named;
+                }
+                named.insert(p as u32);
+            }
+        }
+        for &key in waiting {
+            let mut worst: Option<(RtKey, u32)> = None;
+            for p in 0..pcpus {
+                if named.contains(p as u32) {
+                    continue;
+                }
+                if let Some(k) = running(p) {
+                    if worst.is_none_or(|(w, _)| k > w) {
+                        worst = Some((k, p as u32));
+                    }
+                }
+            }
+            match worst {
+                Some((w, p)) if key < w => named.insert(p),
+                _ => break,
+            }
+        }
+        named
+    }
+
+    /// [`Self::tickle_targets`] when some affinity leaves out a pcpu of the pool (and, in
+    /// debug builds, the check of the shortcut taken when none does).
+    fn tickle_targets_restricted(&self) -> CpuSet {
         let pcpus = self.current.len();
         let mut running = self.running_keys.borrow_mut();
         running.clear();
@@ -262,16 +326,11 @@ impl Rtds {
                 .map(RtVcpu::key)
         }));
         let running = |p: usize| running[p];
-        if self.restricted {
-            if global::nothing_to_tickle(pcpus, running, self.waiting.first().copied()) {
-                return CpuSet::EMPTY;
-            }
-            let affinity = |k: &RtKey| (*k, self.affinity.get(k.2));
-            return global::tickle_targets(pcpus, running, self.waiting.iter().map(affinity));
+        if global::nothing_to_tickle(pcpus, running, self.waiting.first().copied()) {
+            return CpuSet::EMPTY;
         }
-        let all = CpuSet::first(CpuSet::MAX);
-        let most_urgent = self.waiting.iter().take(pcpus).map(|k| (*k, all));
-        global::tickle_targets(pcpus, running, most_urgent)
+        let affinity = |k: &RtKey| (*k, self.affinity.get(k.2));
+        global::tickle_targets(pcpus, running, self.waiting.iter().map(affinity))
     }
 }
 
@@ -335,6 +394,7 @@ impl Policy for Rtds {
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
+        let before = self.timer_of(vcpu);
         let m = self.vcpus.get_mut(vcpu);
         m.server.has_work = true;
         // Sleeping VCPUs have no replenishment timer: catch up now (Xen's rt_unit_wake).
@@ -342,7 +402,7 @@ impl Policy for Rtds {
             m.replenish(cx);
         }
         self.requeue(vcpu);
-        self.refresh_timer();
+        self.retime(vcpu, before);
         self.changed();
         if self.several_pcpus() {
             return !self.tickle().is_empty();
@@ -351,9 +411,10 @@ impl Policy for Rtds {
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
+        let before = self.timer_of(vcpu);
         self.vcpus.server_mut(vcpu).has_work = false;
         self.requeue(vcpu);
-        self.refresh_timer();
+        self.retime(vcpu, before);
         self.changed();
         self.is_running(vcpu)
     }
@@ -392,6 +453,9 @@ impl Policy for Rtds {
             None => Decision::IDLE,
         };
         if previous != decision.run {
+            // The VCPU that comes is eligible, so it has work and a timer already: only the
+            // one that leaves may lose its timer.
+            let before = previous.and_then(|v| self.timer_of(v));
             if let Some(v) = previous {
                 self.vcpus.get_mut(v).on = None;
             }
@@ -401,9 +465,9 @@ impl Policy for Rtds {
             }
             if let Some(v) = previous {
                 self.requeue(v);
+                self.retime(v, before);
             }
             self.current[pcpu.index()] = decision.run;
-            self.refresh_timer();
             self.changed();
         }
         decision
