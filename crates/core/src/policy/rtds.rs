@@ -130,7 +130,8 @@ pub struct Rtds {
     /// Several pcpus: the pcpus whose running VCPU was replenished since their last
     /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
-    /// The keys of the eligible VCPUs that run nowhere, most urgent first: kept up to date
+    /// Several pcpus: the keys of the eligible VCPUs that run nowhere, most urgent first
+    /// (with one pcpu it stays empty: see [`Rtds::requeue`]); kept up to date
     /// by every hook that changes eligibility, a key or `current` (through
     /// [`Rtds::requeue`]), so that `do_schedule` and [`Policy::tickle`] read the most
     /// urgent ones instead of looking at every VCPU.
@@ -163,7 +164,12 @@ impl Rtds {
 
     /// Puts `vcpu` in `waiting` under its current key if it is eligible and runs nowhere,
     /// and takes it out otherwise. Called after anything that may change that.
+    /// With one pcpu there is no queue: `do_schedule` looks at every VCPU, which costs
+    /// less than keeping the queue for the few VCPUs one pcpu serves.
     fn requeue(&mut self, vcpu: VcpuId) {
+        if !self.several_pcpus() {
+            return;
+        }
         let m = self.vcpus.get_mut(vcpu);
         let want = (m.server.eligible() && m.on.is_none()).then(|| m.key());
         if want == m.queued {
@@ -444,8 +450,13 @@ impl Policy for Rtds {
             .map(|v| self.vcpus.get(v))
             .filter(|m| m.server.eligible() && allowed(m.server.vcpu))
             .map(RtVcpu::key);
-        let waiter = self.waiting.iter().copied().find(|k| allowed(k.2));
-        let decision = match stay.into_iter().chain(waiter).min() {
+        let best = if several_pcpus {
+            let waiter = self.waiting.iter().copied().find(|k| allowed(k.2));
+            stay.into_iter().chain(waiter).min()
+        } else {
+            self.vcpus.pick(|_| true, RtVcpu::key).map(RtVcpu::key)
+        };
+        let decision = match best {
             Some((_, _, v)) => Decision {
                 run: Some(v),
                 slice: Some(self.vcpus.server(v).remaining),
@@ -588,6 +599,9 @@ impl Policy for Rtds {
             .map(RtVcpu::key)
             .collect();
         waiting.sort_unstable();
+        if !self.several_pcpus() {
+            waiting.clear();
+        }
         if waiting != self.waiting {
             return Err(format!(
                 "waiting queue {:?}, but the eligible VCPUs running nowhere are {waiting:?}",
@@ -595,7 +609,8 @@ impl Policy for Rtds {
             ));
         }
         for m in self.vcpus.iter() {
-            if m.queued != (m.server.eligible() && m.on.is_none()).then(|| m.key()) {
+            let queued = self.several_pcpus() && m.server.eligible() && m.on.is_none();
+            if m.queued != queued.then(|| m.key()) {
                 return Err(format!(
                     "vcpu {:?}: queued as {:?}",
                     m.server.vcpu, m.queued
