@@ -214,6 +214,29 @@ impl<T: EdfMember> EdfSet<T> {
         self.next_timer = self.earliest_deadline(timed);
     }
 
+    /// Updates the remembered timer after one member changed: `before` and `after` are its
+    /// deadline while it had a timer (`None`: no timer), before and after the change.
+    /// Recomputes from every member only when the change took away the earliest deadline.
+    pub fn retime(
+        &mut self,
+        before: Option<Nanos>,
+        after: Option<Nanos>,
+        timed: impl Fn(&T) -> bool,
+    ) {
+        if before == after {
+            return;
+        }
+        if let (Some(b), Some(n)) = (before, self.next_timer) {
+            if b == n && after.is_none_or(|a| a > b) {
+                self.refresh_timer(timed);
+                return;
+            }
+        }
+        if let Some(a) = after {
+            self.next_timer = Some(self.next_timer.map_or(a, |n| n.min(a)));
+        }
+    }
+
     /// The remembered earliest deadline with a timer.
     #[inline]
     pub fn next_timer(&self) -> Option<Nanos> {

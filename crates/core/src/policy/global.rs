@@ -131,6 +131,11 @@ impl Affinities {
             .unwrap_or(CpuSet::first(CpuSet::MAX))
     }
 
+    /// Whether every affinity set holds all of `pcpus`.
+    pub fn all_hold(&self, pcpus: CpuSet) -> bool {
+        self.0.iter().all(|a| pcpus.is_subset(*a))
+    }
+
     /// Whether `vcpu` may run on local pcpu `pcpu`.
     #[inline]
     pub fn allows(&self, vcpu: VcpuId, pcpu: u32) -> bool {

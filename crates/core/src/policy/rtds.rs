@@ -50,7 +50,7 @@
 //! lowest index (the migration it may cost is charged by the machine). Xen keeps one run
 //! queue per cpupool as rtvmm does, and no soft affinity is modelled.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
@@ -75,6 +75,10 @@ struct RtVcpu {
     server: EdfServer,
     /// 0 = real-time level; each extratime refill moves one level down (a larger number).
     level: u32,
+    /// The pcpu (local index) whose `current` it is, if any: `current` seen from the VCPU.
+    on: Option<u32>,
+    /// The key it is queued under in `Rtds::waiting`, if it is there.
+    queued: Option<RtKey>,
 }
 
 impl EdfMember for RtVcpu {
@@ -126,9 +130,21 @@ pub struct Rtds {
     /// Several pcpus: the pcpus whose running VCPU was replenished since their last
     /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
-    /// The waiting VCPUs [`Policy::tickle`] sorts, kept between calls so that it does not
-    /// allocate (it runs after every decision on a pool of several pcpus).
-    scratch: RefCell<Vec<(RtKey, CpuSet)>>,
+    /// Several pcpus: the keys of the eligible VCPUs that run nowhere, most urgent first
+    /// (with one pcpu it stays empty: see [`Rtds::requeue`]); kept up to date
+    /// by every hook that changes eligibility, a key or `current` (through
+    /// [`Rtds::requeue`]), so that `do_schedule` and [`Policy::tickle`] read the most
+    /// urgent ones instead of looking at every VCPU.
+    waiting: Vec<RtKey>,
+    /// The key each pcpu runs, as [`Policy::tickle`] reads it (kept between calls so that
+    /// it does not allocate: it runs after every decision on a pool of several pcpus).
+    running_keys: RefCell<Vec<Option<RtKey>>>,
+    /// Some VCPU's affinity leaves out a pcpu of the pool: [`Policy::tickle`] must then
+    /// look at every waiting VCPU, not only the most urgent ones.
+    restricted: bool,
+    /// [`Policy::tickle`]'s answer without `asked`, while nothing it reads has changed:
+    /// every hook that changes `current`, eligibility, a key or an affinity clears it.
+    tickled: Cell<Option<CpuSet>>,
 }
 
 impl Rtds {
@@ -139,8 +155,47 @@ impl Rtds {
             current: vec![None; pcpus.max(1) as usize],
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
-            scratch: RefCell::new(Vec::new()),
+            waiting: Vec::new(),
+            running_keys: RefCell::new(Vec::new()),
+            restricted: false,
+            tickled: Cell::new(None),
         }
+    }
+
+    /// Puts `vcpu` in `waiting` under its current key if it is eligible and runs nowhere,
+    /// and takes it out otherwise. Called after anything that may change that.
+    /// With one pcpu there is no queue: `do_schedule` looks at every VCPU, which costs
+    /// less than keeping the queue for the few VCPUs one pcpu serves.
+    fn requeue(&mut self, vcpu: VcpuId) {
+        if !self.several_pcpus() {
+            return;
+        }
+        let m = self.vcpus.get_mut(vcpu);
+        let want = (m.server.eligible() && m.on.is_none()).then(|| m.key());
+        if want == m.queued {
+            return;
+        }
+        let old = std::mem::replace(&mut m.queued, want);
+        if let Some(old) = old {
+            let at = self
+                .waiting
+                .binary_search(&old)
+                .expect("a queued VCPU is in the queue");
+            self.waiting.remove(at);
+        }
+        if let Some(new) = want {
+            let at = self
+                .waiting
+                .binary_search(&new)
+                .expect_err("keys are unique");
+            self.waiting.insert(at, new);
+        }
+    }
+
+    /// What [`Policy::tickle`] reads changed.
+    #[inline]
+    fn changed(&self) {
+        self.tickled.set(None);
     }
 
     fn several_pcpus(&self) -> bool {
@@ -149,22 +204,26 @@ impl Rtds {
 
     /// Like Xen's replenishment queue, only VCPUs with work (or running) have a timer.
     fn refresh_timer(&mut self) {
-        let current = &self.current;
         self.vcpus
-            .refresh_timer(|m| m.server.has_work || current.contains(&Some(m.server.vcpu)));
+            .refresh_timer(|m| m.server.has_work || m.on.is_some());
+    }
+
+    /// The deadline of `vcpu`'s replenishment timer, if it has one.
+    fn timer_of(&self, vcpu: VcpuId) -> Option<Nanos> {
+        let m = self.vcpus.get(vcpu);
+        (m.server.has_work || m.on.is_some()).then_some(m.server.deadline)
+    }
+
+    /// [`Self::refresh_timer`] after a change to `vcpu` alone, whose timer was `before`.
+    fn retime(&mut self, vcpu: VcpuId, before: Option<Nanos>) {
+        let after = self.timer_of(vcpu);
+        self.vcpus
+            .retime(before, after, |m| m.server.has_work || m.on.is_some());
     }
 
     fn earliest_timer(&self) -> Option<Nanos> {
         self.vcpus
             .earliest_deadline(|m| m.server.has_work || self.is_running(m.server.vcpu))
-    }
-
-    /// Whether `vcpu` is what another pcpu than `pcpu` runs.
-    fn runs_elsewhere(&self, vcpu: VcpuId, pcpu: PcpuId) -> bool {
-        self.current
-            .iter()
-            .enumerate()
-            .any(|(p, c)| p != pcpu.index() && *c == Some(vcpu))
     }
 
     /// The priority level of a VCPU (0 = real-time), for tests.
@@ -173,15 +232,18 @@ impl Rtds {
     }
 
     fn is_running(&self, vcpu: VcpuId) -> bool {
-        self.current.contains(&Some(vcpu))
+        self.vcpus.get(vcpu).on.is_some()
     }
 
     /// The pcpu `vcpu` runs on (local index), if any.
     fn pcpu_of(&self, vcpu: VcpuId) -> Option<u32> {
-        self.current
-            .iter()
-            .position(|c| *c == Some(vcpu))
-            .map(|p| p as u32)
+        self.vcpus.get(vcpu).on
+    }
+
+    /// Recomputes `restricted` after an affinity changed.
+    fn refresh_restricted(&mut self) {
+        let pool = CpuSet::first(self.current.len() as u32);
+        self.restricted = !self.affinity.all_hold(pool);
     }
 
     /// Whether an eligible `vcpu` should take a pcpu now: some pcpu idles, or it beats the
@@ -203,6 +265,78 @@ impl Rtds {
             }
         }
         worst_running.is_some_and(|w| m.key() < w)
+    }
+
+    /// [`global::tickle_targets`] over this pool (without `asked`).
+    fn tickle_targets(&self) -> CpuSet {
+        if self.restricted {
+            return self.tickle_targets_restricted();
+        }
+        let named = self.tickle_targets_full();
+        debug_assert_eq!(named, self.tickle_targets_restricted());
+        named
+    }
+
+    /// [`Self::tickle_targets`] when every affinity holds the whole pool.
+    fn tickle_targets_full(&self) -> CpuSet {
+        // Every affinity holds the whole pool. Then [`global::tickle_targets`] comes down
+        // to: the most urgent waiting VCPUs take the pcpus that idle (the lowest first),
+        // one each; each next one takes the unnamed pcpu running the largest key if it
+        // beats that key, and the first that does not stops the search.
+        let running = |p: usize| {
+            self.current[p]
+                .map(|v| self.vcpus.get(v))
+                .filter(|m| m.server.eligible())
+                .map(RtVcpu::key)
+        };
+        let pcpus = self.current.len();
+        let mut waiting = self.waiting.iter();
+        let mut named = CpuSet::EMPTY;
+        for p in 0..pcpus {
+            if running(p).is_none() {
+                if waiting.next().is_none() {
+                    return named;
+                }
+                named.insert(p as u32);
+            }
+        }
+        for &key in waiting {
+            let mut worst: Option<(RtKey, u32)> = None;
+            for p in 0..pcpus {
+                if named.contains(p as u32) {
+                    continue;
+                }
+                if let Some(k) = running(p) {
+                    if worst.is_none_or(|(w, _)| k > w) {
+                        worst = Some((k, p as u32));
+                    }
+                }
+            }
+            match worst {
+                Some((w, p)) if key < w => named.insert(p),
+                _ => break,
+            }
+        }
+        named
+    }
+
+    /// [`Self::tickle_targets`] when some affinity leaves out a pcpu of the pool (and, in
+    /// debug builds, the check of the shortcut taken when none does).
+    fn tickle_targets_restricted(&self) -> CpuSet {
+        let pcpus = self.current.len();
+        let mut running = self.running_keys.borrow_mut();
+        running.clear();
+        running.extend(self.current.iter().map(|c| {
+            c.map(|v| self.vcpus.get(v))
+                .filter(|m| m.server.eligible())
+                .map(RtVcpu::key)
+        }));
+        let running = |p: usize| running[p];
+        if global::nothing_to_tickle(pcpus, running, self.waiting.first().copied()) {
+            return CpuSet::EMPTY;
+        }
+        let affinity = |k: &RtKey| (*k, self.affinity.get(k.2));
+        global::tickle_targets(pcpus, running, self.waiting.iter().map(affinity))
     }
 }
 
@@ -235,6 +369,8 @@ impl Policy for Rtds {
         let mut m = RtVcpu {
             server: EdfServer::new(cx.now, vcpu, params),
             level: 0,
+            on: None,
+            queued: None,
         };
         if !params.offset.is_zero() && params.extratime {
             // Before its first period, only an extra-level budget.
@@ -242,7 +378,9 @@ impl Policy for Rtds {
             m.server.remaining = params.budget;
         }
         self.vcpus.insert(m);
+        self.requeue(vcpu);
         self.refresh_timer();
+        self.changed();
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
@@ -251,19 +389,27 @@ impl Policy for Rtds {
                 *c = None;
             }
         }
+        if let Some(key) = self.vcpus.get(vcpu).queued {
+            self.waiting.retain(|k| *k != key);
+        }
         self.vcpus.remove(vcpu);
         self.affinity.remove(vcpu);
+        self.refresh_restricted();
         self.refresh_timer();
+        self.changed();
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
+        let before = self.timer_of(vcpu);
         let m = self.vcpus.get_mut(vcpu);
         m.server.has_work = true;
         // Sleeping VCPUs have no replenishment timer: catch up now (Xen's rt_unit_wake).
         if cx.now >= m.server.deadline {
             m.replenish(cx);
         }
-        self.refresh_timer();
+        self.requeue(vcpu);
+        self.retime(vcpu, before);
+        self.changed();
         if self.several_pcpus() {
             return !self.tickle().is_empty();
         }
@@ -271,8 +417,11 @@ impl Policy for Rtds {
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
+        let before = self.timer_of(vcpu);
         self.vcpus.server_mut(vcpu).has_work = false;
-        self.refresh_timer();
+        self.requeue(vcpu);
+        self.retime(vcpu, before);
+        self.changed();
         self.is_running(vcpu)
     }
 
@@ -283,6 +432,8 @@ impl Policy for Rtds {
         let m = self.vcpus.get_mut(v);
         if m.server.consume(cx, ran, spent) {
             m.on_exhausted(cx);
+            // No longer eligible, or at a new level: only then does the tickle change.
+            self.changed();
         }
     }
 
@@ -290,23 +441,45 @@ impl Policy for Rtds {
         // With one pcpu nothing runs elsewhere and every affinity holds it; skip asking.
         let several_pcpus = self.several_pcpus();
         self.asked.remove(pcpu.0);
-        let decision = match self.vcpus.pick(
-            |m| {
-                !(several_pcpus
-                    && (self.runs_elsewhere(m.server.vcpu, pcpu)
-                        || !self.affinity.allows(m.server.vcpu, pcpu.0)))
-            },
-            RtVcpu::key,
-        ) {
-            Some(m) => Decision {
-                run: Some(m.server.vcpu),
-                slice: Some(m.server.remaining),
+        // The candidates: what this pcpu runs (if still eligible) and the VCPUs that run
+        // nowhere (with one pcpu every affinity holds it).
+        let previous = self.current[pcpu.index()];
+        let restricted = several_pcpus && self.restricted;
+        let allowed = |v: VcpuId| !restricted || self.affinity.allows(v, pcpu.0);
+        let stay = previous
+            .map(|v| self.vcpus.get(v))
+            .filter(|m| m.server.eligible() && allowed(m.server.vcpu))
+            .map(RtVcpu::key);
+        let best = if several_pcpus {
+            let waiter = self.waiting.iter().copied().find(|k| allowed(k.2));
+            stay.into_iter().chain(waiter).min()
+        } else {
+            self.vcpus.pick(|_| true, RtVcpu::key).map(RtVcpu::key)
+        };
+        let decision = match best {
+            Some((_, _, v)) => Decision {
+                run: Some(v),
+                slice: Some(self.vcpus.server(v).remaining),
             },
             None => Decision::IDLE,
         };
-        if self.current[pcpu.index()] != decision.run {
+        if previous != decision.run {
+            // The VCPU that comes is eligible, so it has work and a timer already: only the
+            // one that leaves may lose its timer.
+            let before = previous.and_then(|v| self.timer_of(v));
+            if let Some(v) = previous {
+                self.vcpus.get_mut(v).on = None;
+            }
+            if let Some(v) = decision.run {
+                self.vcpus.get_mut(v).on = Some(pcpu.0);
+                self.requeue(v);
+            }
+            if let Some(v) = previous {
+                self.requeue(v);
+                self.retime(v, before);
+            }
             self.current[pcpu.index()] = decision.run;
-            self.refresh_timer();
+            self.changed();
         }
         decision
     }
@@ -338,6 +511,7 @@ impl Policy for Rtds {
                 continue;
             }
             self.vcpus.get_mut(v).replenish(cx);
+            self.requeue(v);
             replenished = true;
             if self.several_pcpus() {
                 // A running VCPU's slice changed with its budget: re-arm it there.
@@ -351,6 +525,7 @@ impl Policy for Rtds {
         }
         if replenished {
             self.refresh_timer();
+            self.changed();
         }
         if self.several_pcpus() {
             return replenished && !self.tickle().is_empty();
@@ -360,13 +535,22 @@ impl Policy for Rtds {
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
         self.vcpus.server_mut(vcpu).adjust(params);
+        self.requeue(vcpu);
+        self.changed();
         self.is_running(vcpu)
     }
 
     fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
         self.affinity.set(vcpu, affinity);
+        self.refresh_restricted();
         crate::policy::global::stop_outside(&mut self.current, vcpu, affinity);
+        if self.vcpus.contains(vcpu) {
+            let m = self.vcpus.get_mut(vcpu);
+            m.on = m.on.filter(|&p| affinity.contains(p));
+            self.requeue(vcpu);
+        }
         self.refresh_timer();
+        self.changed();
         // Where it runs may be outside it (the machine reschedules that pcpu), and it may
         // now fit an idle pcpu.
         self.several_pcpus() && !self.tickle().is_empty()
@@ -376,32 +560,12 @@ impl Policy for Rtds {
         if !self.several_pcpus() {
             return CpuSet::EMPTY;
         }
-        let running = |p: usize| {
-            self.current[p]
-                .map(|v| self.vcpus.get(v))
-                .filter(|m| m.server.eligible())
-                .map(RtVcpu::key)
-        };
-        let waits = |m: &&RtVcpu| m.server.eligible() && !self.is_running(m.server.vcpu);
-        let best = self.vcpus.iter().filter(waits).map(RtVcpu::key).min();
-        let pcpus = self.current.len();
-        if global::nothing_to_tickle(pcpus, running, best) {
-            return self.asked;
+        if let Some(targets) = self.tickled.get() {
+            return self.asked.union(targets);
         }
-        let mut waiting = self.scratch.borrow_mut();
-        waiting.clear();
-        waiting.extend(
-            self.vcpus
-                .iter()
-                .filter(waits)
-                .map(|m| (m.key(), self.affinity.get(m.server.vcpu))),
-        );
-        waiting.sort_unstable_by_key(|w| w.0);
-        self.asked.union(global::tickle_targets(
-            pcpus,
-            running,
-            waiting.iter().copied(),
-        ))
+        let targets = self.tickle_targets();
+        self.tickled.set(Some(targets));
+        self.asked.union(targets)
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
@@ -428,8 +592,47 @@ impl Policy for Rtds {
                 ));
             }
         }
+        let mut waiting: Vec<RtKey> = self
+            .vcpus
+            .iter()
+            .filter(|m| m.server.eligible() && m.on.is_none())
+            .map(RtVcpu::key)
+            .collect();
+        waiting.sort_unstable();
+        if !self.several_pcpus() {
+            waiting.clear();
+        }
+        if waiting != self.waiting {
+            return Err(format!(
+                "waiting queue {:?}, but the eligible VCPUs running nowhere are {waiting:?}",
+                self.waiting
+            ));
+        }
+        for m in self.vcpus.iter() {
+            let queued = self.several_pcpus() && m.server.eligible() && m.on.is_none();
+            if m.queued != queued.then(|| m.key()) {
+                return Err(format!(
+                    "vcpu {:?}: queued as {:?}",
+                    m.server.vcpu, m.queued
+                ));
+            }
+            if let Some(p) = m.on {
+                if self.current.get(p as usize) != Some(&Some(m.server.vcpu)) {
+                    return Err(format!(
+                        "vcpu {:?}: marked as running on pcpu {p}, which runs {:?}",
+                        m.server.vcpu,
+                        self.current.get(p as usize)
+                    ));
+                }
+            }
+        }
         for (p, c) in self.current.iter().enumerate() {
             if let Some(v) = c {
+                if self.vcpus.contains(*v) && self.vcpus.get(*v).on != Some(p as u32) {
+                    return Err(format!(
+                        "pcpu {p} runs vcpu {v:?}, not marked as running there"
+                    ));
+                }
                 if !self.vcpus.contains(*v) {
                     return Err(format!("pcpu {p} runs unknown vcpu {v:?}"));
                 }
