@@ -632,6 +632,7 @@ impl Guest {
     /// VCPU `vcpu` ran from `start` for `ran` (no longer than
     /// [`Self::time_to_completion_on`]): its job progresses. Returns the job if it finished
     /// (at `start + ran`). For one VCPU, [`Self::run`].
+    #[inline]
     pub fn run_on(&mut self, vcpu: u32, start: Nanos, ran: Nanos) -> Option<Job> {
         let Some(smp) = self.smp.as_deref_mut() else {
             return self.run(start, ran);

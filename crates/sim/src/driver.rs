@@ -585,6 +585,7 @@ impl Simulation {
 
     /// Finds the VCPUs making progress on the pcpus (`self.running`), and tells each guest
     /// of several VCPUs which of its VCPUs run.
+    #[inline(always)]
     fn find_running(&mut self) {
         self.running.clear();
         for p in 0..self.machine.config().pcpus {
@@ -604,6 +605,7 @@ impl Simulation {
     }
 
     /// The instant of the next event, capped at `end` (a running job may finish first).
+    #[inline(always)]
     fn next_instant(&self, end: Nanos, running: &[(VcpuId, usize, u32)]) -> Nanos {
         let mut t = self.machine_due.min(end);
         if let Some(Reverse((at, _, _))) = self.releases.peek() {
@@ -624,6 +626,7 @@ impl Simulation {
     }
 
     /// VCPU `v` (VCPU `j` of domain `d`) ran during `[now, t)`: its job progresses.
+    #[inline(always)]
     fn run_vcpu(&mut self, v: VcpuId, d: usize, j: u32, t: Nanos) {
         let start = self.now;
         let guest = &mut self.domains[d].guest;
