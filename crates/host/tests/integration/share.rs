@@ -29,15 +29,22 @@ pub fn a_20_percent_domain_gets_20_percent_under_every_server_policy() {
         let accounted = 100.0 * results.domains[0].vcpus[0].run_ns as f64 / seconds;
         let rest = 100.0 * host.domain_cpu_ns[1] as f64 / seconds;
         eprintln!(
-            "{policy:?}: d20 had {got:.2}% (accounted {accounted:.2}%), the busy domain {rest:.2}%"
+            "{policy:?}: d20 had {got:.2}% (accounted {accounted:.2}%), the busy domain \
+             {rest:.2}%; worst wake-up {:.2} ms late",
+            host.tick_lateness_ns.max as f64 / 1e6
         );
         assert!(
             (got - 20.0).abs() <= TOLERANCE,
             "{policy:?}: the 20% domain had {got:.2}% of the core"
         );
+        // A budget runs out when the scheduler thread wakes for it: a host stall that wakes
+        // it late lets the VCPU run on until then, so one stall's worth more is allowed.
+        let stall = 100.0 * host.tick_lateness_ns.max as f64 / seconds;
         assert!(
-            (accounted - 20.0).abs() <= ACCOUNTED_TOLERANCE,
-            "{policy:?}: its VCPU was accounted {accounted:.2}%"
+            (accounted - 20.0).abs() <= ACCOUNTED_TOLERANCE + stall,
+            "{policy:?}: its VCPU was accounted {accounted:.2}% (the run's worst wake-up was \
+             {:.2} ms late)",
+            host.tick_lateness_ns.max as f64 / 1e6
         );
         assert!(
             rest >= 70.0,
