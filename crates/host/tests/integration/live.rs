@@ -18,7 +18,9 @@ use rtvmm_sim::results::RunResults;
 use rtvmm_sim::{Change, Simulation, SystemSpec, TimedChange};
 use serde_json::{json, Value};
 
-use crate::util::{eventually, ms, options, run_cgroup, skip, twenty_percent};
+use crate::util::{
+    eventually, late, ms, options, replenishments, run_cgroup, skip, twenty_percent,
+};
 
 /// Runs `system` for `duration` with a control socket, `client` talking to it from
 /// another thread (from about the run's start); returns the run and what the client
@@ -117,10 +119,6 @@ fn mean(values: &[u64]) -> f64 {
 /// How late an event may be recorded after its due instant: the run's own worst wake-up
 /// lateness (tens of microseconds, at times milliseconds on a virtual machine whose host
 /// stalls it), plus 100 µs for the work between the wake-up and the event.
-fn late(run: &rtvmm_host::executor::HostRun) -> u64 {
-    let host = run.results.host.as_ref().expect("a host section");
-    host.tick_lateness_ns.max + 100_000
-}
 /// A window's run time is the budget give or take the lateness of the wake-ups that
 /// start and end it (means over a hundred windows: a fraction of that).
 const WINDOW_TOLERANCE_NS: f64 = 250_000.0;
@@ -168,15 +166,7 @@ pub fn a_live_sched_set_takes_effect_at_the_next_replenishment() {
     let period = ms(10).as_ns();
     let late = late(&run);
     let (events, _) = run.trace.as_ref().expect("a trace");
-    let replenishments: Vec<(u64, Nanos)> = events
-        .iter()
-        .filter_map(|(at, e)| match e {
-            TraceEvent::Core(CoreEvent::Replenish { vcpu, budget }) if *vcpu == VcpuId(0) => {
-                Some((at.as_ns(), *budget))
-            }
-            _ => None,
-        })
-        .collect();
+    let replenishments = replenishments(&run);
     for &(at, budget) in replenishments.iter().filter(|(at, _)| *at < lo) {
         assert_eq!(budget, ms(2), "before the change, at {at} ns");
         assert!(

@@ -314,3 +314,25 @@ pub fn run_cgroup(pid: u32) -> Option<std::path::PathBuf> {
 pub fn exists(path: &Option<std::path::PathBuf>) -> bool {
     path.as_deref().is_some_and(Path::exists)
 }
+
+/// The run's worst timer wake-up lateness plus 100 µs: how late a timed event may be
+/// recorded in a real run.
+pub fn late(run: &HostRun) -> u64 {
+    let host = run.results.host.as_ref().expect("a host section");
+    host.tick_lateness_ns.max + 100_000
+}
+
+/// Every replenishment of VCPU 0 in the run's trace: (instant in ns, new budget).
+pub fn replenishments(run: &HostRun) -> Vec<(u64, Nanos)> {
+    let (events, _) = run.trace.as_ref().expect("a trace");
+    events
+        .iter()
+        .filter_map(|(at, e)| match e {
+            rtvmm_sim::driver::TraceEvent::Core(rtvmm_core::event::CoreEvent::Replenish {
+                vcpu,
+                budget,
+            }) if *vcpu == rtvmm_core::model::VcpuId(0) => Some((at.as_ns(), *budget)),
+            _ => None,
+        })
+        .collect()
+}

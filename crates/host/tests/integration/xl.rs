@@ -16,7 +16,7 @@ use rtvmm_sim::driver::TraceEvent;
 use rtvmm_sim::{Change, TimedChange};
 use serde_json::json;
 
-use crate::util::{busy, ms, options, skip, system};
+use crate::util::{busy, late, ms, options, replenishments, skip, system};
 
 fn call(path: &Path, line: &str) -> Reply {
     let request = json!({"v": 1, "cmd": "xl", "xl": line});
@@ -136,24 +136,9 @@ pub fn xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget() {
     let (lo, hi) = (lo.as_of_ns, hi.as_of_ns);
 
     let period = ms(10).as_ns();
-    let late = run
-        .results
-        .host
-        .as_ref()
-        .expect("a host section")
-        .tick_lateness_ns
-        .max
-        + 100_000;
+    let late = late(&run);
     let (events, _) = run.trace.as_ref().expect("a trace");
-    let replenishments: Vec<(u64, Nanos)> = events
-        .iter()
-        .filter_map(|(at, e)| match e {
-            TraceEvent::Core(CoreEvent::Replenish { vcpu, budget }) if *vcpu == VcpuId(0) => {
-                Some((at.as_ns(), *budget))
-            }
-            _ => None,
-        })
-        .collect();
+    let replenishments = replenishments(&run);
     for &(at, _) in &replenishments {
         assert!(
             at % period < late,
