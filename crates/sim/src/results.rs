@@ -806,8 +806,17 @@ impl RunResults {
             let _ = writeln!(
                 out,
                 "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  within",
-                "chain", "instances", "min", "mean", "std-dev", "p50", "p99", "max"
+                "chain",
+                "instances",
+                "min ms",
+                "mean ms",
+                "std-dev ms",
+                "p50 ms",
+                "p99 ms",
+                "max ms"
             );
+            // Milliseconds with three decimals, as the per-job columns above.
+            let ms = |ns: f64| format!("{:.3}", ns / 1e6);
             for c in &self.chains {
                 let l = &c.latency_ns;
                 let within: Vec<String> = c
@@ -820,12 +829,12 @@ impl RunResults {
                     "{:<12} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}",
                     c.name,
                     c.instances,
-                    Nanos(l.min).to_string(),
-                    Nanos(l.mean.round() as u64).to_string(),
-                    Nanos(c.latency_std_dev_ns.round() as u64).to_string(),
-                    Nanos(l.p50).to_string(),
-                    Nanos(l.p99).to_string(),
-                    Nanos(l.max).to_string(),
+                    ms(l.min as f64),
+                    ms(l.mean),
+                    ms(c.latency_std_dev_ns),
+                    ms(l.p50 as f64),
+                    ms(l.p99 as f64),
+                    ms(l.max as f64),
                     within.join(", ")
                 );
             }
