@@ -54,10 +54,10 @@
 //!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
 //!         guest: GuestScheduler::Rm,
 //!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
-//!,
 //!         placement: Default::default(),
 //!     }],
 //!     changes: vec![],
+//!     chains: vec![],
 //! };
 //! // The helper program must dispatch `HELPER_ARG` to `rtvmm_host::helper_main`.
 //! let helper = HelperCommand::this_program().unwrap();
