@@ -51,8 +51,7 @@ use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
 use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::{
-    Arinc653Table, BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind, PolicySettings,
-    Spent, TickInterval,
+    BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind, Spent, TickInterval,
 };
 use crate::time::Nanos;
 
@@ -294,6 +293,12 @@ impl Pcpu {
     fn request(&mut self, reason: ScheduleReason) {
         self.resched = Some(self.resched.map_or(reason, |r| r.min(reason)));
     }
+}
+
+/// Whether a VCPU of affinity `affinity` in a pool of `pcpus` pcpus scheduled by `kind`
+/// breaks the partitioned policies' rule: on several pcpus, one pcpu per VCPU.
+fn needs_pinning(kind: PolicyKind, pcpus: usize, affinity: CpuSet) -> bool {
+    pcpus > 1 && !kind.schedules_globally() && affinity.len() != 1
 }
 
 /// A cpupool as configured: its name, its pcpus (machine ids) and its policy, with the
@@ -703,6 +708,18 @@ impl Machine {
         pool: usize,
         affinity: Option<CpuSet>,
     ) -> Result<(), MachineError> {
+        self.check_affinity_under(id, pool, affinity, self.pools[pool].policy_config.kind())
+    }
+
+    /// [`Self::check_affinity`] as if the pool's policy were of kind `kind` (a hot swap
+    /// checks before it swaps).
+    fn check_affinity_under(
+        &self,
+        id: u32,
+        pool: usize,
+        affinity: Option<CpuSet>,
+        kind: PolicyKind,
+    ) -> Result<(), MachineError> {
         let p = &self.pools[pool];
         let pool_cpus = p.cpuset();
         if p.cpus.is_empty() {
@@ -719,8 +736,7 @@ impl Machine {
                 pool_pcpus: pool_cpus,
             });
         }
-        let kind = p.policy_config.kind();
-        if p.cpus.len() > 1 && !kind.schedules_globally() && a.len() != 1 {
+        if needs_pinning(kind, p.cpus.len(), a) {
             return Err(MachineError::NeedsPinning {
                 vcpu: id,
                 policy: kind,
@@ -915,36 +931,14 @@ impl Machine {
                     error,
                 })?;
         }
-        self.with_policy_kind(pool, config.kind(), |m| {
-            for (i, e) in m.vcpus.iter().enumerate() {
-                if e.present && e.pool == pool {
-                    m.check_affinity(i as u32, pool, e.affinity)?;
-                }
+        for (i, e) in self.vcpus.iter().enumerate() {
+            if e.present && e.pool == pool {
+                self.check_affinity_under(i as u32, pool, e.affinity, config.kind())?;
             }
-            Ok(())
-        })?;
+        }
         self.account(now);
         self.rebuild_pool(now, pool, Some(config));
         Ok(())
-    }
-
-    /// Runs `check` as if pool `pool`'s policy were of kind `kind` (only the kind is read).
-    fn with_policy_kind(
-        &mut self,
-        pool: usize,
-        kind: PolicyKind,
-        check: impl FnOnce(&Machine) -> Result<(), MachineError>,
-    ) -> Result<(), MachineError> {
-        let stand_in = PolicySettings::default()
-            .config(kind)
-            .unwrap_or(PolicyConfig::Arinc653(Arinc653Table {
-                major_frame: Nanos(1),
-                minor_frames: Vec::new(),
-            }));
-        let saved = std::mem::replace(&mut self.pools[pool].policy_config, stand_in);
-        let result = check(self);
-        self.pools[pool].policy_config = saved;
-        result
     }
 
     /// `xl cpupool-create NAME sched=POLICY`: a new pool without pcpus.
@@ -1029,8 +1023,7 @@ impl Machine {
         let (name, kind, left) = (p.name.clone(), p.policy_config.kind(), p.cpus.len() - 1);
         for &i in &members {
             let a = self.vcpus[i].affinity.unwrap_or(rest).intersection(rest);
-            let partitioned = left > 1 && !kind.schedules_globally() && a.len() != 1;
-            if a.is_empty() || partitioned {
+            if a.is_empty() || needs_pinning(kind, left, a) {
                 return Err(MachineError::AffinityOutsidePool {
                     vcpu: i as u32,
                     affinity: self.vcpus[i].affinity.unwrap_or(p.cpuset()),
