@@ -290,6 +290,22 @@ impl Pcpu {
         }
     }
 
+    /// Whatever it runs stops: it idles at once, or, in the middle of a scheduling
+    /// overhead, when the overhead ends, with IDLE as the decision it pays for.
+    fn stop(&mut self) {
+        self.activity = match self.activity {
+            Activity::Overhead { since, until, .. } => Activity::Overhead {
+                since,
+                until,
+                decision: Decision::IDLE,
+                reason: ScheduleReason::Reconfigure,
+            },
+            _ => Activity::Idle,
+        };
+        self.last_run = None;
+        self.slice_end = None;
+    }
+
     fn request(&mut self, reason: ScheduleReason) {
         self.resched = Some(self.resched.map_or(reason, |r| r.min(reason)));
     }
@@ -851,17 +867,7 @@ impl Machine {
             if p.current() != Some(vcpu) || !on.contains(c as u32) {
                 continue;
             }
-            p.activity = match p.activity {
-                Activity::Overhead { since, until, .. } => Activity::Overhead {
-                    since,
-                    until,
-                    decision: Decision::IDLE,
-                    reason: ScheduleReason::Reconfigure,
-                },
-                _ => Activity::Idle,
-            };
-            p.last_run = None;
-            p.slice_end = None;
+            p.stop();
             p.request(ScheduleReason::Reconfigure);
         }
     }
@@ -960,19 +966,7 @@ impl Machine {
     /// Makes pcpu `c` idle and asks it to decide again.
     fn release_pcpu(&mut self, c: u32) {
         let p = &mut self.pcpus[c as usize];
-        if let Activity::Running(_) = p.activity {
-            p.activity = Activity::Idle;
-        }
-        if let Activity::Overhead { since, until, .. } = p.activity {
-            p.activity = Activity::Overhead {
-                since,
-                until,
-                decision: Decision::IDLE,
-                reason: ScheduleReason::Reconfigure,
-            };
-        }
-        p.last_run = None;
-        p.slice_end = None;
+        p.stop();
         p.next_tick = None;
         p.resched = None;
     }
