@@ -254,11 +254,7 @@ impl Scenario {
 
     /// The machine the run starts with (its pools, or one of every pcpu), without VCPUs.
     fn machine(&self) -> Result<Machine, MachineError> {
-        if self.system.pools.is_empty() {
-            Machine::new(self.system.machine, self.system.policy.clone())
-        } else {
-            Machine::with_pools(self.system.machine, self.system.pools.clone())
-        }
+        self.system.machine()
     }
 
     /// Plays the file's domains and events on a machine without work, in order, so that

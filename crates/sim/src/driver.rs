@@ -263,11 +263,7 @@ impl Simulation {
     /// Builds the system at time 0. `record` turns on trace recording.
     pub fn new(spec: &SystemSpec, seed: u64, record: bool) -> Result<Simulation, SimError> {
         spec.check_links()?;
-        let mut machine = if spec.pools.is_empty() {
-            Machine::new(spec.machine, spec.policy.clone())?
-        } else {
-            Machine::with_pools(spec.machine, spec.pools.clone())?
-        };
+        let mut machine = spec.machine()?;
         machine.set_recording(record);
         let mut sim = Simulation {
             machine,

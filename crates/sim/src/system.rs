@@ -8,7 +8,7 @@
 //! docs, "Limits"); a system built in code must keep its times within the same bound.
 
 use rtvmm_core::guest::Arrival;
-use rtvmm_core::machine::{MachineConfig, PoolSpec};
+use rtvmm_core::machine::{Machine, MachineConfig, MachineError, PoolSpec};
 use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::{PolicyConfig, PolicySettings, TickInterval};
 use rtvmm_core::xl::XlCommand;
@@ -109,6 +109,16 @@ pub enum ChainProblem {
 }
 
 impl SystemSpec {
+    /// The machine the system starts with, without VCPUs: its pools, or one pool
+    /// (`Pool-0`) of every pcpu under `policy`. The one place a system becomes a machine.
+    pub fn machine(&self) -> Result<Machine, MachineError> {
+        if self.pools.is_empty() {
+            Machine::new(self.machine, self.policy.clone())
+        } else {
+            Machine::with_pools(self.machine, self.pools.clone())
+        }
+    }
+
     /// Every domain the run may have: the first ones, then those added by changes.
     fn all_domains(&self) -> impl Iterator<Item = &DomainSpec> {
         self.domains

@@ -36,7 +36,7 @@ impl StandIn {
         requests: Receiver<Request>,
     ) -> Result<StandIn, MachineError> {
         let system = &scenario.system;
-        let mut machine = Machine::new(system.machine, system.policy.clone())?;
+        let mut machine = system.machine()?;
         let mut domains = Domains::new(scenario.scheduler.clone());
         for (i, domain) in system.domains.iter().enumerate() {
             let vcpu = machine.add_vcpu(Nanos::ZERO, DomainId(i as u32), domain.vcpu.clone())?;

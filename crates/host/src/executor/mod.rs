@@ -192,7 +192,8 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
     });
     // An `xl` event that names a pcpu this executor does not drive is refused before the
     // run (what the machine refuses was refused when the scenario was read).
-    let probe = Machine::new(system.machine, system.policy.clone())
+    let probe = system
+        .machine()
         .map_err(|e| HostError::Machine(e.to_string()))?;
     for c in &system.changes {
         if let Change::Xl(command) = &c.change {
@@ -651,7 +652,8 @@ impl Run {
             TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
         )
         .map_err(|e| HostError::io("timerfd")(e.into()))?;
-        let mut machine = Machine::new(system.machine, system.policy.clone())
+        let mut machine = system
+            .machine()
             .map_err(|e| HostError::Machine(e.to_string()))?;
         machine.set_recording(options.record_trace);
         let settings = control
