@@ -97,6 +97,17 @@ impl CpuSet {
         (self.0 != 0).then(|| self.0.trailing_zeros())
     }
 
+    /// The members in cyclic order from `start`: those ≥ `start` smallest first, then
+    /// those below it (Xen's `cpumask_cycle` walk).
+    pub fn iter_from(self, start: u32) -> impl Iterator<Item = u32> {
+        let above = if start >= Self::MAX {
+            0
+        } else {
+            self.0 & (u64::MAX << start)
+        };
+        CpuSet(above).iter().chain(CpuSet(self.0 & !above).iter())
+    }
+
     /// The members, smallest first.
     pub fn iter(self) -> impl Iterator<Item = u32> {
         let mut bits = self.0;
@@ -161,5 +172,10 @@ mod tests {
         assert_eq!(CpuSet::from_indices([64]), None);
         assert_eq!(CpuSet::first(64).len(), 64);
         assert_eq!(s.iter().collect::<Vec<_>>(), vec![0, 1, 2, 5, 7, 8]);
+        assert_eq!(s.iter_from(5).collect::<Vec<_>>(), vec![5, 7, 8, 0, 1, 2]);
+        assert_eq!(s.iter_from(3).collect::<Vec<_>>(), vec![5, 7, 8, 0, 1, 2]);
+        assert_eq!(s.iter_from(0).collect::<Vec<_>>(), vec![0, 1, 2, 5, 7, 8]);
+        assert_eq!(s.iter_from(9).collect::<Vec<_>>(), vec![0, 1, 2, 5, 7, 8]);
+        assert_eq!(s.iter_from(64).collect::<Vec<_>>(), vec![0, 1, 2, 5, 7, 8]);
     }
 }

@@ -523,6 +523,9 @@ impl Policy for Credit {
         match next {
             Some(next) => {
                 self.current[pcpu.index()] = Some(next);
+                if self.several_pcpus() {
+                    self.affinity.ran(next, pcpu.0);
+                }
                 Decision {
                     run: Some(next),
                     slice: Some(self.config.slice()),
@@ -603,7 +606,7 @@ impl Policy for Credit {
         let waiting = self
             .runq
             .iter()
-            .map(|&v| (self.get(v).class, self.affinity.get(v)));
+            .map(|&v| (self.get(v).class, self.affinity.placement(v)));
         self.asked
             .union(global::tickle_targets(self.current.len(), running, waiting))
     }

@@ -106,7 +106,7 @@ impl Policy for Deferrable {
             },
             None => Decision::IDLE,
         };
-        self.global.current[pcpu.index()] = decision.run;
+        self.global.run_on(pcpu.0, decision.run);
         decision
     }
 

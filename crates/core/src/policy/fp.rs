@@ -975,6 +975,15 @@ impl GlobalFp {
         global::stop_outside(&mut self.current, vcpu, affinity);
     }
 
+    /// Pcpu `pcpu` runs `run` from now (what its `do_schedule` chose).
+    #[inline]
+    pub fn run_on(&mut self, pcpu: u32, run: Option<VcpuId>) {
+        self.current[pcpu as usize] = run;
+        if let Some(v) = run.filter(|_| self.several()) {
+            self.affinity.ran(v, pcpu);
+        }
+    }
+
     /// Whether the pool has several pcpus.
     #[inline]
     pub fn several(&self) -> bool {
@@ -1045,7 +1054,7 @@ impl GlobalFp {
         let waiting = servers
             .iter()
             .filter(|s| eligible(s) && !self.is_running(s.vcpu))
-            .map(|s| (s.key(), self.affinity.get(s.vcpu)));
+            .map(|s| (s.key(), self.affinity.placement(s.vcpu)));
         self.asked
             .union(global::tickle_targets(self.current.len(), running, waiting))
     }

@@ -5,10 +5,14 @@
 //! # Tickling
 //! A policy describes, per pcpu, the key of what it runs (`None`: it idles, or what it runs
 //! is no longer eligible and leaves at its next `do_schedule`), and lists the eligible
-//! VCPUs that run nowhere, most urgent first, each with its affinity. For each of those in
-//! turn: a pcpu of its affinity that idles (the lowest index) is named; else the pcpu of its
-//! affinity that runs the least urgent VCPU, if the waiting VCPU's key beats that one's.
-//! Each pcpu is named once (Xen's `prv->tickled`), so a second waiting VCPU looks further.
+//! VCPUs that run nowhere, most urgent first, each with its affinity and the pcpu it last
+//! ran on. For each of those in turn: a pcpu of its affinity that idles is named; else the
+//! pcpu of its affinity that runs the least urgent VCPU, if the waiting VCPU's key beats
+//! that one's. Both searches walk the pcpus as Xen's `runq_tickle` does
+//! (`cpumask_cycle`): from the pcpu the VCPU last ran on (for its cache), upwards, wrapping
+//! around; a VCPU that never ran starts at the lowest. Among equally unurgent running
+//! VCPUs the first met is named. Each pcpu is named once (Xen's `prv->tickled`), so a
+//! second waiting VCPU looks further.
 //!
 //! Why it converges: a named pcpu's `do_schedule` picks the most urgent eligible VCPU
 //! allowed there and running nowhere else, which is at least as urgent as the VCPU that
@@ -32,17 +36,17 @@ pub fn stop_outside(current: &mut [Option<VcpuId>], vcpu: VcpuId, affinity: CpuS
 
 /// The pcpus (local indices `0..pcpus`) that must reschedule: see the module note.
 /// `running(p)` is the key of what pcpu p runs (`None`: idle, or not eligible any more);
-/// `waiting` are the eligible VCPUs running nowhere, most urgent first, with their
-/// affinity. A smaller key is more urgent; a waiting VCPU preempts only a strictly greater
-/// key. Allocates nothing: it runs after every decision on a pool of several pcpus.
+/// `waiting` are the eligible VCPUs running nowhere, most urgent first, each with its
+/// [`Placement`]. A smaller key is more urgent; a waiting VCPU preempts only a strictly
+/// greater key. Allocates nothing: it runs after every decision on a pool of several pcpus.
 pub fn tickle_targets<K: Ord + Copy>(
     pcpus: usize,
     running: impl Fn(usize) -> Option<K>,
-    waiting: impl IntoIterator<Item = (K, CpuSet)>,
+    waiting: impl IntoIterator<Item = (K, Placement)>,
 ) -> CpuSet {
     let all = CpuSet::first(pcpus as u32);
     let mut named = CpuSet::EMPTY;
-    for (key, affinity) in waiting {
+    for (key, Placement { affinity, last }) in waiting {
         // Waiting VCPUs come most urgent first: once one cannot take any pcpu not yet
         // named (none idles, and it beats none of them), no later one can.
         if nothing_to_tickle_on(all.intersection(named.complement()), &running, Some(key)) {
@@ -52,13 +56,17 @@ pub fn tickle_targets<K: Ord + Copy>(
         if free.is_empty() {
             continue;
         }
-        if let Some(idle) = free.iter().find(|&p| running(p as usize).is_none()) {
+        let start = last.unwrap_or(0);
+        if let Some(idle) = free
+            .iter_from(start)
+            .find(|&p| running(p as usize).is_none())
+        {
             named.insert(idle);
             continue;
         }
-        // The least urgent running VCPU of its affinity (the lowest index among equals).
+        // The least urgent running VCPU of its affinity (the first met among equals).
         let mut worst: Option<(K, u32)> = None;
-        for p in free.iter() {
+        for p in free.iter_from(start) {
             if let Some(k) = running(p as usize) {
                 if worst.is_none_or(|(w, _)| k > w) {
                     worst = Some((k, p));
@@ -108,32 +116,67 @@ fn nothing_to_tickle_on<K: Ord + Copy>(
     worst.is_none_or(|w| best >= w)
 }
 
-/// Each VCPU's hard affinity in the pool's local indices; a VCPU whose affinity was never
-/// set may run anywhere.
+/// Where a VCPU may run (its hard affinity, in the pool's local indices) and the pcpu it
+/// last ran on (local index; `None`: never), as [`tickle_targets`] reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub affinity: CpuSet,
+    pub last: Option<u32>,
+}
+
+impl Placement {
+    /// A VCPU that may run anywhere and never ran.
+    pub const ANYWHERE: Placement = Placement {
+        affinity: CpuSet::ALL,
+        last: None,
+    };
+}
+
+/// Each VCPU's [`Placement`]; a VCPU whose affinity was never set may run anywhere.
 #[derive(Clone, Debug, Default)]
-pub struct Affinities(VcpuTable<CpuSet>);
+pub struct Affinities(VcpuTable<Placement>);
 
 impl Affinities {
+    /// Sets the VCPU's affinity (keeping where it last ran).
     pub fn set(&mut self, vcpu: VcpuId, affinity: CpuSet) {
-        self.0.insert(vcpu, affinity);
+        let last = self.placement(vcpu).last;
+        self.0.insert(vcpu, Placement { affinity, last });
     }
 
     pub fn remove(&mut self, vcpu: VcpuId) {
         self.0.remove(vcpu);
     }
 
+    /// The VCPU was chosen to run on local pcpu `pcpu`.
+    #[inline]
+    pub fn ran(&mut self, vcpu: VcpuId, pcpu: u32) {
+        match self.0.try_get_mut(vcpu) {
+            Some(p) => p.last = Some(pcpu),
+            None => self.0.insert(
+                vcpu,
+                Placement {
+                    last: Some(pcpu),
+                    ..Placement::ANYWHERE
+                },
+            ),
+        }
+    }
+
+    /// The VCPU's placement (anywhere, never ran, if never set).
+    #[inline]
+    pub fn placement(&self, vcpu: VcpuId) -> Placement {
+        self.0.try_get(vcpu).copied().unwrap_or(Placement::ANYWHERE)
+    }
+
     /// The VCPU's affinity (every pcpu if never set).
     #[inline]
     pub fn get(&self, vcpu: VcpuId) -> CpuSet {
-        self.0
-            .try_get(vcpu)
-            .copied()
-            .unwrap_or(CpuSet::first(CpuSet::MAX))
+        self.placement(vcpu).affinity
     }
 
     /// Whether every affinity set holds all of `pcpus`.
     pub fn all_hold(&self, pcpus: CpuSet) -> bool {
-        self.0.iter().all(|a| pcpus.is_subset(*a))
+        self.0.iter().all(|a| pcpus.is_subset(a.affinity))
     }
 
     /// Whether `vcpu` may run on local pcpu `pcpu`.
@@ -151,11 +194,56 @@ mod tests {
         CpuSet::from_indices(i.iter().copied()).unwrap()
     }
 
+    /// Waiting VCPUs that never ran.
     fn tickle_targets<const N: usize>(
         running: &[Option<u32>; N],
         waiting: impl IntoIterator<Item = (u32, CpuSet)>,
     ) -> CpuSet {
-        super::tickle_targets(N, |p| running[p], waiting)
+        let never_ran = |(k, affinity)| {
+            (
+                k,
+                Placement {
+                    affinity,
+                    last: None,
+                },
+            )
+        };
+        super::tickle_targets(N, |p| running[p], waiting.into_iter().map(never_ran))
+    }
+
+    /// Waiting VCPUs with the pcpu they last ran on.
+    fn tickle_from<const N: usize>(
+        running: &[Option<u32>; N],
+        waiting: impl IntoIterator<Item = (u32, CpuSet, u32)>,
+    ) -> CpuSet {
+        let ran = |(k, affinity, last)| {
+            let last = Some(last);
+            (k, Placement { affinity, last })
+        };
+        super::tickle_targets(N, |p| running[p], waiting.into_iter().map(ran))
+    }
+
+    #[test]
+    fn the_search_starts_where_the_vcpu_last_ran_and_wraps_around() {
+        let all = set(&[0, 1, 2, 3]);
+        // Pcpus 0 and 2 idle. A VCPU that last ran on 2 takes 2; one that last ran on 3
+        // finds 3 busy and wraps around to 0; one that last ran on 1 goes up to 2. A VCPU
+        // that never ran takes the lowest, 0.
+        let run = [None, Some(5), None, Some(6)];
+        assert_eq!(tickle_from(&run, [(1, all, 2)]), set(&[2]));
+        assert_eq!(tickle_from(&run, [(1, all, 3)]), set(&[0]));
+        assert_eq!(tickle_from(&run, [(1, all, 1)]), set(&[2]));
+        assert_eq!(tickle_targets(&run, [(1, all)]), set(&[0]));
+        // Two waiters: the first takes its own pcpu 2, the second (last on 2 as well) goes
+        // on to the next idle one, wrapping to 0.
+        assert_eq!(tickle_from(&run, [(1, all, 2), (2, all, 2)]), set(&[0, 2]));
+        // Nobody idles and pcpus 1 and 3 run equally unurgent VCPUs (key 7): the first met
+        // from where the waiter last ran is named — 3 from 2, 1 from 0.
+        let busy = [Some(2), Some(7), Some(3), Some(7)];
+        assert_eq!(tickle_from(&busy, [(4, all, 2)]), set(&[3]));
+        assert_eq!(tickle_from(&busy, [(4, all, 0)]), set(&[1]));
+        // The affinity still bounds the search: last on 2 but allowed on {0, 1} only.
+        assert_eq!(tickle_from(&run, [(1, set(&[0, 1]), 2)]), set(&[0]));
     }
 
     #[test]

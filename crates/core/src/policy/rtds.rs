@@ -29,9 +29,10 @@
 //!   smallest-key eligible VCPU whose affinity holds p and that does not run on another
 //!   pcpu, so the m best run on the m pcpus. [`Policy::tickle`] names the pcpus that must
 //!   reschedule, like Xen's `runq_tickle`: for each eligible VCPU that runs nowhere, in key
-//!   order, an idle pcpu of its affinity (the lowest), else the pcpu of its affinity running
-//!   the largest key if the waiting VCPU's key is smaller — each pcpu named once
-//!   ([`global::tickle_targets`]); and the pcpus whose running VCPU was replenished (its
+//!   order, an idle pcpu of its affinity, else the pcpu of its affinity running the largest
+//!   key if the waiting VCPU's key is smaller, both searched from the pcpu the VCPU last ran
+//!   on, upwards and wrapping around — each pcpu named once ([`global::tickle_targets`]);
+//!   and the pcpus whose running VCPU was replenished (its
 //!   slice must be re-armed). A VCPU that runs on a pcpu without budget (and without
 //!   extratime) counts as leaving it: that pcpu is as good as idle.
 //! - **Insertion**: the first period starts at `now + offset`. With an offset the VCPU has no
@@ -46,9 +47,10 @@
 //!   period still ends at the old deadline; later periods use the new period. (Xen applies
 //!   `xl sched-rtds` at once; the rtvmm spec asks for the next replenishment.)
 //!
-//! Known gaps: Xen prefers, among idle pcpus, the one the VCPU last ran on; rtvmm takes the
-//! lowest index (the migration it may cost is charged by the machine). Xen keeps one run
-//! queue per cpupool as rtvmm does, and no soft affinity is modelled.
+//! Known gaps: Xen tickles one pcpu per event (the waking or replenished VCPU's), rtvmm
+//! names every pcpu some waiting VCPU should take, which converges to the same m best
+//! VCPUs sooner. Xen keeps one run queue per cpupool as rtvmm does, and no soft affinity
+//! is modelled.
 
 use std::cell::{Cell, RefCell};
 
@@ -280,27 +282,44 @@ impl Rtds {
     /// [`Self::tickle_targets`] when every affinity holds the whole pool.
     fn tickle_targets_full(&self) -> CpuSet {
         // Every affinity holds the whole pool. Then [`global::tickle_targets`] comes down
-        // to: the most urgent waiting VCPUs take the pcpus that idle (the lowest first),
-        // one each; each next one takes the unnamed pcpu running the largest key if it
-        // beats that key, and the first that does not stops the search.
-        let running = |p: usize| {
-            self.current[p]
+        // to: while pcpus idle, each most urgent waiting VCPU takes one (the first from
+        // where it last ran); then each next one takes the unnamed pcpu running the largest
+        // key (keys are unique) if it beats that key, and the first that does not stops the
+        // search.
+        let pcpus = self.current.len();
+        let mut idle = CpuSet::EMPTY;
+        let mut keys = [None; 8];
+        let few = pcpus <= keys.len();
+        for (p, c) in self.current.iter().enumerate() {
+            let k = c
                 .map(|v| self.vcpus.get(v))
                 .filter(|m| m.server.eligible())
-                .map(RtVcpu::key)
-        };
-        let pcpus = self.current.len();
-        let mut waiting = self.waiting.iter();
-        let mut named = CpuSet::EMPTY;
-        for p in 0..pcpus {
-            if running(p).is_none() {
-                if waiting.next().is_none() {
-                    return named;
-                }
-                named.insert(p as u32);
+                .map(RtVcpu::key);
+            match k {
+                None => idle.insert(p as u32),
+                Some(k) if few => keys[p] = Some(k),
+                Some(_) => {}
             }
         }
-        for &key in waiting {
+        let running = |p: usize| {
+            if few {
+                keys[p]
+            } else {
+                self.current[p]
+                    .map(|v| self.vcpus.get(v))
+                    .filter(|m| m.server.eligible())
+                    .map(RtVcpu::key)
+            }
+        };
+        let mut named = CpuSet::EMPTY;
+        for &key in &self.waiting {
+            if !idle.is_empty() {
+                let last = self.affinity.placement(key.2).last.unwrap_or(0);
+                let p = idle.iter_from(last).next().expect("not empty");
+                idle.remove(p);
+                named.insert(p);
+                continue;
+            }
             let mut worst: Option<(RtKey, u32)> = None;
             for p in 0..pcpus {
                 if named.contains(p as u32) {
@@ -335,7 +354,7 @@ impl Rtds {
         if global::nothing_to_tickle(pcpus, running, self.waiting.first().copied()) {
             return CpuSet::EMPTY;
         }
-        let affinity = |k: &RtKey| (*k, self.affinity.get(k.2));
+        let affinity = |k: &RtKey| (*k, self.affinity.placement(k.2));
         global::tickle_targets(pcpus, running, self.waiting.iter().map(affinity))
     }
 }
@@ -472,6 +491,9 @@ impl Policy for Rtds {
             }
             if let Some(v) = decision.run {
                 self.vcpus.get_mut(v).on = Some(pcpu.0);
+                if several_pcpus {
+                    self.affinity.ran(v, pcpu.0);
+                }
                 self.requeue(v);
             }
             if let Some(v) = previous {

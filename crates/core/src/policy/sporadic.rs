@@ -398,7 +398,7 @@ impl Policy for Sporadic {
         self.global.asked.remove(pcpu.0);
         self.servers.put_back(self.active(pcpu.index()).charge);
         let run = self.global.pick(&self.servers, pcpu.0).map(|s| s.vcpu);
-        self.global.current[pcpu.index()] = run;
+        self.global.run_on(pcpu.0, run);
         self.reschedule_owed = false;
         self.servers.decision(self.active(pcpu.index()))
     }

@@ -55,6 +55,12 @@ impl<T> VcpuTable<T> {
         }
     }
 
+    /// See [`Self::try_get`].
+    #[inline]
+    pub fn try_get_mut(&mut self, vcpu: VcpuId) -> Option<&mut T> {
+        self.slots.get_mut(vcpu.index()).and_then(Option::as_mut)
+    }
+
     /// The state of `vcpu`, if it is this policy's.
     #[inline]
     pub fn try_get(&self, vcpu: VcpuId) -> Option<&T> {
