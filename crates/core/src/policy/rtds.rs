@@ -286,31 +286,32 @@ impl Rtds {
         // where it last ran); then each next one takes the unnamed pcpu running the largest
         // key (keys are unique) if it beats that key, and the first that does not stops the
         // search.
-        let pcpus = self.current.len();
-        let mut idle = CpuSet::EMPTY;
-        let mut keys = [None; 8];
-        let few = pcpus <= keys.len();
-        for (p, c) in self.current.iter().enumerate() {
-            let k = c
+        let Some(&first) = self.waiting.first() else {
+            return CpuSet::EMPTY;
+        };
+        let running = |p: usize| {
+            self.current[p]
                 .map(|v| self.vcpus.get(v))
                 .filter(|m| m.server.eligible())
-                .map(RtVcpu::key);
-            match k {
+                .map(RtVcpu::key)
+        };
+        // One pass: the pcpus that idle, and the largest running key among the others.
+        let mut idle = CpuSet::EMPTY;
+        let mut worst: Option<(RtKey, u32)> = None;
+        for p in 0..self.current.len() {
+            match running(p) {
                 None => idle.insert(p as u32),
-                Some(k) if few => keys[p] = Some(k),
-                Some(_) => {}
+                Some(k) => {
+                    if worst.is_none_or(|(w, _)| k > w) {
+                        worst = Some((k, p as u32));
+                    }
+                }
             }
         }
-        let running = |p: usize| {
-            if few {
-                keys[p]
-            } else {
-                self.current[p]
-                    .map(|v| self.vcpus.get(v))
-                    .filter(|m| m.server.eligible())
-                    .map(RtVcpu::key)
-            }
-        };
+        // The usual answer: nobody idles and the most urgent waiter beats nobody.
+        if idle.is_empty() && worst.is_none_or(|(w, _)| first >= w) {
+            return CpuSet::EMPTY;
+        }
         let mut named = CpuSet::EMPTY;
         for &key in &self.waiting {
             if !idle.is_empty() {
@@ -320,8 +321,13 @@ impl Rtds {
                 named.insert(p);
                 continue;
             }
-            let mut worst: Option<(RtKey, u32)> = None;
-            for p in 0..pcpus {
+            match worst {
+                Some((w, p)) if key < w => named.insert(p),
+                _ => break,
+            }
+            // The next largest key among the running pcpus not named yet.
+            worst = None;
+            for p in 0..self.current.len() {
                 if named.contains(p as u32) {
                     continue;
                 }
@@ -330,10 +336,6 @@ impl Rtds {
                         worst = Some((k, p as u32));
                     }
                 }
-            }
-            match worst {
-                Some((w, p)) if key < w => named.insert(p),
-                _ => break,
             }
         }
         named
@@ -441,7 +443,10 @@ impl Policy for Rtds {
         self.requeue(vcpu);
         self.retime(vcpu, before);
         self.changed();
-        self.is_running(vcpu)
+        // Only its own pcpu must reschedule, and the machine does that itself (Xen's
+        // `rt_unit_sleep` raises the softirq there and tickles nobody): the pcpus to
+        // tickle for what it leaves are named after that pcpu's decision.
+        false
     }
 
     fn burn(&mut self, cx: &mut Cx, pcpu: PcpuId, ran: Nanos, spent: Spent) {
