@@ -1098,8 +1098,9 @@ impl Machine {
 
     /// `xl cpupool-cpu-remove NAME CPU`: pcpu `pcpu` leaves pool `pool` and becomes free.
     /// What it ran stops; the pool's VCPUs keep their scheduling state (see
-    /// [`Policy::change_pcpus`]). Refused, changing nothing, when the pool would hold VCPUs without pcpus, when a VCPU's affinity would
-    /// be left empty, or when the policy schedules partitioned and a VCPU is pinned there.
+    /// [`Policy::change_pcpus`]). Refused, changing nothing, when the pool would hold VCPUs
+    /// without pcpus, when a VCPU's affinity would be left empty, or when the policy
+    /// schedules partitioned and a VCPU is pinned there.
     pub fn pool_cpu_remove(
         &mut self,
         now: Nanos,

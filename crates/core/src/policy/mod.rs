@@ -602,3 +602,33 @@ impl PolicyConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool of pcpus 2, 5, 7 (local 0, 1, 2). Pcpu 3 joins: it is local 1, and 5 and 7
+    /// move up to 2 and 3. Then pcpu 5 (local 2) leaves: 7 moves down to 2; 2 and 3 stay.
+    #[test]
+    fn a_pcpu_that_joins_or_leaves_in_the_middle_renumbers_those_after_it() {
+        let join = PcpuChange::Join(1);
+        assert_eq!(
+            (0..3).map(|p| join.renumber(p)).collect::<Vec<_>>(),
+            [Some(0), Some(2), Some(3)]
+        );
+        let set = |i: &[u32]| CpuSet::from_indices(i.iter().copied()).unwrap();
+        assert_eq!(join.renumber_set(set(&[0, 2])), set(&[0, 3]));
+        let mut per_pcpu = vec!['a', 'b', 'c'];
+        assert_eq!(join.apply(&mut per_pcpu, || 'j'), None);
+        assert_eq!(per_pcpu, ['a', 'j', 'b', 'c']);
+
+        let leave = PcpuChange::Leave(2);
+        assert_eq!(
+            (0..4).map(|p| leave.renumber(p)).collect::<Vec<_>>(),
+            [Some(0), Some(1), None, Some(2)]
+        );
+        assert_eq!(leave.renumber_set(set(&[1, 2, 3])), set(&[1, 2]));
+        assert_eq!(leave.apply(&mut per_pcpu, || 'x'), Some('b'));
+        assert_eq!(per_pcpu, ['a', 'j', 'c']);
+    }
+}
