@@ -34,8 +34,17 @@
 //! Each policy says how it wants the periodic tick ([`Policy::tick_interval`]): the RT-Xen
 //! servers every quantum (each tick reschedules), Credit its own tick (which reschedules
 //! only when the policy asks), SEDF, RTDS and ARINC 653 none. Ticks lie on a grid that
-//! starts when the policy starts (time 0, or the instant of a hot swap). So
+//! starts when the policy starts (time 0, the instant of a hot swap, or when a pool without
+//! pcpus gets its first); a pcpu that joins a pool ticks on the pool's grid. So
 //! [`PcpuStats::do_schedule_calls`] counts what the policy really asked for, as Xen's would.
+//!
+//! # Cpupools at run time
+//! A pcpu that joins or leaves a pool ([`Machine::pool_cpu_add`],
+//! [`Machine::pool_cpu_remove`]) leaves the pool's policy and every VCPU's scheduling state
+//! as they were ([`Policy::change_pcpus`]), as Xen does: only what the leaving pcpu ran
+//! stops; a joining pcpu decides at once and ticks on the pool's grid. A pool starts its
+//! policy afresh only when it is created and at a hot swap ([`Machine::swap_pool_policy`]);
+//! a domain moved to another pool ([`Machine::pool_migrate`]) is inserted there anew.
 //!
 //! # Time accounting
 //! Each pcpu is, at every instant, running a VCPU, running IDLE, or in scheduler overhead.
@@ -50,8 +59,9 @@ use std::cell::Cell;
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
 use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::partitioned::Partitioned;
 use crate::policy::{
-    BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind, Spent, TickInterval,
+    BudgetCounters, Decision, PcpuChange, Policy, PolicyConfig, PolicyKind, Spent, TickInterval,
 };
 use crate::time::Nanos;
 
@@ -360,6 +370,9 @@ struct Pool {
     /// mode).
     tick: Option<Nanos>,
     quantum_tick: bool,
+    /// Its policy runs inside [`Partitioned`] (one instance per pcpu): built so for several
+    /// pcpus, or grown to several since (it stays so when the pool shrinks back to one).
+    partitioned: bool,
 }
 
 impl Pool {
@@ -557,32 +570,44 @@ impl Machine {
             overheads: spec.overheads.unwrap_or(self.config.overheads),
             tick,
             quantum_tick,
+            partitioned: false,
         }
     }
 
-    /// Puts free pcpu `c` in pool `pool` (the pool's policy is rebuilt by the caller).
-    fn place_pcpu(&mut self, pool: usize, c: u32) {
-        self.pools[pool].cpus.push(c);
-        self.pools[pool].cpus.sort_unstable();
+    /// Puts free pcpu `c` in pool `pool` and returns its local index there (the caller
+    /// renumbers the pool's pcpus and tells the policy).
+    fn place_pcpu(&mut self, pool: usize, c: u32) -> u32 {
+        let cpus = &mut self.pools[pool].cpus;
+        cpus.push(c);
+        cpus.sort_unstable();
+        let at = cpus.iter().position(|&x| x == c).expect("just placed") as u32;
         let p = &mut self.pcpus[c as usize];
-        p.pool = Some((pool as u32, 0));
+        p.pool = Some((pool as u32, at));
+        at
     }
 
-    /// Restarts pool `pool`'s policy (`config`, or the one it has) on its current pcpus,
-    /// keeping its VCPUs and whether they have work, as a hot swap does: its VCPUs start
-    /// their periods anew at `now`. Every pcpu of the pool decides again at once; the tick
-    /// grid starts at `now`. At time 0 this is how a pool starts.
+    /// The present VCPUs of pool `pool`, by index.
+    fn members(&self, pool: usize) -> Vec<usize> {
+        (0..self.vcpus.len())
+            .filter(|&i| self.vcpus[i].present && self.vcpus[i].pool == pool)
+            .collect()
+    }
+
+    /// Starts pool `pool`'s policy (`config`, or the one it has) afresh on its current
+    /// pcpus, keeping its VCPUs and whether they have work: its VCPUs start their periods
+    /// anew at `now`. Every pcpu of the pool decides again at once; the tick grid starts at
+    /// `now`. This is how a pool starts (at time 0, or created at run time) and what a hot
+    /// swap does; a pcpu that joins or leaves a pool does not restart it
+    /// ([`Self::change_pool_pcpus`]).
     fn rebuild_pool(&mut self, now: Nanos, pool: usize, config: Option<PolicyConfig>) {
         let config = config.unwrap_or_else(|| self.pools[pool].policy_config.clone());
         let m = self.pools[pool].cpus.len() as u32;
         let mut policy = config.build(m.max(1));
+        let members = self.members(pool);
         let mut cx = Cx {
             now,
             log: &mut self.log,
         };
-        let members: Vec<usize> = (0..self.vcpus.len())
-            .filter(|&i| self.vcpus[i].present && self.vcpus[i].pool == pool)
-            .collect();
         for &i in &members {
             let e = &self.vcpus[i];
             policy.set_affinity(
@@ -602,6 +627,7 @@ impl Machine {
         let quantum = self.pools[pool].quantum;
         let (tick, quantum_tick) = Self::resolve_tick(policy.tick_interval(), quantum);
         let p = &mut self.pools[pool];
+        p.partitioned = m > 1 && !config.kind().schedules_globally();
         p.policy = PolicySlot::new(policy);
         p.policy_config = config;
         p.tick = tick;
@@ -627,6 +653,75 @@ impl Machine {
             pc.request(ScheduleReason::Reconfigure);
         }
         // Every change of the pools ends here.
+        self.refresh_lone();
+    }
+
+    /// Pool `pool`'s pcpus changed by `change` (its `cpus` already say so; a leaving pcpu
+    /// is already stopped and free): the policy goes on, told of the change
+    /// ([`Policy::change_pcpus`]), and every VCPU keeps its live state, as in Xen. The
+    /// pool's pcpus are renumbered, every VCPU's affinity is sent again in the new
+    /// numbering, a joining pcpu decides at once (on the pool's tick grid), and the other
+    /// pcpus decide again only when the policy names them. A partitioned policy of one pcpu
+    /// that grows is put inside [`Partitioned`] first, as its instance for that pcpu. An
+    /// empty pool (no VCPU) that gains its first pcpu or loses its last one keeps its
+    /// policy as built for one pcpu.
+    fn change_pool_pcpus(&mut self, now: Nanos, pool: usize, change: PcpuChange) {
+        let members = self.members(pool);
+        let after = self.pools[pool].cpus.len();
+        let before = match change {
+            PcpuChange::Join(_) => after - 1,
+            PcpuChange::Leave(_) => after + 1,
+        };
+        let mut cx = Cx {
+            now,
+            log: &mut self.log,
+        };
+        let mut resched = false;
+        if before >= 1 && after >= 1 {
+            let p = &mut self.pools[pool];
+            if after > 1 && !p.partitioned && !p.policy_config.kind().schedules_globally() {
+                let stand_in = PolicySlot::new(p.policy_config.build(1));
+                let single = std::mem::replace(&mut p.policy, stand_in);
+                let vcpus = &self.vcpus;
+                let wrapped = Partitioned::around(
+                    &p.policy_config,
+                    single.policy,
+                    members.iter().map(|&i| {
+                        let e = &vcpus[i];
+                        (VcpuId(i as u32), e.params.clone(), e.has_work)
+                    }),
+                );
+                p.policy = PolicySlot::new(Box::new(wrapped));
+                p.partitioned = true;
+            }
+            resched |= p.policy.get_mut().change_pcpus(&mut cx, change);
+        }
+        let p = &mut self.pools[pool];
+        for (local, &c) in p.cpus.iter().enumerate() {
+            self.pcpus[c as usize].pool = Some((pool as u32, local as u32));
+        }
+        for &i in &members {
+            let local = p.local(self.vcpus[i].affinity);
+            resched |= p
+                .policy
+                .get_mut()
+                .set_affinity(&mut cx, VcpuId(i as u32), local);
+        }
+        if let PcpuChange::Join(at) = change {
+            // The pool's pcpus tick together, on the grid its policy started (an empty
+            // pool's grid starts now).
+            let joining = p.cpus[at as usize] as usize;
+            let grid = p
+                .cpus
+                .iter()
+                .find_map(|&c| self.pcpus[c as usize].next_tick);
+            let joining = &mut self.pcpus[joining];
+            joining.next_tick = p.tick.map(|every| grid.unwrap_or(now + every));
+            joining.request(ScheduleReason::Reconfigure);
+        }
+        if resched || self.pools[pool].cpus.len() > 1 {
+            self.tickle(pool, ScheduleReason::Reconfigure);
+        }
         self.refresh_lone();
     }
 
@@ -971,23 +1066,41 @@ impl Machine {
         p.resched = None;
     }
 
-    /// `xl cpupool-cpu-add NAME CPU`: a free pcpu joins pool `pool`. The pool's policy
-    /// restarts on its new pcpus (see the module note).
+    /// `xl cpupool-cpu-add NAME CPU`: a free pcpu joins pool `pool`. Its VCPUs keep their
+    /// scheduling state (see [`Policy::change_pcpus`]). Refused, changing nothing, when
+    /// the pool's policy would then schedule it partitioned and a VCPU of it is not pinned
+    /// to one pcpu.
     pub fn pool_cpu_add(&mut self, now: Nanos, pool: usize, pcpu: u32) -> Result<(), MachineError> {
-        if pool >= self.pools.len() {
+        let Some(p) = self.pools.get(pool) else {
             return Err(MachineError::UnknownPool(format!("#{pool}")));
-        }
+        };
         self.check_free_pcpu(pcpu)?;
+        let kind = p.policy_config.kind();
+        let mut grown = p.cpuset();
+        grown.insert(pcpu);
+        for i in self.members(pool) {
+            let affinity = self.vcpus[i].affinity.unwrap_or(grown);
+            if needs_pinning(kind, p.cpus.len() + 1, affinity) {
+                return Err(MachineError::NeedsPinning {
+                    vcpu: i as u32,
+                    policy: kind,
+                    pool: p.name.clone(),
+                    affinity,
+                });
+            }
+        }
         self.account(now);
         self.release_pcpu(pcpu);
-        self.place_pcpu(pool, pcpu);
-        self.rebuild_pool(now, pool, None);
+        let at = self.place_pcpu(pool, pcpu);
+        self.change_pool_pcpus(now, pool, PcpuChange::Join(at));
         Ok(())
     }
 
     /// `xl cpupool-cpu-remove NAME CPU`: pcpu `pcpu` leaves pool `pool` and becomes free.
-    /// Refused when the pool would hold VCPUs without pcpus, when a VCPU's affinity would
-    /// be left empty, or when the policy schedules partitioned and a VCPU is pinned there.
+    /// What it ran stops; the pool's VCPUs keep their scheduling state (see
+    /// [`Policy::change_pcpus`]). Refused, changing nothing, when the pool would hold VCPUs
+    /// without pcpus, when a VCPU's affinity would be left empty, or when the policy
+    /// schedules partitioned and a VCPU is pinned there.
     pub fn pool_cpu_remove(
         &mut self,
         now: Nanos,
@@ -1003,9 +1116,7 @@ impl Machine {
                 pool: p.name.clone(),
             });
         }
-        let members: Vec<usize> = (0..self.vcpus.len())
-            .filter(|&i| self.vcpus[i].present && self.vcpus[i].pool == pool)
-            .collect();
+        let members = self.members(pool);
         if p.cpus.len() == 1 && !members.is_empty() {
             return Err(MachineError::WouldEmptyPool {
                 pool: p.name.clone(),
@@ -1032,10 +1143,13 @@ impl Machine {
                 a.remove(pcpu);
             }
         }
+        // What runs there stops; every other pcpu goes on.
         self.release_pcpu(pcpu);
         self.pcpus[pcpu as usize].pool = None;
-        self.pools[pool].cpus.retain(|&c| c != pcpu);
-        self.rebuild_pool(now, pool, None);
+        let cpus = &mut self.pools[pool].cpus;
+        let at = cpus.iter().position(|&c| c == pcpu).expect("checked above") as u32;
+        cpus.remove(at as usize);
+        self.change_pool_pcpus(now, pool, PcpuChange::Leave(at));
         Ok(())
     }
 
@@ -2193,9 +2307,324 @@ mod tests {
         );
     }
 
+    /// A machine of two pcpus whose Pool-0 holds `pool0` under `policy` (the other pcpu is
+    /// free), with the VCPUs `params` (domain i for the i-th, affinity as given), all busy.
+    fn busy_pool(
+        pool0: CpuSet,
+        policy: PolicyConfig,
+        vcpus: &[(VcpuParams, Option<CpuSet>)],
+    ) -> (Machine, Vec<VcpuId>) {
+        let config = MachineConfig {
+            pcpus: 2,
+            ..MachineConfig::default()
+        };
+        let spec = PoolSpec::new("Pool-0", pool0, policy);
+        let mut m = Machine::with_pools(config, vec![spec]).unwrap();
+        let ids: Vec<VcpuId> = vcpus
+            .iter()
+            .enumerate()
+            .map(|(d, (params, affinity))| {
+                m.add_vcpu_in(
+                    Nanos::ZERO,
+                    DomainId(d as u32),
+                    params.clone(),
+                    0,
+                    *affinity,
+                )
+                .unwrap()
+            })
+            .collect();
+        for &v in &ids {
+            m.wake(Nanos::ZERO, v);
+        }
+        (m, ids)
+    }
+
+    fn rtds_params(budget: u64, period: u64) -> VcpuParams {
+        VcpuParams::server(ms(budget), ms(period), 0)
+    }
+
+    /// RTDS, a pcpu joins: A (2 ms every 10) and B (5 ms every 12), always busy, in Pool-0
+    /// on pcpu 0. EDF: A (deadline 10) runs 0–1 while B (deadline 12) waits. At 1 pcpu 1
+    /// joins: A keeps its 1 ms left and its deadline 10, and goes on on pcpu 0 (nothing
+    /// changed for it: that pcpu does not decide again); B, waiting, takes the joining pcpu
+    /// with its whole budget and deadline 12: B 1–6 on pcpu 1, A 1–2 on pcpu 0. At 10 A is
+    /// replenished (deadline 20) and takes the lowest idle pcpu, 0: A 10–12. At 12 B is
+    /// (deadline 24) and takes pcpu 0 too, idle again: B 12–17 (a migration). At 20: A ran
+    /// 1 + 1 + 2 = 4 ms, B 5 + 5 = 10 ms; pcpu 0 busy 2 + 2 + 5 = 9 ms, pcpu 1 busy 5 ms.
+    /// (Restarting the pool at 1, as rtvmm once did, gave A a fresh 2 ms with deadline 11:
+    /// A ran 1–3, 5 ms in all.)
+    #[test]
+    fn a_pcpu_that_joins_leaves_rtds_budgets_and_deadlines_as_they_were() {
+        let (mut m, v) = busy_pool(
+            CpuSet::one(0),
+            PolicyConfig::Rtds(Default::default()),
+            &[(rtds_params(2, 10), None), (rtds_params(5, 12), None)],
+        );
+        let (a, b) = (v[0], v[1]);
+        run_to(&mut m, ms(1));
+        assert_eq!(m.running(PcpuId(0)), Some(a));
+        m.pool_cpu_add(ms(1), 0, 1).unwrap();
+        let view = |m: &Machine, v| {
+            let view = m.policy_of(v).view(v);
+            (view.remaining_budget, view.deadline)
+        };
+        assert_eq!(view(&m, a), (Some(ms(1)), Some(ms(10))));
+        assert_eq!(view(&m, b), (Some(ms(5)), Some(ms(12))));
+        run_to(&mut m, ms(1));
+        assert_eq!(m.running(PcpuId(0)), Some(a));
+        assert_eq!(m.running(PcpuId(1)), Some(b));
+        assert_eq!(m.pcpu_stats(PcpuId(0)).do_schedule_calls, 1, "only at 0");
+        run_to(&mut m, ms(6));
+        assert_eq!(view(&m, a), (Some(Nanos::ZERO), Some(ms(10))));
+        assert_eq!(view(&m, b), (Some(Nanos::ZERO), Some(ms(12))));
+        run_to(&mut m, ms(20));
+        assert_eq!(m.vcpu_stats(a).run, ms(4));
+        assert_eq!(m.vcpu_stats(b).run, ms(10));
+        assert_eq!(m.vcpu_stats(b).migrations, 1);
+        assert_eq!(m.pcpu_stats(PcpuId(0)).busy, ms(9));
+        assert_eq!(m.pcpu_stats(PcpuId(1)).busy, ms(5));
+        assert_eq!(m.check_invariants(), Ok(()));
+    }
+
+    /// RTDS, a pcpu leaves: the same A (2 ms every 10) and B (5 ms every 12) in Pool-0 on
+    /// pcpus 0 and 1: A runs on pcpu 0, B on pcpu 1 from 0. At 1 pcpu 0 leaves: A, which
+    /// ran there, stops with its 1 ms left and deadline 10; the pool is pcpu 1 alone (now
+    /// its local pcpu 0), where A (deadline 10) beats B (deadline 12, 4 ms left): A 1–2, B
+    /// 2–6. At 10 A is replenished: A 10–12; at 12 B: B 12–17. At 20: A ran 1 + 1 + 2 =
+    /// 4 ms (one migration), B 1 + 4 + 5 = 10 ms. (A restart at 1 gave A 1–3: 5 ms.)
+    #[test]
+    fn a_pcpu_that_leaves_stops_what_it_ran_and_rtds_budgets_stay() {
+        let (mut m, v) = busy_pool(
+            CpuSet::first(2),
+            PolicyConfig::Rtds(Default::default()),
+            &[(rtds_params(2, 10), None), (rtds_params(5, 12), None)],
+        );
+        let (a, b) = (v[0], v[1]);
+        run_to(&mut m, ms(1));
+        assert_eq!(
+            (m.running(PcpuId(0)), m.running(PcpuId(1))),
+            (Some(a), Some(b))
+        );
+        m.pool_cpu_remove(ms(1), 0, 0).unwrap();
+        let view = |m: &Machine, v| {
+            let view = m.policy_of(v).view(v);
+            (view.remaining_budget, view.deadline)
+        };
+        assert_eq!(view(&m, a), (Some(ms(1)), Some(ms(10))));
+        assert_eq!(view(&m, b), (Some(ms(4)), Some(ms(12))));
+        assert_eq!(m.running(PcpuId(0)), None, "pcpu 0 is free");
+        run_to(&mut m, ms(1));
+        assert_eq!(m.running(PcpuId(1)), Some(a));
+        run_to(&mut m, ms(20));
+        assert_eq!(m.placement(a), ("Pool-0", CpuSet::one(1)));
+        assert_eq!(m.vcpu_stats(a).run, ms(4));
+        assert_eq!(m.vcpu_stats(b).run, ms(10));
+        assert_eq!(m.vcpu_stats(a).migrations, 1);
+        assert_eq!(m.pcpu_stats(PcpuId(0)).busy, ms(1));
+        assert_eq!(m.pcpu_stats(PcpuId(1)).busy, ms(13));
+        assert_eq!(m.check_invariants(), Ok(()));
+    }
+
+    /// The six fixed-priority servers, a pcpu joins: A (4 ms every 10, priority 1) and B
+    /// (10 ms every 10, priority 2), always busy, in Pool-0 on pcpu 0 (`two_pools`): A runs
+    /// 0–3. At 3 pcpu 1 joins: A keeps its 1 ms left and its next replenishment at 10; B,
+    /// waiting with its whole budget, takes pcpu 1. A 3–4 on pcpu 0, which then idles (B
+    /// runs on pcpu 1, and nobody else has budget) until A's replenishment at 10: A 10–14.
+    /// B runs 3–20 on pcpu 1: 7 ms of its first budget, then its second (the Sporadic
+    /// Server's paybacks land at 10 for A and at B's exhaustion, 13, for B, which is as
+    /// good). At 20: A ran 3 + 1 + 4 = 8 ms, B 17 ms. (A restart at 3 gave A a fresh
+    /// 4 ms: 3–7, and 11 ms in all.)
+    #[test]
+    fn a_pcpu_that_joins_leaves_server_budgets_and_replenishments_as_they_were() {
+        for policy in [
+            PolicyConfig::Deferrable,
+            PolicyConfig::Periodic,
+            PolicyConfig::Polling,
+            PolicyConfig::Sporadic,
+            PolicyConfig::Wcps,
+            PolicyConfig::Crps,
+        ] {
+            let kind = policy.kind();
+            let (mut m, v) = busy_pool(
+                CpuSet::one(0),
+                policy,
+                &[
+                    (VcpuParams::server(ms(4), ms(10), 1), None),
+                    (VcpuParams::server(ms(10), ms(10), 2), None),
+                ],
+            );
+            let (a, b) = (v[0], v[1]);
+            run_to(&mut m, ms(3));
+            m.pool_cpu_add(ms(3), 0, 1).unwrap();
+            let left = |m: &Machine, v| m.policy_of(v).view(v).remaining_budget;
+            assert_eq!(left(&m, a), Some(ms(1)), "{kind}");
+            assert_eq!(left(&m, b), Some(ms(10)), "{kind}");
+            run_to(&mut m, ms(9));
+            assert_eq!(left(&m, a), Some(Nanos::ZERO), "{kind}");
+            assert_eq!(m.running(PcpuId(0)), None, "{kind}");
+            run_to(&mut m, ms(10));
+            assert_eq!(left(&m, a), Some(ms(4)), "{kind}: replenished at 10");
+            assert_eq!(m.running(PcpuId(0)), Some(a), "{kind}");
+            run_to(&mut m, ms(20));
+            assert_eq!(m.vcpu_stats(a).run, ms(8), "{kind}");
+            assert_eq!(m.vcpu_stats(b).run, ms(17), "{kind}");
+            assert_eq!(m.vcpu_stats(b).migrations, 0, "{kind}");
+            assert_eq!(m.check_invariants(), Ok(()), "{kind}");
+        }
+    }
+
+    /// The six fixed-priority servers, a pcpu leaves: the same A and B in Pool-0 on pcpus 0
+    /// and 1: A runs on pcpu 0, B on pcpu 1 from 0. At 2 pcpu 0 leaves: A, which ran there,
+    /// stops with 2 ms left; on pcpu 1 alone it beats B (8 ms left): A 2–4, B 4–10. At 10
+    /// both are replenished (the Sporadic Server: A's 4 ms come back at 10, B keeps its
+    /// 2 ms left until it spends them, 14–16, and gets its 8 ms back then, 10 being past):
+    /// A 10–14, B 14–20. At 20: A ran 2 + 2 + 4 = 8 ms (one migration), B 2 + 6 + 6 =
+    /// 14 ms. (A restart at 2 gave A 2–6 and 10 ms in all.)
+    #[test]
+    fn a_pcpu_that_leaves_stops_what_it_ran_and_server_budgets_stay() {
+        for policy in [
+            PolicyConfig::Deferrable,
+            PolicyConfig::Periodic,
+            PolicyConfig::Polling,
+            PolicyConfig::Sporadic,
+            PolicyConfig::Wcps,
+            PolicyConfig::Crps,
+        ] {
+            let kind = policy.kind();
+            let (mut m, v) = busy_pool(
+                CpuSet::first(2),
+                policy,
+                &[
+                    (VcpuParams::server(ms(4), ms(10), 1), None),
+                    (VcpuParams::server(ms(10), ms(10), 2), None),
+                ],
+            );
+            let (a, b) = (v[0], v[1]);
+            run_to(&mut m, ms(2));
+            assert_eq!(
+                (m.running(PcpuId(0)), m.running(PcpuId(1))),
+                (Some(a), Some(b)),
+                "{kind}"
+            );
+            m.pool_cpu_remove(ms(2), 0, 0).unwrap();
+            let left = |m: &Machine, v| m.policy_of(v).view(v).remaining_budget;
+            assert_eq!(left(&m, a), Some(ms(2)), "{kind}");
+            assert_eq!(left(&m, b), Some(ms(8)), "{kind}");
+            run_to(&mut m, ms(2));
+            assert_eq!(m.running(PcpuId(1)), Some(a), "{kind}");
+            run_to(&mut m, ms(20));
+            assert_eq!(m.vcpu_stats(a).run, ms(8), "{kind}");
+            assert_eq!(m.vcpu_stats(b).run, ms(14), "{kind}");
+            assert_eq!(m.vcpu_stats(a).migrations, 1, "{kind}");
+            assert_eq!(m.check_invariants(), Ok(()), "{kind}");
+        }
+    }
+
+    /// Credit, a pcpu joins (10 ms tick, 30 ms slice): A and B wake at 0, A first: A runs
+    /// from 0 and the tick at 10 charges it 10 ms (credit −10 ms); B waits. At 15 pcpu 1
+    /// joins, on the pool's tick grid: A keeps its credit (and the 5 ms not charged yet)
+    /// and goes on on pcpu 0; B takes pcpu 1. The ticks at 20 charge A 10 ms (−20 ms) and
+    /// B 5 ms (−5 ms). (A restart at 15 reset A's credit: −5 ms at 20.)
+    #[test]
+    fn a_pcpu_that_joins_leaves_credit_as_it_was() {
+        let credit = VcpuParams {
+            weight: 256,
+            ..VcpuParams::server(ms(1), ms(10), 0)
+        };
+        let (mut m, v) = busy_pool(
+            CpuSet::one(0),
+            PolicyConfig::Credit(Default::default()),
+            &[(credit.clone(), None), (credit, None)],
+        );
+        let (a, b) = (v[0], v[1]);
+        let credit_of = |m: &Machine, v| m.policy_of(v).view(v).credit;
+        let ns = |x: u64| Nanos::from_ms(x).as_ns() as i64;
+        run_to(&mut m, ms(15));
+        assert_eq!(credit_of(&m, a), Some(-ns(10)));
+        m.pool_cpu_add(ms(15), 0, 1).unwrap();
+        assert_eq!(credit_of(&m, a), Some(-ns(10)));
+        assert_eq!(credit_of(&m, b), Some(0));
+        run_to(&mut m, ms(15));
+        assert_eq!(
+            (m.running(PcpuId(0)), m.running(PcpuId(1))),
+            (Some(a), Some(b))
+        );
+        run_to(&mut m, ms(20));
+        assert_eq!(credit_of(&m, a), Some(-ns(20)));
+        assert_eq!(credit_of(&m, b), Some(-ns(5)));
+        assert_eq!(m.vcpu_stats(a).run, ms(20));
+        assert_eq!(m.vcpu_stats(b).run, ms(5));
+        assert_eq!(m.check_invariants(), Ok(()));
+    }
+
+    /// SEDF (partitioned), pcpus join and leave: Pool-0 on pcpu 1 holds A (slice 2 ms every
+    /// 10), pinned there, busy: A 0–1. At 1 pcpu 0 joins, ahead of pcpu 1 in the pool's
+    /// numbering: A keeps its 1 ms left and deadline 10 on pcpu 1 (A 1–2), and C (3 ms
+    /// every 10, from 1), pinned to pcpu 0, runs 1–4 there. At 15 C goes and pcpu 0
+    /// leaves: A, depleted since 12 (A 10–12), keeps slice 0 and deadline 20 and runs
+    /// 20–22. At 30: A ran 2 + 2 + 2 = 6 ms, C 3 + 3 = 6 ms (1–4, 11–14). (A restart at 1
+    /// gave A 1–3; one at 15 gave it 15–17.) A VCPU not pinned to one pcpu keeps its pool
+    /// from growing: SEDF would have to schedule it partitioned.
+    #[test]
+    fn a_partitioned_pool_grows_and_shrinks_without_restarting_its_vcpus() {
+        let sedf = |slice| VcpuParams::server(ms(slice), ms(10), 0);
+        let (mut m, v) = busy_pool(
+            CpuSet::one(1),
+            PolicyConfig::Sedf,
+            &[(sedf(2), Some(CpuSet::one(1)))],
+        );
+        let a = v[0];
+        let view = |m: &Machine, v| {
+            let view = m.policy_of(v).view(v);
+            (view.remaining_budget, view.deadline)
+        };
+        run_to(&mut m, ms(1));
+        m.pool_cpu_add(ms(1), 0, 0).unwrap();
+        assert_eq!(view(&m, a), (Some(ms(1)), Some(ms(10))));
+        let c = m
+            .add_vcpu_in(ms(1), DomainId(1), sedf(3), 0, Some(CpuSet::one(0)))
+            .unwrap();
+        m.wake(ms(1), c);
+        run_to(&mut m, ms(1));
+        assert_eq!(
+            (m.running(PcpuId(0)), m.running(PcpuId(1))),
+            (Some(c), Some(a))
+        );
+        run_to(&mut m, ms(15));
+        assert!(matches!(
+            m.pool_cpu_remove(ms(15), 0, 0),
+            Err(MachineError::AffinityOutsidePool { vcpu: 1, .. })
+        ));
+        m.remove_vcpu(ms(15), c).unwrap();
+        m.pool_cpu_remove(ms(15), 0, 0).unwrap();
+        assert_eq!(view(&m, a), (Some(Nanos::ZERO), Some(ms(20))));
+        run_to(&mut m, ms(30));
+        assert_eq!(m.vcpu_stats(a).run, ms(6));
+        assert_eq!(m.vcpu_stats(c).run, ms(6));
+        assert_eq!(m.check_invariants(), Ok(()));
+
+        let (mut m, v) = busy_pool(CpuSet::one(1), PolicyConfig::Sedf, &[(sedf(2), None)]);
+        assert_eq!(
+            m.pool_cpu_add(ms(1), 0, 0),
+            Err(MachineError::NeedsPinning {
+                vcpu: v[0].0,
+                policy: PolicyKind::Sedf,
+                pool: "Pool-0".to_string(),
+                affinity: CpuSet::first(2),
+            })
+        );
+        assert_eq!(
+            m.pools().next().unwrap().1,
+            CpuSet::one(1),
+            "nothing changed"
+        );
+    }
+
     mod smp_properties {
         //! Random machines of several pcpus driven by random wakes, blocks, pins and pool
-        //! changes: after every step no VCPU runs on two pcpus or outside its affinity or
+        //! changes (pcpus moving out of Pool-0 and back, in any order, so a pcpu joins or
+        //! leaves in the middle of a pool's numbering; domains moving): after every step no VCPU runs on two pcpus or outside its affinity or
         //! pool, time adds up exactly on every pcpu (`check_invariants`), the pcpus' busy
         //! time is the VCPUs' run time, and the same operations give the same counters.
         use super::*;
@@ -2209,6 +2638,9 @@ mod tests {
             Pin(usize, u64),
             /// Move a pcpu out of Pool-0 into pool `p1` (created on first use).
             SplitOff(u32),
+            /// Move a pcpu of `p1` back into Pool-0 (where it may join in the middle of the
+            /// pool's numbering).
+            JoinBack(u32),
             /// Move a domain to `p1`, or back to Pool-0.
             Migrate(usize, bool),
         }
@@ -2219,6 +2651,7 @@ mod tests {
                 3 => (0..vcpus).prop_map(Op::Block),
                 2 => (0..vcpus, 0..(1u64 << pcpus)).prop_map(|(v, m)| Op::Pin(v, m)),
                 1 => (0..pcpus).prop_map(Op::SplitOff),
+                1 => (0..pcpus).prop_map(Op::JoinBack),
                 1 => (0..vcpus, any::<bool>()).prop_map(|(v, b)| Op::Migrate(v, b)),
             ];
             (0u64..3_000, kind)
@@ -2261,6 +2694,18 @@ mod tests {
                 params.extratime = d % 2 == 0;
                 vcpus.push(m.add_vcpu(Nanos::ZERO, DomainId(d as u32), params).unwrap());
             }
+            // A pcpu that joins or leaves a pool changes no budget or deadline (Credit's
+            // view has neither: the VCPU a leaving pcpu ran is charged, as at a
+            // `do_schedule`).
+            let budgets = |m: &Machine| -> Vec<(Option<Nanos>, Option<Nanos>)> {
+                vcpus
+                    .iter()
+                    .map(|&v| {
+                        let view = m.policy_of(v).view(v);
+                        (view.remaining_budget, view.deadline)
+                    })
+                    .collect()
+            };
             let mut now = Nanos::ZERO;
             for (gap, op) in ops {
                 now += us(*gap);
@@ -2282,9 +2727,18 @@ mod tests {
                                 PoolSpec::new("p1", CpuSet::EMPTY, policy(policy_index + 1)),
                             );
                         }
+                        let before = budgets(&m);
                         if m.pool_cpu_remove(now, 0, c).is_ok() {
                             m.pool_cpu_add(now, 1, c).unwrap();
                         }
+                        prop_assert_eq!(budgets(&m), before, "{:?} at {}", op, now);
+                    }
+                    Op::JoinBack(c) => {
+                        let before = budgets(&m);
+                        if m.pool_cpu_remove(now, 1, c).is_ok() {
+                            m.pool_cpu_add(now, 0, c).unwrap();
+                        }
+                        prop_assert_eq!(budgets(&m), before, "{:?} at {}", op, now);
                     }
                     Op::Migrate(i, to_p1) => {
                         let _ = m.pool_migrate(now, DomainId(i as u32), usize::from(to_p1));
@@ -2338,6 +2792,7 @@ mod tests {
                         Op::Block(i) => Op::Block(i % vcpus),
                         Op::Pin(i, m) => Op::Pin(i % vcpus, m & ((1 << pcpus) - 1)),
                         Op::SplitOff(c) => Op::SplitOff(c % pcpus),
+                        Op::JoinBack(c) => Op::JoinBack(c % pcpus),
                         Op::Migrate(i, b) => Op::Migrate(i % vcpus, b),
                     }))
                     .collect();

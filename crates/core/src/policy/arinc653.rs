@@ -28,8 +28,10 @@
 //! pcpu runs the whole table with its own VCPUs, so a minor frame of a VCPU pinned to
 //! another pcpu idles here, and the frames of different pcpus are aligned.
 //!
-//! Known gap: one table for all pcpus of a pool (Xen's ARINC 653 scheduler also schedules a
-//! single pcpu per table).
+//! Known gaps: one table for all pcpus of a pool (Xen's ARINC 653 scheduler also schedules a
+//! single pcpu per table). A pcpu that joins the pool at run time (`cpupool-cpu-add`) gets
+//! a new instance whose major frames start when it joins, so its frames are not aligned
+//! with the other pcpus' (which go on undisturbed).
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};

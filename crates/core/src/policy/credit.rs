@@ -70,6 +70,10 @@
 //!   VCPU from its peers (`csched_load_balance`). rtvmm models the outcome of that
 //!   stealing — the best waiting VCPU in class order runs wherever a pcpu frees up — with
 //!   one class-ordered queue per pool, not the per-pcpu queues themselves.
+//!   A pcpu that joins or leaves the pool changes no credit or class: the accounting pool
+//!   follows the pcpu count from the next accounting, local pcpu 0 (whichever pcpu that
+//!   now is) stays the master, and the VCPU the leaving pcpu ran is charged and queued
+//!   again, as at a `do_schedule` (Xen: `prv->ncpus`, `prv->master`).
 //!
 //! Known gaps: Xen's per-pcpu queues (see above), yield and the credit2 successor are not
 //! modelled; VCPUs are their own domains (the per-domain split of credit among several
@@ -83,7 +87,8 @@ use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::global::{self, Affinities};
 use crate::policy::table::VcpuTable;
 use crate::policy::{
-    BudgetCounters, CreditConfig, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView,
+    BudgetCounters, CreditConfig, Decision, PcpuChange, Policy, PolicyKind, Spent, TickInterval,
+    VcpuView,
 };
 use crate::time::Nanos;
 
@@ -592,6 +597,25 @@ impl Policy for Credit {
             self.insert(vcpu);
         }
         self.several_pcpus() && !self.tickle().is_empty()
+    }
+
+    fn change_pcpus(&mut self, _cx: &mut Cx, change: PcpuChange) -> bool {
+        let left = change.apply(&mut self.current, || None).flatten();
+        self.asked = change.renumber_set(self.asked);
+        // The accounting shares one period's worth per pcpu (Xen's `prv->ncpus`); the
+        // master is local pcpu 0, whichever pcpu that now is, and keeps counting its ticks.
+        self.pcpus = self.current.len() as u32;
+        // The VCPU the leaving pcpu ran is charged and queued again, as its `do_schedule`
+        // would; its class and credit are kept.
+        let Some(v) = left else {
+            return false;
+        };
+        self.charge(v);
+        if !self.runnable(v) {
+            return false;
+        }
+        self.insert(v);
+        !self.several_pcpus() && self.tickles(v)
     }
 
     fn tickle(&self) -> CpuSet {

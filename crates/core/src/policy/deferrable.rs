@@ -19,13 +19,17 @@
 //!   budget that its affinity allows there and that runs on no other pcpu, so the m
 //!   highest-priority eligible VCPUs run; a wake or replenishment tickles like RTDS (an idle
 //!   pcpu of the VCPU's affinity, else the one running the lowest priority if the VCPU
-//!   beats it). Each pcpu has its own quantum tick.
+//!   beats it). Each pcpu has its own quantum tick. A pcpu that joins or leaves the pool
+//!   changes no budget or boundary; the VCPU the leaving pcpu ran is put back behind its
+//!   equals, as at a `do_schedule`.
 
 use crate::cpuset::CpuSet;
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::fp::{Charge, GlobalFp, ServerSet};
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
+use crate::policy::{
+    BudgetCounters, Decision, PcpuChange, Policy, PolicyKind, Spent, TickInterval, VcpuView,
+};
 use crate::time::Nanos;
 
 pub struct Deferrable {
@@ -160,6 +164,15 @@ impl Policy for Deferrable {
     fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
         self.global.set_affinity(vcpu, affinity);
         self.global.several() && !self.tickle().is_empty()
+    }
+
+    fn change_pcpus(&mut self, _cx: &mut Cx, change: PcpuChange) -> bool {
+        // The VCPU the leaving pcpu ran is put back, as its `do_schedule` would.
+        let left = self.global.change_pcpus(change);
+        if let Some(v) = left {
+            self.servers.requeue(v);
+        }
+        !self.global.several() && left.is_some_and(|v| self.preempts(v))
     }
 
     fn tickle(&self) -> CpuSet {

@@ -33,7 +33,9 @@ use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::global::{self, Affinities};
 use crate::policy::table::VcpuTable;
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
+use crate::policy::{
+    BudgetCounters, Decision, PcpuChange, Policy, PolicyKind, Spent, TickInterval, VcpuView,
+};
 use crate::time::Nanos;
 
 /// One server VCPU.
@@ -647,6 +649,11 @@ pub trait PeriodicRule: Send + 'static {
 /// so they change another pcpu's plan only by beating it or by giving it something to do.
 /// Which of two pcpus that both want a released VCPU gets it is decided by which decides
 /// first (the machine's order: pcpu by pcpu at one instant).
+///
+/// **Pool changes** ([`Policy::change_pcpus`]): budgets and boundaries stay; the plans are
+/// renumbered (one pcpu's `active` becomes a plan of several, or the remaining plan
+/// becomes `active`), and the leaving pcpu's plan is dropped, its VCPUs put back behind
+/// their equals as at a `do_schedule`.
 pub struct PeriodicFamily<R> {
     servers: ServerSet,
     /// One pcpu: what the last `do_schedule` decided.
@@ -900,6 +907,27 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
         !self.tickle().is_empty()
     }
 
+    fn change_pcpus(&mut self, _cx: &mut Cx, change: PcpuChange) -> bool {
+        let mut plans = if self.several() {
+            std::mem::take(&mut self.plans)
+        } else {
+            vec![self.active]
+        };
+        // The leaving pcpu's VCPUs neither run nor pay there any more: put back, as its
+        // `do_schedule` would.
+        if let Some(left) = change.apply(&mut plans, || Plan::IDLE) {
+            self.servers.put_back(left.charge);
+        }
+        self.asked = change.renumber_set(self.asked);
+        if plans.len() > 1 {
+            self.plans = plans;
+            self.active = Plan::IDLE;
+            return false;
+        }
+        self.active = plans[0];
+        self.must_reschedule(false)
+    }
+
     fn tickle(&self) -> CpuSet {
         let mut targets = self.asked;
         for (p, plan) in self.plans.iter().enumerate() {
@@ -950,6 +978,8 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
 ///   replenished (its slice must be re-armed), until their next `do_schedule`.
 /// - On one pcpu every VCPU may run there and nothing runs elsewhere: the pick is exactly
 ///   [`ServerSet::pick_with_work`], and the policies keep their single-pcpu rules.
+/// - **Pool changes** ([`GlobalFp::change_pcpus`]): `current` and `asked` are renumbered;
+///   the policy puts back the VCPU the leaving pcpu ran.
 #[derive(Clone, Debug)]
 pub struct GlobalFp {
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
@@ -1036,6 +1066,14 @@ impl GlobalFp {
                     .enumerate()
                     .any(|(p, c)| p as u32 != pcpu && *c == Some(s.vcpu))
         })
+    }
+
+    /// [`Policy::change_pcpus`]: what each pcpu runs and the pcpus owed a reschedule in
+    /// the new numbering. Returns the VCPU the leaving pcpu ran, which now runs nowhere.
+    pub fn change_pcpus(&mut self, change: PcpuChange) -> Option<VcpuId> {
+        let left = change.apply(&mut self.current, || None).flatten();
+        self.asked = change.renumber_set(self.asked);
+        left
     }
 
     /// The pcpus that must reschedule now (none on one pcpu: the policy answers itself).

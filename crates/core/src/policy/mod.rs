@@ -16,6 +16,15 @@
 //! event-driven ([`TickInterval::None`]): they are called back only when a slice they
 //! returned ends, a timer of theirs is due, or a VCPU blocks or wakes.
 //!
+//! # Pools that change
+//! A pcpu that joins or leaves a pool (`cpupool-cpu-add`, `cpupool-cpu-remove`) does not
+//! restart the pool's policy: [`Policy::change_pcpus`] renumbers its per-pcpu state, every
+//! VCPU keeps its budget, deadline, credit and pending replenishments (as in Xen, whose
+//! `schedule_cpu_add`/`schedule_cpu_rm` move a pcpu in or out of a scheduler without
+//! touching its units), and only what the leaving pcpu ran is descheduled. A hot swap
+//! starts the new policy afresh, and a domain moved to another pool is inserted there
+//! anew (Xen's `sched_move_domain`).
+//!
 //! Hooks are named like Xen's (`xen/common/sched/*.c`): `insert_vcpu`, `remove_vcpu`,
 //! `wake`, `sleep`, `do_schedule`, `tick`, `adjust`. A policy never reads a clock: `cx.now`
 //! is the instant of the call.
@@ -208,10 +217,80 @@ pub trait Policy: Send {
         CpuSet::EMPTY
     }
 
-    /// The pool now has `pcpus` pcpus (`cpupool-cpu-add`, `cpupool-cpu-remove`). Nothing
-    /// runs on a pcpu that goes away: the machine descheduled it first. The default, for a
-    /// policy of one pcpu, ignores it.
-    fn set_pcpus(&mut self, _cx: &mut Cx, _pcpus: u32) {}
+    /// A pcpu joins or leaves the pool at `cx.now` (`cpupool-cpu-add`,
+    /// `cpupool-cpu-remove`; see [`PcpuChange`] for how local indices move). Every VCPU
+    /// keeps its live state — budget, deadline, credit, pending replenishments, queue
+    /// order — as Xen's do when a pcpu moves in or out of a pool's scheduler; only what
+    /// the leaving pcpu's decision named stops there (the machine has stopped that pcpu
+    /// and charged it up to `cx.now` first): it runs nowhere from now and waits like a
+    /// VCPU its pcpu let go in `do_schedule`. A joining pcpu runs nothing until its first
+    /// `do_schedule`, which the machine asks for at once.
+    ///
+    /// The policy renumbers everything it keeps per pcpu (what each pcpu runs, pcpus owed
+    /// a reschedule, partitioned instances), but not the affinities: right after this
+    /// call the machine calls [`Policy::set_affinity`] for every VCPU of the pool, in the
+    /// new numbering (a VCPU free in the whole pool gains a joining pcpu that way), and
+    /// until then the policy must not read them. A pool never goes below one pcpu here: a
+    /// pool that loses its last pcpu holds no VCPU, and its policy stays as built for one.
+    ///
+    /// Returns, when the pool is left with one pcpu, whether that pcpu must reschedule now
+    /// (as [`Policy::wake`] answers: the VCPU the leaving pcpu let go beats what runs);
+    /// with several, the machine asks [`Policy::tickle`] once the affinities are re-sent,
+    /// and the policy answers `false`. The default, for a policy that only ever runs on
+    /// one pcpu (SEDF and ARINC 653 alone: on several they run inside
+    /// [`partitioned::Partitioned`], which the machine puts around them when their pool
+    /// grows), does nothing.
+    fn change_pcpus(&mut self, _cx: &mut Cx, _change: PcpuChange) -> bool {
+        false
+    }
+}
+
+/// A pcpu joins or leaves a pool, in the pool's local indices ([`Policy::change_pcpus`]).
+/// The machine numbers a pool's pcpus `0..m` in increasing machine id, so a pcpu that
+/// joins or leaves in the middle renumbers the pcpus after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PcpuChange {
+    /// A pcpu joins as local index `at`; the pcpus from `at` on move up by one.
+    Join(u32),
+    /// The pcpu of local index `at` leaves; the pcpus after it move down by one.
+    Leave(u32),
+}
+
+impl PcpuChange {
+    /// The new index of the pcpu that was `old`; `None` for the one that leaves.
+    pub fn renumber(self, old: u32) -> Option<u32> {
+        match self {
+            PcpuChange::Join(at) if old >= at => Some(old + 1),
+            PcpuChange::Join(_) => Some(old),
+            PcpuChange::Leave(at) => match old.cmp(&at) {
+                std::cmp::Ordering::Less => Some(old),
+                std::cmp::Ordering::Equal => None,
+                std::cmp::Ordering::Greater => Some(old - 1),
+            },
+        }
+    }
+
+    /// A set of pcpus in the new numbering: the leaving pcpu is dropped, the joining one
+    /// is not added.
+    pub fn renumber_set(self, set: CpuSet) -> CpuSet {
+        let mut out = CpuSet::EMPTY;
+        for p in set.iter().filter_map(|p| self.renumber(p)) {
+            out.insert(p);
+        }
+        out
+    }
+
+    /// Per-pcpu state in the new numbering: `joining()` goes in at the joining pcpu's
+    /// index; the leaving pcpu's entry is taken out and returned.
+    pub fn apply<T>(self, per_pcpu: &mut Vec<T>, joining: impl FnOnce() -> T) -> Option<T> {
+        match self {
+            PcpuChange::Join(at) => {
+                per_pcpu.insert(at as usize, joining());
+                None
+            }
+            PcpuChange::Leave(at) => Some(per_pcpu.remove(at as usize)),
+        }
+    }
 }
 
 /// Every policy rtvmm knows, by name.
@@ -521,5 +600,35 @@ impl PolicyConfig {
                 Box::new(arinc653::Arinc653::new(pcpus, table.clone()))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pool of pcpus 2, 5, 7 (local 0, 1, 2). Pcpu 3 joins: it is local 1, and 5 and 7
+    /// move up to 2 and 3. Then pcpu 5 (local 2) leaves: 7 moves down to 2; 2 and 3 stay.
+    #[test]
+    fn a_pcpu_that_joins_or_leaves_in_the_middle_renumbers_those_after_it() {
+        let join = PcpuChange::Join(1);
+        assert_eq!(
+            (0..3).map(|p| join.renumber(p)).collect::<Vec<_>>(),
+            [Some(0), Some(2), Some(3)]
+        );
+        let set = |i: &[u32]| CpuSet::from_indices(i.iter().copied()).unwrap();
+        assert_eq!(join.renumber_set(set(&[0, 2])), set(&[0, 3]));
+        let mut per_pcpu = vec!['a', 'b', 'c'];
+        assert_eq!(join.apply(&mut per_pcpu, || 'j'), None);
+        assert_eq!(per_pcpu, ['a', 'j', 'b', 'c']);
+
+        let leave = PcpuChange::Leave(2);
+        assert_eq!(
+            (0..4).map(|p| leave.renumber(p)).collect::<Vec<_>>(),
+            [Some(0), Some(1), None, Some(2)]
+        );
+        assert_eq!(leave.renumber_set(set(&[1, 2, 3])), set(&[1, 2]));
+        assert_eq!(leave.apply(&mut per_pcpu, || 'x'), Some('b'));
+        assert_eq!(per_pcpu, ['a', 'j', 'c']);
     }
 }

@@ -13,6 +13,11 @@
 //!   the new one as if inserted at that instant (with its latest parameters, periods started
 //!   anew, as a hot swap does), waking there if it has work. Its budget counters from the
 //!   old instance are kept.
+//! - **Pool changes** ([`Policy::change_pcpus`]): a pcpu that joins gets a new, empty
+//!   instance; the instance of a pcpu that leaves holds nobody (the machine refuses to take
+//!   a pcpu a VCPU is pinned to); every other instance, and so every VCPU, goes on
+//!   untouched, its home renumbered. A policy of one pcpu whose pool grows becomes the
+//!   instance of its pcpu ([`Partitioned::around`]).
 //! - **Timers**: the earliest timer of any instance; `handle_timer` runs every instance
 //!   whose timer is due. **Tick**: the inner policy's interval; each pcpu's tick goes to its
 //!   own instance.
@@ -27,12 +32,16 @@ use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::table::VcpuTable;
 use crate::policy::{
-    BudgetCounters, Decision, Policy, PolicyConfig, PolicyKind, Spent, TickInterval, VcpuView,
+    BudgetCounters, Decision, PcpuChange, Policy, PolicyConfig, PolicyKind, Spent, TickInterval,
+    VcpuView,
 };
 use crate::time::Nanos;
 
 /// The pcpu an instance's policy sees itself on.
 const LOCAL: PcpuId = PcpuId(0);
+
+/// The home of a VCPU whose pcpu left the pool (see [`Partitioned::move_to`]).
+const LEFT: u32 = u32::MAX;
 
 /// What the wrapper remembers of a VCPU to move it between instances.
 #[derive(Clone, Debug)]
@@ -47,7 +56,8 @@ struct Member {
 
 /// A policy of one pcpu run once per pcpu of the pool (see the module note).
 pub struct Partitioned {
-    kind: PolicyKind,
+    /// The inner policy, for the instance of a pcpu that joins.
+    config: PolicyConfig,
     instances: Vec<Box<dyn Policy>>,
     members: VcpuTable<Member>,
     /// Homes set by `set_affinity` for VCPUs not inserted yet.
@@ -61,9 +71,39 @@ impl Partitioned {
     /// `config`'s policy on each of `pcpus` pcpus (at least one).
     pub fn new(config: &PolicyConfig, pcpus: u32) -> Partitioned {
         Partitioned {
-            kind: config.kind(),
+            config: config.clone(),
             instances: (0..pcpus.max(1)).map(|_| config.build(1)).collect(),
             members: VcpuTable::new(),
+            placed: VcpuTable::new(),
+            asked: Cell::new(CpuSet::EMPTY),
+        }
+    }
+
+    /// `config`'s policy already running on one pcpu (`single`, built by `config` for one
+    /// pcpu), as the instance of local pcpu 0, with its VCPUs (`members`: id, parameters,
+    /// whether it has work) and their live state — so that its pool can grow
+    /// ([`Policy::change_pcpus`]) without restarting them.
+    pub fn around(
+        config: &PolicyConfig,
+        single: Box<dyn Policy>,
+        members: impl IntoIterator<Item = (VcpuId, VcpuParams, bool)>,
+    ) -> Partitioned {
+        let mut table = VcpuTable::new();
+        for (vcpu, params, has_work) in members {
+            table.insert(
+                vcpu,
+                Member {
+                    home: 0,
+                    params,
+                    has_work,
+                    earlier: BudgetCounters::default(),
+                },
+            );
+        }
+        Partitioned {
+            config: config.clone(),
+            instances: vec![single],
+            members: table,
             placed: VcpuTable::new(),
             asked: Cell::new(CpuSet::EMPTY),
         }
@@ -96,6 +136,30 @@ impl Partitioned {
             .unwrap_or(0)
     }
 
+    /// Moves `vcpu` to the instance of `home`: it leaves its old one (unless its old home
+    /// is [`LEFT`]) and joins the new one as if inserted now, waking there if it has work.
+    /// Both pcpus must decide again.
+    fn move_to(&mut self, cx: &mut Cx, vcpu: VcpuId, home: u32) -> bool {
+        let m = self.members.get(vcpu);
+        let (old, params, has_work) = (m.home, m.params.clone(), m.has_work);
+        let mut left = BudgetCounters::default();
+        if let Some(instance) = self.instances.get_mut(old as usize) {
+            left = instance.counters(vcpu);
+            instance.remove_vcpu(cx, vcpu);
+            self.ask(old, true);
+        }
+        let instance = self.instances[home as usize].as_mut();
+        instance.set_affinity(cx, vcpu, CpuSet::one(0));
+        instance.insert_vcpu(cx, vcpu, &params);
+        if has_work {
+            instance.wake(cx, vcpu);
+        }
+        let m = self.members.get_mut(vcpu);
+        m.home = home;
+        m.earlier += left;
+        self.ask(home, true)
+    }
+
     fn instance_of(&mut self, vcpu: VcpuId) -> (u32, &mut dyn Policy) {
         let home = self.members.get(vcpu).home;
         (home, self.instances[home as usize].as_mut())
@@ -104,7 +168,7 @@ impl Partitioned {
 
 impl Policy for Partitioned {
     fn kind(&self) -> PolicyKind {
-        self.kind
+        self.config.kind()
     }
 
     fn validate(&self, params: &VcpuParams) -> Result<(), ParamError> {
@@ -216,24 +280,41 @@ impl Policy for Partitioned {
             self.placed.insert(vcpu, home);
             return false;
         };
-        let old = m.home;
-        if old == home {
+        if m.home == home {
             return false;
         }
-        let (params, has_work) = (m.params.clone(), m.has_work);
-        let left = self.instances[old as usize].counters(vcpu);
-        self.instances[old as usize].remove_vcpu(cx, vcpu);
-        let instance = self.instances[home as usize].as_mut();
-        instance.set_affinity(cx, vcpu, CpuSet::one(0));
-        instance.insert_vcpu(cx, vcpu, &params);
-        if has_work {
-            instance.wake(cx, vcpu);
+        self.move_to(cx, vcpu, home)
+    }
+
+    fn change_pcpus(&mut self, cx: &mut Cx, change: PcpuChange) -> bool {
+        let config = &self.config;
+        let mut left = change.apply(&mut self.instances, || config.build(1));
+        self.asked.set(change.renumber_set(self.asked.get()));
+        for home in self.placed.iter_mut() {
+            *home = change.renumber(*home).unwrap_or(0);
         }
-        let m = self.members.get_mut(vcpu);
-        m.home = home;
-        m.earlier += left;
-        self.ask(old, true);
-        self.ask(home, true)
+        for i in 0..self.members.capacity() {
+            let vcpu = VcpuId(i as u32);
+            let Some(m) = self.members.try_get(vcpu) else {
+                continue;
+            };
+            if let Some(home) = change.renumber(m.home) {
+                self.members.get_mut(vcpu).home = home;
+                continue;
+            }
+            // The machine refuses to take a pcpu a VCPU is pinned to, so the leaving
+            // instance holds nobody; should it, the VCPU moves to pcpu 0 as a pin would
+            // move it.
+            if let Some(left) = left.as_mut() {
+                let m = self.members.get_mut(vcpu);
+                m.earlier += left.counters(vcpu);
+                left.remove_vcpu(cx, vcpu);
+                m.home = LEFT;
+                self.move_to(cx, vcpu, 0);
+            }
+        }
+        // Every other instance goes on as it was: nothing changed for its pcpu.
+        false
     }
 
     fn tickle(&self) -> CpuSet {

@@ -35,6 +35,10 @@
 //!   and the pcpus whose running VCPU was replenished (its
 //!   slice must be re-armed). A VCPU that runs on a pcpu without budget (and without
 //!   extratime) counts as leaving it: that pcpu is as good as idle.
+//! - **Pool changes** ([`Policy::change_pcpus`]): a pcpu that joins or leaves changes no
+//!   VCPU's budget, deadline or level; the VCPU the leaving pcpu ran waits like any other,
+//!   and `current`, `asked` and the VCPUs' `on` are renumbered (the waiting queue, kept only
+//!   on several pcpus, is rebuilt).
 //! - **Insertion**: the first period starts at `now + offset`. With an offset the VCPU has no
 //!   budget until then (with `extratime`: an extra-level budget).
 //! - **When it runs** ([`RtdsMode`]): `Event` (default; Xen 4.7 and later) — the
@@ -60,7 +64,8 @@ use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::edf::{EdfMember, EdfServer, EdfSet};
 use crate::policy::global::{self, Affinities};
 use crate::policy::{
-    BudgetCounters, Decision, Policy, PolicyKind, RtdsMode, Spent, TickInterval, VcpuView,
+    BudgetCounters, Decision, PcpuChange, Policy, PolicyKind, RtdsMode, Spent, TickInterval,
+    VcpuView,
 };
 use crate::time::Nanos;
 
@@ -581,6 +586,33 @@ impl Policy for Rtds {
         // Where it runs may be outside it (the machine reschedules that pcpu), and it may
         // now fit an idle pcpu.
         self.several_pcpus() && !self.tickle().is_empty()
+    }
+
+    fn change_pcpus(&mut self, _cx: &mut Cx, change: PcpuChange) -> bool {
+        let left = change.apply(&mut self.current, || None).flatten();
+        self.asked = change.renumber_set(self.asked);
+        for i in 0..self.vcpus.capacity() {
+            let v = VcpuId(i as u32);
+            if self.vcpus.contains(v) {
+                let m = self.vcpus.get_mut(v);
+                m.on = m.on.and_then(|p| change.renumber(p));
+            }
+        }
+        // The waiting queue exists only on several pcpus: build it anew from the VCPUs'
+        // state, which is kept (the one the leaving pcpu ran now waits, if eligible).
+        self.waiting.clear();
+        for i in 0..self.vcpus.capacity() {
+            let v = VcpuId(i as u32);
+            if self.vcpus.contains(v) {
+                self.vcpus.get_mut(v).queued = None;
+                self.requeue(v);
+            }
+        }
+        // It may have lost its timer with its pcpu (a VCPU without work keeps one only
+        // while it runs).
+        self.refresh_timer();
+        self.changed();
+        !self.several_pcpus() && left.is_some_and(|v| self.should_tickle(v))
     }
 
     fn tickle(&self) -> CpuSet {

@@ -60,7 +60,8 @@
 //!   decision is its own (`Own(v)` or IDLE); `do_schedule(p)` picks the highest-priority
 //!   VCPU with work and budget that its affinity allows on p and that runs on no other
 //!   pcpu; wakes and replenishments tickle like RTDS. Chunks follow activity, not pcpus: a
-//!   VCPU that migrates keeps its chunk open.
+//!   VCPU that migrates keeps its chunk open — also when the pcpu it ran on leaves the
+//!   pool, which changes no budget or pending replenishment.
 //!
 //! Known gaps: the merge at `max_replenishments` brings budget back later
 //! than one period after the activation that spent it, so a Sporadic Server behaves
@@ -75,7 +76,9 @@ use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::fp::{Charge, GlobalFp, Plan, ServerSet};
 use crate::policy::table::VcpuTable;
-use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
+use crate::policy::{
+    BudgetCounters, Decision, PcpuChange, Policy, PolicyKind, Spent, TickInterval, VcpuView,
+};
 use crate::time::Nanos;
 
 /// One pending replenishment: `amount` is added to the budget at `due`.
@@ -436,6 +439,15 @@ impl Policy for Sporadic {
     fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
         self.global.set_affinity(vcpu, affinity);
         self.global.several() && !self.tickle().is_empty()
+    }
+
+    fn change_pcpus(&mut self, _cx: &mut Cx, change: PcpuChange) -> bool {
+        // The VCPU the leaving pcpu ran is put back, as its `do_schedule` would; its chunk
+        // stays open while it is active (chunks follow activity, not the pcpu).
+        if let Some(v) = self.global.change_pcpus(change) {
+            self.servers.requeue(v);
+        }
+        !self.global.several() && self.must_reschedule(false)
     }
 
     fn tickle(&self) -> CpuSet {
