@@ -602,6 +602,7 @@ impl Policy for Credit {
     fn change_pcpus(&mut self, _cx: &mut Cx, change: PcpuChange) -> bool {
         let left = change.apply(&mut self.current, || None).flatten();
         self.asked = change.renumber_set(self.asked);
+        self.affinity.change_pcpus(change);
         // The accounting shares one period's worth per pcpu (Xen's `prv->ncpus`); the
         // master is local pcpu 0, whichever pcpu that now is, and keeps counting its ticks.
         self.pcpus = self.current.len() as u32;

@@ -1073,6 +1073,7 @@ impl GlobalFp {
     pub fn change_pcpus(&mut self, change: PcpuChange) -> Option<VcpuId> {
         let left = change.apply(&mut self.current, || None).flatten();
         self.asked = change.renumber_set(self.asked);
+        self.affinity.change_pcpus(change);
         left
     }
 

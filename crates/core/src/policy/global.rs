@@ -22,6 +22,7 @@
 use crate::cpuset::CpuSet;
 use crate::model::VcpuId;
 use crate::policy::table::VcpuTable;
+use crate::policy::PcpuChange;
 
 /// A VCPU pinned away from the pcpu it runs on stops there at once (the machine
 /// deschedules it; see `Machine::pin`): that pcpu's current decision becomes IDLE until it
@@ -174,6 +175,15 @@ impl Affinities {
         self.placement(vcpu).affinity
     }
 
+    /// A pcpu joins or leaves the pool: where each VCPU last ran follows the new local
+    /// numbering (never ran, for the pcpu that leaves). Affinities are sent again by the
+    /// machine.
+    pub fn change_pcpus(&mut self, change: PcpuChange) {
+        for p in self.0.iter_mut() {
+            p.last = p.last.and_then(|last| change.renumber(last));
+        }
+    }
+
     /// Whether every affinity set holds all of `pcpus`.
     pub fn all_hold(&self, pcpus: CpuSet) -> bool {
         self.0.iter().all(|a| pcpus.is_subset(a.affinity))
@@ -221,6 +231,28 @@ mod tests {
             (k, Placement { affinity, last })
         };
         super::tickle_targets(N, |p| running[p], waiting.into_iter().map(ran))
+    }
+
+    #[test]
+    fn where_a_vcpu_last_ran_follows_the_pools_numbering() {
+        let (a, b, c) = (VcpuId(0), VcpuId(1), VcpuId(2));
+        let mut aff = Affinities::default();
+        aff.ran(a, 0);
+        aff.ran(b, 1);
+        aff.ran(c, 2);
+        // Local pcpu 1 leaves: B never ran (in this pool), C's pcpu is now 1.
+        aff.change_pcpus(PcpuChange::Leave(1));
+        let last = |aff: &Affinities| [a, b, c].map(|v| aff.placement(v).last);
+        assert_eq!(last(&aff), [Some(0), None, Some(1)]);
+        // A pcpu joins at 0: everyone's pcpu moves up by one; affinities are kept.
+        aff.set(a, set(&[0, 1]));
+        aff.change_pcpus(PcpuChange::Join(0));
+        assert_eq!(last(&aff), [Some(1), None, Some(2)]);
+        assert_eq!(
+            aff.get(a),
+            set(&[0, 1]),
+            "the machine sends affinities again"
+        );
     }
 
     #[test]

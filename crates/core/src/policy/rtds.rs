@@ -591,6 +591,7 @@ impl Policy for Rtds {
     fn change_pcpus(&mut self, _cx: &mut Cx, change: PcpuChange) -> bool {
         let left = change.apply(&mut self.current, || None).flatten();
         self.asked = change.renumber_set(self.asked);
+        self.affinity.change_pcpus(change);
         for i in 0..self.vcpus.capacity() {
             let v = VcpuId(i as u32);
             if self.vcpus.contains(v) {
