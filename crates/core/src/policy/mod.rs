@@ -33,6 +33,7 @@ pub mod edf;
 pub mod fp;
 pub mod global;
 pub mod partitioned;
+pub mod per_pcpu;
 pub mod periodic;
 pub mod polling;
 pub mod rtds;
