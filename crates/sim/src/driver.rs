@@ -840,7 +840,7 @@ impl Simulation {
                 self.release(t, d, task, Some(origin))?;
             }
         }
-        if !self.multi.is_empty() {
+        if !LONE && !self.multi.is_empty() {
             self.sync_multi(t);
         }
         // 4c. Scheduled changes due now.
