@@ -243,6 +243,9 @@ pub struct Simulation {
     linked: bool,
     /// The machine has one pcpu.
     one_pcpu: bool,
+    /// `one_pcpu` and no domain of several VCPUs (`multi` is empty): [`Self::step`] takes
+    /// the one-pcpu path. Kept with `multi`.
+    lone: bool,
     changes: Vec<TimedChange>,
     /// For pools created at run time (`xl cpupool-create`).
     policy_settings: PolicySettings,
@@ -277,6 +280,7 @@ impl Simulation {
             triggers_fired: 0,
             linked: false,
             one_pcpu: spec.machine.pcpus == 1,
+            lone: spec.machine.pcpus == 1,
             chains: spec
                 .chains
                 .iter()
@@ -424,6 +428,7 @@ impl Simulation {
         }
         if count > 1 {
             self.multi.push(index);
+            self.lone = false;
         }
         self.domains.push(DomainRun {
             finished: vec![Vec::new(); spec.tasks.len()],
@@ -530,6 +535,7 @@ impl Simulation {
                 }
                 self.domains[i].removed_at = Some(now);
                 self.multi.retain(|&d| d != i);
+                self.lone = self.one_pcpu && self.multi.is_empty();
                 self.link();
             }
             Change::Xl(cmd) => {
@@ -645,7 +651,7 @@ impl Simulation {
             );
         }
         if let Some(job) = finished {
-            self.finish(d, job, t);
+            self.finish(d, &job, t);
         }
         if !has_work {
             self.machine.block(t, v);
@@ -654,7 +660,7 @@ impl Simulation {
     }
 
     /// A job of domain `d` finished at `t`.
-    fn finish(&mut self, d: usize, job: Job, t: Nanos) {
+    fn finish(&mut self, d: usize, job: &Job, t: Nanos) {
         let missed = t > job.deadline;
         self.record(
             t,
@@ -667,12 +673,12 @@ impl Simulation {
         );
         let task = job.task as usize;
         if self.linked {
-            self.follow_links(d, task, &job, t);
+            self.follow_links(d, task, job, t);
         }
         let run = &mut self.domains[d];
-        run.stats[task].finished_job(&job, t);
+        run.stats[task].finished_job(job, t);
         if self.keep_jobs {
-            run.finished[task].push(JobRecord::from_job(&job, Some(t)));
+            run.finished[task].push(JobRecord::from_job(job, Some(t)));
         }
     }
 
@@ -761,7 +767,7 @@ impl Simulation {
 
     /// Advances to the next event (at most `end`). Returns the new time.
     pub fn step(&mut self, end: Nanos) -> Result<Nanos, SimError> {
-        if self.one_pcpu && self.multi.is_empty() {
+        if self.lone {
             self.step_as::<true>(end)
         } else {
             self.step_as::<false>(end)
