@@ -243,6 +243,9 @@ pub struct Simulation {
     linked: bool,
     /// The machine has one pcpu.
     one_pcpu: bool,
+    /// `one_pcpu` and no domain of several VCPUs (`multi` is empty): [`Self::step`] takes
+    /// the one-pcpu path. Kept with `multi`.
+    lone: bool,
     changes: Vec<TimedChange>,
     /// For pools created at run time (`xl cpupool-create`).
     policy_settings: PolicySettings,
@@ -277,6 +280,7 @@ impl Simulation {
             triggers_fired: 0,
             linked: false,
             one_pcpu: spec.machine.pcpus == 1,
+            lone: spec.machine.pcpus == 1,
             chains: spec
                 .chains
                 .iter()
@@ -424,6 +428,7 @@ impl Simulation {
         }
         if count > 1 {
             self.multi.push(index);
+            self.lone = false;
         }
         self.domains.push(DomainRun {
             finished: vec![Vec::new(); spec.tasks.len()],
@@ -530,6 +535,7 @@ impl Simulation {
                 }
                 self.domains[i].removed_at = Some(now);
                 self.multi.retain(|&d| d != i);
+                self.lone = self.one_pcpu && self.multi.is_empty();
                 self.link();
             }
             Change::Xl(cmd) => {
@@ -600,9 +606,9 @@ impl Simulation {
         }
     }
 
-    /// The instant of the next event, capped at `end` (a running job may finish first).
+    /// The instant of the next event other than a running job's finish, capped at `end`.
     #[inline(always)]
-    fn next_instant(&self, end: Nanos, running: &[(VcpuId, usize, u32)]) -> Nanos {
+    fn next_instant(&self, end: Nanos) -> Nanos {
         let mut t = self.machine_due.min(end);
         if let Some(Reverse((at, _, _))) = self.releases.peek() {
             t = t.min(*at);
@@ -613,17 +619,13 @@ impl Simulation {
         if let Some(c) = self.changes.get(self.next_change) {
             t = t.min(c.at.max(self.now));
         }
-        for &(_, d, j) in running {
-            if let Some(left) = self.domains[d].guest.time_to_completion_on(j) {
-                t = t.min(self.now + left);
-            }
-        }
         t
     }
 
-    /// VCPU `v` (VCPU `j` of domain `d`) ran during `[now, t)`: its job progresses.
+    /// VCPU `v` (VCPU `j` of domain `d`) ran during `[now, t)`: its job progresses. `LONE`:
+    /// every guest has one VCPU (`j` is 0), so the guest's single-VCPU methods answer.
     #[inline(always)]
-    fn run_vcpu(&mut self, v: VcpuId, d: usize, j: u32, t: Nanos) {
+    fn run_vcpu<const LONE: bool>(&mut self, v: VcpuId, d: usize, j: u32, t: Nanos) {
         let start = self.now;
         let guest = &mut self.domains[d].guest;
         // Which job runs is only needed for the trace.
@@ -631,8 +633,11 @@ impl Simulation {
             Some(_) => guest.job_on(j).map(|job| (job.task, job.seq)),
             None => None,
         };
-        let finished = guest.run_on(j, start, t - start);
-        let has_work = guest.vcpu_has_work(j);
+        let (finished, has_work) = if LONE {
+            (guest.run(start, t - start), guest.has_work())
+        } else {
+            (guest.run_on(j, start, t - start), guest.vcpu_has_work(j))
+        };
         if let Some((task, seq)) = running {
             self.record(
                 start,
@@ -646,7 +651,7 @@ impl Simulation {
             );
         }
         if let Some(job) = finished {
-            self.finish(d, job, t);
+            self.finish(d, &job, t);
         }
         if !has_work {
             self.machine.block(t, v);
@@ -655,7 +660,7 @@ impl Simulation {
     }
 
     /// A job of domain `d` finished at `t`.
-    fn finish(&mut self, d: usize, job: Job, t: Nanos) {
+    fn finish(&mut self, d: usize, job: &Job, t: Nanos) {
         let missed = t > job.deadline;
         self.record(
             t,
@@ -668,12 +673,12 @@ impl Simulation {
         );
         let task = job.task as usize;
         if self.linked {
-            self.follow_links(d, task, &job, t);
+            self.follow_links(d, task, job, t);
         }
         let run = &mut self.domains[d];
-        run.stats[task].finished_job(&job, t);
+        run.stats[task].finished_job(job, t);
         if self.keep_jobs {
-            run.finished[task].push(JobRecord::from_job(&job, Some(t)));
+            run.finished[task].push(JobRecord::from_job(job, Some(t)));
         }
     }
 
@@ -762,26 +767,48 @@ impl Simulation {
 
     /// Advances to the next event (at most `end`). Returns the new time.
     pub fn step(&mut self, end: Nanos) -> Result<Nanos, SimError> {
+        if self.lone {
+            self.step_as::<true>(end)
+        } else {
+            self.step_as::<false>(end)
+        }
+    }
+
+    /// [`Self::step`]; `LONE`: one pcpu and every present domain has one VCPU, so at most
+    /// one VCPU runs and no guest needs telling which of its VCPUs run (the code the
+    /// single-pcpu path had before several pcpus, chosen once per step).
+    #[inline(always)]
+    fn step_as<const LONE: bool>(&mut self, end: Nanos) -> Result<Nanos, SimError> {
         // The machine's state is constant until `t`: what runs now runs all along.
-        if self.one_pcpu && self.multi.is_empty() {
-            // One pcpu, one VCPU per domain: the VCPU of pcpu 0, without the list.
-            let running = self.machine.running(PcpuId(0)).map(|v| {
-                let (d, j) = self.domain_of_vcpu[v.index()];
-                (v, d, j)
-            });
-            let t = self.next_instant(end, running.as_slice());
-            if let (true, Some((v, d, j))) = (t > self.now, running) {
-                self.run_vcpu(v, d, j, t);
+        if LONE {
+            // The VCPU of pcpu 0, without the list.
+            let running = self
+                .machine
+                .running(PcpuId(0))
+                .map(|v| (v, self.domain_of_vcpu[v.index()].0));
+            let mut t = self.next_instant(end);
+            if let Some((_, d)) = running {
+                if let Some(left) = self.domains[d].guest.time_to_completion() {
+                    t = t.min(self.now + left);
+                }
+            }
+            if let (true, Some((v, d))) = (t > self.now, running) {
+                self.run_vcpu::<true>(v, d, 0, t);
             }
             self.now = t;
         } else {
             self.find_running();
             let running = std::mem::take(&mut self.running);
-            let t = self.next_instant(end, &running);
+            let mut t = self.next_instant(end);
+            for &(_, d, j) in &running {
+                if let Some(left) = self.domains[d].guest.time_to_completion_on(j) {
+                    t = t.min(self.now + left);
+                }
+            }
             // 3. The running VCPUs' guests get [now, t).
             if t > self.now {
                 for &(v, d, j) in &running {
-                    self.run_vcpu(v, d, j, t);
+                    self.run_vcpu::<false>(v, d, j, t);
                 }
             }
             self.running = running;
@@ -819,7 +846,7 @@ impl Simulation {
                 self.release(t, d, task, Some(origin))?;
             }
         }
-        if !self.multi.is_empty() {
+        if !LONE && !self.multi.is_empty() {
             self.sync_multi(t);
         }
         // 4c. Scheduled changes due now.

@@ -27,7 +27,7 @@ use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
 use crate::driver::{JobRecord, Simulation};
-use crate::stats::{percentiles, Samples, TaskStats};
+use crate::stats::{percentiles, percentiles_of_sorted, Samples, TaskStats};
 use crate::trace::csv_field;
 
 /// A distribution of nanosecond values (nearest-rank percentiles).
@@ -387,8 +387,9 @@ impl RatioDist {
             extreme(Samples::min, f64::min),
             extreme(Samples::max, f64::max),
         );
-        let [p50, p90, p99] =
-            percentiles(&mut values, PERCENTILES, |a, b| a.total_cmp(b)).map(|v| v.min(max));
+        // Sorted: the mean of exact parts adds the quotients in this order.
+        values.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let [p50, p90, p99] = percentiles_of_sorted(&values, PERCENTILES).map(|v| v.min(max));
         let mean = if parts.iter().all(|(s, _)| s.is_exact()) {
             // As `RatioDist::of`: the sorted quotients, added in order.
             values.iter().map(|&(v, _)| v).sum::<f64>() / count as f64

@@ -141,14 +141,45 @@ fn record_in(histogram: &mut Histogram<u64>, value: u64) {
 }
 
 /// Nearest-rank percentiles: for each `p` in `ps` (percent, 1..=100), the ⌈p·n/100⌉-th
-/// smallest of `values` (pairs of value and count; `n` is the total count, > 0), sorted
-/// here. `cmp` must be a total order.
+/// smallest of `values` (pairs of value and count; `n` is the total count, > 0), reordered
+/// here. `cmp` must be a total order under which only identical values are equal
+/// (`u64::cmp`, `f64::total_cmp`), so that which of several equal values lands where
+/// changes nothing. When every count is 1 (a distribution held exactly) each percentile is
+/// found by selection, in linear time; otherwise the values are sorted
+/// ([`percentiles_of_sorted`]).
 pub fn percentiles<T: Copy, const K: usize>(
     values: &mut [(T, u64)],
     ps: [u64; K],
     mut cmp: impl FnMut(&T, &T) -> std::cmp::Ordering,
 ) -> [T; K] {
-    values.sort_by(|a, b| cmp(&a.0, &b.0));
+    if !values.iter().all(|&(_, count)| count == 1) {
+        values.sort_unstable_by(|a, b| cmp(&a.0, &b.0));
+        return percentiles_of_sorted(values, ps);
+    }
+    let n = values.len() as u64;
+    assert!(n > 0, "percentiles of nothing");
+    let ranks = ps.map(|p| (p * n).div_ceil(100).clamp(1, n) as usize);
+    let mut found = [values[0].0; K];
+    // From the smallest rank up, each selection within what the previous ones left (n,
+    // then about n/2, then n/10 values for p50, p90, p99). `values[start..]` holds the
+    // n − start largest values (in some order): selecting the r-th smallest overall among
+    // them (r > start) puts it at r − 1 with the larger ones after it.
+    let mut order: [usize; K] = std::array::from_fn(|i| i);
+    order.sort_unstable_by_key(|&i| ranks[i]);
+    let mut start = 0;
+    for i in order {
+        let r = ranks[i];
+        if r > start {
+            values[start..].select_nth_unstable_by(r - 1 - start, |a, b| cmp(&a.0, &b.0));
+            start = r;
+        }
+        found[i] = values[r - 1].0;
+    }
+    found
+}
+
+/// [`percentiles`] of `values` already sorted by value.
+pub fn percentiles_of_sorted<T: Copy, const K: usize>(values: &[(T, u64)], ps: [u64; K]) -> [T; K] {
     let n: u64 = values.iter().map(|&(_, c)| c).sum();
     assert!(n > 0, "percentiles of nothing");
     ps.map(|p| {
@@ -334,6 +365,44 @@ mod tests {
         }
         // p99 of 16,494 values is the 16,330th: one of the histogram's values.
         assert!(got[3] < 50_000_000);
+    }
+
+    /// Unit counts take the selection path: it must find what a sort finds, with repeated
+    /// values, ranks asked out of order, equal ranks, and n = 1.
+    #[test]
+    fn selection_finds_the_nearest_ranks_a_sort_finds() {
+        // By hand, n = 10 (values 1..=10, scrambled): p1 → 1st, p50 → 5th,
+        // p90 → 9th, p99 → 10th smallest.
+        let mut ten: Vec<(u64, u64)> = [4, 9, 1, 7, 10, 2, 8, 3, 6, 5].map(|v| (v, 1)).to_vec();
+        assert_eq!(
+            percentiles(&mut ten, [99, 1, 90, 50], |a, b| a.cmp(b)),
+            [10, 1, 9, 5]
+        );
+        let mut one = vec![(42u64, 1)];
+        assert_eq!(
+            percentiles(&mut one, [1, 50, 99, 100], |a, b| a.cmp(b)),
+            [42; 4]
+        );
+        let mut x: u64 = 7;
+        for n in [2usize, 3, 17, 100, 101, 1000] {
+            let mut values: Vec<(u64, u64)> = (0..n)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    // Few distinct values: many repeats.
+                    ((x >> 40) % 13, 1)
+                })
+                .collect();
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            let ps = [90, 50, 99, 50, 1, 100];
+            assert_eq!(
+                percentiles(&mut values, ps, |a, b| a.cmp(b)),
+                percentiles_of_sorted(&sorted, ps),
+                "n = {n}"
+            );
+        }
     }
 
     #[test]

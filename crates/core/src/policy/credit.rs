@@ -85,6 +85,7 @@ use crate::cpuset::CpuSet;
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::global::{self, Affinities};
+use crate::policy::per_pcpu::PerPcpu;
 use crate::policy::table::VcpuTable;
 use crate::policy::{
     BudgetCounters, CreditConfig, Decision, PcpuChange, Policy, PolicyKind, Spent, TickInterval,
@@ -127,6 +128,27 @@ struct CreditVcpu {
     counters: BudgetCounters,
 }
 
+impl CreditVcpu {
+    /// Has work and is not parked: waits in the run queue when not running.
+    #[inline]
+    fn runnable(&self) -> bool {
+        self.has_work && !self.parked
+    }
+
+    /// `burn_credits`: debits the run time not yet charged, in whole 0.1 ms credits rounded
+    /// to the nearest; the rest stays uncharged.
+    #[inline]
+    fn charge(&mut self) {
+        let unit = as_i64(CREDIT_UNIT);
+        if self.uncharged <= 0 {
+            return;
+        }
+        let units = (self.uncharged + unit / 2) / unit;
+        self.credit = self.credit.saturating_sub(units * unit);
+        self.uncharged -= units * unit;
+    }
+}
+
 /// The Credit policy for one pcpu.
 pub struct Credit {
     config: CreditConfig,
@@ -135,7 +157,7 @@ pub struct Credit {
     /// Waiting runnable VCPUs (not the running one), head first.
     runq: VecDeque<VcpuId>,
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
-    current: Vec<Option<VcpuId>>,
+    current: PerPcpu<Option<VcpuId>>,
     /// Each VCPU's hard affinity (local pcpu indices).
     affinity: Affinities,
     /// Several pcpus: pcpus whose running VCPU the accounting parked, until their next
@@ -189,7 +211,7 @@ impl Credit {
             pcpus: pcpus.max(1),
             vcpus: VcpuTable::new(),
             runq: VecDeque::new(),
-            current: vec![None; pcpus.max(1) as usize],
+            current: PerPcpu::new(pcpus, None),
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
             active: Vec::new(),
@@ -236,8 +258,7 @@ impl Credit {
     }
 
     fn runnable(&self, vcpu: VcpuId) -> bool {
-        let s = self.get(vcpu);
-        s.has_work && !s.parked
+        self.get(vcpu).runnable()
     }
 
     /// `__runq_insert`: before the first waiting VCPU of a strictly lower class.
@@ -252,7 +273,7 @@ impl Credit {
     }
 
     fn several_pcpus(&self) -> bool {
-        self.current.len() > 1
+        self.current.several()
     }
 
     fn is_running(&self, vcpu: VcpuId) -> bool {
@@ -271,17 +292,9 @@ impl Credit {
         }
     }
 
-    /// `burn_credits`: debits the run time not yet charged, in whole 0.1 ms credits rounded
-    /// to the nearest; the rest stays uncharged.
+    /// `burn_credits` of `vcpu` ([`CreditVcpu::charge`]).
     fn charge(&mut self, vcpu: VcpuId) {
-        let unit = as_i64(CREDIT_UNIT);
-        let s = self.get_mut(vcpu);
-        if s.uncharged <= 0 {
-            return;
-        }
-        let units = (s.uncharged + unit / 2) / unit;
-        s.credit = s.credit.saturating_sub(units * unit);
-        s.uncharged -= units * unit;
+        self.get_mut(vcpu).charge();
     }
 
     fn activate(&mut self, vcpu: VcpuId) {
@@ -387,7 +400,7 @@ impl Credit {
                 fair = peak;
             }
             let fair = i64::try_from(fair).unwrap_or(i64::MAX);
-            let running_on = self.current.iter().position(|c| *c == Some(vcpu));
+            let running_on = self.current.position(&Some(vcpu));
             let running = running_on.is_some();
             let mut parked_running = None;
             let s = self.get_mut(vcpu);
@@ -509,33 +522,36 @@ impl Policy for Credit {
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
-        self.asked.remove(pcpu.0);
-        if let Some(c) = self.current[pcpu.index()].take() {
-            self.charge(c);
-            if self.runnable(c) {
+        // What ran here stops: charged, and queued again while runnable. (`current` is
+        // written once, below: nothing in between reads it.)
+        if let Some(c) = self.current[pcpu.index()] {
+            let s = self.get_mut(c);
+            s.charge();
+            if s.runnable() {
                 self.insert(c);
             }
         }
         // The first waiting VCPU allowed here (on one pcpu: the head).
         let next = if self.several_pcpus() {
-            self.runq
+            self.asked.remove(pcpu.0);
+            let next = self
+                .runq
                 .iter()
                 .position(|&v| self.affinity.allows(v, pcpu.0))
-                .and_then(|i| self.runq.remove(i))
+                .and_then(|i| self.runq.remove(i));
+            if let Some(v) = next {
+                self.affinity.ran(v, pcpu.0);
+            }
+            next
         } else {
             self.runq.pop_front()
         };
+        self.current[pcpu.index()] = next;
         match next {
-            Some(next) => {
-                self.current[pcpu.index()] = Some(next);
-                if self.several_pcpus() {
-                    self.affinity.ran(next, pcpu.0);
-                }
-                Decision {
-                    run: Some(next),
-                    slice: Some(self.config.slice()),
-                }
-            }
+            Some(next) => Decision {
+                run: Some(next),
+                slice: Some(self.config.slice()),
+            },
             None => Decision::IDLE,
         }
     }

@@ -32,6 +32,7 @@ use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::global::{self, Affinities};
+use crate::policy::per_pcpu::PerPcpu;
 use crate::policy::table::VcpuTable;
 use crate::policy::{
     BudgetCounters, Decision, PcpuChange, Policy, PolicyKind, Spent, TickInterval, VcpuView,
@@ -983,7 +984,7 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
 #[derive(Clone, Debug)]
 pub struct GlobalFp {
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
-    pub current: Vec<Option<VcpuId>>,
+    pub current: PerPcpu<Option<VcpuId>>,
     pub affinity: Affinities,
     /// Pcpus whose running VCPU was replenished since their last `do_schedule`.
     pub asked: CpuSet,
@@ -992,7 +993,7 @@ pub struct GlobalFp {
 impl GlobalFp {
     pub fn new(pcpus: u32) -> GlobalFp {
         GlobalFp {
-            current: vec![None; pcpus.max(1) as usize],
+            current: PerPcpu::new(pcpus, None),
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
         }
@@ -1017,7 +1018,7 @@ impl GlobalFp {
     /// Whether the pool has several pcpus.
     #[inline]
     pub fn several(&self) -> bool {
-        self.current.len() > 1
+        self.current.several()
     }
 
     #[inline]

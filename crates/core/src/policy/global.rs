@@ -27,8 +27,12 @@ use crate::policy::PcpuChange;
 /// A VCPU pinned away from the pcpu it runs on stops there at once (the machine
 /// deschedules it; see `Machine::pin`): that pcpu's current decision becomes IDLE until it
 /// decides again.
-pub fn stop_outside(current: &mut [Option<VcpuId>], vcpu: VcpuId, affinity: CpuSet) {
-    for (p, c) in current.iter_mut().enumerate() {
+pub fn stop_outside<'a>(
+    current: impl IntoIterator<Item = &'a mut Option<VcpuId>>,
+    vcpu: VcpuId,
+    affinity: CpuSet,
+) {
+    for (p, c) in current.into_iter().enumerate() {
         if *c == Some(vcpu) && !affinity.contains(p as u32) {
             *c = None;
         }

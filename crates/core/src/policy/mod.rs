@@ -42,6 +42,7 @@ pub mod edf;
 pub mod fp;
 pub mod global;
 pub mod partitioned;
+pub mod per_pcpu;
 pub mod periodic;
 pub mod polling;
 pub mod rtds;
@@ -282,14 +283,36 @@ impl PcpuChange {
 
     /// Per-pcpu state in the new numbering: `joining()` goes in at the joining pcpu's
     /// index; the leaving pcpu's entry is taken out and returned.
-    pub fn apply<T>(self, per_pcpu: &mut Vec<T>, joining: impl FnOnce() -> T) -> Option<T> {
+    pub fn apply<T>(
+        self,
+        per_pcpu: &mut impl PcpuIndexed<T>,
+        joining: impl FnOnce() -> T,
+    ) -> Option<T> {
         match self {
             PcpuChange::Join(at) => {
-                per_pcpu.insert(at as usize, joining());
+                per_pcpu.insert_at(at as usize, joining());
                 None
             }
-            PcpuChange::Leave(at) => Some(per_pcpu.remove(at as usize)),
+            PcpuChange::Leave(at) => Some(per_pcpu.remove_at(at as usize)),
         }
+    }
+}
+
+/// Per-pcpu state that [`PcpuChange::apply`] renumbers: a `Vec` or a
+/// [`per_pcpu::PerPcpu`].
+pub trait PcpuIndexed<T> {
+    /// Puts `value` at local index `at`; those from `at` on move up by one.
+    fn insert_at(&mut self, at: usize, value: T);
+    /// Takes out local index `at`; those after it move down by one.
+    fn remove_at(&mut self, at: usize) -> T;
+}
+
+impl<T> PcpuIndexed<T> for Vec<T> {
+    fn insert_at(&mut self, at: usize, value: T) {
+        self.insert(at, value);
+    }
+    fn remove_at(&mut self, at: usize) -> T {
+        self.remove(at)
     }
 }
 
