@@ -1476,7 +1476,13 @@ impl Machine {
             }
         };
         let due = if LONE {
-            timer(&self.pools[0])
+            // One pool: asking the policy costs less than remembering its answer.
+            let pool = &self.pools[0];
+            if tick_mode && pool.quantum_tick {
+                None
+            } else {
+                pool.policy.get().next_timer()
+            }
         } else {
             self.pools.iter().filter_map(timer).min()
         };
@@ -1502,7 +1508,16 @@ impl Machine {
         self.account_inline::<LONE>(now);
         let tick_mode = self.config.replenishment == ReplenishMode::Tick;
         let due = |p: &Pool| {
-            !(tick_mode && p.quantum_tick) && p.policy.next_timer().is_some_and(|due| due <= now)
+            if tick_mode && p.quantum_tick {
+                return false;
+            }
+            // One pool: asking the policy costs less than remembering its answer.
+            let next = if LONE {
+                p.policy.get().next_timer()
+            } else {
+                p.policy.next_timer()
+            };
+            next.is_some_and(|due| due <= now)
         };
         for pool in 0..if LONE { 1 } else { self.pools.len() } {
             if !due(&self.pools[pool]) {

@@ -276,6 +276,48 @@ impl Credit {
         self.current.several()
     }
 
+    /// The VCPU a pcpu ran stops there: charged, and queued again while runnable.
+    #[inline(always)]
+    fn put_back(&mut self, vcpu: VcpuId) {
+        let s = self.get_mut(vcpu);
+        s.charge();
+        if s.runnable() {
+            self.insert(vcpu);
+        }
+    }
+
+    /// Run `next` (IDLE if none) for a time slice.
+    #[inline(always)]
+    fn decision(&self, next: Option<VcpuId>) -> Decision {
+        match next {
+            Some(next) => Decision {
+                run: Some(next),
+                slice: Some(self.config.slice()),
+            },
+            None => Decision::IDLE,
+        }
+    }
+
+    /// `do_schedule` on a pool of several pcpus: what ran here is put back; the first
+    /// waiting VCPU allowed here runs. Apart, so that the one-pcpu decision stays small.
+    #[inline(never)]
+    fn do_schedule_on_several(&mut self, pcpu: PcpuId) -> Decision {
+        self.asked.remove(pcpu.0);
+        if let Some(c) = self.current[pcpu.index()] {
+            self.put_back(c);
+        }
+        let next = self
+            .runq
+            .iter()
+            .position(|&v| self.affinity.allows(v, pcpu.0))
+            .and_then(|i| self.runq.remove(i));
+        if let Some(v) = next {
+            self.affinity.ran(v, pcpu.0);
+        }
+        self.current[pcpu.index()] = next;
+        self.decision(next)
+    }
+
     fn is_running(&self, vcpu: VcpuId) -> bool {
         self.current.contains(&Some(vcpu))
     }
@@ -522,38 +564,17 @@ impl Policy for Credit {
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
-        // What ran here stops: charged, and queued again while runnable. (`current` is
-        // written once, below: nothing in between reads it.)
-        if let Some(c) = self.current[pcpu.index()] {
-            let s = self.get_mut(c);
-            s.charge();
-            if s.runnable() {
-                self.insert(c);
-            }
+        if self.several_pcpus() {
+            return self.do_schedule_on_several(pcpu);
         }
-        // The first waiting VCPU allowed here (on one pcpu: the head).
-        let next = if self.several_pcpus() {
-            self.asked.remove(pcpu.0);
-            let next = self
-                .runq
-                .iter()
-                .position(|&v| self.affinity.allows(v, pcpu.0))
-                .and_then(|i| self.runq.remove(i));
-            if let Some(v) = next {
-                self.affinity.ran(v, pcpu.0);
-            }
-            next
-        } else {
-            self.runq.pop_front()
-        };
-        self.current[pcpu.index()] = next;
-        match next {
-            Some(next) => Decision {
-                run: Some(next),
-                slice: Some(self.config.slice()),
-            },
-            None => Decision::IDLE,
+        // One pcpu (the usual case): what ran is charged and queued again while runnable;
+        // the head of the run queue runs.
+        if let Some(c) = self.current[0] {
+            self.put_back(c);
         }
+        let next = self.runq.pop_front();
+        self.current[0] = next;
+        self.decision(next)
     }
 
     fn tick_interval(&self) -> TickInterval {

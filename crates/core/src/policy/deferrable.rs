@@ -26,7 +26,7 @@
 use crate::cpuset::CpuSet;
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::fp::{Charge, GlobalFp, ServerSet};
+use crate::policy::fp::{Charge, GlobalFp, Server, ServerSet};
 use crate::policy::{
     BudgetCounters, Decision, PcpuChange, Policy, PolicyKind, Spent, TickInterval, VcpuView,
 };
@@ -56,6 +56,31 @@ impl Deferrable {
                 None => true,
                 Some(c) => c != vcpu && self.servers.higher(vcpu, c),
             }
+    }
+
+    /// Run `server` (IDLE if none) with its remaining budget as the slice.
+    #[inline(always)]
+    fn decision(server: Option<&Server>) -> Decision {
+        match server {
+            Some(s) => Decision {
+                run: Some(s.vcpu),
+                slice: Some(s.remaining),
+            },
+            None => Decision::IDLE,
+        }
+    }
+
+    /// `do_schedule` on a pool of several pcpus: what ran here goes back to the RunQ, and
+    /// the pick is [`GlobalFp::pick`]'s. Apart, so that the one-pcpu decision stays small.
+    #[inline(never)]
+    fn do_schedule_on_several(&mut self, pcpu: PcpuId) -> Decision {
+        self.global.asked.remove(pcpu.0);
+        if let Some(c) = self.global.current[pcpu.index()] {
+            self.servers.requeue(c);
+        }
+        let decision = Self::decision(self.global.pick(&self.servers, pcpu.0));
+        self.global.run_on(pcpu.0, decision.run);
+        decision
     }
 }
 
@@ -99,18 +124,15 @@ impl Policy for Deferrable {
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
-        self.global.asked.remove(pcpu.0);
-        if let Some(c) = self.global.current[pcpu.index()] {
+        if self.global.several() {
+            return self.do_schedule_on_several(pcpu);
+        }
+        // One pcpu (the usual case, on every quantum): `queuePick(RunQ)`, nothing else.
+        if let Some(c) = self.global.current[0] {
             self.servers.requeue(c);
         }
-        let decision = match self.global.pick(&self.servers, pcpu.0) {
-            Some(s) => Decision {
-                run: Some(s.vcpu),
-                slice: Some(s.remaining),
-            },
-            None => Decision::IDLE,
-        };
-        self.global.run_on(pcpu.0, decision.run);
+        let decision = Self::decision(self.servers.pick_with_work());
+        self.global.current[0] = decision.run;
         decision
     }
 

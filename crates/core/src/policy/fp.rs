@@ -1007,10 +1007,19 @@ impl GlobalFp {
     }
 
     /// Pcpu `pcpu` runs `run` from now (what its `do_schedule` chose).
-    #[inline]
+    #[inline(always)]
     pub fn run_on(&mut self, pcpu: u32, run: Option<VcpuId>) {
         self.current[pcpu as usize] = run;
-        if let Some(v) = run.filter(|_| self.several()) {
+        if self.several() {
+            self.ran(pcpu, run);
+        }
+    }
+
+    /// Several pcpus: where the VCPU `run` ran last, for the tickle. Apart, so that the
+    /// one-pcpu `do_schedule` stays as small as before.
+    #[inline(never)]
+    fn ran(&mut self, pcpu: u32, run: Option<VcpuId>) {
+        if let Some(v) = run {
             self.affinity.ran(v, pcpu);
         }
     }

@@ -175,6 +175,17 @@ impl Sporadic {
         self.global.current[pcpu].map_or(Plan::IDLE, Plan::own)
     }
 
+    /// `do_schedule` on a pool of several pcpus: what ran here goes back to the RunQ, and
+    /// the pick is [`GlobalFp::pick`]'s. Apart, so that the one-pcpu decision stays small.
+    #[inline(never)]
+    fn do_schedule_on_several(&mut self, pcpu: PcpuId) -> Decision {
+        self.global.asked.remove(pcpu.0);
+        self.servers.put_back(self.active(pcpu.index()).charge);
+        let run = self.global.pick(&self.servers, pcpu.0).map(|s| s.vcpu);
+        self.global.run_on(pcpu.0, run);
+        self.servers.decision(self.active(pcpu.index()))
+    }
+
     /// Whether the decision must be made again now; remembers a "yes". Several pcpus:
     /// whether some pcpu must ([`Policy::tickle`]).
     fn must_reschedule(&mut self, also: bool) -> bool {
@@ -398,12 +409,16 @@ impl Policy for Sporadic {
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {
         // Chunks follow activity, not the pcpu: a preempted VCPU keeps its chunk open.
-        self.global.asked.remove(pcpu.0);
-        self.servers.put_back(self.active(pcpu.index()).charge);
-        let run = self.global.pick(&self.servers, pcpu.0).map(|s| s.vcpu);
-        self.global.run_on(pcpu.0, run);
         self.reschedule_owed = false;
-        self.servers.decision(self.active(pcpu.index()))
+        if self.global.several() {
+            return self.do_schedule_on_several(pcpu);
+        }
+        // One pcpu (the usual case, on every quantum): the highest-priority VCPU with work
+        // and budget runs on its own budget.
+        self.servers.put_back(self.active(0).charge);
+        let plan = self.servers.plan_own_budget();
+        self.global.current[0] = plan.run;
+        self.servers.decision(plan)
     }
 
     fn tick_interval(&self) -> TickInterval {
