@@ -2441,6 +2441,30 @@ mod tests {
         assert_eq!(m.check_invariants(), Ok(()));
     }
 
+    /// The six fixed-priority server policies.
+    const SERVERS: [PolicyConfig; 6] = [
+        PolicyConfig::Deferrable,
+        PolicyConfig::Periodic,
+        PolicyConfig::Polling,
+        PolicyConfig::Sporadic,
+        PolicyConfig::Wcps,
+        PolicyConfig::Crps,
+    ];
+
+    /// A (4 ms every 10, priority 1) and B (10 ms every 10, priority 2), always busy, in
+    /// Pool-0 on `pcpus` under `policy`.
+    fn servers_a_and_b(pcpus: CpuSet, policy: PolicyConfig) -> (Machine, VcpuId, VcpuId) {
+        let (m, v) = busy_pool(
+            pcpus,
+            policy,
+            &[
+                (VcpuParams::server(ms(4), ms(10), 1), None),
+                (VcpuParams::server(ms(10), ms(10), 2), None),
+            ],
+        );
+        (m, v[0], v[1])
+    }
+
     /// The six fixed-priority servers, a pcpu joins: A (4 ms every 10, priority 1) and B
     /// (10 ms every 10, priority 2), always busy, in Pool-0 on pcpu 0 (`two_pools`): A runs
     /// 0–3. At 3 pcpu 1 joins: A keeps its 1 ms left and its next replenishment at 10; B,
@@ -2452,24 +2476,9 @@ mod tests {
     /// 4 ms: 3–7, and 11 ms in all.)
     #[test]
     fn a_pcpu_that_joins_leaves_server_budgets_and_replenishments_as_they_were() {
-        for policy in [
-            PolicyConfig::Deferrable,
-            PolicyConfig::Periodic,
-            PolicyConfig::Polling,
-            PolicyConfig::Sporadic,
-            PolicyConfig::Wcps,
-            PolicyConfig::Crps,
-        ] {
+        for policy in SERVERS {
             let kind = policy.kind();
-            let (mut m, v) = busy_pool(
-                CpuSet::one(0),
-                policy,
-                &[
-                    (VcpuParams::server(ms(4), ms(10), 1), None),
-                    (VcpuParams::server(ms(10), ms(10), 2), None),
-                ],
-            );
-            let (a, b) = (v[0], v[1]);
+            let (mut m, a, b) = servers_a_and_b(CpuSet::one(0), policy);
             run_to(&mut m, ms(3));
             m.pool_cpu_add(ms(3), 0, 1).unwrap();
             let left = |m: &Machine, v| m.policy_of(v).view(v).remaining_budget;
@@ -2498,24 +2507,9 @@ mod tests {
     /// 14 ms. (A restart at 2 gave A 2–6 and 10 ms in all.)
     #[test]
     fn a_pcpu_that_leaves_stops_what_it_ran_and_server_budgets_stay() {
-        for policy in [
-            PolicyConfig::Deferrable,
-            PolicyConfig::Periodic,
-            PolicyConfig::Polling,
-            PolicyConfig::Sporadic,
-            PolicyConfig::Wcps,
-            PolicyConfig::Crps,
-        ] {
+        for policy in SERVERS {
             let kind = policy.kind();
-            let (mut m, v) = busy_pool(
-                CpuSet::first(2),
-                policy,
-                &[
-                    (VcpuParams::server(ms(4), ms(10), 1), None),
-                    (VcpuParams::server(ms(10), ms(10), 2), None),
-                ],
-            );
-            let (a, b) = (v[0], v[1]);
+            let (mut m, a, b) = servers_a_and_b(CpuSet::first(2), policy);
             run_to(&mut m, ms(2));
             assert_eq!(
                 (m.running(PcpuId(0)), m.running(PcpuId(1))),
