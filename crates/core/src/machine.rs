@@ -54,8 +54,6 @@
 //! its slice counts from the instant `do_schedule` began), as Xen measures a VCPU's run
 //! time from the start of the `do_schedule` that chose it.
 
-use std::cell::Cell;
-
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
 use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
@@ -359,7 +357,7 @@ impl PoolSpec {
 /// A cpupool at run time.
 struct Pool {
     name: String,
-    policy: PolicySlot,
+    policy: Box<dyn Policy>,
     policy_config: PolicyConfig,
     /// Its pcpus (machine ids), in local order: local index i is `cpus[i]`.
     cpus: Vec<u32>,
@@ -408,50 +406,6 @@ pub struct Machine {
     pcpus: Vec<Pcpu>,
     now: Nanos,
     log: EventLog,
-}
-
-/// The policy and its next timer, remembered until the policy next changes: the driver
-/// polls [`Machine::poll_timeout`] far more often than the policy changes. The policy is
-/// reached mutably only through [`PolicySlot::get_mut`], which forgets the remembered
-/// timer, so no hook can leave it stale.
-struct PolicySlot {
-    policy: Box<dyn Policy>,
-    /// `None`: not known since the last change.
-    timer: Cell<Option<Option<Nanos>>>,
-}
-
-impl PolicySlot {
-    fn new(policy: Box<dyn Policy>) -> PolicySlot {
-        PolicySlot {
-            policy,
-            timer: Cell::new(None),
-        }
-    }
-
-    #[inline]
-    fn get(&self) -> &dyn Policy {
-        self.policy.as_ref()
-    }
-
-    /// The policy, for a hook that may change it: the remembered timer is forgotten.
-    #[inline]
-    fn get_mut(&mut self) -> &mut dyn Policy {
-        self.timer.set(None);
-        self.policy.as_mut()
-    }
-
-    /// The policy's [`Policy::next_timer`], remembered until the next [`Self::get_mut`].
-    #[inline]
-    fn next_timer(&self) -> Option<Nanos> {
-        match self.timer.get() {
-            Some(due) => due,
-            None => {
-                let due = self.policy.next_timer();
-                self.timer.set(Some(due));
-                due
-            }
-        }
-    }
 }
 
 impl Machine {
@@ -518,7 +472,7 @@ impl Machine {
         let mut m = Self::new(config, policy).expect("a valid configuration");
         let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), config.quantum);
         let pool = &mut m.pools[0];
-        pool.policy = PolicySlot::new(built);
+        pool.policy = built;
         pool.tick = tick;
         pool.quantum_tick = quantum_tick;
         for p in &mut m.pcpus {
@@ -563,7 +517,7 @@ impl Machine {
         let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), quantum);
         Pool {
             name: spec.name,
-            policy: PolicySlot::new(built),
+            policy: built,
             policy_config: spec.policy,
             cpus: Vec::new(),
             quantum,
@@ -621,14 +575,13 @@ impl Machine {
             policy.wake(&mut cx, VcpuId(i as u32));
         }
         for &i in &members {
-            self.vcpus[i].earlier_counters +=
-                self.pools[pool].policy.get().counters(VcpuId(i as u32));
+            self.vcpus[i].earlier_counters += self.pools[pool].policy.counters(VcpuId(i as u32));
         }
         let quantum = self.pools[pool].quantum;
         let (tick, quantum_tick) = Self::resolve_tick(policy.tick_interval(), quantum);
         let p = &mut self.pools[pool];
         p.partitioned = m > 1 && !config.kind().schedules_globally();
-        p.policy = PolicySlot::new(policy);
+        p.policy = policy;
         p.policy_config = config;
         p.tick = tick;
         p.quantum_tick = quantum_tick;
@@ -680,21 +633,21 @@ impl Machine {
         if before >= 1 && after >= 1 {
             let p = &mut self.pools[pool];
             if after > 1 && !p.partitioned && !p.policy_config.kind().schedules_globally() {
-                let stand_in = PolicySlot::new(p.policy_config.build(1));
+                let stand_in = p.policy_config.build(1);
                 let single = std::mem::replace(&mut p.policy, stand_in);
                 let vcpus = &self.vcpus;
                 let wrapped = Partitioned::around(
                     &p.policy_config,
-                    single.policy,
+                    single,
                     members.iter().map(|&i| {
                         let e = &vcpus[i];
                         (VcpuId(i as u32), e.params.clone(), e.has_work)
                     }),
                 );
-                p.policy = PolicySlot::new(Box::new(wrapped));
+                p.policy = Box::new(wrapped);
                 p.partitioned = true;
             }
-            resched |= p.policy.get_mut().change_pcpus(&mut cx, change);
+            resched |= p.policy.change_pcpus(&mut cx, change);
         }
         let p = &mut self.pools[pool];
         for (local, &c) in p.cpus.iter().enumerate() {
@@ -702,10 +655,7 @@ impl Machine {
         }
         for &i in &members {
             let local = p.local(self.vcpus[i].affinity);
-            resched |= p
-                .policy
-                .get_mut()
-                .set_affinity(&mut cx, VcpuId(i as u32), local);
+            resched |= p.policy.set_affinity(&mut cx, VcpuId(i as u32), local);
         }
         if let PcpuChange::Join(at) = change {
             // The pool's pcpus tick together, on the grid its policy started (an empty
@@ -741,7 +691,7 @@ impl Machine {
 
     /// The first pool's policy kind (the only one's, on a machine of one pool).
     pub fn policy_kind(&self) -> PolicyKind {
-        self.pools[0].policy.get().kind()
+        self.pools[0].policy.kind()
     }
 
     /// The first pool's policy configuration.
@@ -751,12 +701,12 @@ impl Machine {
 
     /// The first pool's policy, for its views and counters.
     pub fn policy(&self) -> &dyn Policy {
-        self.pools[0].policy.get()
+        self.pools[0].policy.as_ref()
     }
 
     /// The policy that schedules `vcpu` (its pool's).
     pub fn policy_of(&self, vcpu: VcpuId) -> &dyn Policy {
-        self.pools[self.vcpus[vcpu.index()].pool].policy.get()
+        self.pools[self.vcpus[vcpu.index()].pool].policy.as_ref()
     }
 
     /// The cpupools, in order: name, pcpus (machine ids), policy.
@@ -875,7 +825,6 @@ impl Machine {
             return Err(MachineError::UnknownPool(format!("#{pool}")));
         };
         p.policy
-            .get()
             .validate(&params)
             .map_err(|error| MachineError::Param { vcpu: id.0, error })?;
         self.check_affinity(id.0, pool, affinity)?;
@@ -885,7 +834,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let policy = self.pools[pool].policy.get_mut();
+        let policy = self.pools[pool].policy.as_mut();
         policy.set_affinity(&mut cx, id, local);
         policy.insert_vcpu(&mut cx, id, &params);
         self.vcpus.push(VcpuEntry {
@@ -918,7 +867,7 @@ impl Machine {
             self.pcpus[p.cpus[0] as usize].request(reason);
             return;
         }
-        let targets = p.policy.get().tickle();
+        let targets = p.policy.tickle();
         for local in targets.iter() {
             if let Some(&c) = p.cpus.get(local as usize) {
                 self.pcpus[c as usize].request(reason);
@@ -945,9 +894,9 @@ impl Machine {
             log: &mut self.log,
         };
         let policy = &mut self.pools[pool].policy;
-        let counters = policy.get().counters(vcpu);
+        let counters = policy.counters(vcpu);
         self.vcpus[vcpu.index()].earlier_counters += counters;
-        policy.get_mut().remove_vcpu(&mut cx, vcpu);
+        policy.remove_vcpu(&mut cx, vcpu);
         let e = &mut self.vcpus[vcpu.index()];
         e.present = false;
         e.has_work = false;
@@ -979,7 +928,6 @@ impl Machine {
         let pool = self.vcpus[vcpu.index()].pool;
         self.pools[pool]
             .policy
-            .get()
             .validate(&params)
             .map_err(|error| MachineError::Param {
                 vcpu: vcpu.0,
@@ -990,10 +938,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let resched = self.pools[pool]
-            .policy
-            .get_mut()
-            .adjust(&mut cx, vcpu, &params);
+        let resched = self.pools[pool].policy.adjust(&mut cx, vcpu, &params);
         if resched {
             if self.pools[pool].cpus.len() > 1 {
                 if let Some(c) = self.pcpu_running(vcpu) {
@@ -1170,7 +1115,6 @@ impl Machine {
             .collect();
         for &i in &members {
             p.policy
-                .get()
                 .validate(&self.vcpus[i].params)
                 .map_err(|error| MachineError::Param {
                     vcpu: i as u32,
@@ -1192,14 +1136,14 @@ impl Machine {
                 log: &mut self.log,
             };
             let policy = &mut self.pools[old].policy;
-            self.vcpus[i].earlier_counters += policy.get().counters(v);
-            policy.get_mut().remove_vcpu(&mut cx, v);
+            self.vcpus[i].earlier_counters += policy.counters(v);
+            policy.remove_vcpu(&mut cx, v);
             let e = &mut self.vcpus[i];
             e.pool = pool;
             e.affinity = None;
             let (params, has_work) = (e.params.clone(), e.has_work);
             let local = self.pools[pool].local(None);
-            let policy = self.pools[pool].policy.get_mut();
+            let policy = self.pools[pool].policy.as_mut();
             policy.set_affinity(&mut cx, v, local);
             policy.insert_vcpu(&mut cx, v, &params);
             if has_work {
@@ -1233,10 +1177,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        self.pools[pool]
-            .policy
-            .get_mut()
-            .set_affinity(&mut cx, vcpu, local);
+        self.pools[pool].policy.set_affinity(&mut cx, vcpu, local);
         // Where it runs now may be outside its new affinity: it stops there at once.
         let outside = affinity.map_or(CpuSet::EMPTY, CpuSet::complement);
         self.deschedule(vcpu, outside);
@@ -1258,7 +1199,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let resched = self.pools[pool].policy.get_mut().wake(&mut cx, vcpu);
+        let resched = self.pools[pool].policy.wake(&mut cx, vcpu);
         if resched {
             self.tickle(pool, ScheduleReason::Preempt);
         }
@@ -1278,7 +1219,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let asked = self.pools[pool].policy.get_mut().sleep(&mut cx, vcpu);
+        let asked = self.pools[pool].policy.sleep(&mut cx, vcpu);
         let cpus = &self.pools[pool].cpus;
         if cpus.len() == 1 {
             let p = &mut self.pcpus[cpus[0] as usize];
@@ -1325,7 +1266,7 @@ impl Machine {
         let e = &self.vcpus[vcpu.index()];
         let mut total = e.earlier_counters;
         if e.present {
-            total += self.pools[e.pool].policy.get().counters(vcpu);
+            total += self.pools[e.pool].policy.counters(vcpu);
         }
         total
     }
@@ -1390,7 +1331,6 @@ impl Machine {
         }
         for pool in &self.pools {
             pool.policy
-                .get()
                 .check_invariants()
                 .map_err(|e| format!("cpupool '{}': {e}", pool.name))?;
         }
@@ -1476,13 +1416,7 @@ impl Machine {
             }
         };
         let due = if LONE {
-            // One pool: asking the policy costs less than remembering its answer.
-            let pool = &self.pools[0];
-            if tick_mode && pool.quantum_tick {
-                None
-            } else {
-                pool.policy.get().next_timer()
-            }
+            timer(&self.pools[0])
         } else {
             self.pools.iter().filter_map(timer).min()
         };
@@ -1511,13 +1445,7 @@ impl Machine {
             if tick_mode && p.quantum_tick {
                 return false;
             }
-            // One pool: asking the policy costs less than remembering its answer.
-            let next = if LONE {
-                p.policy.get().next_timer()
-            } else {
-                p.policy.next_timer()
-            };
-            next.is_some_and(|due| due <= now)
+            p.policy.next_timer().is_some_and(|due| due <= now)
         };
         for pool in 0..if LONE { 1 } else { self.pools.len() } {
             if !due(&self.pools[pool]) {
@@ -1527,7 +1455,7 @@ impl Machine {
                 now,
                 log: &mut self.log,
             };
-            if self.pools[pool].policy.get_mut().handle_timer(&mut cx) {
+            if self.pools[pool].policy.handle_timer(&mut cx) {
                 if LONE {
                     self.pcpus[0].request(ScheduleReason::Preempt);
                 } else {
@@ -1548,7 +1476,7 @@ impl Machine {
                     now,
                     log: &mut self.log,
                 };
-                let policy = p.policy.get_mut();
+                let policy = p.policy.as_mut();
                 let mut resched = policy.tick(&mut cx, PcpuId(local));
                 if timers_at_tick {
                     resched |= policy.handle_timer(&mut cx);
@@ -1602,10 +1530,7 @@ impl Machine {
             now,
             log: &mut self.log,
         };
-        let decision = self.pools[pool]
-            .policy
-            .get_mut()
-            .do_schedule(&mut cx, PcpuId(local));
+        let decision = self.pools[pool].policy.do_schedule(&mut cx, PcpuId(local));
         debug_assert!(
             decision.slice != Some(Nanos::ZERO),
             "a zero slice would loop"
@@ -1756,7 +1681,7 @@ impl Machine {
                                 now: end,
                                 log: &mut self.log,
                             };
-                            self.pools[pool].policy.get_mut().burn(
+                            self.pools[pool].policy.burn(
                                 &mut cx,
                                 PcpuId(local),
                                 spent,
@@ -1791,7 +1716,7 @@ impl Machine {
                                 now,
                                 log: &mut self.log,
                             };
-                            self.pools[pool].policy.get_mut().burn(
+                            self.pools[pool].policy.burn(
                                 &mut cx,
                                 PcpuId(local),
                                 ran,
