@@ -2280,8 +2280,11 @@ mod tests {
         (m, ids)
     }
 
+    /// An RTDS VCPU without extratime (the schedules below are derived without it).
     fn rtds_params(budget: u64, period: u64) -> VcpuParams {
-        VcpuParams::server(ms(budget), ms(period), 0)
+        let mut p = VcpuParams::server(ms(budget), ms(period), 0);
+        p.extratime = Some(false);
+        p
     }
 
     /// RTDS, a pcpu joins: A (2 ms every 10) and B (5 ms every 12), always busy, in Pool-0
@@ -2625,7 +2628,7 @@ mod tests {
             let mut vcpus = Vec::new();
             for (d, &(b, p)) in servers.iter().enumerate() {
                 let mut params = VcpuParams::server(us(b), us(p), d as u32);
-                params.extratime = d % 2 == 0;
+                params.extratime = Some(d % 2 == 0);
                 vcpus.push(m.add_vcpu(Nanos::ZERO, DomainId(d as u32), params).unwrap());
             }
             // A pcpu that joins or leaves a pool changes no budget or deadline (Credit's

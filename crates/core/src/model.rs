@@ -1,6 +1,7 @@
 //! Identifiers and parameters shared by the VMM policies and the guests.
 
 use crate::guest::{GuestScheduler, TaskSpec};
+use crate::policy::PolicyKind;
 use crate::time::Nanos;
 
 /// A VCPU, by its index in the machine's VCPU table. Ids are never reused, so a removed
@@ -53,7 +54,8 @@ pub fn credit_weight_from_share(budget: Nanos, period: Nanos) -> u32 {
 
 /// Everything a VMM policy may need to know about one VCPU. Each policy reads the fields
 /// that concern it: servers and RTDS read `budget`/`period`/`priority` (SEDF reads `budget`
-/// as its slice), Credit reads `weight`/`cap`, SEDF and RTDS read `extratime`.
+/// as its slice), Credit reads `weight`/`cap`, SEDF and RTDS read `extratime`
+/// ([`VcpuParams::extratime_under`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VcpuParams {
     pub budget: Nanos,
@@ -65,7 +67,11 @@ pub struct VcpuParams {
     pub weight: u32,
     /// Percent of one pcpu; 0 = no cap.
     pub cap: u32,
-    pub extratime: bool,
+    /// Whether the VCPU may run beyond its budget when nobody with budget wants the pcpu;
+    /// `None`: not said, so the policy's default holds ([`PolicyKind::extratime_default`]:
+    /// on under RTDS, as Xen gives every new RTDS unit; off under SEDF, the papers'
+    /// setting).
+    pub extratime: Option<bool>,
     pub max_replenishments: u32,
 }
 
@@ -79,9 +85,15 @@ impl VcpuParams {
             offset: Nanos::ZERO,
             weight: DEFAULT_WEIGHT,
             cap: 0,
-            extratime: false,
+            extratime: None,
             max_replenishments: DEFAULT_MAX_REPLENISHMENTS,
         }
+    }
+
+    /// Whether the VCPU has extra time under a policy of `kind`: as given, else that
+    /// policy's default.
+    pub fn extratime_under(&self, kind: PolicyKind) -> bool {
+        self.extratime.unwrap_or(kind.extratime_default())
     }
 
     /// Checks the server fields (budget, period) every policy relies on.

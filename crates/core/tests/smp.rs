@@ -63,7 +63,7 @@ fn drive(m: &mut Machine, events: &[(Nanos, VcpuId, Act)], end: Nanos) {
 
 fn rtds(budget_ms: u64, period_ms: u64, extratime: bool) -> VcpuParams {
     let mut p = VcpuParams::server(ms(budget_ms), ms(period_ms), 0);
-    p.extratime = extratime;
+    p.extratime = Some(extratime);
     p
 }
 

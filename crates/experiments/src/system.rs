@@ -227,8 +227,8 @@ mod tests {
         assert_eq!((v.weight, v.cap), (2000, 0), "Credit: weight of the share");
         assert_eq!(
             (v.budget, v.period, v.extratime),
-            (b, p, false),
-            "servers, SEDF"
+            (b, p, Some(false)),
+            "servers, SEDF, RTDS: extratime off"
         );
         assert_eq!(v.priority, 2);
         assert_eq!(

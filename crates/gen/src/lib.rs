@@ -169,7 +169,7 @@ impl ServerDomain {
         let mut params = VcpuParams::server(self.budget, self.period, self.priority);
         params.weight = credit_weight_from_share(self.budget, self.period);
         params.cap = 0;
-        params.extratime = false;
+        params.extratime = Some(false);
         params.offset = self.offset;
         params
     }

@@ -802,7 +802,7 @@ impl Builder<'_> {
                 .unwrap_or(Nanos::ZERO),
             weight: weight.unwrap_or(DEFAULT_WEIGHT),
             cap: self.opt_u32(raw.cap, &at("cap"))?.unwrap_or(0),
-            extratime: raw.extratime.unwrap_or(false),
+            extratime: raw.extratime,
             max_replenishments: self
                 .opt_u32(raw.max_replenishments, &at("max_replenishments"))?
                 .unwrap_or(DEFAULT_MAX_REPLENISHMENTS),
@@ -1325,7 +1325,7 @@ impl Builder<'_> {
                             } => {
                                 params.budget = Nanos::from_us(*budget_us);
                                 params.period = Nanos::from_us(*period_us);
-                                params.extratime = extratime.unwrap_or(params.extratime);
+                                params.extratime = extratime.or(params.extratime);
                             }
                             XlCommand::SchedCredit { weight, cap, .. } => {
                                 if let Some(w) = weight {

@@ -155,8 +155,10 @@
 //! - `weight` (Credit): default `round(10000 · budget / period)` (at least 1) when the
 //!   VCPU has a budget and period, so a file written for servers runs under Credit with
 //!   the same shares; otherwise Xen's 256. `cap`: percent of a pcpu, default 0 (none).
-//! - `extratime` (SEDF, RTDS): default `false`, the papers' setting (Xen's RTDS turns it
-//!   on by default; write `extratime = true` for that).
+//! - `extratime` (SEDF, RTDS): unsaid, the default of the policy the VCPU runs under —
+//!   on under RTDS (as Xen creates every RTDS VCPU, and as `xl sched-rtds` without `-e`
+//!   leaves it), off under SEDF (the papers' setting). Write it to fix it either way;
+//!   `rtvmm check` writes it only where the file does.
 //! - `offset`: first period boundary after the VCPU joins, default `"0ns"`.
 //!   `max_replenishments` (Sporadic Server): default 8.
 //!

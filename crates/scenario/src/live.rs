@@ -83,7 +83,7 @@ impl ParamUpdate {
         new.period = self.period.unwrap_or(params.period);
         new.priority = self.priority.unwrap_or(params.priority);
         new.cap = self.cap.unwrap_or(params.cap);
-        new.extratime = self.extratime.unwrap_or(params.extratime);
+        new.extratime = self.extratime.or(params.extratime);
         new.max_replenishments = self.max_replenishments.unwrap_or(params.max_replenishments);
         new.weight = match self.weight {
             Some(w) => w,

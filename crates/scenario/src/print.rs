@@ -1,6 +1,8 @@
 //! The normalised form of a scenario (`rtvmm check`): the same format, with every default
 //! written out (priorities, weights, deadlines, offsets, ...) and every time in its
-//! largest exact unit. Parsing it gives back the same [`Scenario`].
+//! largest exact unit. Parsing it gives back the same [`Scenario`]. `extratime` is the one
+//! key written only where the file gives it: its default is the policy's (on under RTDS,
+//! off under SEDF), so writing one value out would pin it under every policy.
 
 use std::fmt::Write;
 
@@ -41,7 +43,10 @@ fn vcpu_fields(params: &VcpuParams, with_offset: bool) -> Vec<String> {
     }
     fields.push(format!("weight = {}", params.weight));
     fields.push(format!("cap = {}", params.cap));
-    fields.push(format!("extratime = {}", params.extratime));
+    // Its default is the policy's: written only when given.
+    if let Some(extratime) = params.extratime {
+        fields.push(format!("extratime = {extratime}"));
+    }
     fields.push(format!(
         "max_replenishments = {}",
         params.max_replenishments

@@ -111,7 +111,7 @@ fn global_rtds_system() -> SystemSpec {
     let domains = (0..16u64)
         .map(|d| {
             let mut vcpu = VcpuParams::server(us(1_000), us(4_000), 0);
-            vcpu.extratime = false;
+            vcpu.extratime = Some(false);
             let mut fast = TaskSpec::periodic("fast", us(10_000), us(800));
             let mut slow = TaskSpec::periodic("slow", us(20_000), us(1_600));
             fast.offset = us(250 * d);

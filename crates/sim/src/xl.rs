@@ -130,7 +130,7 @@ pub fn apply_xl(
                 p.budget = Nanos::from_us(*budget_us);
                 p.period = Nanos::from_us(*period_us);
                 if let Some(e) = extratime {
-                    p.extratime = *e;
+                    p.extratime = Some(*e);
                 }
             })
             .map_err(refused)
@@ -273,13 +273,16 @@ mod tests {
         .unwrap();
         assert_eq!(m.params(web[0]).budget, ms(2), "VCPU 0 untouched");
         let p = m.params(web[1]);
-        assert_eq!((p.budget, p.period, p.extratime), (ms(5), ms(20), true));
+        assert_eq!(
+            (p.budget, p.period, p.extratime),
+            (ms(5), ms(20), Some(true))
+        );
         apply(&mut m, &web, db, "sched-rtds -d web -p 8000 -b 4000").unwrap();
         for &v in &web {
             let p = m.params(v);
             assert_eq!((p.budget, p.period), (ms(4), ms(8)));
         }
-        assert!(m.params(web[1]).extratime, "-e not given: kept");
+        assert_eq!(m.params(web[1]).extratime, Some(true), "-e not given: kept");
         assert_eq!(m.params(db).budget, ms(2), "another domain untouched");
     }
 

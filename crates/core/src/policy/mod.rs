@@ -425,6 +425,14 @@ impl PolicyKind {
         self.is_server() || matches!(self, PolicyKind::Rtds | PolicyKind::Credit)
     }
 
+    /// Whether a VCPU that says nothing about `extratime` has it under this policy: yes
+    /// under RTDS (Xen's `rt_unit_init` sets it on every new unit, and `xl sched-rtds`
+    /// without `-e` keeps it), no under SEDF (the papers set it off). The other policies
+    /// do not read it.
+    pub fn extratime_default(self) -> bool {
+        matches!(self, PolicyKind::Rtds)
+    }
+
     /// Looks a policy up by its name or an alias (case-insensitive).
     pub fn from_name(name: &str) -> Option<PolicyKind> {
         let lower = name.trim().to_ascii_lowercase();

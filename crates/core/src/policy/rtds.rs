@@ -107,7 +107,7 @@ impl RtVcpu {
     /// The budget reached zero: with extratime, a fresh budget one level down.
     fn on_exhausted(&mut self, cx: &mut Cx) {
         let s = &mut self.server;
-        if s.params.extratime {
+        if s.params.extratime_under(PolicyKind::Rtds) {
             self.level += 1;
             s.remaining = s.params.budget;
             let (vcpu, budget) = (s.vcpu, s.remaining);
@@ -398,7 +398,7 @@ impl Policy for Rtds {
             on: None,
             queued: None,
         };
-        if !params.offset.is_zero() && params.extratime {
+        if !params.offset.is_zero() && params.extratime_under(PolicyKind::Rtds) {
             // Before its first period, only an extra-level budget.
             m.level = 1;
             m.server.remaining = params.budget;
@@ -645,7 +645,7 @@ impl Policy for Rtds {
         self.vcpus
             .check(|m| m.server.has_work || self.is_running(m.server.vcpu))?;
         for m in self.vcpus.iter() {
-            if m.level > 0 && !m.server.params.extratime {
+            if m.level > 0 && !m.server.params.extratime_under(PolicyKind::Rtds) {
                 return Err(format!(
                     "vcpu {:?}: at extra level {} without extratime",
                     m.server.vcpu, m.level
@@ -719,7 +719,7 @@ mod tests {
 
     fn params(budget_ms: u64, period_ms: u64, extratime: bool) -> VcpuParams {
         let mut p = VcpuParams::server(ms(budget_ms), ms(period_ms), 0);
-        p.extratime = extratime;
+        p.extratime = Some(extratime);
         p
     }
 

@@ -57,7 +57,7 @@ fn key(s: &EdfServer) -> (Nanos, VcpuId) {
 }
 
 fn wants_extra_time(s: &EdfServer) -> bool {
-    s.has_work && s.remaining.is_zero() && s.params.extratime
+    s.has_work && s.remaining.is_zero() && s.params.extratime_under(PolicyKind::Sedf)
 }
 
 /// Every SEDF VCPU has a boundary timer, with or without work.
@@ -347,7 +347,7 @@ mod tests {
             log: &mut log,
         };
         let mut p = VcpuParams::server(ms(1), ms(5), 0);
-        p.extratime = true;
+        p.extratime = Some(true);
         sedf.insert_vcpu(&mut cx, VcpuId(0), &p);
         sedf.wake(&mut cx, VcpuId(0));
         sedf.do_schedule(&mut cx, PcpuId(0));

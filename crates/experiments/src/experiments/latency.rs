@@ -109,7 +109,7 @@ impl Load {
 /// An RTDS VCPU of `budget` every `period`, extratime on.
 fn rtds(budget: Nanos, period: Nanos) -> VcpuParams {
     let mut p = VcpuParams::server(budget, period, 0);
-    p.extratime = true;
+    p.extratime = Some(true);
     p
 }
 

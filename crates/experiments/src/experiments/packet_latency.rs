@@ -110,7 +110,7 @@ fn load_task(percent: u64) -> Option<TaskSpec> {
 /// The system of `sched` with the thin and driver domains loaded `percent` %.
 pub fn system(sched: Sched, percent: u64) -> SystemSpec {
     let mut vcpu = VcpuParams::server(Nanos::from_ms(4), Nanos::from_ms(10), 0);
-    vcpu.extratime = true;
+    vcpu.extratime = Some(true);
     let pin = |c: u32| Placement {
         affinity: vec![(sched == Sched::RtdsPartitioned).then(|| vec![c])],
         ..Placement::default()

@@ -320,7 +320,10 @@ fn param_changes(before: &VcpuParams, after: &VcpuParams) -> Vec<String> {
         ("priority", |p| p.priority.to_string()),
         ("weight", |p| p.weight.to_string()),
         ("cap", |p| p.cap.to_string()),
-        ("extratime", |p| p.extratime.to_string()),
+        ("extratime", |p| {
+            p.extratime
+                .map_or_else(|| "default".to_string(), |e| e.to_string())
+        }),
         ("max_replenishments", |p| p.max_replenishments.to_string()),
     ];
     fields
@@ -497,7 +500,7 @@ fn show(machine: &Machine, domains: &Domains, only: Option<&str>) -> Reply {
                 priority: params.priority,
                 weight: params.weight,
                 cap: params.cap,
-                extratime: params.extratime,
+                extratime: params.extratime_under(machine.policy_of(vcpu).kind()),
                 max_replenishments: params.max_replenishments,
                 has_work: machine.has_work(vcpu),
                 running: running == Some(vcpu),

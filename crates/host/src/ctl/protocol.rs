@@ -421,6 +421,7 @@ pub struct DomainStatus {
     pub weight: u32,
     /// Percent of a pcpu; 0 = none.
     pub cap: u32,
+    /// Whether it has extra time under its policy: as given, else the policy's default.
     pub extratime: bool,
     pub max_replenishments: u32,
     /// Whether its guest has work, as last reported.

@@ -125,7 +125,15 @@ fn defaults_are_filled_in() {
     assert_eq!(d.vcpu.priority, 1);
     assert_eq!(d.vcpu.weight, 2500);
     assert_eq!(d.vcpu.cap, 0);
-    assert!(!d.vcpu.extratime);
+    assert_eq!(
+        d.vcpu.extratime, None,
+        "not given: the policy's default holds"
+    );
+    assert!(
+        d.vcpu.extratime_under(PolicyKind::Rtds),
+        "on under RTDS, as in Xen"
+    );
+    assert!(!d.vcpu.extratime_under(PolicyKind::Sedf), "off under SEDF");
     assert_eq!(d.vcpu.offset, Nanos::ZERO);
     assert_eq!(d.vcpu.max_replenishments, DEFAULT_MAX_REPLENISHMENTS);
 }
@@ -277,7 +285,7 @@ policy = "deferrable"
 [[domain]]
 name = "d1"
 guest = "rm"
-vcpu = { budget = "2ms", period = "10ms", priority = 1, offset = "0ns", weight = 2000, cap = 0, extratime = false, max_replenishments = 8 }
+vcpu = { budget = "2ms", period = "10ms", priority = 1, offset = "0ns", weight = 2000, cap = 0, max_replenishments = 8 }
 
 [[domain.task]]
 name = "t1"

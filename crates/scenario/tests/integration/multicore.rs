@@ -245,7 +245,7 @@ fn xl_event_errors_name_the_event_its_line_and_field() {
     assert_names(&e, None, None, Some("budget"));
 }
 
-/// One pcpu under RTDS: `d1` (2 ms every 10 ms) runs a task that always has work (10 ms
+/// One pcpu under RTDS: `d1` (2 ms every 10 ms, no extratime) runs a task that always has work (10 ms
 /// every 10 ms). At 50 ms, `xl sched-rtds` gives it 4 ms every 10 ms. 50 ms is a period
 /// boundary, so the new budget counts from there, whether RTDS applies it at once or at
 /// the next replenishment:
@@ -262,7 +262,7 @@ duration = "100ms"
 policy = "rtds"
 [[domain]]
 name = "d1"
-vcpu = { budget = "2ms", period = "10ms" }
+vcpu = { budget = "2ms", period = "10ms", extratime = false }
 [[domain.task]]
 name = "busy"
 period = "10ms"
@@ -580,4 +580,43 @@ fn the_io_chain_example_runs_and_measures_its_chain() {
     assert!(io.latency_ns.max < Nanos::from_ms(1).as_ns(), "{io:?}");
     assert_eq!(io.within.len(), 2);
     assert_eq!(io.within[0].bound_ns, Nanos::from_ms(1).as_ns());
+}
+
+/// `extratime` left unsaid takes the policy's default: on under RTDS (as `xl` creates
+/// every RTDS VCPU), off under SEDF; said, it holds under both. `d1` has 1 ms every 4 ms
+/// and one job of 2 ms released at 0, alone on its pcpu:
+///
+/// ```text
+/// with extratime:    0–1 on its budget, 1–2 on extra time (nobody else wants the pcpu)
+///                    → finishes at 2 ms
+/// without:           0–1, then waits, depleted, for the next period: 4–5 → at 5 ms
+/// ```
+#[test]
+fn extratime_defaults_to_the_policys_and_a_file_can_say_otherwise() {
+    let file = |policy: &str, extratime: &str| {
+        format!(
+            "name = \"x\"\nduration = \"20ms\"\n[scheduler]\npolicy = \"{policy}\"\n\
+             [[domain]]\nname = \"d1\"\nvcpu = {{ budget = \"1ms\", period = \"4ms\"{extratime} }}\n\
+             [[domain.task]]\nname = \"job\"\nperiod = \"20ms\"\nwcet = \"2ms\"\n"
+        )
+    };
+    let finish = |text: &str| {
+        let s = parse(text);
+        let mut sim = Simulation::new(&s.system, s.seed, false).unwrap();
+        sim.set_keep_jobs(true);
+        sim.run_until(s.duration).unwrap();
+        sim.domains()[0].finished[0][0].finish
+    };
+    let ms = |x| Some(Nanos::from_ms(x));
+    assert_eq!(finish(&file("rtds", "")), ms(2), "RTDS: on unless said");
+    assert_eq!(finish(&file("rtds", ", extratime = false")), ms(5));
+    assert_eq!(finish(&file("sedf", "")), ms(5), "SEDF: off unless said");
+    assert_eq!(finish(&file("sedf", ", extratime = true")), ms(2));
+    // The default belongs to the policy the VCPU runs under, not to the file's first one.
+    let s = parse(&file("sedf", ""));
+    let under_rtds = s.with_policy(rtvmm_core::policy::PolicyKind::Rtds).unwrap();
+    let mut sim = Simulation::new(&under_rtds.system, 0, false).unwrap();
+    sim.set_keep_jobs(true);
+    sim.run_until(Nanos::from_ms(20)).unwrap();
+    assert_eq!(sim.domains()[0].finished[0][0].finish, ms(2));
 }

@@ -29,7 +29,7 @@ fn dom(name: &str, vcpu: VcpuParams, tasks: Vec<TaskSpec>) -> DomainSpec {
 /// Budget (SEDF: slice) and period in ms, with or without extratime.
 fn bp(budget_ms: u64, period_ms: u64, extratime: bool) -> VcpuParams {
     let mut p = VcpuParams::server(ms(budget_ms), ms(period_ms), 0);
-    p.extratime = extratime;
+    p.extratime = Some(extratime);
     p
 }
 
@@ -537,8 +537,8 @@ fn rtds_deadline_skips_whole_periods() {
 }
 
 /// Hot swap from the Deferrable Server to RTDS at 30 ms, keeping the VCPUs and their work.
-/// d1: budget 2, period 5, priority 1; d2: budget 4, period 10, priority 2, extratime (which
-/// the Deferrable Server ignores); both always busy.
+/// d1: budget 2, period 5, priority 1, no extratime; d2: budget 4, period 10, priority 2,
+/// extratime (which the Deferrable Server ignores); both always busy.
 /// ```text
 /// t(ms)  0-30: Deferrable — each 10 ms: d1 2, d2 3, d1 2, d2 1, idle 2.
 ///        30- : RTDS (VCPUs start afresh at 30: d1 deadline 35, d2 deadline 40)
@@ -547,12 +547,14 @@ fn rtds_deadline_skips_whole_periods() {
 /// ```
 #[test]
 fn hot_swap_from_deferrable_to_rtds_keeps_work() {
+    let mut d1 = VcpuParams::server(ms(2), ms(5), 1);
+    d1.extratime = Some(false);
     let mut d2 = VcpuParams::server(ms(4), ms(10), 2);
-    d2.extratime = true;
+    d2.extratime = Some(true);
     let mut spec = system(
         PolicyConfig::Deferrable,
         vec![
-            dom("d1", VcpuParams::server(ms(2), ms(5), 1), vec![busy("a")]),
+            dom("d1", d1, vec![busy("a")]),
             dom("d2", d2, vec![busy("b")]),
         ],
     );
@@ -669,8 +671,8 @@ fn arinc653_new_table_takes_effect_at_once() {
 // Which policies tick
 // ---------------------------------------------------------------------------------------
 
-/// d1 (budget/slice 2, period 10, priority 1) and d2 (3, 10, priority 2), both busy, for
-/// 100 ms; ARINC 653 runs the same shares as minor frames of 2 and 3 ms in a 10 ms frame.
+/// d1 (budget/slice 2, period 10, priority 1) and d2 (3, 10, priority 2), both busy and
+/// without extratime, for 100 ms; ARINC 653 runs the same shares as minor frames of 2 and 3 ms in a 10 ms frame.
 /// Every policy gives the same schedule — per 10 ms: d1 2 ms, d2 3 ms, idle 5 ms — but
 /// calls `do_schedule` as Xen's would:
 /// - SEDF, RTDS (event-driven, Xen 4.7+) and ARINC 653: only at 0, 2 and 5 of each period
@@ -679,9 +681,14 @@ fn arinc653_new_table_takes_effect_at_once() {
 ///   events all fall on ticks: 100 calls (0 to 99).
 #[test]
 fn each_policy_calls_do_schedule_as_xen_does() {
+    let server = |budget, priority| {
+        let mut v = bp(budget, 10, false);
+        v.priority = priority;
+        v
+    };
     let domains = vec![
-        dom("d1", VcpuParams::server(ms(2), ms(10), 1), vec![busy("a")]),
-        dom("d2", VcpuParams::server(ms(3), ms(10), 2), vec![busy("b")]),
+        dom("d1", server(2, 1), vec![busy("a")]),
+        dom("d2", server(3, 2), vec![busy("b")]),
     ];
     let cases = [
         (PolicyConfig::Sedf, 30),

@@ -44,7 +44,8 @@ fn rtds_machine(pcpus: u32) -> MachineConfig {
     MachineConfig { pcpus, ..machine() }
 }
 
-/// A domain of `vcpus` RTDS VCPUs (budget/period in ms), VCPU i pinned to pcpu `pins[i]`.
+/// A domain of `vcpus` RTDS VCPUs (budget/period in ms, no extratime), VCPU i pinned to
+/// pcpu `pins[i]`.
 fn multi_domain(
     name: &str,
     budget_ms: u64,
@@ -53,9 +54,11 @@ fn multi_domain(
     smp: GuestSmp,
     tasks: Vec<TaskSpec>,
 ) -> DomainSpec {
+    let mut vcpu = VcpuParams::server(ms(budget_ms), ms(period_ms), 1);
+    vcpu.extratime = Some(false);
     DomainSpec {
         name: name.into(),
-        vcpu: VcpuParams::server(ms(budget_ms), ms(period_ms), 1),
+        vcpu,
         guest: GuestScheduler::Rm,
         tasks,
         placement: Placement {

@@ -120,7 +120,7 @@ fn arb_domain(unit: u64, index: usize, draws: Draws) -> impl Strategy<Value = Do
         0u64..=3,                                     // offset, in units (0 mostly)
         1u32..=512,                                   // Credit weight
         prop::sample::select(vec![0u32, 0, 30, 100]), // Credit cap
-        any::<bool>(),                                // extratime (SEDF, RTDS)
+        any::<Option<bool>>(),                        // extratime (None: the policy's)
         0u8..4,                                       // guest scheduler
         arb_tasks(unit, draws),
     )
