@@ -2558,6 +2558,48 @@ mod tests {
         );
     }
 
+    /// ARINC 653, a pcpu joins and follows the pool's major frames. Table: major frame
+    /// 10 ms, A (VCPU 0) 3 ms then B (VCPU 1) 2 ms; both busy, both pinned to pcpu 0, the
+    /// pool's only pcpu: A 0–3, B 3–5, idle 5–10, A 10–12. At 12 pcpu 1 joins and B is
+    /// pinned to it. The frames stay where they were: 10–13 is A's frame on pcpu 1 too (A
+    /// is not there: idle), 13–15 is B's: B runs 13–15 on pcpu 1, then 23–25; A goes on
+    /// on pcpu 0 (12–13, 20–23). At 16 pcpu 1 idles (5–10 of the frame is nobody's). At 30:
+    /// A ran 3 + 3 + 3 = 9 ms, B 2 + 2 + 2 = 6 ms. (Frames started at the join, pcpu 1
+    /// would have run B 15–17: idle at 14, B at 16.)
+    #[test]
+    fn a_pcpu_that_joins_an_arinc_pool_follows_its_major_frames() {
+        let frame = |v, runtime| crate::policy::MinorFrame {
+            vcpu: VcpuId(v),
+            runtime: ms(runtime),
+        };
+        let table = crate::policy::Arinc653Table {
+            major_frame: ms(10),
+            minor_frames: vec![frame(0, 3), frame(1, 2)],
+        };
+        let pinned = Some(CpuSet::one(0));
+        let params = VcpuParams::server(ms(1), ms(10), 0);
+        let (mut m, v) = busy_pool(
+            CpuSet::one(0),
+            PolicyConfig::Arinc653(table),
+            &[(params.clone(), pinned), (params, pinned)],
+        );
+        let (a, b) = (v[0], v[1]);
+        run_to(&mut m, ms(12));
+        assert_eq!(m.vcpu_stats(b).run, ms(2), "B 3–5 on pcpu 0");
+        m.pool_cpu_add(ms(12), 0, 1).unwrap();
+        m.pin(ms(12), b, Some(CpuSet::one(1))).unwrap();
+        run_to(&mut m, ms(12));
+        assert_eq!(m.running(PcpuId(1)), None, "A's frame: idle on pcpu 1");
+        run_to(&mut m, ms(14));
+        assert_eq!(m.running(PcpuId(1)), Some(b), "B's frame, 13–15");
+        assert_eq!(m.running(PcpuId(0)), None);
+        run_to(&mut m, ms(16));
+        assert_eq!(m.running(PcpuId(1)), None);
+        run_to(&mut m, ms(30));
+        assert_eq!((m.vcpu_stats(a).run, m.vcpu_stats(b).run), (ms(9), ms(6)));
+        assert_eq!(m.check_invariants(), Ok(()));
+    }
+
     mod smp_properties {
         //! Random machines of several pcpus driven by random wakes, blocks, pins and pool
         //! changes (pcpus moving out of Pool-0 and back, in any order, so a pcpu joins or

@@ -28,10 +28,13 @@
 //! pcpu runs the whole table with its own VCPUs, so a minor frame of a VCPU pinned to
 //! another pcpu idles here, and the frames of different pcpus are aligned.
 //!
-//! Known gaps: one table for all pcpus of a pool (Xen's ARINC 653 scheduler also schedules a
-//! single pcpu per table). A pcpu that joins the pool at run time (`cpupool-cpu-add`) gets
-//! a new instance whose major frames start when it joins, so its frames are not aligned
-//! with the other pcpus' (which go on undisturbed).
+//! A pcpu that joins the pool at run time (`cpupool-cpu-add`) gets a new instance that
+//! follows the major frames of the pcpus already there ([`Policy::follow_grid`]): it
+//! starts in the middle of the current minor frame, aligned with the others, as in Xen,
+//! where all pcpus of a pool follow the one schedule.
+//!
+//! Known gap: one table for all pcpus of a pool (Xen's ARINC 653 scheduler also schedules a
+//! single pcpu per table).
 
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
@@ -212,6 +215,14 @@ impl Policy for Arinc653 {
             }
         }
         Ok(())
+    }
+
+    fn grid_origin(&self) -> Option<Nanos> {
+        self.epoch
+    }
+
+    fn follow_grid(&mut self, origin: Nanos) {
+        self.epoch = Some(origin);
     }
 }
 

@@ -244,6 +244,17 @@ pub trait Policy: Send {
     fn change_pcpus(&mut self, _cx: &mut Cx, _change: PcpuChange) -> bool {
         false
     }
+
+    /// For a policy whose schedule is a fixed grid in time (ARINC 653's major frames): the
+    /// instant the grid starts from, once started. `None` for the others.
+    fn grid_origin(&self) -> Option<Nanos> {
+        None
+    }
+
+    /// Starts the grid at `origin` (before the policy's first call) instead of at its first
+    /// call: a pcpu joining a partitioned pool follows the grid of the pcpus already there.
+    /// The default, for a policy without a grid, does nothing.
+    fn follow_grid(&mut self, _origin: Nanos) {}
 }
 
 /// A pcpu joins or leaves a pool, in the pool's local indices ([`Policy::change_pcpus`]).

@@ -288,7 +288,15 @@ impl Policy for Partitioned {
 
     fn change_pcpus(&mut self, cx: &mut Cx, change: PcpuChange) -> bool {
         let config = &self.config;
-        let mut left = change.apply(&mut self.instances, || config.build(1));
+        // A joining pcpu follows the grid (ARINC 653's major frames) of those already here.
+        let origin = self.instances.iter().find_map(|i| i.grid_origin());
+        let mut left = change.apply(&mut self.instances, || {
+            let mut joining = config.build(1);
+            if let Some(origin) = origin {
+                joining.follow_grid(origin);
+            }
+            joining
+        });
         self.asked.set(change.renumber_set(self.asked.get()));
         for home in self.placed.iter_mut() {
             *home = change.renumber(*home).unwrap_or(0);
