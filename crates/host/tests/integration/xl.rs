@@ -47,7 +47,8 @@ fn params(show: &SchedShow) -> Vec<(String, u64, u64, u32, bool)> {
         .collect()
 }
 
-/// RTDS with `d20` (2 ms every 10 ms) and `other` (4 ms every 10 ms), both always busy:
+/// RTDS with `d20` (2 ms every 10 ms) and `other` (4 ms every 10 ms), both always busy and
+/// without extratime:
 /// at most 9 ms of 10 ms is asked for in every phase below, so EDF gives each VCPU its
 /// whole budget in every period `[k·10ms, (k+1)·10ms)` (both have the same deadline),
 /// and RTDS replenishes at its deadlines, the multiples of 10 ms from joining at 0.
@@ -70,13 +71,14 @@ pub fn xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget() {
         return;
     }
     let duration = ms(2200);
-    let mut system = system(
-        PolicyKind::Rtds,
-        vec![
-            busy("d20", ms(2), ms(10), 1),
-            busy("other", ms(4), ms(10), 2),
-        ],
-    );
+    let mut domains = vec![
+        busy("d20", ms(2), ms(10), 1),
+        busy("other", ms(4), ms(10), 2),
+    ];
+    for d in &mut domains {
+        d.vcpu.extratime = Some(false);
+    }
+    let mut system = system(PolicyKind::Rtds, domains);
     system.changes.push(TimedChange {
         at: ms(1505),
         change: Change::Xl(XlCommand::parse("sched-rtds -d d20 -p 10000 -b 3000").unwrap()),
