@@ -1301,7 +1301,8 @@ impl Machine {
         self.account(now);
     }
 
-    /// The machine's and the policies' invariants: time adds up on every pcpu; what runs
+    /// The machine's and the policies' invariants: time adds up on every pcpu, each
+    /// accounted up to the machine's present instant; what runs
     /// is a present VCPU with work, of the pcpu's pool, within its affinity, and on one
     /// pcpu only; and each policy's own checks.
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -1311,6 +1312,12 @@ impl Machine {
                 return Err(format!(
                     "pcpu {i}: busy {} + idle {} + overhead {} != accounted {}",
                     p.stats.busy, p.stats.idle, p.stats.overhead, p.accounted_to
+                ));
+            }
+            if p.accounted_to != self.now {
+                return Err(format!(
+                    "pcpu {i}: accounted to {}, the machine is at {}",
+                    p.accounted_to, self.now
                 ));
             }
             if let Some(v) = p.current() {
@@ -1653,6 +1660,13 @@ impl Machine {
             now,
             self.now
         );
+        // Every pcpu is accounted up to `self.now` whenever this returns (and only this
+        // changes `accounted_to`): at the same instant again there is nothing to charge,
+        // which is the usual case on several pcpus (a wake or a block, then the timeout,
+        // at one instant).
+        if now == self.now {
+            return;
+        }
         self.now = now;
         for i in 0..self.pcpus_of::<LONE>().len() {
             let pcpu = PcpuId(i as u32);
