@@ -137,8 +137,9 @@ pub struct Rtds {
     /// Several pcpus: the pcpus whose running VCPU was replenished since their last
     /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
-    /// Several pcpus: the keys of the eligible VCPUs that run nowhere, most urgent first
-    /// (with one pcpu it stays empty: see [`Rtds::requeue`]); kept up to date
+    /// Several pcpus: the keys of the eligible VCPUs that run nowhere, most urgent *last*
+    /// (taking the most urgent, the usual change, is then a pop; with one pcpu it stays
+    /// empty: see [`Rtds::requeue`]); read it through [`Rtds::waiters`]. Kept up to date
     /// by every hook that changes eligibility, a key or `current` (through
     /// [`Rtds::requeue`]), so that `do_schedule` and [`Policy::tickle`] read the most
     /// urgent ones instead of looking at every VCPU.
@@ -184,19 +185,29 @@ impl Rtds {
         }
         let old = std::mem::replace(&mut m.queued, want);
         if let Some(old) = old {
-            let at = self
-                .waiting
-                .binary_search(&old)
-                .expect("a queued VCPU is in the queue");
-            self.waiting.remove(at);
+            if self.waiting.last() == Some(&old) {
+                self.waiting.pop();
+            } else {
+                let at = self
+                    .waiting
+                    .binary_search_by(|k| old.cmp(k))
+                    .expect("a queued VCPU is in the queue");
+                self.waiting.remove(at);
+            }
         }
         if let Some(new) = want {
             let at = self
                 .waiting
-                .binary_search(&new)
+                .binary_search_by(|k| new.cmp(k))
                 .expect_err("keys are unique");
             self.waiting.insert(at, new);
         }
+    }
+
+    /// The waiting VCPUs' keys, most urgent first.
+    #[inline]
+    fn waiters(&self) -> impl Iterator<Item = RtKey> + '_ {
+        self.waiting.iter().rev().copied()
     }
 
     /// What [`Policy::tickle`] reads changed.
@@ -291,7 +302,7 @@ impl Rtds {
         // where it last ran); then each next one takes the unnamed pcpu running the largest
         // key (keys are unique) if it beats that key, and the first that does not stops the
         // search.
-        let Some(&first) = self.waiting.first() else {
+        let Some(&first) = self.waiting.last() else {
             return CpuSet::EMPTY;
         };
         let running = |p: usize| {
@@ -318,7 +329,7 @@ impl Rtds {
             return CpuSet::EMPTY;
         }
         let mut named = CpuSet::EMPTY;
-        for &key in &self.waiting {
+        for key in self.waiters() {
             if !idle.is_empty() {
                 let last = self.affinity.placement(key.2).last.unwrap_or(0);
                 let p = idle.iter_from(last).next().expect("not empty");
@@ -358,11 +369,11 @@ impl Rtds {
                 .map(RtVcpu::key)
         }));
         let running = |p: usize| running[p];
-        if global::nothing_to_tickle(pcpus, running, self.waiting.first().copied()) {
+        if global::nothing_to_tickle(pcpus, running, self.waiting.last().copied()) {
             return CpuSet::EMPTY;
         }
         let affinity = |k: &RtKey| (*k, self.affinity.placement(k.2));
-        global::tickle_targets(pcpus, running, self.waiting.iter().map(affinity))
+        global::tickle_targets(pcpus, running, self.waiters().map(|k| affinity(&k)))
     }
 }
 
@@ -480,7 +491,7 @@ impl Policy for Rtds {
             .filter(|m| m.server.eligible() && allowed(m.server.vcpu))
             .map(RtVcpu::key);
         let best = if several_pcpus {
-            let waiter = self.waiting.iter().copied().find(|k| allowed(k.2));
+            let waiter = self.waiters().find(|k| allowed(k.2));
             stay.into_iter().chain(waiter).min()
         } else {
             self.vcpus.pick(|_| true, RtVcpu::key).map(RtVcpu::key)
@@ -658,13 +669,13 @@ impl Policy for Rtds {
             .filter(|m| m.server.eligible() && m.on.is_none())
             .map(RtVcpu::key)
             .collect();
-        waiting.sort_unstable();
+        waiting.sort_unstable_by(|a, b| b.cmp(a));
         if !self.several_pcpus() {
             waiting.clear();
         }
         if waiting != self.waiting {
             return Err(format!(
-                "waiting queue {:?}, but the eligible VCPUs running nowhere are {waiting:?}",
+                "waiting queue {:?} (most urgent last), but the eligible VCPUs running nowhere are {waiting:?}",
                 self.waiting
             ));
         }
