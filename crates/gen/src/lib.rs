@@ -15,6 +15,7 @@
 //! | [`arinc`] | avionics-shaped (ARINC-653 partition) workloads, *generated* | shape of Easwaran et al. 2009 |
 //! | [`uunifast`] | a general-purpose task set over domains with bandwidth-matched servers | — |
 //! | [`workload_file`] | reads (and writes) a partitioned workload as TOML | — |
+//! | [`benchmark`] | the systems the benchmarks time (fixed, no seed) | — |
 //!
 //! Generators return a [`GenSystem`]: domains (or partitions) of periodic tasks with
 //! deadline = period, and a `description` that records the procedure and its parameters
@@ -53,6 +54,7 @@
 //! ```
 
 pub mod arinc;
+pub mod benchmark;
 pub mod csa;
 pub mod periods;
 pub mod rtxen;

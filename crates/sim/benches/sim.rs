@@ -100,40 +100,20 @@ fn demo_5min(c: &mut Criterion) {
     group.finish();
 }
 
-/// The many-pcpu benchmark of issue 12: 4 pcpus in one pool under RTDS (global EDF,
-/// event-driven), 16 domains of one VCPU each at 1 ms every 4 ms (a quarter of a pcpu
-/// each, the machine full), extratime off, each running two RM tasks (0.8 ms every 10 ms,
-/// 1.6 ms every 20 ms: 64 % of its VCPU) with the first releases staggered by domain.
+/// The many-pcpu benchmark of issue 12: [`rtvmm_gen::benchmark::global_rtds_domains`] on 4
+/// pcpus in one pool under RTDS (global EDF, event-driven); `examples/global-rtds.toml` is
+/// the same system as a scenario file.
 fn global_rtds_system() -> SystemSpec {
-    use rtvmm_core::guest::{GuestScheduler, TaskSpec};
-    use rtvmm_core::model::{DomainSpec, VcpuParams};
-    let us = Nanos::from_us;
-    let domains = (0..16u64)
-        .map(|d| {
-            let mut vcpu = VcpuParams::server(us(1_000), us(4_000), 0);
-            vcpu.extratime = Some(false);
-            let mut fast = TaskSpec::periodic("fast", us(10_000), us(800));
-            let mut slow = TaskSpec::periodic("slow", us(20_000), us(1_600));
-            fast.offset = us(250 * d);
-            slow.offset = us(250 * d);
-            DomainSpec {
-                name: format!("d{d}"),
-                vcpu,
-                guest: GuestScheduler::Rm,
-                tasks: vec![fast, slow],
-                placement: Default::default(),
-            }
-        })
-        .collect();
+    use rtvmm_gen::benchmark::{global_rtds_domains, GLOBAL_RTDS_PCPUS};
     SystemSpec {
         machine: MachineConfig {
-            pcpus: 4,
+            pcpus: GLOBAL_RTDS_PCPUS,
             ..MachineConfig::default()
         },
         policy: rtvmm_core::policy::PolicyConfig::Rtds(RtdsMode::Event),
         pools: Vec::new(),
         policy_settings: Default::default(),
-        domains,
+        domains: global_rtds_domains(),
         changes: Vec::new(),
         chains: Vec::new(),
     }
