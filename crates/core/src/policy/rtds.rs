@@ -372,8 +372,8 @@ impl Rtds {
         if global::nothing_to_tickle(pcpus, running, self.waiting.last().copied()) {
             return CpuSet::EMPTY;
         }
-        let affinity = |k: &RtKey| (*k, self.affinity.placement(k.2));
-        global::tickle_targets(pcpus, running, self.waiters().map(|k| affinity(&k)))
+        let affinity = |k: RtKey| (k, self.affinity.placement(k.2));
+        global::tickle_targets(pcpus, running, self.waiters().map(affinity))
     }
 }
 
