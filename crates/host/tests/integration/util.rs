@@ -13,6 +13,7 @@ use rtvmm_core::Nanos;
 use rtvmm_host::enforce::Backend;
 use rtvmm_host::executor::{self, HostOptions, HostRun};
 use rtvmm_host::{sys, HelperCommand};
+use rtvmm_sim::results::HostResults;
 use rtvmm_sim::SystemSpec;
 
 /// First argument of the stand-alone executor mode:
@@ -137,6 +138,16 @@ pub fn twenty_percent(policy: PolicyKind) -> SystemSpec {
             busy("rest", ms(10), ms(10), 2),
         ],
     )
+}
+
+/// The share of the core (percent) a domain with a budget of `budget_percent` can have had
+/// in a run of `duration_ns`: its budget, less its part of what the run measured was taken
+/// from whatever ran — the scheduler thread's CPU and the host's steal. Budgets are charged
+/// by the clock, so both come out of each domain in proportion to its budget (on a machine
+/// whose scheduler thread costs 5 % of the core, a 30 % domain has about 28.5 %).
+pub fn expected_share(budget_percent: f64, host: &HostResults, duration_ns: u64) -> f64 {
+    let taken = (host.scheduler_cpu_ns + host.steal_ns) as f64 / duration_ns as f64;
+    budget_percent * (1.0 - taken)
 }
 
 pub fn options(duration: Nanos) -> HostOptions {
