@@ -213,14 +213,16 @@ impl SystemSpec {
 /// returns. Each count is an upper-leaning estimate of events in `[0, duration]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkEstimate {
-    /// Quantum ticks, `duration ÷ quantum`, when a policy the run uses ticks every quantum
-    /// (the RT-Xen servers, RTDS in quantum mode); 0 otherwise.
+    /// Quantum ticks: for each pool whose policies (the pool's and every swap's) include
+    /// one that ticks every quantum (the RT-Xen servers, RTDS in quantum mode),
+    /// `duration ÷ quantum` on each of its pcpus (the pool's quantum, else the machine's).
     pub ticks: u64,
     /// Job releases, over every task of every domain (added domains from when they join).
     pub jobs: u64,
     /// VCPU period boundaries (replenishments, deadlines) over every VCPU with a period.
     pub periods: u64,
-    /// The policies' own timers, over every policy the run starts with or swaps to:
+    /// The policies' own timers, over every policy the run starts with or swaps to, in
+    /// every pool (those `xl cpupool-create` makes included), on each of its pcpus:
     /// Credit's ticks (its tick is its own, not the quantum) and the ends of ARINC 653's
     /// minor frames.
     pub policy_timers: u64,
@@ -300,29 +302,74 @@ impl SystemSpec {
             overheads: self.machine.overheads != Default::default(),
             ..WorkEstimate::default()
         };
-        // Counted for the whole run under each policy used: an upper-leaning estimate.
-        let swaps = self.changes.iter().filter_map(|c| match &c.change {
-            Change::SwapPolicy(p) => Some(p),
-            _ => None,
-        });
-        let policies: Vec<&PolicyConfig> = std::iter::once(&self.policy).chain(swaps).collect();
-        // The quantum tick, if a policy used has it (the policy says: its `tick_interval`).
-        if policies
-            .iter()
-            .any(|p| p.build(1).tick_interval() == TickInterval::Quantum)
-        {
-            estimate.ticks = duration.as_ns() / self.machine.quantum.as_ns().max(1);
+        // Every pool the run may have, with its quantum and pcpus: the declared ones (or the
+        // one `Pool-0` of every pcpu), then those `xl cpupool-create` makes, with as many
+        // pcpus as `xl cpupool-cpu-add` commands name it (each from the start: upper-leaning).
+        let machine_pcpus = u64::from(self.machine.pcpus.max(1));
+        let mut pools: Vec<(PolicyConfig, Nanos, u64)> = if self.pools.is_empty() {
+            vec![(self.policy.clone(), self.machine.quantum, machine_pcpus)]
+        } else {
+            self.pools
+                .iter()
+                .map(|p| {
+                    let quantum = p.quantum.unwrap_or(self.machine.quantum);
+                    (p.policy.clone(), quantum, u64::from(p.pcpus.len()))
+                })
+                .collect()
+        };
+        for change in &self.changes {
+            if let Change::Xl(XlCommand::CpupoolCreate { name, sched }) = &change.change {
+                let adds = self
+                    .changes
+                    .iter()
+                    .filter(|c| {
+                        matches!(&c.change, Change::Xl(XlCommand::CpupoolCpuAdd { pool, .. })
+                            if pool == name)
+                    })
+                    .count() as u64;
+                if let Ok(policy) = self.policy_settings.config(*sched) {
+                    pools.push((policy, self.machine.quantum, adds.min(machine_pcpus)));
+                }
+            }
         }
-        for policy in policies {
-            let timers = match policy {
-                PolicyConfig::Credit(credit) => duration.as_ns() / credit.tick.as_ns().max(1),
-                PolicyConfig::Arinc653(table) => (duration.as_ns()
-                    / table.major_frame.as_ns().max(1))
-                .saturating_add(1)
-                .saturating_mul(table.minor_frames.len() as u64),
-                _ => 0,
-            };
-            estimate.policy_timers = estimate.policy_timers.saturating_add(timers);
+        // Counted for the whole run under each policy used: an upper-leaning estimate. A
+        // swap may reach every pool.
+        let swaps: Vec<&PolicyConfig> = self
+            .changes
+            .iter()
+            .filter_map(|c| match &c.change {
+                Change::SwapPolicy(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        for (policy, quantum, pcpus) in &pools {
+            let policies: Vec<&PolicyConfig> = std::iter::once(policy)
+                .chain(swaps.iter().copied())
+                .collect();
+            // The quantum tick, on each of the pool's pcpus, if a policy used has it (the
+            // policy says: its `tick_interval`).
+            if policies
+                .iter()
+                .any(|p| p.build(1).tick_interval() == TickInterval::Quantum)
+            {
+                let ticks = (duration.as_ns() / quantum.as_ns().max(1)).saturating_mul(*pcpus);
+                estimate.ticks = estimate.ticks.saturating_add(ticks);
+            }
+            for policy in policies {
+                let timers = match policy {
+                    PolicyConfig::Credit(credit) => duration.as_ns() / credit.tick.as_ns().max(1),
+                    PolicyConfig::Arinc653(table) => (duration.as_ns()
+                        / table.major_frame.as_ns().max(1))
+                    .saturating_add(1)
+                    .saturating_mul(table.minor_frames.len() as u64),
+                    _ => 0,
+                };
+                // Each pcpu has its own (Credit's tick; ARINC 653's frames, one table per
+                // pcpu).
+                estimate.policy_timers = estimate
+                    .policy_timers
+                    .saturating_add(timers.saturating_mul(*pcpus));
+            }
         }
         let added = self.changes.iter().filter_map(|c| match &c.change {
             Change::AddDomain(d) => Some((d, c.at)),

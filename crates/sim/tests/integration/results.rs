@@ -478,6 +478,74 @@ fn the_work_estimate_counts_credit_ticks_and_arinc_frames_of_every_policy_used()
     );
 }
 
+/// Found by the fuzzing harness once it wrote pools: the estimate counted the quantum tick
+/// once for the machine and from the first pool's policy only, so a Deferrable pool with a
+/// 574 ns quantum beside a Credit `Pool-0` was estimated at 163 steps and took 400,000 in
+/// its first 115 ms. Each pool counts its own policy and quantum on each of its pcpus, and
+/// so do the pools `xl cpupool-create` makes, with the pcpus `cpupool-cpu-add` gives them.
+#[test]
+fn the_work_estimate_counts_each_pools_ticks_on_each_of_its_pcpus() {
+    use rtvmm_core::cpuset::CpuSet;
+    use rtvmm_core::machine::PoolSpec;
+    use rtvmm_core::policy::{CreditConfig, PolicyKind};
+    use rtvmm_core::xl::XlCommand;
+    use rtvmm_sim::{Change, TimedChange};
+    let credit = PolicyConfig::Credit(CreditConfig {
+        tick: ms(10),
+        ..CreditConfig::one_ms()
+    });
+    let mut spec = system(credit.clone(), vec![]);
+    spec.machine.pcpus = 4;
+    spec.machine.quantum = ms(1);
+    // Pool-0: pcpu 0 under Credit (its own 10 ms tick, no quantum tick).
+    let pool0 = PoolSpec::new(PoolSpec::DEFAULT_NAME, CpuSet::first(1), credit);
+    // "servers": pcpus 1 and 2 under the Deferrable Server at a 500 µs quantum.
+    let mut two = CpuSet::EMPTY;
+    two.insert(1);
+    two.insert(2);
+    let mut servers = PoolSpec::new("servers", two, PolicyConfig::Deferrable);
+    servers.quantum = Some(Nanos::from_us(500));
+    spec.pools = vec![pool0, servers];
+    let at = |t: u64, command: XlCommand| TimedChange {
+        at: ms(t),
+        change: Change::Xl(command),
+    };
+    // "late": made at 100 ms under the Deferrable Server, given pcpu 3 (the machine's 1 ms
+    // quantum); "event": RTDS, event-driven, no ticks.
+    spec.changes = vec![
+        at(
+            100,
+            XlCommand::CpupoolCreate {
+                name: "late".into(),
+                sched: PolicyKind::Deferrable,
+            },
+        ),
+        at(
+            100,
+            XlCommand::CpupoolCpuAdd {
+                pool: "late".into(),
+                cpu: 3,
+            },
+        ),
+        at(
+            100,
+            XlCommand::CpupoolCreate {
+                name: "event".into(),
+                sched: PolicyKind::Rtds,
+            },
+        ),
+    ];
+    let estimate = spec.estimate_work(ms(1000));
+    // servers: 2,000 ticks on each of 2 pcpus; late: 1,000 on its one (from the start,
+    // upper-leaning); Pool-0 and event: none.
+    assert_eq!(estimate.ticks, 2 * 2000 + 1000);
+    // Credit's 10 ms tick on Pool-0's one pcpu.
+    assert_eq!(estimate.policy_timers, 100);
+    // With Pool-0 of all four pcpus instead, Credit ticks on each.
+    spec.pools[0].pcpus = CpuSet::first(4);
+    assert_eq!(spec.estimate_work(ms(1000)).policy_timers, 400);
+}
+
 /// A host run's overheads as the simulator's: the scheduler's CPU time per `do_schedule`
 /// call (1,234,567 ns over 100 calls = 12,345.67 ns → 12.3 µs) and the median switch
 /// latency (20,460 ns → 20.5 µs), each to the nearest 100 ns.
