@@ -172,10 +172,13 @@ pub struct Job {
     pub origin: Nanos,
 }
 
+/// The most VCPUs a domain may have (which of them run is a 64-bit mask).
+pub const MAX_VCPUS: u32 = 64;
+
 /// A guest's tasks do not fit its VCPUs.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum GuestError {
-    #[error("vcpus: {0} is more than the 64 a domain may have")]
+    #[error("vcpus: {0} is more than the {MAX_VCPUS} a domain may have")]
     TooManyVcpus(u32),
     #[error("task '{task}': vcpu: {vcpu} is not a VCPU of the domain (it has {vcpus})")]
     TaskVcpuOutOfRange { task: String, vcpu: u32, vcpus: u32 },
@@ -281,7 +284,7 @@ impl Guest {
         smp: GuestSmp,
     ) -> Result<Guest, GuestError> {
         let vcpus = vcpus.max(1);
-        if vcpus > 64 {
+        if vcpus > MAX_VCPUS {
             return Err(GuestError::TooManyVcpus(vcpus));
         }
         for t in &tasks {
@@ -554,7 +557,7 @@ impl Guest {
         let Some(mut smp) = self.smp.take() else {
             return;
         };
-        let all = if smp.vcpus == 64 {
+        let all = if smp.vcpus == MAX_VCPUS {
             u64::MAX
         } else {
             (1u64 << smp.vcpus) - 1

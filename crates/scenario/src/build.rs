@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use rtvmm_analysis::rate_monotonic_ranks;
 use rtvmm_core::cpuset::CpuSet;
-use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
+use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec, MAX_VCPUS};
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, PoolSpec, ReplenishMode};
 use rtvmm_core::model::{
     GuestSmp, Placement, VcpuParams, DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT,
@@ -512,6 +512,16 @@ impl Builder<'_> {
             None => 0,
             Some(n) => self.u32_field(n, &here.field("vcpus"), 1)?,
         };
+        // Refused here, before an event's replay builds a machine of that many VCPUs.
+        if vcpus > MAX_VCPUS {
+            return Err(self.err(
+                here.field("vcpus"),
+                ErrorKind::OutOfRange {
+                    value: vcpus.to_string(),
+                    expected: "a whole number from 1 to 64 (the VCPUs a domain may have)",
+                },
+            ));
+        }
         let count = vcpus.max(1) as usize;
         let affinity_at = here.field("affinity");
         let one = |value: &toml::Value, at: &Location| -> Result<Option<Vec<u32>>, ScenarioError> {

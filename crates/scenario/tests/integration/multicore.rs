@@ -177,6 +177,23 @@ fn placement_errors_name_the_domain_and_field() {
     );
     let e = error(&edit(TWO_POOLS, "vcpus = 2", "vcpus = 0"));
     assert_names(&e, Some("web"), None, Some("vcpus"));
+    // Found by the fuzzing harness: 65,535 VCPUs in a domain an event adds were only
+    // refused when the run built the guest, after `check`'s replay of the events had spent
+    // minutes inserting them into a policy. The file is refused as it is read; 64, the
+    // most a guest may have, is read.
+    let e = error(&edit(TWO_POOLS, "vcpus = 2", "vcpus = 65535"));
+    assert_names(&e, Some("web"), None, Some("vcpus"));
+    assert!(
+        e.to_string()
+            .contains("vcpus: 65535 is out of range: a whole number from 1 to 64"),
+        "{e}"
+    );
+    let most = edit(
+        &edit(TWO_POOLS, "vcpus = 2", "vcpus = 64"),
+        "affinity = [\"1\", \"all\"]",
+        "affinity = \"all\"",
+    );
+    assert_eq!(parse(&most).system.domains[1].placement.vcpus, 64);
     let e = error(&edit(TWO_POOLS, "smp = \"partitioned\"", "smp = \"both\""));
     assert_names(&e, Some("web"), None, Some("smp"));
     // A pcpu beyond the machine, in the single-pcpu default pool.
