@@ -230,6 +230,10 @@ struct Writer<'g, 'a> {
     domains: Vec<String>,
     /// Whether VCPUs give their priority: all of them or none, unless odd.
     priorities: bool,
+    /// The pcpus `[machine]` gives (1 when it does not).
+    pcpus: u64,
+    /// The `[[pool]]`s' names, as meant, with their first and last pcpu.
+    pools: Vec<(String, u64, u64)>,
 }
 
 /// A scenario as TOML, decided by `tape` (see [`crate::tape`]).
@@ -240,6 +244,8 @@ pub fn generate(tape: &[u8]) -> String {
         out: String::new(),
         domains: Vec::new(),
         priorities: false,
+        pcpus: 1,
+        pools: Vec::new(),
     };
     w.scenario();
     w.out
@@ -328,6 +334,9 @@ impl Writer<'_, '_> {
             self.arinc_table(&all);
         }
         self.junk_key();
+        if self.pcpus > 1 && self.g.maybe(40) || self.g.odd() && self.g.maybe(5) {
+            self.pools(&policies);
+        }
 
         for i in 0..domain_count {
             let name = self.domains[i].clone();
@@ -335,11 +344,136 @@ impl Writer<'_, '_> {
             self.domain(&name, "domain");
         }
         self.events(&added_names, &swaps);
+        if domain_count > 0 && self.g.maybe(20) {
+            self.chain();
+        }
+    }
+
+    /// `[[pool]]`s splitting the pcpus into consecutive runs (odd: overlapping, empty, out
+    /// of range, of another type).
+    fn pools(&mut self, policies: &[&str]) {
+        let n = self.pcpus.max(1);
+        let count = 1 + self.g.below(n.min(3) as usize) as u64;
+        for i in 0..count {
+            let (low, high) = (i * n / count, (i + 1) * n / count - 1);
+            let meant = if i == 0 {
+                "Pool-0".to_string()
+            } else {
+                format!("p{i}")
+            };
+            self.out.push_str("\n[[pool]]\n");
+            if !(self.g.odd() && self.g.maybe(20)) {
+                let name = self.g.name(&meant);
+                self.line("name", name);
+            }
+            let pcpus = if self.g.odd() {
+                self.g
+                    .pick(&[
+                        "\"0-1\"", "\"64\"", "\"1-0\"", "[]", "\"\"", "[0, 0]", "\"0,x\"", "[-1]",
+                        "7",
+                    ])
+                    .to_string()
+            } else if self.g.maybe(50) {
+                format!("\"{low}-{high}\"")
+            } else {
+                let list: Vec<String> = (low..=high).map(|p| p.to_string()).collect();
+                format!("[{}]", list.join(", "))
+            };
+            self.line("pcpus", pcpus);
+            if !(self.g.odd() && self.g.maybe(20)) {
+                // ARINC 653 needs a table no pool has: only when odd.
+                let policy = if self.g.odd() {
+                    self.g.word(policies)
+                } else {
+                    let fine: Vec<&str> = policies
+                        .iter()
+                        .copied()
+                        .filter(|p| !p.starts_with("arinc"))
+                        .collect();
+                    self.g.word(&fine)
+                };
+                self.line("policy", policy);
+            }
+            if self.g.maybe(20) {
+                let quantum = self.g.time(100, 2000, "us");
+                self.line("quantum", quantum);
+            }
+            if self.g.maybe(20) {
+                let migration = self.g.time(0, 50, "us");
+                let lock = self.g.time(0, 500, "ns");
+                self.line(
+                    "overhead",
+                    format!("{{ migration = {migration}, lock = {lock} }}"),
+                );
+            }
+            self.junk_key();
+            self.pools.push((meant, low, high));
+        }
+    }
+
+    /// A pcpu set in `xl`'s form (`"0-2,5"`) within pcpus `first..=last`, usually; odd:
+    /// outside them, malformed or of another type.
+    fn cpus(&mut self, first: u64, last: u64) -> String {
+        if self.g.odd() {
+            return self
+                .g
+                .pick(&[
+                    "\"9\"", "\"3-1\"", "\"\"", "\"x\"", "\"0-\"", "\"0,,1\"", "[]", "5", "\"all\"",
+                ])
+                .to_string();
+        }
+        let low = self.g.between(first, last);
+        let high = self.g.between(low, last);
+        if low == high {
+            format!("\"{low}\"")
+        } else {
+            format!("\"{low}-{high}\"")
+        }
+    }
+
+    /// A `[[chain]]` of tasks by `DOMAIN/TASK` (usually ones that exist).
+    fn chain(&mut self) {
+        self.out.push_str("\n[[chain]]\n");
+        let name = self.g.name("c");
+        self.line("name", name);
+        let links: Vec<String> = (0..1 + self.g.below(3)).map(|_| self.task_ref()).collect();
+        self.line("tasks", format!("[{}]", links.join(", ")));
+        if self.g.maybe(50) {
+            let bound = self.g.time(1, 20, "ms");
+            self.line("bounds", format!("[{bound}]"));
+        }
+    }
+
+    /// `"DOMAIN/TASK"` naming a task of a declared domain, usually.
+    fn task_ref(&mut self) -> String {
+        if self.g.odd() && self.g.maybe(30) {
+            return self
+                .g
+                .pick(&[
+                    "\"d1\"",
+                    "\"/t1\"",
+                    "\"d1/\"",
+                    "\"nobody/t1\"",
+                    "\"d1/t9\"",
+                    "1",
+                ])
+                .to_string();
+        }
+        let domain = if self.domains.is_empty() {
+            "d1".to_string()
+        } else {
+            let i = self.g.below(self.domains.len());
+            self.domains[i].clone()
+        };
+        let task = 1 + self.g.below(2);
+        quote(&format!("{domain}/t{task}"))
     }
 
     fn machine(&mut self) {
-        if self.g.maybe(20) {
-            let pcpus = self.g.integer(1, 1);
+        if self.g.maybe(50) {
+            // Several pcpus as often as one; odd: 0, 65 or another type.
+            self.pcpus = 1 + self.g.below(4) as u64;
+            let pcpus = self.g.integer(self.pcpus, self.pcpus);
             self.line("pcpus", pcpus);
         }
         if self.g.maybe(70) {
@@ -362,6 +496,12 @@ impl Writer<'_, '_> {
             }
             if self.g.maybe(80) {
                 parts.push(format!("context_switch = {}", self.g.time(0, 20, "us")));
+            }
+            if self.pcpus > 1 && self.g.maybe(40) {
+                parts.push(format!("migration = {}", self.g.time(0, 50, "us")));
+            }
+            if self.pcpus > 1 && self.g.maybe(20) {
+                parts.push(format!("lock = {}", self.g.time(0, 500, "ns")));
             }
             self.line("overhead", format!("{{ {} }}", parts.join(", ")));
         }
@@ -437,6 +577,46 @@ impl Writer<'_, '_> {
             let vcpu = self.vcpu();
             self.line("vcpu", vcpu);
         }
+        // Several pcpus: a pool, an affinity, several VCPUs.
+        let several = self.pcpus > 1;
+        // The pcpus this domain's pool has (Pool-0's when it names none).
+        let mut range = self
+            .pools
+            .first()
+            .map_or((0, self.pcpus.max(1) - 1), |p| (p.1, p.2));
+        if !self.pools.is_empty() && self.g.maybe(60) || self.g.odd() && self.g.maybe(5) {
+            let meant = if self.pools.is_empty() {
+                "rt".to_string()
+            } else {
+                let (name, low, high) = self.pools[self.g.below(self.pools.len())].clone();
+                range = (low, high);
+                name
+            };
+            let pool = self.g.name(&meant);
+            self.line("pool", pool);
+        }
+        let mut vcpus = 1;
+        if several && self.g.maybe(25) || self.g.odd() && self.g.maybe(5) {
+            vcpus = 1 + self.g.below((range.1 - range.0 + 1) as usize) as u64;
+            let written = self.g.integer(vcpus, vcpus);
+            self.line("vcpus", written);
+        }
+        let smp = if vcpus > 1 && self.g.maybe(60) || self.g.odd() && self.g.maybe(5) {
+            let smp = self.g.word(&["global", "partitioned"]);
+            self.line("smp", smp.clone());
+            smp == "\"partitioned\""
+        } else {
+            false
+        };
+        if several && self.g.maybe(50) || self.g.odd() && self.g.maybe(5) {
+            let affinity = if vcpus > 1 && self.g.maybe(50) {
+                let each: Vec<String> = (0..vcpus).map(|_| self.cpus(range.0, range.1)).collect();
+                format!("[{}]", each.join(", "))
+            } else {
+                self.cpus(range.0, range.1)
+            };
+            self.line("affinity", affinity);
+        }
         self.junk_key();
         let tasks = match self.g.below(8) {
             0 if self.g.odd() => 0,
@@ -446,6 +626,10 @@ impl Writer<'_, '_> {
         for j in 1..=tasks {
             self.out.push_str(&format!("\n[[{table}.task]]\n"));
             self.task(j, fp);
+            if smp || self.g.odd() && self.g.maybe(5) {
+                let on = self.g.integer(0, vcpus - 1);
+                self.line("vcpu", on);
+            }
         }
     }
 
@@ -497,18 +681,28 @@ impl Writer<'_, '_> {
             let name = self.g.name(&format!("t{index}"));
             self.line("name", name);
         }
-        let kind = match self.g.below(6) {
+        let kind = match self.g.below(7) {
             0..=2 => None,
             3 => Some("sporadic"),
+            4 if self.domains.len() > 1 || self.g.odd() => Some("triggered"),
             _ => Some("aperiodic"),
         };
         if let Some(kind) = kind {
             let written = if self.g.odd() {
-                self.g.word(&["periodic", "sporadic", "aperiodic"])
+                self.g
+                    .word(&["periodic", "sporadic", "aperiodic", "triggered"])
             } else {
                 quote(kind)
             };
             self.line("kind", written);
+        }
+        if kind == Some("triggered") || self.g.odd() && self.g.maybe(5) {
+            let trigger = self.task_ref();
+            self.line("trigger", trigger);
+            if self.g.maybe(70) {
+                let delay = self.g.time(0, 500, "us");
+                self.line("delay", delay);
+            }
         }
         let period_us = self
             .g
@@ -526,7 +720,7 @@ impl Writer<'_, '_> {
             let deadline = self.g.time(wcet_us, period_us * 2, "us");
             self.line("deadline", deadline);
         }
-        if kind != Some("aperiodic") && self.g.maybe(15) {
+        if !matches!(kind, Some("aperiodic" | "triggered")) && self.g.maybe(15) {
             let offset = self.g.time(0, 20, "ms");
             self.line("offset", offset);
         }
@@ -557,6 +751,7 @@ impl Writer<'_, '_> {
             self.line("priority", priority);
         }
         match kind {
+            Some("triggered") => {}
             Some("sporadic") if self.g.maybe(50) => {
                 let gap = self.g.time(0, 50, "ms");
                 self.line("max_extra_gap", gap);
@@ -591,6 +786,11 @@ impl Writer<'_, '_> {
                 .pick(&["sched-set", "remove-domain", "sched-set", "swap-policy"]);
             plan.push((action, None));
         }
+        if self.pcpus > 1 || self.g.odd() {
+            for _ in 0..self.g.below(4) {
+                plan.push(("xl", None));
+            }
+        }
         let mut at_ms = 0;
         let mut live = self.domains.clone();
         while !plan.is_empty() {
@@ -604,6 +804,11 @@ impl Writer<'_, '_> {
             };
             self.out.push_str("\n[[event]]\n");
             self.line("at", at);
+            if action == "xl" {
+                let command = self.xl(&live);
+                self.line("xl", command);
+                continue;
+            }
             let written = if self.g.odd() {
                 self.g.word(&[action, "set", "add"])
             } else {
@@ -671,6 +876,77 @@ impl Writer<'_, '_> {
                 }
             }
         }
+    }
+
+    /// One `xl` command line as a TOML string, usually well formed and about the pools,
+    /// domains and pcpus there are (odd: malformed, or about what is not there).
+    fn xl(&mut self, live: &[String]) -> String {
+        if self.g.odd() && self.g.maybe(30) {
+            return self
+                .g
+                .pick(&[
+                    "\"\"",
+                    "\"xl\"",
+                    "\"sched-rtds -d\"",
+                    "\"sched-rtds -d d1 -p 5 -b 5\"",
+                    "\"sched-rtds -d d1 -p 1000 -b 2000\"",
+                    "\"vcpu-pin d1 0 99\"",
+                    "\"cpupool-cpu-add Pool-0 0\"",
+                    "\"cpupool-destroy Pool-0\"",
+                    "\"sched-credit -d d1 -w 0\"",
+                    "\"cpupool-create name=\\\"q\\\" sched=\\\"rtds\\\"\"",
+                    "\"vcpu-pin d1 all 0-1,\"",
+                    "\"cpupool-migrate d1 nowhere\"",
+                    "7",
+                ])
+                .to_string();
+        }
+        let domain = if live.is_empty() || self.g.odd() && self.g.maybe(20) {
+            "nobody".to_string()
+        } else {
+            live[self.g.below(live.len())].clone()
+        };
+        let pool = match self.pools.len() {
+            0 => "Pool-0".to_string(),
+            n => self.pools[self.g.below(n)].0.clone(),
+        };
+        let cpu = self.g.below(self.pcpus.max(1) as usize + 1);
+        let line = match self.g.below(7) {
+            0 => {
+                let sched = ["rtds", "credit", "deferrable", "sporadic", "sedf"][self.g.below(5)];
+                format!("cpupool-create q{} sched={sched}", self.g.below(3))
+            }
+            1 => format!("cpupool-cpu-add {pool} {cpu}"),
+            2 => format!("cpupool-cpu-remove {pool} {cpu}"),
+            3 => format!("cpupool-migrate {domain} {pool}"),
+            4 => {
+                let vcpu = if self.g.maybe(50) {
+                    "all".to_string()
+                } else {
+                    self.g.below(2).to_string()
+                };
+                let cpus = if self.g.maybe(20) {
+                    "all".to_string()
+                } else {
+                    let last = self.pcpus.max(1) - 1;
+                    self.cpus(0, last).trim_matches('"').to_string()
+                };
+                format!("vcpu-pin {domain} {vcpu} {cpus}")
+            }
+            5 => {
+                let period = self.g.pick(&[10_000u64, 4_000, 20_000, 100]);
+                let budget = self.g.between(10, period);
+                let vcpu = if self.g.maybe(30) { " -v all" } else { "" };
+                let extra = ["", " -e 0", " -e 1"][self.g.below(3)];
+                format!("sched-rtds -d {domain}{vcpu} -p {period} -b {budget}{extra}")
+            }
+            _ => {
+                let weight = self.g.between(1, 65_535);
+                let cap = self.g.between(0, 100);
+                format!("sched-credit -d {domain} -w {weight} -c {cap}")
+            }
+        };
+        quote(&line)
     }
 }
 
