@@ -72,7 +72,11 @@ impl Scenario {
             ReplenishMode::Tick => "tick",
         };
         let _ = writeln!(w, "replenishment = {}", quote(replenishment));
-        let _ = writeln!(w, "overhead = {}", overheads(&m.overheads));
+        let _ = writeln!(
+            w,
+            "overhead = {}",
+            overheads(&m.overheads, &Overheads::default())
+        );
         let _ = writeln!(w, "overhead_charge = {}", quote(m.overhead_charge.name()));
 
         let _ = writeln!(w, "\n[scheduler]");
@@ -127,7 +131,11 @@ impl Scenario {
                 let _ = writeln!(w, "quantum = {}", time(q));
             }
             if let Some(o) = &p.overheads {
-                let _ = writeln!(w, "overhead = {}", overheads(o));
+                let _ = writeln!(
+                    w,
+                    "overhead = {}",
+                    overheads(o, &self.system.machine.overheads)
+                );
             }
         }
 
@@ -213,14 +221,16 @@ fn write_domain(w: &mut String, d: &DomainSpec, external: Option<&External>, tab
     }
 }
 
-/// The overheads as an inline table; `migration` and `lock` only when not zero (a file
-/// without them prints as it did before they existed).
-fn overheads(o: &Overheads) -> String {
+/// The overheads as an inline table; `migration` and `lock` only when one of them, or what
+/// leaving them out would mean (`absent`: zero for the machine, the machine's for a pool),
+/// is not zero (a file without them prints as it did before they existed).
+fn overheads(o: &Overheads, absent: &Overheads) -> String {
     let mut fields = vec![
         format!("do_schedule = {}", time(o.do_schedule)),
         format!("context_switch = {}", time(o.context_switch)),
     ];
-    if !o.migration.is_zero() || !o.lock.is_zero() {
+    let zero = |x: &Overheads| x.migration.is_zero() && x.lock.is_zero();
+    if !zero(o) || !zero(absent) {
         fields.push(format!("migration = {}", time(o.migration)));
         fields.push(format!("lock = {}", time(o.lock)));
     }

@@ -399,6 +399,28 @@ fn triggered_tasks_task_vcpus_and_chains_are_read() {
     assert!(s.system.chains[0].bounds.is_empty());
 }
 
+/// Found by the fuzzing harness: a pool that sets `migration` and `lock` to zero beside a
+/// machine that does not printed without them, so `check`'s output read back with the
+/// machine's costs in that pool (left out, a pool's overhead fields are the machine's).
+#[test]
+fn a_pools_zero_migration_and_lock_print_back_beside_the_machines() {
+    let text = edit(
+        TWO_POOLS,
+        "quantum = \"2ms\"\n",
+        "quantum = \"2ms\"\noverhead = { migration = \"0us\", lock = \"0ns\" }\n",
+    );
+    let s = parse(&text);
+    let rt = &s.system.pools[1];
+    assert_eq!(rt.overheads.map(|o| o.lock), Some(Nanos::ZERO));
+    assert_eq!(s.system.machine.overheads.lock, Nanos(100));
+    let printed = s.to_toml();
+    assert!(
+        printed.contains("migration = \"0ns\", lock = \"0ns\" }"),
+        "{printed}"
+    );
+    assert_eq!(Scenario::from_toml(&printed, "test.toml").unwrap(), s);
+}
+
 #[test]
 fn check_prints_triggers_vcpus_and_chains_back() {
     let s = parse(CHAIN);
