@@ -278,7 +278,11 @@ impl Sporadic {
                 }
             }
         }
-        if replenished && self.servers.get(vcpu).pending.is_some() {
+        if !replenished {
+            // Neither its work nor its budget changed: its chunk is as it should be.
+            return;
+        }
+        if self.servers.get(vcpu).pending.is_some() {
             self.apply_params(cx, vcpu, true);
         }
         self.track_activation(cx.now, vcpu);
