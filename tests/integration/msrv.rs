@@ -1,7 +1,8 @@
 //! The declared minimum Rust version is true: no locked dependency built for this machine
 //! (dev-dependencies included) asks for a newer one. Only this platform's: the others' are
-//! not downloaded by a build here, and `--offline` cannot read them on a fresh machine. Clippy's `incompatible_msrv` lint, run by CI with the
-//! same declared version, checks that rtvmm's own code uses nothing newer.
+//! not downloaded by a build here, and `--offline` cannot read them on a fresh machine.
+//! Clippy's `incompatible_msrv` lint, run by CI with the same declared version, checks that
+//! rtvmm's own code uses nothing newer.
 
 use std::process::Command;
 

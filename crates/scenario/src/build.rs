@@ -513,6 +513,7 @@ impl Builder<'_> {
             Some(n) => self.u32_field(n, &here.field("vcpus"), 1)?,
         };
         // Refused here, before an event's replay builds a machine of that many VCPUs.
+        const _: () = assert!(MAX_VCPUS == 64, "the message below names the limit");
         if vcpus > MAX_VCPUS {
             return Err(self.err(
                 here.field("vcpus"),
