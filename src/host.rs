@@ -14,10 +14,10 @@ use rtvmm_host::ctl::{self, ServerError};
 use rtvmm_host::enforce::Backend;
 use rtvmm_host::executor::{self, HostOptions, HostRun, LiveControl};
 use rtvmm_host::{HelperCommand, HostError};
-use rtvmm_sim::results::HostResults;
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::trace::{write_trace, TraceFormat};
-use rtvmm_sim::SystemSpec;
+use rtvmm_system::results::HostResults;
+use rtvmm_system::results::RunResults;
+use rtvmm_system::trace::{write_trace, TraceFormat};
+use rtvmm_system::SystemSpec;
 
 use crate::{
     bad_input, load, output_file, parse_policy, parse_time, print, runtime, text_file, Failure,
@@ -249,7 +249,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     }
     if let (Some(out), Some(rows)) = (&args.jobs, &run.jobs) {
         written.push(output_file(out, |file| {
-            rtvmm_sim::results::write_jobs_csv(file, rows)
+            rtvmm_system::results::write_jobs_csv(file, rows)
         })?);
         text.push_str(&format!("jobs: {}\n", out.display()));
     }

@@ -25,7 +25,7 @@ use rtvmm_experiments::ExperimentError;
 use rtvmm_scenario::analyze;
 use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
-use rtvmm_sim::trace::TraceFormat;
+use rtvmm_system::trace::TraceFormat;
 
 #[cfg(target_os = "linux")]
 mod ctl;
@@ -633,7 +633,7 @@ fn sim(
     }
     if let (Some(out), Some(rows)) = (&jobs, &run.jobs) {
         written.push(output_file(out, |file| {
-            rtvmm_sim::results::write_jobs_csv(file, rows)
+            rtvmm_system::results::write_jobs_csv(file, rows)
         })?);
         text.push_str(&format!("jobs: {}\n", out.display()));
     }

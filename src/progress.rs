@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rtvmm_core::Nanos;
-use rtvmm_sim::WorkEstimate;
+use rtvmm_system::WorkEstimate;
 
 /// Simulation steps per second of a release build, to turn an estimate into wall-clock
 /// time: between two measurements on a shared 2-core machine, 13.6 M/s for 100 tasks of

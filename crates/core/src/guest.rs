@@ -273,21 +273,16 @@ impl Guest {
         }
     }
 
-    /// A guest of `vcpus` VCPUs (1 is [`Self::new`]) scheduling its tasks over them as
-    /// `smp` says. Fails when a task names a VCPU the domain lacks, or pins a task in a
-    /// global guest.
-    pub fn with_vcpus(
-        scheduler: GuestScheduler,
-        tasks: Vec<TaskSpec>,
-        start: Nanos,
-        vcpus: u32,
-        smp: GuestSmp,
-    ) -> Result<Guest, GuestError> {
+    /// Whether a guest of `vcpus` VCPUs scheduling `smp` can run `tasks`: at most
+    /// [`MAX_VCPUS`] VCPUs, a partitioned guest's tasks on VCPUs it has, a global guest's
+    /// tasks unpinned. [`Self::with_vcpus`] builds exactly the guests this accepts, so a
+    /// driver can refuse a domain before it touches the machine.
+    pub fn check_shape(tasks: &[TaskSpec], vcpus: u32, smp: GuestSmp) -> Result<(), GuestError> {
         let vcpus = vcpus.max(1);
         if vcpus > MAX_VCPUS {
             return Err(GuestError::TooManyVcpus(vcpus));
         }
-        for t in &tasks {
+        for t in tasks {
             match smp {
                 GuestSmp::Partitioned if t.vcpu >= vcpus => {
                     return Err(GuestError::TaskVcpuOutOfRange {
@@ -305,6 +300,21 @@ impl Guest {
                 _ => {}
             }
         }
+        Ok(())
+    }
+
+    /// A guest of `vcpus` VCPUs (1 is [`Self::new`]) scheduling its tasks over them as
+    /// `smp` says. Fails when a task names a VCPU the domain lacks, or pins a task in a
+    /// global guest.
+    pub fn with_vcpus(
+        scheduler: GuestScheduler,
+        tasks: Vec<TaskSpec>,
+        start: Nanos,
+        vcpus: u32,
+        smp: GuestSmp,
+    ) -> Result<Guest, GuestError> {
+        let vcpus = vcpus.max(1);
+        Self::check_shape(&tasks, vcpus, smp)?;
         let mut guest = Guest::new(scheduler, tasks, start);
         if vcpus > 1 {
             guest.smp = Some(Box::new(Smp {

@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use rtvmm_sim::results::{DomainResult, RunResults};
+use rtvmm_system::results::{DomainResult, RunResults};
 
 use crate::error::ExperimentError;
 use crate::report::markdown_table;
@@ -233,7 +233,7 @@ pub fn compare_files(a: &Path, b: &Path) -> Result<String, ExperimentError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtvmm_sim::results::RatioDist;
+    use rtvmm_system::results::RatioDist;
 
     fn results(domains: &[(&str, u64, f64, f64)]) -> RunResults {
         RunResults {

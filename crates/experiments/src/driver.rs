@@ -23,8 +23,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use rtvmm_core::Nanos;
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::SystemSpec;
+use rtvmm_system::results::RunResults;
+use rtvmm_system::SystemSpec;
 
 use crate::error::ExperimentError;
 use crate::options::{Cancel, Options};

@@ -23,8 +23,9 @@ use std::fmt;
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, PolicySettings};
 use rtvmm_core::Nanos;
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::{Simulation, SystemSpec};
+use rtvmm_sim::Simulation;
+use rtvmm_system::results::RunResults;
+use rtvmm_system::SystemSpec;
 
 use crate::error::ExperimentError;
 
@@ -137,12 +138,10 @@ pub fn build_system_with(
 ) -> Result<SystemSpec, ExperimentError> {
     Ok(SystemSpec {
         chains: Vec::new(),
-        pools: Vec::new(),
-        machine,
-        policy: config.clone(),
         policy_settings: Default::default(),
         domains: domains.iter().map(ServerDomain::domain_spec).collect(),
         changes: Vec::new(),
+        ..SystemSpec::one_pool(machine, config.clone())
     })
 }
 
@@ -174,7 +173,7 @@ pub fn simulate_with<X>(
     let mut sim = Simulation::new(system, seed, false).map_err(sim_err)?;
     sim.set_check_invariants(false);
     sim.run_until(duration).map_err(sim_err)?;
-    let results = RunResults::collect(&sim, scenario, seed, duration);
+    let results = sim.results(scenario, seed, duration);
     let extra = extract(&sim);
     Ok((results, extra))
 }

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use rtvmm_experiments::compare::{compare, parse_results};
-use rtvmm_sim::results::RunResults;
+use rtvmm_system::results::RunResults;
 
 use crate::text::Gen;
 use crate::{readable, Checked, Failure, Outcome};
@@ -34,7 +34,7 @@ pub fn check(text: &str) -> Checked {
         }
     };
     let plain = RunResults {
-        domains: vec![rtvmm_sim::results::DomainResult {
+        domains: vec![rtvmm_system::results::DomainResult {
             name: "d1".into(),
             ..Default::default()
         }],
@@ -247,7 +247,7 @@ mod tests {
     fn a_comparison_missing_a_domain_is_caught() {
         let mut a = RunResults::default();
         for (name, jobs) in [("d1", 3), ("d1", 4)] {
-            a.domains.push(rtvmm_sim::results::DomainResult {
+            a.domains.push(rtvmm_system::results::DomainResult {
                 name: name.into(),
                 jobs,
                 ..Default::default()

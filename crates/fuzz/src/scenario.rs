@@ -20,8 +20,8 @@
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
-use rtvmm_sim::results::RunResults;
 use rtvmm_sim::{SimError, Simulation};
+use rtvmm_system::results::RunResults;
 
 use crate::text::{quote, Gen};
 use crate::{readable, Checked, Failure, FailureKind, Outcome};
@@ -147,7 +147,7 @@ fn simulate(scenario: &Scenario) -> Result<(), Failure> {
             format!("at the end {end}: {e}"),
         ));
     }
-    let results = RunResults::collect(&sim, &scenario.name, scenario.seed, end);
+    let results = sim.results(&scenario.name, scenario.seed, end);
     results_add_up(&results, end)?;
     crate::results::read_back(&results.to_json())
 }
@@ -979,7 +979,7 @@ mod tests {
     #[test]
     fn results_that_do_not_add_up_are_caught() {
         let mut results = RunResults::default();
-        results.pcpus.push(rtvmm_sim::results::PcpuResult {
+        results.pcpus.push(rtvmm_system::results::PcpuResult {
             busy_ns: 10,
             idle_ns: 5,
             ..Default::default()

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use rtvmm_core::guest::{Arrival, GuestScheduler, Job, TaskSpec};
 use rtvmm_core::model::{DomainSpec, VcpuId};
 use rtvmm_core::Nanos;
-use rtvmm_sim::driver::JobRecord;
-use rtvmm_sim::stats::TaskStats;
+use rtvmm_system::records::JobRecord;
+use rtvmm_system::stats::TaskStats;
 
 use crate::enforce::{guest_priority, Member, GUEST_LEVELS};
 use crate::shm::{ArrivalKind, JobTimes, Shared, TaskConfig, TaskState, DEFAULT_RING_LEN};

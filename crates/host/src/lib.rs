@@ -41,24 +41,17 @@
 //! use rtvmm_core::Nanos;
 //! use rtvmm_host::executor::{self, HostOptions};
 //! use rtvmm_host::HelperCommand;
-//! use rtvmm_sim::SystemSpec;
+//! use rtvmm_system::SystemSpec;
 //!
 //! let ms = Nanos::from_ms;
-//! let system = SystemSpec {
-//!     machine: MachineConfig::default(),
-//!     policy: PolicyConfig::Deferrable,
-//!     pools: Vec::new(),
-//!     policy_settings: Default::default(),
-//!     domains: vec![DomainSpec {
-//!         name: "d1".into(),
-//!         vcpu: VcpuParams::server(ms(2), ms(10), 1),
-//!         guest: GuestScheduler::Rm,
-//!         tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
-//!         placement: Default::default(),
-//!     }],
-//!     changes: vec![],
-//!     chains: vec![],
-//! };
+//! let mut system = SystemSpec::one_pool(MachineConfig::default(), PolicyConfig::Deferrable);
+//! system.domains.push(DomainSpec {
+//!     name: "d1".into(),
+//!     vcpu: VcpuParams::server(ms(2), ms(10), 1),
+//!     guest: GuestScheduler::Rm,
+//!     tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
+//!     placement: Default::default(),
+//! });
 //! // The helper program must dispatch `HELPER_ARG` to `rtvmm_host::helper_main`.
 //! let helper = HelperCommand::this_program().unwrap();
 //! let options = HostOptions::new(helper, ms(1000));

@@ -15,7 +15,7 @@ use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::time::TimeParseError;
 use rtvmm_core::xl::{parse_cpu_list, VcpuSel, XlCommand};
 use rtvmm_core::Nanos;
-use rtvmm_sim::{ChainSpec, Change, DomainSpec, SystemSpec, TimedChange};
+use rtvmm_system::{ChainSpec, Change, DomainSpec, SystemSpec, TimedChange};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::live::ParamUpdate;
@@ -268,12 +268,10 @@ impl Builder<'_> {
             seed,
             system: SystemSpec {
                 chains,
-                pools: Vec::new(),
-                machine,
-                policy: rtvmm_core::policy::PolicyConfig::Deferrable,
-                policy_settings: scheduler.for_new_pools(),
                 domains: drafts[..initial].iter().map(|d| d.spec.clone()).collect(),
-                changes: Vec::new(),
+                policy_settings: scheduler.for_new_pools(),
+                // The pools are set last, below, once their policies can be configured.
+                ..SystemSpec::one_pool(machine, PolicyConfig::Deferrable)
             },
             scheduler,
             external: drafts
@@ -302,8 +300,15 @@ impl Builder<'_> {
             };
             scenario.system.changes[index].change = Change::SwapPolicy(config);
         }
-        scenario.system.policy =
-            scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
+        // Pools are the only truth: a file without `[[pool]]`s has one, `Pool-0`, of every
+        // pcpu under `[scheduler]`'s policy.
+        if pools.is_empty() {
+            let config =
+                scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
+            scenario.system.pools[0].policy = config;
+            return Ok(scenario);
+        }
+        scenario.system.pools.clear();
         for mut pool in pools {
             let at = Location {
                 pool: Some(pool.spec.name.clone()),
@@ -1173,7 +1178,7 @@ impl Builder<'_> {
             if list.is_empty() {
                 return Err(self.err(
                     here.field("tasks"),
-                    ErrorKind::Chain(Box::new(rtvmm_sim::ChainProblem::Empty)),
+                    ErrorKind::Chain(Box::new(rtvmm_system::spec::ChainProblem::Empty)),
                 ));
             }
             let mut tasks = Vec::with_capacity(list.len());

@@ -24,7 +24,7 @@ use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_system, share_table, SharePattern};
 use rtvmm_gen::GenError;
 use rtvmm_gen::ServerDomain;
-use rtvmm_sim::SystemSpec;
+use rtvmm_system::SystemSpec;
 
 use crate::run::{run, Record, Run, RunError};
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, ScenarioError, SchedulerSettings};
@@ -76,13 +76,9 @@ pub fn demo(seed: u64, duration: Nanos) -> Result<Scenario, DemoError> {
         duration,
         seed,
         system: SystemSpec {
-            chains: Vec::new(),
-            pools: Vec::new(),
-            machine: MachineConfig::default(),
-            policy: PolicyConfig::Deferrable,
             policy_settings: scheduler.for_new_pools(),
             domains,
-            changes: Vec::new(),
+            ..SystemSpec::one_pool(MachineConfig::default(), PolicyConfig::Deferrable)
         },
         scheduler,
         external: Default::default(),

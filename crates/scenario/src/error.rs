@@ -232,7 +232,7 @@ pub enum ErrorKind {
     XlSyntax(rtvmm_core::xl::XlError),
     /// An `xl` command the system at its time refuses.
     #[error("{0}")]
-    Xl(rtvmm_sim::xl::XlApplyError),
+    Xl(rtvmm_system::xl::XlApplyError),
     /// A triggered task's `trigger` names no task of the file.
     #[error("'{by_domain}/{by_task}': {}", match *what {
         "domain" => format!("no domain named '{by_domain}' in the file"),
@@ -246,7 +246,7 @@ pub enum ErrorKind {
     },
     /// A `[[chain]]` that is not a sequence of tasks linked by triggers.
     #[error("{0}")]
-    Chain(Box<rtvmm_sim::ChainProblem>),
+    Chain(Box<rtvmm_system::spec::ChainProblem>),
     #[error("{0}")]
     Invalid(String),
 }

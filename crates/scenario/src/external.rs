@@ -6,7 +6,7 @@
 //! This is the one home of the kind: the reader puts it in [`Scenario::external`] (keyed
 //! by domain name, which the file keeps unique, added domains included), the serializer
 //! writes it back, the host executor (`rtvmm-host`) attaches it. The domain's
-//! [`DomainSpec`](rtvmm_sim::DomainSpec) is an ordinary VCPU with no tasks: to the
+//! [`DomainSpec`](rtvmm_system::DomainSpec) is an ordinary VCPU with no tasks: to the
 //! scheduling core an external domain is a VCPU whose wake and block its driver reports,
 //! and the core knows nothing of processes.
 //!

@@ -257,7 +257,7 @@ use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_gen::ServerDomain;
 use rtvmm_gen::ServerSystem;
-use rtvmm_sim::SystemSpec;
+use rtvmm_system::SystemSpec;
 
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
@@ -468,7 +468,7 @@ impl Scenario {
 
     /// The policy the run starts with.
     pub fn policy(&self) -> PolicyKind {
-        self.system.policy.kind()
+        self.system.policy().kind()
     }
 
     /// The configuration of `kind` for this scenario (Credit's time slice, ARINC 653's
@@ -501,25 +501,23 @@ impl Scenario {
             duration,
             seed,
             system: SystemSpec {
-                chains: Vec::new(),
-                pools: Vec::new(),
-                machine: MachineConfig {
-                    quantum,
-                    ..MachineConfig::default()
-                },
-                policy: PolicyConfig::Deferrable,
-                policy_settings: Default::default(),
                 domains: system
                     .domains
                     .iter()
                     .map(ServerDomain::domain_spec)
                     .collect(),
-                changes: Vec::new(),
+                ..SystemSpec::one_pool(
+                    MachineConfig {
+                        quantum,
+                        ..MachineConfig::default()
+                    },
+                    PolicyConfig::Deferrable,
+                )
             },
             scheduler,
             external: BTreeMap::new(),
         };
-        scenario.system.policy =
+        scenario.system.pools[0].policy =
             scenario.policy_config_at(policy, Location::section("[scheduler]", "policy"))?;
         scenario.validate()?;
         Ok(scenario)
@@ -530,10 +528,7 @@ impl Scenario {
     /// With cpupools, the first pool's policy is replaced (the others keep theirs).
     pub fn with_policy(&self, kind: PolicyKind) -> Result<Scenario, ScenarioError> {
         let mut scenario = self.clone();
-        scenario.system.policy = self.policy_config(kind)?;
-        if let Some(first) = scenario.system.pools.first_mut() {
-            first.policy = scenario.system.policy.clone();
-        }
+        scenario.system.pools[0].policy = self.policy_config(kind)?;
         scenario.validate()?;
         Ok(scenario)
     }

@@ -44,7 +44,7 @@ use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::{ParamError, VcpuId, VcpuParams};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
-use rtvmm_sim::DomainSpec;
+use rtvmm_system::DomainSpec;
 
 use crate::build::{default_weight, Builder, EventDraft};
 

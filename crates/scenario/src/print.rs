@@ -8,10 +8,10 @@ use std::fmt::Write;
 
 use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::{Arrival, TaskSpec};
-use rtvmm_core::machine::{Overheads, ReplenishMode};
+use rtvmm_core::machine::{Overheads, PoolSpec, ReplenishMode};
 use rtvmm_core::model::{GuestSmp, Placement, VcpuParams};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, RtdsMode};
-use rtvmm_sim::{Change, DomainSpec};
+use rtvmm_system::{Change, DomainSpec};
 
 use crate::{External, Scenario};
 
@@ -80,14 +80,14 @@ impl Scenario {
         let _ = writeln!(w, "overhead_charge = {}", quote(m.overhead_charge.name()));
 
         let _ = writeln!(w, "\n[scheduler]");
-        let _ = writeln!(w, "policy = {}", quote(self.system.policy.kind().name()));
+        let _ = writeln!(w, "policy = {}", quote(self.system.policy().kind().name()));
         let policies = || {
-            std::iter::once(&self.system.policy).chain(self.system.changes.iter().filter_map(|c| {
-                match &c.change {
+            std::iter::once(self.system.policy()).chain(self.system.changes.iter().filter_map(
+                |c| match &c.change {
                     Change::SwapPolicy(p) => Some(p),
                     _ => None,
-                }
-            }))
+                },
+            ))
         };
         let uses_credit = policies().any(|p| matches!(p, PolicyConfig::Credit(_)));
         if uses_credit || self.scheduler.credit != CreditConfig::default() {
@@ -122,7 +122,12 @@ impl Scenario {
             let _ = writeln!(w, "]");
         }
 
-        for p in &self.system.pools {
+        let declared: &[PoolSpec] = if self.system.has_only_default_pool() {
+            &[]
+        } else {
+            &self.system.pools
+        };
+        for p in declared {
             let _ = writeln!(w, "\n[[pool]]");
             let _ = writeln!(w, "name = {}", quote(&p.name));
             let _ = writeln!(w, "pcpus = {}", cpus(p.pcpus));

@@ -8,9 +8,10 @@ use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use rtvmm_core::Nanos;
-use rtvmm_sim::results::{job_rows, JobRow, RunResults};
-use rtvmm_sim::trace::{write_trace, TraceFormat, TraceNames};
-use rtvmm_sim::{SimError, Simulation, TraceEvent};
+use rtvmm_sim::{SimError, Simulation};
+use rtvmm_system::records::TraceEvent;
+use rtvmm_system::results::{JobRow, RunResults};
+use rtvmm_system::trace::{write_trace, TraceFormat, TraceNames};
 
 use crate::{Scenario, ScenarioError};
 
@@ -96,11 +97,11 @@ pub fn run_with(
     sim.set_keep_jobs(record.jobs);
     let end = sim.run_until_with(scenario.duration, progress)?;
     let wall = started.elapsed();
-    let results = RunResults::collect(&sim, &scenario.name, scenario.seed, end);
-    let jobs = job_rows(&sim, end);
+    let results = sim.results(&scenario.name, scenario.seed, end);
+    let jobs = sim.job_rows(end);
     let trace = record.trace.then(|| RecordedTrace {
         events: sim.take_trace(),
-        names: TraceNames::from_simulation(&sim),
+        names: sim.trace_names(),
     });
     Ok(Run {
         results,

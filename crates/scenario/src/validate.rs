@@ -4,18 +4,18 @@
 //! (see "Limits" in the crate docs for why that keeps the simulator's clock from
 //! overflowing); and the overheads leave room in the quantum.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
-use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::{Arrival, TaskSpec};
 use rtvmm_core::machine::{Machine, MachineError};
-use rtvmm_core::model::{DomainId, ParamError, Placement, VcpuId, VcpuParams};
+use rtvmm_core::model::{ParamError, Placement, VcpuId, VcpuParams};
 use rtvmm_core::policy::{
     arinc653, credit, Arinc653Table, MinorFrame, Policy, PolicyConfig, PolicyKind, PolicySettings,
 };
 use rtvmm_core::Nanos;
-use rtvmm_sim::xl::apply_xl;
-use rtvmm_sim::{Change, DomainSpec, SimError};
+use rtvmm_system::change::{ChangeError, Domains};
+use rtvmm_system::spec::LinkError;
+use rtvmm_system::{Change, DomainSpec};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::{ArincTableSpec, Scenario, SchedulerSettings};
@@ -84,12 +84,19 @@ impl Scenario {
                 ..Location::default()
             };
             at.field = field.map(str::to_string);
-            if field.is_none() && !self.system.pools.is_empty() {
+            if field.is_none() && !self.system.has_only_default_pool() {
                 at = Location::top("pool");
             }
             self.err(at, ErrorKind::Machine(e))
         })?;
-        for p in &self.system.pools {
+        // The pools the file declares (its one implicit pool is the machine's, checked
+        // below at `[machine]`).
+        let declared = if self.system.has_only_default_pool() {
+            &[][..]
+        } else {
+            &self.system.pools[..]
+        };
+        for p in declared {
             let overheads = p.overheads.unwrap_or(machine.overheads);
             let quantum = p.quantum.unwrap_or(machine.quantum);
             let overhead = overheads.do_schedule + overheads.context_switch;
@@ -119,8 +126,8 @@ impl Scenario {
             ));
         }
 
-        let mut kind = self.system.policy.kind();
-        let mut policy = self.system.policy.build(machine.pcpus);
+        let mut kind = self.system.policy().kind();
+        let mut policy = self.system.policy().build(machine.pcpus);
         let mut live = Live::new(self.swap_targets(machine.pcpus));
         for d in &self.system.domains {
             self.check_domain(policy.as_ref(), kind, d, Location::default(), policies)?;
@@ -204,7 +211,7 @@ impl Scenario {
     fn check_links(&self) -> Result<(), ScenarioError> {
         match self.system.check_links() {
             Ok(()) => Ok(()),
-            Err(SimError::UnknownTrigger(t)) => {
+            Err(LinkError::UnknownTrigger(t)) => {
                 // An added domain's task: at its event.
                 let event =
                     self.system.changes.iter().position(
@@ -226,7 +233,7 @@ impl Scenario {
                     },
                 ))
             }
-            Err(SimError::Chain { chain, problem }) => {
+            Err(LinkError::Chain { chain, problem }) => {
                 let at = Location {
                     chain: Some(chain),
                     // The problem names the task.
@@ -234,7 +241,6 @@ impl Scenario {
                 };
                 Err(self.err(at, ErrorKind::Chain(problem)))
             }
-            Err(other) => Err(self.err(Location::default(), ErrorKind::Invalid(other.to_string()))),
         }
     }
 
@@ -243,7 +249,7 @@ impl Scenario {
     pub fn uses_placement(&self) -> bool {
         let placed = |d: &DomainSpec| d.placement != Placement::default();
         self.system.machine.pcpus > 1
-            || !self.system.pools.is_empty()
+            || !self.system.has_only_default_pool()
             || self.system.domains.iter().any(placed)
             || self.system.changes.iter().any(|c| match &c.change {
                 Change::Xl(_) => true,
@@ -266,129 +272,115 @@ impl Scenario {
         let mut machine = self
             .machine()
             .map_err(|e| self.err(Location::top("pool"), ErrorKind::Machine(e)))?;
-        // Domain name → (id, VCPUs) for present domains; every VCPU's domain name.
-        let mut present: BTreeMap<String, (DomainId, Vec<VcpuId>)> = BTreeMap::new();
-        let mut names: Vec<String> = Vec::new();
-        let mut next_domain = 0u32;
-        let mut add = |machine: &mut Machine,
-                       present: &mut BTreeMap<String, (DomainId, Vec<VcpuId>)>,
-                       names: &mut Vec<String>,
-                       spec: &DomainSpec,
-                       base: Location|
-         -> Result<(), ScenarioError> {
+        let mut table = Domains::default();
+        let initial = self.system.domains.iter().cloned().map(Change::AddDomain);
+        let events = self.system.changes.iter().map(|c| c.change.clone());
+        for (i, change) in initial.chain(events).enumerate() {
+            let event = i.checked_sub(self.system.domains.len()).map(|e| e + 1);
             let here = Location {
-                domain: Some(spec.name.clone()),
-                ..base
-            };
-            let placement = &spec.placement;
-            let pool = match &placement.pool {
-                None => 0,
-                Some(name) => machine
-                    .pool_index(name)
-                    .map_err(|e| self.err(here.field("pool"), ErrorKind::Machine(e)))?,
-            };
-            let kind = machine.pools().nth(pool).map(|p| p.2.kind());
-            let id = DomainId(next_domain);
-            next_domain += 1;
-            let mut vcpus = Vec::new();
-            for i in 0..placement.vcpu_count() {
-                let affinity = placement
-                    .affinity_of(i)
-                    .map(|list| CpuSet::from_indices(list.iter().copied()).unwrap_or_default());
-                let v = machine
-                    .add_vcpu_in(now, id, spec.vcpu.clone(), pool, affinity)
-                    .map_err(|e| match e {
-                        MachineError::Param { error, .. } => self.err(
-                            here.field("vcpu"),
-                            vcpu_error(kind.unwrap_or(PolicyKind::Deferrable), &spec.vcpu, error),
-                        ),
-                        other => {
-                            let field = if affinity.is_some() {
-                                "affinity"
-                            } else {
-                                "pool"
-                            };
-                            self.err(here.field(field), ErrorKind::Machine(other))
-                        }
-                    })?;
-                names.push(spec.name.clone());
-                vcpus.push(v);
-            }
-            present.insert(spec.name.clone(), (id, vcpus));
-            Ok(())
-        };
-        for d in &self.system.domains {
-            add(
-                &mut machine,
-                &mut present,
-                &mut names,
-                d,
-                Location::default(),
-            )?;
-        }
-        for (i, c) in self.system.changes.iter().enumerate() {
-            let here = Location {
-                event: Some(i + 1),
+                event,
                 ..Location::default()
             };
-            // A refusal naming a VCPU: said as its domain's.
-            let refused = |e: MachineError, kind: PolicyKind, params: &VcpuParams| match e {
-                MachineError::Param { vcpu, error } => self.err(
-                    Location {
-                        domain: names.get(vcpu as usize).cloned(),
-                        ..here.field("vcpu")
-                    },
-                    vcpu_error(kind, params, error),
-                ),
-                other => self.err(here.clone(), ErrorKind::Machine(other)),
-            };
-            match &c.change {
-                Change::SetParams { domain, params } => {
-                    let vcpus = present.get(domain).map(|d| d.1.clone()).unwrap_or_default();
-                    for v in vcpus {
-                        let kind = machine.policy_of(v).kind();
-                        machine
-                            .adjust(now, v, params.clone())
-                            .map_err(|e| refused(e, kind, params))?;
-                    }
-                }
-                Change::SwapPolicy(config) => {
-                    if let Err(e) = machine.swap_pool_policy(now, 0, config.clone()) {
-                        let params = match &e {
-                            MachineError::Param { vcpu, .. } => {
-                                machine.params(VcpuId(*vcpu)).clone()
-                            }
-                            _ => VcpuParams::server(Nanos(1), Nanos(1), 1),
-                        };
-                        return Err(refused(e, config.kind(), &params));
-                    }
-                }
-                Change::AddDomain(spec) => {
-                    add(&mut machine, &mut present, &mut names, spec, here.clone())?;
-                }
-                Change::RemoveDomain { domain } => {
-                    if let Some((_, vcpus)) = present.remove(domain) {
-                        for v in vcpus {
-                            machine
-                                .remove_vcpu(now, v)
-                                .map_err(|e| self.err(here.clone(), ErrorKind::Machine(e)))?;
-                        }
-                    }
-                }
-                Change::Xl(command) => {
-                    let vcpus_of = |name: &str| present.get(name).cloned();
-                    apply_xl(
-                        &mut machine,
-                        now,
-                        command,
-                        &vcpus_of,
-                        &self.system.policy_settings,
-                    )
-                    .map_err(|e| self.err(here.field("xl"), ErrorKind::Xl(e)))?;
-                }
+            let settings = &self.system.policy_settings;
+            if let Err(e) = table.apply(&mut machine, now, &change, settings) {
+                return Err(self.replay_error(&machine, &table, &change, here, e));
             }
         }
         Ok(())
+    }
+
+    /// A change the replay refused, said where the file says it: the domain's `vcpu`,
+    /// `pool` or `affinity`, or the event's `xl`.
+    fn replay_error(
+        &self,
+        machine: &Machine,
+        table: &Domains,
+        change: &Change,
+        here: Location,
+        error: ChangeError,
+    ) -> ScenarioError {
+        let at_domain = |domain: &str, field: &str| Location {
+            domain: Some(domain.to_string()),
+            ..here.field(field)
+        };
+        // The domain a VCPU id belongs to, and its parameters.
+        let owner = |vcpu: u32| {
+            table
+                .domains
+                .iter()
+                .find(|(_, vcpus, present)| *present && vcpus.contains(&VcpuId(vcpu)))
+                .map(|(spec, _, _)| spec.name.clone())
+        };
+        match (error, change) {
+            (ChangeError::Machine { domain, error }, Change::AddDomain(spec)) => {
+                let pool = spec.placement.pool.as_deref();
+                let kind = pool
+                    .map_or(Ok(0), |name| machine.pool_index(name))
+                    .ok()
+                    .and_then(|p| machine.pools().nth(p))
+                    .map_or(PolicyKind::Deferrable, |p| p.2.kind());
+                match error {
+                    MachineError::Param { error, .. } => self.err(
+                        at_domain(&domain, "vcpu"),
+                        vcpu_error(kind, &spec.vcpu, error),
+                    ),
+                    other => {
+                        let pinned = spec.placement.affinity.iter().any(Option::is_some);
+                        let about_affinity = matches!(
+                            other,
+                            MachineError::AffinityOutsidePool { .. }
+                                | MachineError::NeedsPinning { .. }
+                        );
+                        let field = if pinned && about_affinity {
+                            "affinity"
+                        } else {
+                            "pool"
+                        };
+                        self.err(at_domain(&domain, field), ErrorKind::Machine(other))
+                    }
+                }
+            }
+            (
+                ChangeError::Machine {
+                    domain,
+                    error: MachineError::Param { vcpu, error },
+                },
+                Change::SetParams { params, .. },
+            ) => {
+                let kind = machine.policy_of(VcpuId(vcpu)).kind();
+                self.err(at_domain(&domain, "vcpu"), vcpu_error(kind, params, error))
+            }
+            (
+                ChangeError::Swap(MachineError::Param { vcpu, error }),
+                Change::SwapPolicy(config),
+            ) => {
+                let params = machine.params(VcpuId(vcpu)).clone();
+                let at = Location {
+                    domain: owner(vcpu),
+                    ..here.field("vcpu")
+                };
+                self.err(at, vcpu_error(config.kind(), &params, error))
+            }
+            (ChangeError::Swap(other) | ChangeError::Machine { error: other, .. }, _) => {
+                self.err(here, ErrorKind::Machine(other))
+            }
+            (ChangeError::Xl(e), _) => self.err(here.field("xl"), ErrorKind::Xl(e)),
+            (ChangeError::AffinityOutOfRange { domain, .. }, _) => {
+                let e = ChangeError::AffinityOutOfRange {
+                    domain: domain.clone(),
+                    vcpu: 0,
+                    pcpu: 0,
+                };
+                self.err(
+                    at_domain(&domain, "affinity"),
+                    ErrorKind::Invalid(e.to_string()),
+                )
+            }
+            (ChangeError::DuplicateDomain { domain, .. }, _) => {
+                self.duplicate_domain(&domain, here)
+            }
+            (other, _) => self.err(here, ErrorKind::Invalid(other.to_string())),
+        }
     }
 
     /// Every policy configuration an event switches to, once each, built.

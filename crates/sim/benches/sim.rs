@@ -34,7 +34,8 @@ use rtvmm_core::policy::{CreditConfig, PolicyKind, PolicySettings, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_system, share_table, SharePattern};
 use rtvmm_gen::ServerDomain;
-use rtvmm_sim::{Simulation, SystemSpec};
+use rtvmm_sim::Simulation;
+use rtvmm_system::SystemSpec;
 
 /// Simulated time per iteration.
 const RUN_SECONDS: u64 = 300;
@@ -54,14 +55,10 @@ fn demo_system(kind: PolicyKind) -> SystemSpec {
         rtds: RtdsMode::Event,
         arinc653: Some(share_table(&servers)),
     };
+    let policy = settings.config(kind).expect("the demo has every table");
     SystemSpec {
-        chains: Vec::new(),
-        pools: Vec::new(),
-        machine: MachineConfig::default(),
-        policy: settings.config(kind).expect("the demo has every table"),
-        policy_settings: Default::default(),
         domains: servers.iter().map(ServerDomain::domain_spec).collect(),
-        changes: Vec::new(),
+        ..SystemSpec::one_pool(MachineConfig::default(), policy)
     }
 }
 
@@ -117,17 +114,14 @@ fn global_rtds_part(pcpus: u32) -> SystemSpec {
     use rtvmm_gen::benchmark::global_rtds_domains;
     let mut domains = global_rtds_domains();
     domains.truncate(4 * pcpus as usize);
+    let machine = MachineConfig {
+        pcpus,
+        ..MachineConfig::default()
+    };
+    let policy = rtvmm_core::policy::PolicyConfig::Rtds(RtdsMode::Event);
     SystemSpec {
-        machine: MachineConfig {
-            pcpus,
-            ..MachineConfig::default()
-        },
-        policy: rtvmm_core::policy::PolicyConfig::Rtds(RtdsMode::Event),
-        pools: Vec::new(),
-        policy_settings: Default::default(),
         domains,
-        changes: Vec::new(),
-        chains: Vec::new(),
+        ..SystemSpec::one_pool(machine, policy)
     }
 }
 

@@ -34,17 +34,17 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::ops::ControlFlow;
 
-use rtvmm_core::cpuset::CpuSet;
-use rtvmm_core::event::CoreEvent;
-use rtvmm_core::guest::{Arrival, Guest, GuestError, Job};
+use rtvmm_core::guest::{Arrival, Guest, Job};
 use rtvmm_core::machine::{Machine, MachineError};
-use rtvmm_core::model::{DomainId, PcpuId, VcpuId};
+use rtvmm_core::model::{PcpuId, VcpuId};
 use rtvmm_core::policy::PolicySettings;
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
 
-use crate::stats::{ChainStats, TaskStats};
-use crate::system::{ChainProblem, ChainSpec, Change, DomainSpec, SystemSpec, TimedChange};
+use rtvmm_system::change::{apply_change, Applied, ChangeError, DomainTable};
+use rtvmm_system::records::{GuestEvent, JobRecord, TraceEvent};
+use rtvmm_system::spec::{ChainSpec, Change, DomainSpec, LinkError, SystemSpec, TimedChange};
+use rtvmm_system::stats::{ChainStats, TaskStats};
 
 /// The most jobs one task may have waiting (released, unfinished) before the run stops
 /// with [`SimError::Backlog`]. A waiting job costs about 64 bytes, so one task's queue stays
@@ -58,59 +58,6 @@ pub const MAX_PENDING_JOBS: usize = 1_000_000;
 /// How often [`Simulation::run_until_with`] reports progress: every this many steps (a
 /// few hundred times per second of wall-clock time in a release build).
 pub const PROGRESS_STEPS: u64 = 1 << 16;
-
-/// What happened to one job.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobRecord {
-    pub seq: u64,
-    pub release: Nanos,
-    pub deadline: Nanos,
-    pub first_start: Option<Nanos>,
-    pub finish: Option<Nanos>,
-}
-
-impl JobRecord {
-    fn from_job(job: &Job, finish: Option<Nanos>) -> JobRecord {
-        JobRecord {
-            seq: job.seq,
-            release: job.release,
-            deadline: job.deadline,
-            first_start: job.first_start,
-            finish,
-        }
-    }
-}
-
-/// A guest-level event, for traces.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum GuestEvent {
-    Release {
-        domain: u32,
-        task: u32,
-        seq: u64,
-    },
-    /// The job received execution during `[at, end)`, on VCPU `vcpu` of its domain.
-    Run {
-        domain: u32,
-        task: u32,
-        seq: u64,
-        end: Nanos,
-        vcpu: u32,
-    },
-    Finish {
-        domain: u32,
-        task: u32,
-        seq: u64,
-        missed: bool,
-    },
-}
-
-/// Anything recorded during a run, in time order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TraceEvent {
-    Core(CoreEvent),
-    Guest(GuestEvent),
-}
 
 /// Per-domain state of a run.
 pub struct DomainRun {
@@ -132,38 +79,14 @@ pub struct DomainRun {
 /// Errors while setting up or changing a simulated system.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SimError {
-    // `error`, not `source`: the message includes it, and a reporter walking the chain
-    // would print it twice.
-    #[error("domain '{domain}': {error}")]
-    Machine { domain: String, error: MachineError },
+    /// The machine could not be built.
     #[error(transparent)]
-    Machine0(#[from] MachineError),
-    #[error("change at {at}: no domain named '{domain}'")]
-    UnknownDomain { at: Nanos, domain: String },
-    #[error("change at {at}: a domain named '{domain}' exists already")]
-    DuplicateDomain { at: Nanos, domain: String },
+    Machine(#[from] MachineError),
+    /// A domain could not join, or a scheduled change was refused ([`apply_change`]).
     #[error(transparent)]
-    Xl(#[from] crate::xl::XlApplyError),
-    #[error("domain '{domain}': {error}")]
-    Guest { domain: String, error: GuestError },
-    #[error(
-        "domain '{domain}': affinity of vcpu {vcpu}: pcpu {pcpu} is not a pcpu of the machine \
-         (at most {max})",
-        max = CpuSet::MAX
-    )]
-    AffinityOutOfRange {
-        domain: String,
-        vcpu: u32,
-        pcpu: u32,
-    },
-    /// A triggered task names a task that no domain of the system has.
+    Change(#[from] ChangeError),
     #[error(transparent)]
-    UnknownTrigger(Box<UnknownTrigger>),
-    #[error("chain '{chain}': {problem}")]
-    Chain {
-        chain: String,
-        problem: Box<ChainProblem>,
-    },
+    Link(#[from] LinkError),
     /// A task's jobs arrive faster than they run, for so long that its queue reached the
     /// limit ([`MAX_PENDING_JOBS`] unless set otherwise).
     #[error(
@@ -204,20 +127,25 @@ struct Trigger {
 /// in order of time, then of the finishes that caused them.
 type TriggeredRelease = (Nanos, u64, usize, usize, Nanos);
 
-/// A triggered task names a task that no domain of the system has
-/// ([`SimError::UnknownTrigger`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "domain '{domain}', task '{task}': triggered by '{by_domain}'/'{by_task}': no such \
-     {what} in the system"
-)]
-pub struct UnknownTrigger {
-    pub domain: String,
-    pub task: String,
-    pub by_domain: String,
-    pub by_task: String,
-    /// `domain` or `task`: what is missing.
-    pub what: &'static str,
+/// The simulator's domains as the change path sees them.
+struct Table<'a>(&'a mut Vec<DomainRun>);
+
+impl DomainTable for Table<'_> {
+    fn find(&self, name: &str) -> Option<(usize, &[VcpuId])> {
+        let i = self
+            .0
+            .iter()
+            .position(|d| d.spec.name == name && d.removed_at.is_none())?;
+        Some((i, &self.0[i].vcpus))
+    }
+
+    fn joined(&self) -> usize {
+        self.0.len()
+    }
+
+    fn spec_mut(&mut self, index: usize) -> &mut DomainSpec {
+        &mut self.0[index].spec
+    }
 }
 
 /// A run in progress.
@@ -303,7 +231,7 @@ impl Simulation {
             machine_told: true,
         };
         for d in &spec.domains {
-            sim.add_domain(d.clone())?;
+            sim.apply(&Change::AddDomain(d.clone()))?;
         }
         // The first step, at time 0, releases the first jobs and then lets the machine
         // schedule: one do_schedule with everything known.
@@ -357,11 +285,13 @@ impl Simulation {
         self.trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
-    fn add_domain(&mut self, spec: DomainSpec) -> Result<(), SimError> {
+    /// Starts the guest of a domain the change path added with `vcpus`.
+    fn start_domain(&mut self, spec: DomainSpec, vcpus: Vec<VcpuId>) {
         let index = self.domains.len();
         let placement = &spec.placement;
         let count = placement.vcpu_count();
-        // The guest starts now: its releases count from the instant the domain joins.
+        // The guest starts now: its releases count from the instant the domain joins. Its
+        // shape was checked by the change path before any VCPU was added.
         let guest = Guest::with_vcpus(
             spec.guest,
             spec.tasks.clone(),
@@ -369,52 +299,7 @@ impl Simulation {
             count,
             placement.smp,
         )
-        .map_err(|error| SimError::Guest {
-            domain: spec.name.clone(),
-            error,
-        })?;
-        let machine_error = |error| SimError::Machine {
-            domain: spec.name.clone(),
-            error,
-        };
-        let pool = match &placement.pool {
-            None => 0,
-            Some(name) => self.machine.pool_index(name).map_err(machine_error)?,
-        };
-        let mut vcpus = Vec::with_capacity(count as usize);
-        for i in 0..count {
-            let added = match placement.affinity_of(i) {
-                None => Ok(None),
-                Some(list) => CpuSet::from_indices(list.iter().copied())
-                    .map(Some)
-                    .ok_or_else(|| SimError::AffinityOutOfRange {
-                        domain: spec.name.clone(),
-                        vcpu: i,
-                        pcpu: list.iter().copied().max().unwrap_or(0),
-                    }),
-            }
-            .and_then(|affinity| {
-                self.machine
-                    .add_vcpu_in(
-                        self.now,
-                        DomainId(index as u32),
-                        spec.vcpu.clone(),
-                        pool,
-                        affinity,
-                    )
-                    .map_err(machine_error)
-            });
-            match added {
-                Ok(v) => vcpus.push(v),
-                Err(e) => {
-                    // A failed addition changes nothing: take back the VCPUs added so far.
-                    for &v in &vcpus {
-                        let _ = self.machine.remove_vcpu(self.now, v);
-                    }
-                    return Err(e);
-                }
-            }
-        }
+        .expect("the change path checked the guest's shape");
         for t in 0..spec.tasks.len() {
             if let Some(at) = guest.next_release(t) {
                 self.releases.push(Reverse((at, index, t)));
@@ -440,7 +325,6 @@ impl Simulation {
             removed_at: None,
         });
         self.link();
-        Ok(())
     }
 
     /// Resolves the triggers and the chains' last tasks by name among the present domains
@@ -492,66 +376,26 @@ impl Simulation {
         }
     }
 
-    fn domain_index(&self, at: Nanos, name: &str) -> Result<usize, SimError> {
-        self.domains
-            .iter()
-            .position(|d| d.spec.name == name && d.removed_at.is_none())
-            .ok_or_else(|| SimError::UnknownDomain {
-                at,
-                domain: name.to_string(),
-            })
-    }
-
-    fn apply(&mut self, change: Change) -> Result<(), SimError> {
+    /// Applies `change` through the one change path, then acts on what it did.
+    fn apply(&mut self, change: &Change) -> Result<(), SimError> {
         let now = self.now;
         self.machine_told = true;
-        match change {
-            Change::SetParams { domain, params } => {
-                let i = self.domain_index(now, &domain)?;
-                for v in self.domains[i].vcpus.clone() {
-                    self.machine
-                        .adjust(now, v, params.clone())
-                        .map_err(|error| SimError::Machine {
-                            domain: domain.clone(),
-                            error,
-                        })?;
-                }
-                self.domains[i].spec.vcpu = params;
-            }
-            Change::SwapPolicy(policy) => self.machine.swap_policy(now, policy)?,
-            Change::AddDomain(spec) => {
-                if self.domain_index(now, &spec.name).is_ok() {
-                    return Err(SimError::DuplicateDomain {
-                        at: now,
-                        domain: spec.name,
-                    });
-                }
-                self.add_domain(spec)?;
-            }
-            Change::RemoveDomain { domain } => {
-                let i = self.domain_index(now, &domain)?;
-                for v in self.domains[i].vcpus.clone() {
-                    self.machine.remove_vcpu(now, v)?;
-                }
-                self.domains[i].removed_at = Some(now);
-                self.multi.retain(|&d| d != i);
+        let mut table = Table(&mut self.domains);
+        match apply_change(
+            &mut self.machine,
+            &mut table,
+            now,
+            change,
+            &self.policy_settings,
+        )? {
+            Applied::Added { spec, vcpus } => self.start_domain(spec, vcpus),
+            Applied::Removed { index, .. } => {
+                self.domains[index].removed_at = Some(now);
+                self.multi.retain(|&d| d != index);
                 self.lone = self.one_pcpu && self.multi.is_empty();
                 self.link();
             }
-            Change::Xl(cmd) => {
-                let domains = &self.domains;
-                let vcpus_of = |name: &str| {
-                    let i = domains
-                        .iter()
-                        .position(|d| d.spec.name == name && d.removed_at.is_none())?;
-                    Some((DomainId(i as u32), domains[i].vcpus.clone()))
-                };
-                let settings = &self.policy_settings;
-                crate::xl::apply_xl(&mut self.machine, now, &cmd, &vcpus_of, settings)?;
-                if let Some(i) = cmd.domain().and_then(|d| self.domain_index(now, d).ok()) {
-                    self.domains[i].spec.vcpu = self.machine.params(self.domains[i].vcpu).clone();
-                }
-            }
+            Applied::Reconfigured { .. } => {}
         }
         Ok(())
     }
@@ -858,7 +702,7 @@ impl Simulation {
             }
             let change = c.change.clone();
             self.next_change += 1;
-            self.apply(change)?;
+            self.apply(&change)?;
         }
         // 4d. The machine.
         self.settle();

@@ -44,7 +44,7 @@ use rtvmm_core::Nanos;
 use rtvmm_gen::arinc::{arinc_suite, arinc_suite_params};
 use rtvmm_gen::workload_file::parse_workload;
 use rtvmm_gen::GenSystem;
-use rtvmm_sim::results::RunResults;
+use rtvmm_system::results::RunResults;
 
 use super::csa_common::{
     cdf_chart, cdf_series, csa_system, csa_system_in, domain_responsiveness, ms_text, paper_name,

@@ -40,8 +40,8 @@ use rtvmm_core::guest::TaskSpec;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::GenSystem;
-use rtvmm_sim::results::{DomainResult, RunResults};
 use rtvmm_sim::Simulation;
+use rtvmm_system::results::{DomainResult, RunResults};
 
 use crate::error::ExperimentError;
 use crate::interfaces::{fixed_period_interfaces, interface_servers, optimal_interfaces, workload};

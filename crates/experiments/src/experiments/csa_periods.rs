@@ -25,7 +25,7 @@
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::csa::{csa_taskset, CsaParams, CSA_PERIOD_RANGES_MS, CSA_UTILISATIONS_PERMILLE};
-use rtvmm_sim::results::RunResults;
+use rtvmm_system::results::RunResults;
 
 use super::csa_common::{
     cdf_chart, cdf_series, csa_system, domain_responsiveness, fraction, miss_cells, ms_text,

@@ -28,7 +28,8 @@ use rtvmm_core::model::{DomainSpec, Placement, VcpuParams};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicySettings, RtdsMode};
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
-use rtvmm_sim::{Simulation, SystemSpec};
+use rtvmm_sim::Simulation;
+use rtvmm_system::SystemSpec;
 
 use super::Experiment;
 use crate::error::ExperimentError;
@@ -203,7 +204,11 @@ pub fn system(
             ),
             PoolSpec::new("rt", CpuSet::one(1), rtds_config.clone()),
         ],
-        _ => Vec::new(),
+        _ => vec![PoolSpec::new(
+            PoolSpec::DEFAULT_NAME,
+            CpuSet::first(PCPUS),
+            rtds_config,
+        )],
     };
     SystemSpec {
         machine: MachineConfig {
@@ -211,7 +216,6 @@ pub fn system(
             overheads,
             ..MachineConfig::default()
         },
-        policy: rtds_config,
         pools,
         policy_settings: PolicySettings::default(),
         domains,

@@ -24,11 +24,11 @@
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::{DomainSpec, Placement, VcpuParams};
-use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicySettings, RtdsMode};
+use rtvmm_core::policy::{CreditConfig, PolicyConfig, RtdsMode};
 use rtvmm_core::Nanos;
-use rtvmm_sim::results::ChainResult;
-use rtvmm_sim::system::ChainSpec;
-use rtvmm_sim::SystemSpec;
+use rtvmm_system::results::ChainResult;
+use rtvmm_system::spec::ChainSpec;
+use rtvmm_system::SystemSpec;
 
 use super::Experiment;
 use crate::error::ExperimentError;
@@ -144,16 +144,12 @@ pub fn system(sched: Sched, percent: u64) -> SystemSpec {
         Sched::Credit => PolicyConfig::Credit(CreditConfig::default()),
         _ => PolicyConfig::Rtds(RtdsMode::Event),
     };
+    let machine = MachineConfig {
+        pcpus: 2,
+        ..MachineConfig::default()
+    };
     SystemSpec {
-        machine: MachineConfig {
-            pcpus: 2,
-            ..MachineConfig::default()
-        },
-        policy,
-        pools: Vec::new(),
-        policy_settings: PolicySettings::default(),
         domains,
-        changes: Vec::new(),
         chains: vec![ChainSpec {
             name: "round-trip".to_string(),
             tasks: vec![
@@ -163,6 +159,7 @@ pub fn system(sched: Sched, percent: u64) -> SystemSpec {
             ],
             bounds: vec![Nanos::from_ms(1)],
         }],
+        ..SystemSpec::one_pool(machine, policy)
     }
 }
 

@@ -46,7 +46,7 @@ use rtvmm_core::machine::Overheads;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_loads_permille, SharePattern};
-use rtvmm_sim::results::RunResults;
+use rtvmm_system::results::RunResults;
 
 use super::rtxen_capacity::QUICK_LOADS_PERMILLE;
 use super::Experiment;

@@ -10,8 +10,8 @@ use rtvmm_core::Nanos;
 use rtvmm_experiments::driver::{Driver, RealTime, RealTimeError};
 use rtvmm_experiments::system::simulate;
 use rtvmm_experiments::{run_experiment, Cancel, ExperimentError, Options};
-use rtvmm_sim::results::{Dist, HostResults, RunResults, SOURCE_HOST};
-use rtvmm_sim::SystemSpec;
+use rtvmm_system::results::{Dist, HostResults, RunResults, SOURCE_HOST};
+use rtvmm_system::SystemSpec;
 
 use crate::util::{assert_structure, Csv};
 

@@ -1,6 +1,6 @@
 //! The executor's side: a validated [`Command`] becomes calls on the core's
 //! [`Machine`] — `adjust`, `swap_policy`, `add_vcpu`, `remove_vcpu`, or an `xl` command
-//! through the simulator's own rule ([`rtvmm_sim::xl::apply_xl`], see [`run_xl`]) — or a
+//! through the simulator's own rule ([`rtvmm_system::xl::apply_xl`], see [`run_xl`]) — or a
 //! [`SchedShow`] read from it. Every refusal happens before anything changes: the machine
 //! validates parameters before it applies them, and names are looked up first.
 
@@ -405,7 +405,7 @@ fn xl_state(machine: &Machine, domains: &Domains) -> XlState {
 
 /// Applies an `xl` command to the executor's machine at `now`: refused when one pcpu
 /// cannot honour it ([`xl_refusal`]), else by the simulator's rule
-/// ([`rtvmm_sim::xl::apply_xl`]: every VCPU checked before any changes). A domain's VCPUs
+/// ([`rtvmm_system::xl::apply_xl`]: every VCPU checked before any changes). A domain's VCPUs
 /// are its one VCPU; a pool created gets the run's `[scheduler]` settings. The error names
 /// the command and the argument at fault; on an error nothing has changed.
 pub fn run_xl(
@@ -421,7 +421,7 @@ pub fn run_xl(
     let (domains_before, pools_before) = xl_state(machine, domains);
     // One VCPU per domain: the domain's id is its VCPU's (as `add_domain` gives it).
     let vcpus_of = |name: &str| domains.vcpu(name).map(|v| (DomainId(v.0), vec![v]));
-    rtvmm_sim::xl::apply_xl(
+    rtvmm_system::xl::apply_xl(
         machine,
         now,
         command,

@@ -13,7 +13,7 @@
 //! | `swap-policy` | `policy`, and any of `[scheduler]`'s `credit`, `rtds`, `major_frame` + `minor_frames` | `Machine::swap_policy` |
 //! | `add-domain` | `domain`: a `[[domain]]` table (priority required) | `Machine::add_vcpu` |
 //! | `remove-domain` | `domain`: a name | `Machine::remove_vcpu` |
-//! | `xl` | `xl`: one `xl` command line (`sched-rtds`, `sched-credit`, `vcpu-pin`, `cpupool-*`) | `rtvmm_sim::xl::apply_xl` (the simulator's rule), via [`run_xl`] |
+//! | `xl` | `xl`: one `xl` command line (`sched-rtds`, `sched-credit`, `vcpu-pin`, `cpupool-*`) | `rtvmm_system::xl::apply_xl` (the simulator's rule), via [`run_xl`] |
 //!
 //! Parsing ([`Command::parse`]) checks everything that does not need the running
 //! system: JSON, version, command, keys, names, times and their units, ranges, policy

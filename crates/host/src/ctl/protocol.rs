@@ -70,7 +70,7 @@ pub enum Command {
         domain: String,
     },
     /// An `xl` command (`sched-rtds`, `sched-credit`, `vcpu-pin`, `cpupool-*`), applied by
-    /// the simulator's rule (`rtvmm_sim::xl::apply_xl`) where one pcpu can honour it.
+    /// the simulator's rule (`rtvmm_system::xl::apply_xl`) where one pcpu can honour it.
     Xl(XlCommand),
 }
 

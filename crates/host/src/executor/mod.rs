@@ -62,13 +62,13 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use rtvmm_core::machine::{Activity, Machine};
 use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
-use rtvmm_sim::driver::{GuestEvent, TraceEvent};
-use rtvmm_sim::results::{
+use rtvmm_system::records::{GuestEvent, TraceEvent};
+use rtvmm_system::results::{
     domain_job_rows, Dist, DomainJobs, HostExternal, HostResults, JobRow, RunResults, TaskJobs,
     SOURCE_HOST,
 };
-use rtvmm_sim::trace::{DomainNames, TraceNames};
-use rtvmm_sim::{Change, SystemSpec};
+use rtvmm_system::trace::{DomainNames, TraceNames};
+use rtvmm_system::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
 use crate::ctl::{self, Applied, Command, Domains, Effect, ErrorCode, Reply, SchedShow};
@@ -255,8 +255,8 @@ fn one_pcpu(system: &SystemSpec) -> Result<(), HostError> {
     if system.machine.pcpus > 1 {
         return refuse(format!("[machine] pcpus = {}", system.machine.pcpus));
     }
-    if let Some(pool) = system.pools.first() {
-        return refuse(format!("[[pool]] '{}'", pool.name));
+    if !system.has_only_default_pool() {
+        return refuse(format!("[[pool]] '{}'", system.pools[0].name));
     }
     if let Some(chain) = system.chains.first() {
         return refuse(format!(
@@ -526,7 +526,7 @@ struct Run {
     keep_jobs: bool,
     current: Option<Target>,
     probed: Option<Target>,
-    changes: Vec<rtvmm_sim::TimedChange>,
+    changes: Vec<rtvmm_system::TimedChange>,
     next_change: usize,
     measures: Measures,
     /// The instant the timer is armed for, until it fires (not re-armed for the same one).
@@ -1601,10 +1601,6 @@ mod tests {
     fn system() -> SystemSpec {
         let ms = Nanos::from_ms;
         SystemSpec {
-            machine: MachineConfig::default(),
-            policy: PolicyConfig::Deferrable,
-            pools: Vec::new(),
-            policy_settings: Default::default(),
             domains: vec![DomainSpec {
                 name: "d".into(),
                 vcpu: VcpuParams::server(ms(2), ms(10), 1),
@@ -1612,8 +1608,7 @@ mod tests {
                 tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
                 placement: Default::default(),
             }],
-            changes: Vec::new(),
-            chains: Vec::new(),
+            ..SystemSpec::one_pool(MachineConfig::default(), PolicyConfig::Deferrable)
         }
     }
 

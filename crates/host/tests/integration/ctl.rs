@@ -323,7 +323,7 @@ pub fn an_executor_that_does_not_answer_does_not_hang_the_client_and_changes_not
     let before = late.with(snapshot);
     drop(late);
     let s = scenario();
-    let mut machine = Machine::new(s.system.machine, s.system.policy.clone()).unwrap();
+    let mut machine = s.system.machine().unwrap();
     let mut domains = Domains::new(s.scheduler.clone());
     for (i, d) in s.system.domains.iter().enumerate() {
         let v = machine

@@ -13,9 +13,9 @@ use rtvmm_core::Nanos;
 use rtvmm_host::ctl::{client, ErrorCode, Reply, SchedShow};
 use rtvmm_host::executor::{self, HostRun, LiveControl};
 use rtvmm_scenario::SchedulerSettings;
-use rtvmm_sim::driver::TraceEvent;
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::{Change, Simulation, SystemSpec, TimedChange};
+use rtvmm_sim::Simulation;
+use rtvmm_system::records::TraceEvent;
+use rtvmm_system::{Change, SystemSpec, TimedChange};
 use serde_json::{json, Value};
 
 use crate::util::{
@@ -268,7 +268,7 @@ pub fn a_live_policy_swap_names_both_policies() {
     });
     let mut sim = Simulation::new(&swapped, 1, false).unwrap();
     sim.run_until(duration).unwrap();
-    let simulated = RunResults::collect(&sim, "live", 1, duration);
+    let simulated = sim.results("live", 1, duration);
     assert_eq!(run.results.policy, simulated.policy);
     assert_eq!(run.results.policy, "rtds");
 

@@ -13,8 +13,8 @@ use rtvmm_core::Nanos;
 use rtvmm_host::enforce::Backend;
 use rtvmm_host::executor::{self, HostOptions, HostRun};
 use rtvmm_host::{sys, HelperCommand};
-use rtvmm_sim::results::HostResults;
-use rtvmm_sim::SystemSpec;
+use rtvmm_system::results::HostResults;
+use rtvmm_system::SystemSpec;
 
 /// First argument of the stand-alone executor mode:
 /// `__run POLICY BACKEND MILLISECONDS [best-effort]`.
@@ -115,16 +115,12 @@ pub fn busy(name: &str, budget: Nanos, period: Nanos, priority: u32) -> DomainSp
 }
 
 pub fn system(policy: PolicyKind, domains: Vec<DomainSpec>) -> SystemSpec {
+    let policy = PolicySettings::default()
+        .config(policy)
+        .expect("a policy without a table");
     SystemSpec {
-        chains: Vec::new(),
-        pools: Vec::new(),
-        machine: MachineConfig::default(),
-        policy: PolicySettings::default()
-            .config(policy)
-            .expect("a policy without a table"),
-        policy_settings: Default::default(),
         domains,
-        changes: vec![],
+        ..SystemSpec::one_pool(MachineConfig::default(), policy)
     }
 }
 
@@ -339,7 +335,7 @@ pub fn replenishments(run: &HostRun) -> Vec<(u64, Nanos)> {
     events
         .iter()
         .filter_map(|(at, e)| match e {
-            rtvmm_sim::driver::TraceEvent::Core(rtvmm_core::event::CoreEvent::Replenish {
+            rtvmm_system::records::TraceEvent::Core(rtvmm_core::event::CoreEvent::Replenish {
                 vcpu,
                 budget,
             }) if *vcpu == rtvmm_core::model::VcpuId(0) => Some((at.as_ns(), *budget)),

@@ -12,8 +12,8 @@ use rtvmm_core::Nanos;
 use rtvmm_host::ctl::{client, ErrorCode, Reply, SchedShow};
 use rtvmm_host::executor::{self, HostRun, LiveControl};
 use rtvmm_scenario::SchedulerSettings;
-use rtvmm_sim::driver::TraceEvent;
-use rtvmm_sim::{Change, TimedChange};
+use rtvmm_system::records::TraceEvent;
+use rtvmm_system::{Change, TimedChange};
 use serde_json::json;
 
 use crate::util::{busy, late, ms, options, replenishments, skip, system};

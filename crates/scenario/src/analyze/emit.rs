@@ -66,7 +66,7 @@ fn with_interfaces(scenario: &Scenario, report: &Report) -> Result<Scenario, Ana
     }
     // The policy the analysis assumed (`--policy` may differ from the file's).
     if report.policy != out.policy() {
-        out.system.policy = out
+        out.system.pools[0].policy = out
             .policy_config(report.policy)
             .map_err(|e| AnalyzeError::Emit(e.to_string()))?;
     }

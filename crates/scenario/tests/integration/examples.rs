@@ -65,8 +65,8 @@ fn the_global_rtds_example_is_the_benchmarks_system() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/global-rtds.toml");
     let s = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.system.machine.pcpus, GLOBAL_RTDS_PCPUS);
-    assert!(s.system.pools.is_empty(), "one pool of every pcpu");
-    assert_eq!(s.system.policy, PolicyConfig::Rtds(RtdsMode::Event));
+    assert!(s.system.has_only_default_pool(), "one pool of every pcpu");
+    assert_eq!(s.system.policy(), &PolicyConfig::Rtds(RtdsMode::Event));
     assert_eq!(s.system.domains, global_rtds_domains());
     assert!(s.system.changes.is_empty() && s.system.chains.is_empty());
 }

@@ -7,7 +7,7 @@ use rtvmm_core::model::{DEFAULT_MAX_REPLENISHMENTS, DEFAULT_WEIGHT};
 use rtvmm_core::policy::{PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
-use rtvmm_sim::Change;
+use rtvmm_system::Change;
 
 use crate::util::{parse, BASE};
 

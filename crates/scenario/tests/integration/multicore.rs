@@ -7,8 +7,8 @@ use rtvmm_core::model::GuestSmp;
 use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_scenario::{ErrorKind, Scenario};
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::{Change, Simulation};
+use rtvmm_sim::Simulation;
+use rtvmm_system::Change;
 
 use crate::util::{assert_names, edit, error, parse};
 
@@ -54,8 +54,6 @@ fn pools_placement_and_xl_events_are_read() {
     assert_eq!(pools[1].pcpus, CpuSet::one(1));
     assert_eq!(pools[1].quantum, Some(Nanos::from_ms(2)));
     assert_eq!(pools[1].policy.kind().name(), "rtds");
-    // The first pool's policy is the system's.
-    assert_eq!(s.system.policy, pools[0].policy);
     let o = s.system.machine.overheads;
     assert_eq!((o.migration, o.lock), (Nanos::from_us(2), Nanos(100)));
     let web = &s.system.domains[1].placement;
@@ -292,7 +290,7 @@ xl = "sched-rtds -d d1 -p 10000 -b 4000"
         let s = parse(text);
         let mut sim = Simulation::new(&s.system, s.seed, false).unwrap();
         sim.run_until(s.duration).unwrap();
-        let r = RunResults::collect(&sim, &s.name, s.seed, s.duration);
+        let r = sim.results(&s.name, s.seed, s.duration);
         (
             r.pcpus[0].busy_ns,
             sim.machine().params(sim.domains()[0].vcpu).budget,
@@ -607,7 +605,7 @@ fn the_io_chain_example_runs_and_measures_its_chain() {
     assert_eq!(Scenario::from_toml(&s.to_toml(), path).unwrap(), s);
     let mut sim = Simulation::new(&s.system, s.seed, false).unwrap();
     sim.run_until(s.duration).unwrap();
-    let r = RunResults::collect(&sim, &s.name, s.seed, s.duration);
+    let r = sim.results(&s.name, s.seed, s.duration);
     assert_eq!(r.chains.len(), 1);
     let io = &r.chains[0];
     assert_eq!(io.name, "io");

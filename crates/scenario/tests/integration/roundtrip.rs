@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_scenario::analyze::{self, Input};
 use rtvmm_scenario::{run, Record, Scenario};
-use rtvmm_sim::trace::TraceFormat;
+use rtvmm_system::trace::TraceFormat;
 
 /// Policies that read budget and period (the others run without them).
 fn needs_servers(kind: PolicyKind) -> bool {
@@ -420,7 +420,7 @@ fn simulate(s: &Scenario) -> Result<Vec<u8>, String> {
         trace.write(&mut bytes, TraceFormat::Csv).unwrap();
     }
     if let Some(jobs) = &run.jobs {
-        rtvmm_sim::results::write_jobs_csv(&mut bytes, jobs).unwrap();
+        rtvmm_system::results::write_jobs_csv(&mut bytes, jobs).unwrap();
     }
     Ok(bytes)
 }

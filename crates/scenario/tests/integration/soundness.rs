@@ -35,8 +35,8 @@ use rtvmm_core::machine::{MachineConfig, Overheads, ReplenishMode};
 use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::PolicyConfig;
 use rtvmm_core::Nanos;
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::{DomainSpec, Simulation, SystemSpec};
+use rtvmm_sim::Simulation;
+use rtvmm_system::{DomainSpec, SystemSpec};
 
 fn ms(x: u64) -> Nanos {
     Nanos::from_ms(x)
@@ -75,7 +75,7 @@ fn run(spec: &SystemSpec, seed: u64, end: Nanos) -> Simulation {
 
 /// Jobs missed by domain `d` (finished late, or unfinished past their deadline at `end`).
 fn missed(sim: &Simulation, d: usize, end: Nanos) -> u64 {
-    RunResults::collect(sim, "soundness", 0, end).domains[d].missed
+    sim.results("soundness", 0, end).domains[d].missed
 }
 
 /// The longest response of the jobs of (domain, task) released at or after `from`;
@@ -168,12 +168,10 @@ fn served_system(
     (
         SystemSpec {
             chains: Vec::new(),
-            pools: Vec::new(),
-            machine: machine(),
-            policy,
             policy_settings: Default::default(),
             domains,
             changes: Vec::new(),
+            ..SystemSpec::one_pool(machine(), policy)
         },
         index,
     )
@@ -456,12 +454,10 @@ fn check_hierarchical_bounds(
         }
         let system = SystemSpec {
             chains: Vec::new(),
-            pools: Vec::new(),
-            machine: machine(),
-            policy: policy.clone(),
             policy_settings: Default::default(),
             domains,
             changes: Vec::new(),
+            ..SystemSpec::one_pool(machine(), policy.clone())
         };
         let sim = run(&system, seed, end);
         for (k, server) in bounds.iter().enumerate() {
@@ -623,12 +619,10 @@ fn sporadic_server_replenishes_from_activation() {
     ] {
         let system = SystemSpec {
             chains: Vec::new(),
-            pools: Vec::new(),
-            machine: machine(),
-            policy: policy.clone(),
             policy_settings: Default::default(),
             domains: domains.clone(),
             changes: Vec::new(),
+            ..SystemSpec::one_pool(machine(), policy.clone())
         };
         let sim = run(&system, 1, end);
         let first = &sim.domains()[1].finished[0][0];
@@ -717,12 +711,10 @@ fn sporadic_server_merge_limit_can_delay_budget_past_the_bound() {
         s1.vcpu.max_replenishments = max_replenishments;
         let system = SystemSpec {
             chains: Vec::new(),
-            pools: Vec::new(),
-            machine: machine(),
-            policy,
             policy_settings: Default::default(),
             domains: vec![s0.clone(), s1],
             changes: Vec::new(),
+            ..SystemSpec::one_pool(machine(), policy)
         };
         let sim = run(&system, 14_045_401_127_131_258_549, end);
         max_response(&sim, 1, 0, Nanos::ZERO, end)

@@ -9,8 +9,9 @@ use rtvmm_core::policy::{
     Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, RtdsMode, VcpuView,
 };
 use rtvmm_core::Nanos;
-use rtvmm_sim::timeline::{timeline, Interval};
-use rtvmm_sim::{Change, DomainSpec, Simulation, SystemSpec, TimedChange};
+use rtvmm_sim::Simulation;
+use rtvmm_system::timeline::{timeline, Interval};
+use rtvmm_system::{Change, DomainSpec, SystemSpec, TimedChange};
 
 // ---------------------------------------------------------------------------------------
 // Harness

@@ -6,7 +6,7 @@ use rtvmm_core::policy::PolicyConfig;
 ///
 /// d1: budget 2, period 5, priority 1; jobs of 1 ms at 0 and of 3 ms at 3.
 /// d2: budget 4, period 10, priority 2; always busy.
-fn separating_case(policy: PolicyConfig) -> rtvmm_sim::SystemSpec {
+fn separating_case(policy: PolicyConfig) -> rtvmm_system::SystemSpec {
     system(
         policy,
         vec![

@@ -12,8 +12,10 @@ use rtvmm_core::machine::{Overheads, ReplenishMode};
 use rtvmm_core::model::{VcpuId, VcpuParams};
 use rtvmm_core::policy::{BudgetCounters, PolicyConfig};
 use rtvmm_core::Nanos;
-use rtvmm_sim::timeline::{timeline, Interval, Slot};
-use rtvmm_sim::{Change, DomainSpec, Simulation, SystemSpec, TimedChange, TraceEvent};
+use rtvmm_sim::Simulation;
+use rtvmm_system::records::TraceEvent;
+use rtvmm_system::timeline::{timeline, Interval, Slot};
+use rtvmm_system::{Change, DomainSpec, SystemSpec, TimedChange};
 
 /// The scenario that separates the fixed-priority servers (as in `deferrable.rs`).
 ///

@@ -13,3 +13,4 @@ mod overheads;
 mod properties;
 mod results;
 mod runtime_changes;
+mod trace;

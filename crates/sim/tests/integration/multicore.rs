@@ -6,9 +6,11 @@ use rtvmm_core::machine::{MachineConfig, PoolSpec};
 use rtvmm_core::model::{GuestSmp, Placement, VcpuParams};
 use rtvmm_core::policy::{PolicyConfig, RtdsMode};
 use rtvmm_core::Nanos;
-use rtvmm_sim::driver::GuestEvent;
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::{ChainSpec, DomainSpec, Simulation, SystemSpec, TraceEvent};
+use rtvmm_sim::Simulation;
+use rtvmm_system::records::GuestEvent;
+use rtvmm_system::records::TraceEvent;
+use rtvmm_system::results::RunResults;
+use rtvmm_system::{ChainSpec, DomainSpec, SystemSpec};
 
 use crate::util::{domain, jobs_at, machine, ms, periodic, system};
 
@@ -72,13 +74,8 @@ fn multi_domain(
 
 fn rtds_system(pcpus: u32, domains: Vec<DomainSpec>) -> SystemSpec {
     SystemSpec {
-        machine: rtds_machine(pcpus),
-        policy_settings: Default::default(),
-        policy: PolicyConfig::Rtds(RtdsMode::Event),
-        pools: Vec::new(),
         domains,
-        changes: Vec::new(),
-        chains: Vec::new(),
+        ..SystemSpec::one_pool(rtds_machine(pcpus), PolicyConfig::Rtds(RtdsMode::Event))
     }
 }
 
@@ -99,7 +96,7 @@ fn one_job(name: &str, period_ms: u64, wcet_ms: u64) -> TaskSpec {
 fn run_results(system: &SystemSpec, seed: u64, end_ms: u64) -> RunResults {
     let mut sim = Simulation::new(system, seed, false).expect("valid system");
     sim.run_until(ms(end_ms)).expect("runs");
-    RunResults::collect(&sim, "t", seed, ms(end_ms))
+    sim.results("t", seed, ms(end_ms))
 }
 
 /// Every pcpu's time adds up to the run: busy + idle + overhead = duration.
@@ -182,7 +179,7 @@ fn a_job_moves_to_a_running_vcpu_when_its_vcpu_is_descheduled() {
         vec![one_job("a", 10, 6), b],
     );
     let mut system = rtds_system(2, vec![g]);
-    system.policy = PolicyConfig::Rtds(RtdsMode::Quantum);
+    system.pools[0].policy = PolicyConfig::Rtds(RtdsMode::Quantum);
     let (sim, trace) = run_traced(&system, 20);
     assert_eq!(
         runs(&trace),

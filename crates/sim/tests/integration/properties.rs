@@ -33,10 +33,11 @@ use rtvmm_core::policy::{
     Arinc653Table, CreditConfig, MinorFrame, PolicyConfig, PolicyKind, PolicySettings, RtdsMode,
 };
 use rtvmm_core::Nanos;
-use rtvmm_sim::driver::GuestEvent;
-use rtvmm_sim::results::RunResults;
-use rtvmm_sim::trace::{write_trace, TraceFormat, TraceNames};
-use rtvmm_sim::{DomainSpec, Simulation, SystemSpec, TraceEvent};
+use rtvmm_sim::Simulation;
+use rtvmm_system::records::GuestEvent;
+use rtvmm_system::records::TraceEvent;
+use rtvmm_system::trace::{write_trace, TraceFormat};
+use rtvmm_system::{DomainSpec, SystemSpec};
 
 // ---------------------------------------------------------------------------------------
 // Scenarios
@@ -194,22 +195,23 @@ fn arb_scenario(
                 Scenario {
                     spec: SystemSpec {
                         chains: Vec::new(),
-                        pools: Vec::new(),
-                        machine: MachineConfig {
-                            pcpus: 1,
-                            quantum,
-                            replenishment: if ticked {
-                                ReplenishMode::Tick
-                            } else {
-                                ReplenishMode::Exact
-                            },
-                            overheads,
-                            overhead_charge,
-                        },
-                        policy: PolicyConfig::Deferrable,
                         policy_settings: Default::default(),
                         domains,
                         changes: Vec::new(),
+                        ..SystemSpec::one_pool(
+                            MachineConfig {
+                                pcpus: 1,
+                                quantum,
+                                replenishment: if ticked {
+                                    ReplenishMode::Tick
+                                } else {
+                                    ReplenishMode::Exact
+                                },
+                                overheads,
+                                overhead_charge,
+                            },
+                            PolicyConfig::Deferrable,
+                        )
                     },
                     credit,
                     rtds,
@@ -259,12 +261,10 @@ fn implemented() -> &'static [PolicyKind] {
         let probe = Scenario {
             spec: SystemSpec {
                 chains: Vec::new(),
-                pools: Vec::new(),
-                machine: MachineConfig::default(),
-                policy: PolicyConfig::Deferrable,
                 policy_settings: Default::default(),
                 domains: Vec::new(),
                 changes: Vec::new(),
+                ..SystemSpec::one_pool(MachineConfig::default(), PolicyConfig::Deferrable)
             },
             credit: CreditConfig::default(),
             rtds: RtdsMode::Event,
@@ -297,10 +297,9 @@ fn among(wanted: &[PolicyKind]) -> Vec<PolicyKind> {
 
 /// The scenario's system under `kind`.
 fn under(scenario: &Scenario, kind: PolicyKind) -> SystemSpec {
-    SystemSpec {
-        policy: policy_config(kind, scenario),
-        ..scenario.spec.clone()
-    }
+    let mut spec = scenario.spec.clone();
+    spec.pools[0].policy = policy_config(kind, scenario);
+    spec
 }
 
 /// Runs `spec` to the scenario's end with tracing and every-step invariant checks (a
@@ -398,7 +397,7 @@ fn observed(
 
 fn export(sim: &Simulation, trace: &[(Nanos, TraceEvent)], format: TraceFormat) -> Vec<u8> {
     let mut out = Vec::new();
-    write_trace(&mut out, format, trace, &TraceNames::from_simulation(sim)).expect("write");
+    write_trace(&mut out, format, trace, &sim.trace_names()).expect("write");
     out
 }
 
@@ -492,7 +491,7 @@ proptest! {
                 .collect();
             prop_assert_eq!(&finished_in_trace, &finished_records, "{}", kind);
 
-            let results = RunResults::collect(&sim, "properties", scenario.seed, scenario.end);
+            let results = sim.results("properties", scenario.seed, scenario.end);
             for (d, domain) in results.domains.iter().enumerate() {
                 for (t, task) in domain.tasks.iter().enumerate() {
                     let late = sim.domains()[d].finished[t]
@@ -570,7 +569,7 @@ proptest! {
             let spec = under(&scenario, kind);
             let bytes = |format| {
                 let (sim, trace) = run(&spec, &scenario);
-                let results = RunResults::collect(&sim, "properties", scenario.seed, scenario.end);
+                let results = sim.results("properties", scenario.seed, scenario.end);
                 (export(&sim, &trace, format), results.to_json())
             };
             for format in [TraceFormat::ChromeJson, TraceFormat::Csv] {
@@ -594,11 +593,11 @@ proptest! {
     fn results_from_statistics_equal_results_from_every_job(
         scenario in arb_scenario(1, true, Draws::Allowed)
     ) {
-        use rtvmm_sim::results::{Dist, RatioDist, SignedDist};
+        use rtvmm_system::results::{Dist, RatioDist, SignedDist};
         for &kind in implemented() {
             let spec = under(&scenario, kind);
             let (sim, _) = run(&spec, &scenario);
-            let results = RunResults::collect(&sim, "properties", scenario.seed, scenario.end);
+            let results = sim.results("properties", scenario.seed, scenario.end);
             for (d, run) in sim.domains().iter().enumerate() {
                 // Per task: (response, responsiveness, lateness, latency) of every job.
                 let mut per_task = vec![(vec![], vec![], vec![], vec![]); run.spec.tasks.len()];
@@ -643,8 +642,8 @@ proptest! {
             lean.set_keep_jobs(false);
             lean.run_until(scenario.end).expect("run");
             prop_assert!(lean.domains().iter().all(|d| d.finished.iter().all(Vec::is_empty)));
-            prop_assert!(rtvmm_sim::results::job_rows(&lean, scenario.end).is_none());
-            let lean_results = RunResults::collect(&lean, "properties", scenario.seed, scenario.end);
+            prop_assert!(lean.job_rows(scenario.end).is_none());
+            let lean_results = lean.results("properties", scenario.seed, scenario.end);
             prop_assert_eq!(lean_results.to_json(), results.to_json(), "{}", kind);
         }
     }
@@ -672,22 +671,23 @@ fn isolation_breaks_with_overheads_as_documented() {
     let scenario = |low_tasks: Vec<TaskSpec>| Scenario {
         spec: SystemSpec {
             chains: Vec::new(),
-            pools: Vec::new(),
-            machine: MachineConfig {
-                overheads: Overheads {
-                    do_schedule: Nanos(2_000),
-                    context_switch: Nanos(5_000),
-                    ..Default::default()
-                },
-                ..MachineConfig::default()
-            },
-            policy: PolicyConfig::Deferrable,
             policy_settings: Default::default(),
             domains: vec![
                 domain("h", 5, 10, 1, vec![high.clone()]),
                 domain("l", 5, 10, 2, low_tasks),
             ],
             changes: Vec::new(),
+            ..SystemSpec::one_pool(
+                MachineConfig {
+                    overheads: Overheads {
+                        do_schedule: Nanos(2_000),
+                        context_switch: Nanos(5_000),
+                        ..Default::default()
+                    },
+                    ..MachineConfig::default()
+                },
+                PolicyConfig::Deferrable,
+            )
         },
         credit: CreditConfig::default(),
         rtds: RtdsMode::Event,

@@ -3,7 +3,6 @@ use crate::util::*;
 use rtvmm_core::guest::TaskSpec;
 use rtvmm_core::policy::PolicyConfig;
 use rtvmm_core::Nanos;
-use rtvmm_sim::results::RunResults;
 use rtvmm_sim::Simulation;
 
 /// d1: Deferrable (B 2, P 10), one task (period 10, wcet 3), run 25 ms.
@@ -25,7 +24,7 @@ fn overloaded_task_counts_missed_and_in_flight() {
         &schedule,
         "0-2 d1, 2-10 idle, 10-12 d1, 12-20 idle, 20-22 d1, 22-25 idle",
     );
-    let r = RunResults::collect(&sim, "t", 1, ms(25));
+    let r = sim.results("t", 1, ms(25));
     let d = &r.domains[0];
     let t = &d.tasks[0];
     assert_eq!(
@@ -59,7 +58,7 @@ fn unfinished_job_past_deadline_is_missed() {
     );
     let (_, sim) = run(&spec, ms(20));
     // Job0 (deadline 20) has received 2 ms by 20 (budget 1 per 10 ms): missed, not in flight.
-    let r = RunResults::collect(&sim, "t", 1, ms(20));
+    let r = sim.results("t", 1, ms(20));
     let t = &r.domains[0].tasks[0];
     // Job1, released exactly at the end (deadline 40), is in flight and left out.
     assert_eq!((t.released, t.jobs, t.missed, t.in_flight), (2, 1, 1, 1));
@@ -73,7 +72,7 @@ fn json_has_the_documented_field_names() {
     );
     let (_, sim) = run(&spec, ms(30));
     let json: serde_json::Value =
-        serde_json::from_str(&RunResults::collect(&sim, "t", 7, ms(30)).to_json()).unwrap();
+        serde_json::from_str(&sim.results("t", 7, ms(30)).to_json()).unwrap();
     for key in ["policy", "seed", "duration_ns", "pcpus", "domains"] {
         assert!(json.get(key).is_some(), "missing {key}");
     }
@@ -122,12 +121,12 @@ fn budget_counters_add_up_across_a_hot_swap() {
         PolicyConfig::Deferrable,
         vec![domain("d1", 5, 10, 1, vec![busy("b")])],
     );
-    spec.changes.push(rtvmm_sim::TimedChange {
+    spec.changes.push(rtvmm_system::TimedChange {
         at: ms(20),
-        change: rtvmm_sim::Change::SwapPolicy(PolicyConfig::Periodic),
+        change: rtvmm_system::Change::SwapPolicy(PolicyConfig::Periodic),
     });
     let (_, sim) = run(&spec, ms(40));
-    let r = RunResults::collect(&sim, "t", 1, ms(40));
+    let r = sim.results("t", 1, ms(40));
     let v = &r.domains[0].vcpus[0];
     assert_eq!(v.run_ns, ms(20).as_ns());
     assert_eq!(
@@ -146,7 +145,7 @@ fn job_rows_follow_the_counting_rule() {
         vec![domain("d1", 2, 10, 1, vec![periodic("t", 10, 3)])],
     );
     let (_, sim) = run(&spec, ms(25));
-    let rows = rtvmm_sim::results::job_rows(&sim, ms(25)).expect("jobs kept by default");
+    let rows = sim.job_rows(ms(25)).expect("jobs kept by default");
     let got: Vec<_> = rows
         .iter()
         .map(|r| (r.seq, r.first_start, r.finish, r.outcome))
@@ -160,7 +159,7 @@ fn job_rows_follow_the_counting_rule() {
         ]
     );
     let mut csv = Vec::new();
-    rtvmm_sim::results::write_jobs_csv(&mut csv, &rows).unwrap();
+    rtvmm_system::results::write_jobs_csv(&mut csv, &rows).unwrap();
     let csv = String::from_utf8(csv).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(lines.len(), 4);
@@ -170,7 +169,7 @@ fn job_rows_follow_the_counting_rule() {
         lines[2],
         "d1,t,1,10000000,11000000,22000000,20000000,12000000,1.200000,2000000,1000000,missed"
     );
-    let r = RunResults::collect(&sim, "t", 1, ms(25));
+    let r = sim.results("t", 1, ms(25));
     let late = &r.domains[0].tasks[0].lateness_ns;
     assert_eq!(
         (late.count, late.min, late.max),
@@ -191,7 +190,7 @@ fn nearest_rank(values: &mut [u64], p: u64) -> u64 {
 /// job).
 #[test]
 fn a_long_run_keeps_bounded_statistics_with_exact_counts() {
-    use rtvmm_sim::stats::EXACT_SAMPLES;
+    use rtvmm_system::stats::EXACT_SAMPLES;
     // Two tasks in a full-share VCPU: demands drawn in [0.1, 1] ms, so responses spread.
     let mut t1 = periodic("t1", 2, 1);
     t1.min_exec = us(100);
@@ -216,10 +215,10 @@ fn a_long_run_keeps_bounded_statistics_with_exact_counts() {
     assert!(stats.iter().all(|s| !s.response.is_exact()));
     assert!(full.domains()[0].finished[0].len() > EXACT_SAMPLES);
 
-    let r = RunResults::collect(&lean, "t", 3, end);
+    let r = lean.results("t", 3, end);
     assert_eq!(
         r,
-        RunResults::collect(&full, "t", 3, end),
+        full.results("t", 3, end),
         "results do not depend on keeping jobs"
     );
     let d = &r.domains[0];
@@ -346,7 +345,7 @@ fn progress_is_reported_every_so_many_steps_and_can_stop_the_run() {
     let k = PROGRESS_STEPS;
     assert_eq!(seen, vec![Nanos(k - 1), Nanos(2 * k - 1), Nanos(3 * k - 1)]);
     assert_eq!(end, Nanos(3 * k - 1));
-    let r = RunResults::collect(&sim, "t", 1, end);
+    let r = sim.results("t", 1, end);
     let p = &r.pcpus[0];
     assert_eq!(p.busy_ns + p.idle_ns + p.overhead_ns, end.as_ns());
     // The task's first job (1 ms of work from 0) is still running: in flight.
@@ -371,7 +370,7 @@ fn progress_is_reported_every_so_many_steps_and_can_stop_the_run() {
 /// 500, 520, ..., 1000: 26) and a task of period 100 ms, offset 10 ms (510, ..., 910: 5).
 #[test]
 fn the_work_estimate_counts_ticks_jobs_and_periods() {
-    use rtvmm_sim::{Change, TimedChange, WorkEstimate};
+    use rtvmm_system::{Change, TimedChange, WorkEstimate};
     let mut spec = system(
         PolicyConfig::Deferrable,
         vec![domain(
@@ -412,7 +411,7 @@ fn the_work_estimate_counts_ticks_jobs_and_periods() {
 fn the_work_estimate_counts_credit_ticks_and_arinc_frames_of_every_policy_used() {
     use rtvmm_core::model::VcpuId;
     use rtvmm_core::policy::{Arinc653Table, CreditConfig, MinorFrame};
-    use rtvmm_sim::{Change, TimedChange};
+    use rtvmm_system::{Change, TimedChange};
     let credit = PolicyConfig::Credit(CreditConfig {
         tick: Nanos(1),
         ..CreditConfig::one_ms()
@@ -433,7 +432,7 @@ fn the_work_estimate_counts_credit_ticks_and_arinc_frames_of_every_policy_used()
     assert_eq!(with_credit.steps(), plain.steps() + 1_000_000_000);
     // ARINC 653: a 20 ms major frame of 2 minor frames over 1 s: 51 frames × 2 ends.
     spec.changes.clear();
-    spec.policy = PolicyConfig::Arinc653(Arinc653Table {
+    spec.pools[0].policy = PolicyConfig::Arinc653(Arinc653Table {
         major_frame: ms(20),
         minor_frames: vec![
             MinorFrame {
@@ -460,11 +459,11 @@ fn the_work_estimate_counts_credit_ticks_and_arinc_frames_of_every_policy_used()
         (PolicyConfig::Polling, 1000),
     ] {
         let mut s = spec.clone();
-        s.policy = policy;
-        assert_eq!(s.estimate_work(ms(1000)).ticks, ticks, "{:?}", s.policy);
+        s.pools[0].policy = policy;
+        assert_eq!(s.estimate_work(ms(1000)).ticks, ticks, "{:?}", s.policy());
     }
     // And a run whose estimate is right takes about as many steps as it says.
-    spec.policy = credit;
+    spec.pools[0].policy = credit;
     let mut sim = Simulation::new(&spec, 1, false).unwrap();
     let mut steps = 0u64;
     while sim.now() < Nanos(100_000) {
@@ -489,7 +488,7 @@ fn the_work_estimate_counts_each_pools_ticks_on_each_of_its_pcpus() {
     use rtvmm_core::machine::PoolSpec;
     use rtvmm_core::policy::{CreditConfig, PolicyKind};
     use rtvmm_core::xl::XlCommand;
-    use rtvmm_sim::{Change, TimedChange};
+    use rtvmm_system::{Change, TimedChange};
     let credit = PolicyConfig::Credit(CreditConfig {
         tick: ms(10),
         ..CreditConfig::one_ms()
@@ -551,7 +550,7 @@ fn the_work_estimate_counts_each_pools_ticks_on_each_of_its_pcpus() {
 /// latency (20,460 ns → 20.5 µs), each to the nearest 100 ns.
 #[test]
 fn a_host_runs_overheads_become_the_simulators() {
-    use rtvmm_sim::results::{Dist, HostResults};
+    use rtvmm_system::results::{Dist, HostResults};
     let mut switches = [20_460, 19_000, 50_000];
     let host = HostResults {
         do_schedule_ns: Dist::of(&mut [200; 100]),

@@ -1,7 +1,7 @@
 //! Domains added and removed while running, hand-derived.
 use crate::util::*;
 use rtvmm_core::policy::PolicyConfig;
-use rtvmm_sim::{Change, TimedChange};
+use rtvmm_system::{Change, TimedChange};
 
 /// Deferrable. d1 (B 2, P 5, prio 1) and d2 (B 4, P 10, prio 2) always busy; at 12 ms d0
 /// (B 1, P 5, prio 0, busy) joins with a full budget and its own period grid (17, 22, ...);

@@ -7,8 +7,9 @@ use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMod
 use rtvmm_core::model::VcpuParams;
 use rtvmm_core::policy::PolicyConfig;
 use rtvmm_core::Nanos;
-use rtvmm_sim::timeline::{timeline, Interval, Slot};
-use rtvmm_sim::{DomainSpec, Simulation, SystemSpec, TimedChange};
+use rtvmm_sim::Simulation;
+use rtvmm_system::timeline::{timeline, Interval, Slot};
+use rtvmm_system::{DomainSpec, SystemSpec};
 
 pub fn ms(x: u64) -> Nanos {
     Nanos::from_ms(x)
@@ -71,13 +72,8 @@ pub fn machine() -> MachineConfig {
 
 pub fn system(policy: PolicyConfig, domains: Vec<DomainSpec>) -> SystemSpec {
     SystemSpec {
-        chains: Vec::new(),
-        pools: Vec::new(),
-        machine: machine(),
-        policy,
-        policy_settings: Default::default(),
         domains,
-        changes: Vec::<TimedChange>::new(),
+        ..SystemSpec::one_pool(machine(), policy)
     }
 }
 
@@ -88,7 +84,7 @@ pub fn run(spec: &SystemSpec, end: Nanos) -> (Vec<Interval>, Simulation) {
     sim.run_until(end).expect("run");
     let mut names: Vec<String> = spec.domains.iter().map(|d| d.name.clone()).collect();
     for c in &spec.changes {
-        if let rtvmm_sim::Change::AddDomain(d) = &c.change {
+        if let rtvmm_system::Change::AddDomain(d) = &c.change {
             names.push(d.name.clone());
         }
     }

@@ -320,7 +320,7 @@ fn scenario_notes(scenario: &crate::Scenario, options: &Options, notes: &mut Vec
         .system
         .changes
         .iter()
-        .filter(|c| matches!(c.change, rtvmm_sim::Change::AddDomain(_)))
+        .filter(|c| matches!(c.change, rtvmm_system::Change::AddDomain(_)))
         .count();
     let machine = &scenario.system.machine;
     let overheads = machine.overheads.do_schedule + machine.overheads.context_switch;
@@ -344,7 +344,7 @@ fn scenario_notes(scenario: &crate::Scenario, options: &Options, notes: &mut Vec
             .iter()
             .map(|p| format!("'{}' = pcpus {} under {}", p.name, p.pcpus, p.policy.kind()))
             .collect();
-        let pools = if pools.is_empty() {
+        let pools = if scenario.system.has_only_default_pool() {
             "one pool of all of them".to_string()
         } else {
             pools.join(", ")

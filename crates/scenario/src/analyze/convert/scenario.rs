@@ -12,7 +12,7 @@ use crate::analyze::Options;
 
 /// A scenario domain, in units.
 pub(super) fn draft(
-    domain: &rtvmm_sim::DomainSpec,
+    domain: &rtvmm_system::DomainSpec,
     unit: u64,
     options: &Options,
     notes: &mut Vec<String>,

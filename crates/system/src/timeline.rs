@@ -4,7 +4,7 @@
 use rtvmm_core::event::CoreEvent;
 use rtvmm_core::Nanos;
 
-use crate::driver::TraceEvent;
+use crate::records::TraceEvent;
 
 /// What occupied the pcpu during an interval.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use rtvmm_core::event::CoreEvent;
 use rtvmm_core::model::{PcpuId, VcpuId};
 
 use super::{guest_job, Event, TraceNames};
-use crate::driver::{GuestEvent, TraceEvent};
+use crate::records::{GuestEvent, TraceEvent};
 /// One CSV field, quoted when it holds a comma, a quote or a line break.
 pub(crate) fn csv_field(field: &str) -> Cow<'_, str> {
     if field.contains([',', '"', '\n', '\r']) {

@@ -126,7 +126,7 @@ pub fn apply_xl(
             extratime,
         } => {
             let vcpus = chosen(name, *vcpu)?;
-            set_all(machine, now, &vcpus, |p| {
+            set_params(machine, now, &vcpus, |p| {
                 p.budget = Nanos::from_us(*budget_us);
                 p.period = Nanos::from_us(*period_us);
                 if let Some(e) = extratime {
@@ -141,7 +141,7 @@ pub fn apply_xl(
             cap,
         } => {
             let (_, vcpus) = domain(name)?;
-            set_all(machine, now, &vcpus, |p| {
+            set_params(machine, now, &vcpus, |p| {
                 if let Some(w) = weight {
                     p.weight = *w;
                 }
@@ -155,8 +155,8 @@ pub fn apply_xl(
 }
 
 /// Every VCPU of `vcpus` gets its parameters changed by `change`: all are checked by
-/// their pool's policy first, then all are adjusted.
-fn set_all(
+/// their pool's policy first, then all are adjusted (all or nothing).
+pub(crate) fn set_params(
     machine: &mut Machine,
     now: Nanos,
     vcpus: &[VcpuId],

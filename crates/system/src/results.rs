@@ -26,8 +26,8 @@ use rtvmm_core::machine::{Machine, Overheads};
 use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
-use crate::driver::{JobRecord, Simulation};
-use crate::stats::{percentiles, percentiles_of_sorted, Samples, TaskStats};
+use crate::records::JobRecord;
+use crate::stats::{percentiles, percentiles_of_sorted, ChainStats, Samples, TaskStats};
 use crate::trace::csv_field;
 
 /// A distribution of nanosecond values (nearest-rank percentiles).
@@ -517,75 +517,32 @@ pub const SOURCE_SIMULATION: &str = "simulation";
 /// `source` of a real-time run on the host (`rtvmm host run`).
 pub const SOURCE_HOST: &str = "host";
 
-impl RunResults {
-    /// Collects the results of a simulation that ran until `end`.
-    pub fn collect(sim: &Simulation, scenario: &str, seed: u64, end: Nanos) -> RunResults {
-        let domains: Vec<DomainJobs> = sim
-            .domains()
-            .iter()
-            .enumerate()
-            .map(|(d, run)| {
-                let mut pending: Vec<Vec<JobRecord>> = vec![Vec::new(); run.spec.tasks.len()];
-                if run.removed_at.is_none() {
-                    for (t, job) in sim.pending_jobs(d) {
-                        pending[t].push(job);
-                    }
-                }
-                DomainJobs {
-                    name: &run.spec.name,
-                    vcpus: &run.vcpus,
-                    tasks: run
-                        .stats
-                        .iter()
-                        .zip(&run.spec.tasks)
-                        .zip(pending)
-                        .map(|((stats, spec), pending)| TaskJobs {
-                            name: &spec.name,
-                            relative_deadline: spec.deadline,
-                            stats,
-                            pending,
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
-        let mut results = RunResults::from_domains(
-            sim.machine(),
-            &domains,
-            scenario,
-            seed,
-            end,
-            SOURCE_SIMULATION,
-        );
-        results.chains = sim
-            .chains()
-            .iter()
-            .map(|chain| {
-                let stats = &chain.stats;
-                let instances = stats.latency.count();
-                ChainResult {
-                    name: chain.spec.name.clone(),
-                    instances,
-                    latency_ns: Dist::of_samples(&[&stats.latency]),
-                    latency_std_dev_ns: stats.std_dev(),
-                    within: stats
-                        .within()
-                        .iter()
-                        .map(|&(bound, within)| ChainBound {
-                            bound_ns: bound.as_ns(),
-                            instances: within,
-                            share: ratio(within, instances),
-                        })
-                        .collect(),
-                }
-            })
-            .collect();
-        results
+impl ChainResult {
+    /// What chain `name` measured.
+    pub fn of(name: &str, stats: &ChainStats) -> ChainResult {
+        let instances = stats.latency.count();
+        ChainResult {
+            name: name.to_string(),
+            instances,
+            latency_ns: Dist::of_samples(&[&stats.latency]),
+            latency_std_dev_ns: stats.std_dev(),
+            within: stats
+                .within()
+                .iter()
+                .map(|&(bound, within)| ChainBound {
+                    bound_ns: bound.as_ns(),
+                    instances: within,
+                    share: ratio(within, instances),
+                })
+                .collect(),
+        }
     }
+}
 
+impl RunResults {
     /// The results of a run of any driver that ended at `end`: the jobs of every domain
     /// as the driver kept them, the VCPU and pcpu figures from the machine it drove. The
-    /// simulator ([`Self::collect`]) and the host executor both build their results here.
+    /// simulator and the host executor both build their results here.
     pub fn from_domains(
         machine: &Machine,
         domains: &[DomainJobs],
@@ -861,29 +818,6 @@ pub struct JobRow {
     pub finish: Option<Nanos>,
     /// `on_time`, `missed` or `in_flight` (the counting rule above).
     pub outcome: &'static str,
-}
-
-/// Every job of a run that ended at `end`, by domain, task and job number. Jobs of a removed
-/// domain that were pending at its removal are left out, as in the counts. `None` when
-/// the simulation did not keep its jobs ([`Simulation::set_keep_jobs`]).
-pub fn job_rows(sim: &Simulation, end: Nanos) -> Option<Vec<JobRow>> {
-    if !sim.keeps_jobs() {
-        return None;
-    }
-    let mut rows = Vec::new();
-    for (d, run) in sim.domains().iter().enumerate() {
-        let mut jobs: Vec<(usize, JobRecord)> = run
-            .finished
-            .iter()
-            .enumerate()
-            .flat_map(|(t, js)| js.iter().map(move |j| (t, j.clone())))
-            .collect();
-        if run.removed_at.is_none() {
-            jobs.extend(sim.pending_jobs(d));
-        }
-        rows.extend(domain_job_rows(&run.spec, jobs, end));
-    }
-    Some(rows)
 }
 
 /// One domain's jobs (`(task index, record)`, finished and pending alike) as rows, by task

@@ -7,6 +7,7 @@
 //! keeps every instant the simulator forms below 2⁶³ (the argument is in that crate's
 //! docs, "Limits"); a system built in code must keep its times within the same bound.
 
+use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::Arrival;
 use rtvmm_core::machine::{Machine, MachineConfig, MachineError, PoolSpec};
 use rtvmm_core::model::VcpuParams;
@@ -44,10 +45,9 @@ pub struct TimedChange {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SystemSpec {
     pub machine: MachineConfig,
-    /// The policy of the machine's one pool when `pools` is empty; with pools, the first
-    /// pool's (the pools decide).
-    pub policy: PolicyConfig,
-    /// The cpupools; empty: one pool `Pool-0` of every pcpu scheduled by `policy`.
+    /// The cpupools, at least one: the only place a policy is said. A domain that names no
+    /// pool goes to the first. A scenario file without pools gets one, `Pool-0`, of every
+    /// pcpu ([`SystemSpec::one_pool`]).
     pub pools: Vec<PoolSpec>,
     /// The settings of a policy a pool is created with at run time (`xl cpupool-create`).
     pub policy_settings: PolicySettings,
@@ -58,7 +58,7 @@ pub struct SystemSpec {
     pub chains: Vec<ChainSpec>,
 }
 
-/// A chain (`platform.md`, "Events between domains"): a sequence of tasks, each after the
+/// A chain (`docs/platform.md`, "Events between domains"): a sequence of tasks, each after the
 /// first triggered by the one before ([`Arrival::Triggered`]). An instance starts with a
 /// job of the first task and ends when the job of the last task it led to finishes; its
 /// end-to-end latency is that finish − that release. The first task is released from
@@ -108,15 +108,85 @@ pub enum ChainProblem {
     },
 }
 
+/// Why a system's triggers and chains do not hold together ([`SystemSpec::check_links`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// A triggered task names a task that no domain of the system has.
+    #[error(transparent)]
+    UnknownTrigger(Box<UnknownTrigger>),
+    #[error("chain '{chain}': {problem}")]
+    Chain {
+        chain: String,
+        problem: Box<ChainProblem>,
+    },
+}
+
+/// A triggered task names a task that no domain of the system has
+/// ([`LinkError::UnknownTrigger`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "domain '{domain}', task '{task}': triggered by '{by_domain}'/'{by_task}': no such \
+     {what} in the system"
+)]
+pub struct UnknownTrigger {
+    pub domain: String,
+    pub task: String,
+    pub by_domain: String,
+    pub by_task: String,
+    /// `domain` or `task`: what is missing.
+    pub what: &'static str,
+}
+
 impl SystemSpec {
-    /// The machine the system starts with, without VCPUs: its pools, or one pool
-    /// (`Pool-0`) of every pcpu under `policy`. The one place a system becomes a machine.
-    pub fn machine(&self) -> Result<Machine, MachineError> {
-        if self.pools.is_empty() {
-            Machine::new(self.machine, self.policy.clone())
-        } else {
-            Machine::with_pools(self.machine, self.pools.clone())
+    /// A system of one pool, `Pool-0`, of every pcpu of `machine` under `policy`, with no
+    /// domains, changes or chains yet.
+    pub fn one_pool(machine: MachineConfig, policy: PolicyConfig) -> SystemSpec {
+        SystemSpec {
+            pools: vec![PoolSpec::new(
+                PoolSpec::DEFAULT_NAME,
+                CpuSet::first(machine.pcpus.min(CpuSet::MAX)),
+                policy,
+            )],
+            machine,
+            policy_settings: PolicySettings::default(),
+            domains: Vec::new(),
+            changes: Vec::new(),
+            chains: Vec::new(),
         }
+    }
+
+    /// The policy of the first pool (where domains go unless they name another).
+    pub fn policy(&self) -> &PolicyConfig {
+        &self.pools[0].policy
+    }
+
+    /// Whether the pools are only the one a system of one policy has: `Pool-0` of every
+    /// pcpu at the machine's quantum and overheads ([`Self::one_pool`]). A scenario file
+    /// says such a system without `[[pool]]`s.
+    pub fn has_only_default_pool(&self) -> bool {
+        match self.pools.as_slice() {
+            [p] => {
+                p.name == PoolSpec::DEFAULT_NAME
+                    && p.pcpus == CpuSet::first(self.machine.pcpus.min(CpuSet::MAX))
+                    && p.quantum.is_none()
+                    && p.overheads.is_none()
+            }
+            _ => false,
+        }
+    }
+
+    /// The pools' quantum ticks, as the core's machine gives them: for each pool, its
+    /// quantum (its own, else the machine's) and its pcpus.
+    fn pool_quanta(&self) -> impl Iterator<Item = (&PoolSpec, Nanos)> {
+        self.pools
+            .iter()
+            .map(|p| (p, p.quantum.unwrap_or(self.machine.quantum)))
+    }
+
+    /// The machine the system starts with, without VCPUs: its pools. The one place a
+    /// system becomes a machine.
+    pub fn machine(&self) -> Result<Machine, MachineError> {
+        Machine::with_pools(self.machine, self.pools.clone())
     }
 
     /// Every domain the run may have: the first ones, then those added by changes.
@@ -138,7 +208,7 @@ impl SystemSpec {
 
     /// Checks that every trigger names a task of the system and every chain is a sequence
     /// of tasks linked by triggers.
-    pub fn check_links(&self) -> Result<(), crate::SimError> {
+    pub fn check_links(&self) -> Result<(), LinkError> {
         for d in self.all_domains() {
             for t in &d.tasks {
                 if let Arrival::Triggered {
@@ -152,20 +222,18 @@ impl SystemSpec {
                     } else {
                         continue;
                     };
-                    return Err(crate::SimError::UnknownTrigger(Box::new(
-                        crate::driver::UnknownTrigger {
-                            domain: d.name.clone(),
-                            task: t.name.clone(),
-                            by_domain: by_domain.clone(),
-                            by_task: by_task.clone(),
-                            what,
-                        },
-                    )));
+                    return Err(LinkError::UnknownTrigger(Box::new(UnknownTrigger {
+                        domain: d.name.clone(),
+                        task: t.name.clone(),
+                        by_domain: by_domain.clone(),
+                        by_task: by_task.clone(),
+                        what,
+                    })));
                 }
             }
         }
         for chain in &self.chains {
-            let fail = |problem| crate::SimError::Chain {
+            let fail = |problem| LinkError::Chain {
                 chain: chain.name.clone(),
                 problem: Box::new(problem),
             };
@@ -306,17 +374,10 @@ impl SystemSpec {
         // one `Pool-0` of every pcpu), then those `xl cpupool-create` makes, with as many
         // pcpus as `xl cpupool-cpu-add` commands name it (each from the start: upper-leaning).
         let machine_pcpus = u64::from(self.machine.pcpus.max(1));
-        let mut pools: Vec<(PolicyConfig, Nanos, u64)> = if self.pools.is_empty() {
-            vec![(self.policy.clone(), self.machine.quantum, machine_pcpus)]
-        } else {
-            self.pools
-                .iter()
-                .map(|p| {
-                    let quantum = p.quantum.unwrap_or(self.machine.quantum);
-                    (p.policy.clone(), quantum, u64::from(p.pcpus.len()))
-                })
-                .collect()
-        };
+        let mut pools: Vec<(PolicyConfig, Nanos, u64)> = self
+            .pool_quanta()
+            .map(|(p, quantum)| (p.policy.clone(), quantum, u64::from(p.pcpus.len())))
+            .collect();
         for change in &self.changes {
             if let Change::Xl(XlCommand::CpupoolCreate { name, sched }) = &change.change {
                 let adds = self

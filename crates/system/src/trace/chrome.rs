@@ -8,7 +8,7 @@ use rtvmm_core::model::{PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
 use super::{core_pcpu, core_vcpus, guest_job, Event, TraceNames};
-use crate::driver::{GuestEvent, TraceEvent};
+use crate::records::{GuestEvent, TraceEvent};
 /// The tracks of one file and their ids.
 struct Layout {
     pcpus: usize,
@@ -19,7 +19,8 @@ struct Layout {
     task_base: Vec<u64>,
 }
 
-pub(super) const PCPU_PID: u64 = 1;
+/// The `pid` of the "pcpus" process in a Chrome trace (domains follow it).
+pub const PCPU_PID: u64 = 1;
 
 impl Layout {
     fn new(trace: &[&Event], names: &TraceNames) -> Layout {
