@@ -18,11 +18,11 @@ use std::process::ExitCode;
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
 use rtvmm_analysis::{GuestScheduler as AnalysisGuest, SbfMode};
+use rtvmm_analyze as analyze;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_experiments::files::{self, AtomicFile, WriteError};
 use rtvmm_experiments::ExperimentError;
-use rtvmm_scenario::analyze;
 use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_system::trace::TraceFormat;
@@ -588,11 +588,11 @@ fn sim(
         scenario.duration,
     );
     let run = guarded("simulating", || {
-        let record = rtvmm_scenario::Record {
+        let record = rtvmm_sim::run::Record {
             trace: trace.is_some(),
             jobs: jobs.is_some(),
         };
-        rtvmm_scenario::run_with(&scenario, record, |now| match &long {
+        rtvmm_sim::run::run_with(&scenario, record, |now| match &long {
             Some(long) => long.observe(now),
             None => ControlFlow::Continue(()),
         })
@@ -655,7 +655,6 @@ fn demo_command(
 ) -> Result<(), Failure> {
     let scenario = demo::demo(seed, duration).map_err(|e| match e {
         DemoError::Scenario(_) | DemoError::Gen(_) => bad_input(e),
-        DemoError::Sim { .. } => runtime(e),
     })?;
     if print_scenario {
         return print(&normalised(&scenario));
@@ -666,7 +665,7 @@ fn demo_command(
         policies
     };
     let rows = guarded("simulating the demo", || {
-        demo::compare(&scenario, &policies).map_err(runtime)
+        rtvmm_sim::compare::compare(&scenario, &policies).map_err(runtime)
     })?;
-    print(&demo::comparison_table(&scenario, &rows))
+    print(&rtvmm_sim::compare::comparison_table(&scenario, &rows))
 }

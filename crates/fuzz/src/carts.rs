@@ -12,7 +12,7 @@
 //! numbers, unknown elements, comments, entities and malformed markup.
 
 use rtvmm_analysis::{parse_carts, CartsComponent, CartsSystem};
-use rtvmm_scenario::analyze::{analyze, Input, Options};
+use rtvmm_analyze::{analyze, Input, Options};
 
 use crate::text::Gen;
 use crate::{readable, Checked, Failure, Outcome};

@@ -5,7 +5,8 @@
 //! the JSON that short runs of the example scenarios write.
 
 use rtvmm_core::Nanos;
-use rtvmm_scenario::{run, Record, Scenario};
+use rtvmm_scenario::Scenario;
+use rtvmm_sim::run::{run, Record};
 
 /// The scenario files of `examples/`.
 pub const EXAMPLE_SCENARIOS: &[&str] = &[

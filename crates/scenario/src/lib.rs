@@ -237,12 +237,10 @@
 //!   scheduler overhead and no VCPU can make progress.
 //! - Validation takes time linear in the size of the file (n log n where it sorts).
 
-pub mod analyze;
 pub mod demo;
 pub mod error;
 pub mod external;
 pub mod live;
-pub mod run;
 
 mod build;
 mod print;
@@ -262,7 +260,6 @@ use rtvmm_system::SystemSpec;
 pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
 pub use external::External;
-pub use run::{run, run_with, Record, RecordedTrace, Run, RunError};
 pub use validate::{ARINC653_MAX_MINOR_FRAMES, MAX_TIME};
 
 /// The seed of a scenario whose file names none.

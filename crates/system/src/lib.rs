@@ -49,13 +49,21 @@
 //! assert!(domains.apply(&mut machine, ms(1), &Change::AddDomain(web), settings).is_err());
 //! assert_eq!(domains.domains.len(), 1);
 //! ```
-pub mod change;
+// Floors, bottom first; a blank line between them keeps `rustfmt` from sorting them.
 pub mod records;
-pub mod results;
-pub mod spec;
+
 pub mod stats;
-pub mod timeline;
-pub mod trace;
+
+pub mod spec;
+
 pub mod xl;
+
+pub mod change;
+
+pub mod trace;
+
+pub mod timeline;
+
+pub mod results;
 
 pub use spec::{ChainSpec, Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate};

@@ -236,7 +236,7 @@ fn results_files_of_the_wrong_shape_are_reported_in_words_with_the_field() {
         "s.toml",
     )
     .unwrap();
-    let json = rtvmm_scenario::run(&scenario, Default::default())
+    let json = rtvmm_sim::run::run(&scenario, Default::default())
         .unwrap()
         .results
         .to_json();
@@ -309,7 +309,7 @@ fn a_results_file_naming_two_domains_alike_is_refused() {
         "s.toml",
     )
     .unwrap();
-    let json = rtvmm_scenario::run(&scenario, Default::default())
+    let json = rtvmm_sim::run::run(&scenario, Default::default())
         .unwrap()
         .results
         .to_json();

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use rtvmm_core::policy::PolicyKind;
-use rtvmm_scenario::{run, ErrorKind, External, Record, RunError, Scenario};
+use rtvmm_scenario::{ErrorKind, External, Scenario};
+use rtvmm_sim::run::{run, Record, RunError};
 
 use crate::util::{assert_names, edit, error, parse, BASE};
 

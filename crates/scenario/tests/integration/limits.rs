@@ -5,7 +5,8 @@
 
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
-use rtvmm_scenario::{run, ErrorKind, Record, Scenario, MAX_TIME};
+use rtvmm_scenario::{ErrorKind, Scenario, MAX_TIME};
+use rtvmm_sim::run::{run, Record};
 
 use crate::util::{assert_names, edit, error, parse, BASE};
 

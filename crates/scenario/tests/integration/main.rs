@@ -9,7 +9,6 @@
 //!   to the same bytes, over generated scenarios (a property test).
 //! - `limits`: times at and above `MAX_TIME`, overheads against the quantum.
 //! - `large`: files with tens of thousands of domains, tasks and events.
-//! - `soundness`: what `rtvmm analyze` guarantees holds when the same system is simulated.
 
 mod errors;
 mod examples;
@@ -19,5 +18,4 @@ mod large;
 mod limits;
 mod multicore;
 mod roundtrip;
-mod soundness;
 mod util;

@@ -6,9 +6,10 @@
 //! searches harder (default 48 cases).
 
 use proptest::prelude::*;
+use rtvmm_analyze::{self as analyze, Input};
 use rtvmm_core::policy::PolicyKind;
-use rtvmm_scenario::analyze::{self, Input};
-use rtvmm_scenario::{run, Record, Scenario};
+use rtvmm_scenario::Scenario;
+use rtvmm_sim::run::{run, Record};
 use rtvmm_system::trace::TraceFormat;
 
 /// Policies that read budget and period (the others run without them).

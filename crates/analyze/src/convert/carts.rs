@@ -6,9 +6,9 @@ use rtvmm_analysis::{CartsSystem, GuestScheduler as AnalysisGuest, InterfaceChoi
 use rtvmm_core::model::DEFAULT_MAX_REPLENISHMENTS;
 
 use super::{assign_levels, Draft, TaskInput};
-use crate::analyze::render::guest_name;
-use crate::analyze::report::{InterfaceSource, TaskKind};
-use crate::analyze::{AnalyzeError, Options};
+use crate::render::guest_name;
+use crate::report::{InterfaceSource, TaskKind};
+use crate::{AnalyzeError, Options};
 
 /// CARTS components as domains; child components are tasks `(Π, Θ)` of their parent.
 pub(super) fn drafts(
@@ -122,8 +122,8 @@ pub(super) fn drafts(
 
 #[cfg(test)]
 mod tests {
-    use crate::analyze::tests::carts;
-    use crate::analyze::{analyze, Options};
+    use crate::tests::carts;
+    use crate::{analyze, Options};
     use rtvmm_analysis::GuestScheduler as AnalysisGuest;
 
     /// Tasks a = (p 12, e 3, d 5), b = (p 10, e 2) on the given interface (4, 3): by hand

@@ -8,8 +8,8 @@ use rtvmm_analysis::{DomainFailure, GuestScheduler as AnalysisGuest, Interface, 
 use rtvmm_core::policy::PolicyKind;
 
 use super::{guest_name, ns, server_name};
-use crate::analyze::convert::{DomainInput, Refused};
-use crate::analyze::report::{DomainReport, RtaStatus, TaskReport};
+use crate::convert::{DomainInput, Refused};
+use crate::report::{DomainReport, RtaStatus, TaskReport};
 
 /// Why the periodic resource model does not describe a server's supply.
 fn prm_gap(server: ServerKind) -> &'static str {

@@ -1,14 +1,14 @@
 //! A scenario's domain as analysis input, in whole units (see the design note in
-//! [`crate::analyze`] for the unit, the rounding and the guests).
+//! [`rtvmm_analysis`] for the unit, the rounding and the guests).
 
 use rtvmm_analysis::{GuestScheduler as AnalysisGuest, InterfaceChoice};
 use rtvmm_core::guest::{Arrival, GuestScheduler};
 use rtvmm_core::Nanos;
 
 use super::{assign_levels, Draft, Refused, TaskInput};
-use crate::analyze::render::guest_name;
-use crate::analyze::report::{InterfaceSource, TaskKind};
-use crate::analyze::Options;
+use crate::render::guest_name;
+use crate::report::{InterfaceSource, TaskKind};
+use crate::Options;
 
 /// A scenario domain, in units.
 pub(super) fn draft(
@@ -153,8 +153,8 @@ pub(super) fn draft(
 
 #[cfg(test)]
 mod tests {
-    use crate::analyze::tests::{domain, run_on, HEAD};
-    use crate::analyze::Options;
+    use crate::tests::{domain, run_on, HEAD};
+    use crate::Options;
     use rtvmm_core::Nanos;
 
     /// A wcet of 2.5 ms with a 1 ms quantum is analysed as 3 units; a period of 10.5 ms

@@ -7,13 +7,13 @@ use std::io;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
+use crate::{SimError, Simulation};
 use rtvmm_core::Nanos;
-use rtvmm_sim::{SimError, Simulation};
 use rtvmm_system::records::TraceEvent;
 use rtvmm_system::results::{JobRow, RunResults};
 use rtvmm_system::trace::{write_trace, TraceFormat, TraceNames};
 
-use crate::{Scenario, ScenarioError};
+use rtvmm_scenario::{Scenario, ScenarioError};
 
 /// Why a scenario could not be simulated.
 #[derive(Debug, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use rtvmm_analysis::SupplyForm;
 
 use super::ns;
-use crate::analyze::report::Report;
+use crate::report::Report;
 
 /// VCPUs per domain. One today (the core's guests have one VCPU each); `--emit xl` writes
 /// the `-v all` form for domains with more.
@@ -95,8 +95,8 @@ fn shell_word(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::analyze::tests::{domain, run_on, HEAD};
-    use crate::analyze::Options;
+    use crate::tests::{domain, run_on, HEAD};
+    use crate::Options;
 
     #[test]
     fn xl_lines() {

@@ -3,7 +3,7 @@
 use rtvmm_analysis::CartsError;
 use thiserror::Error;
 
-use crate::ScenarioError;
+use rtvmm_scenario::ScenarioError;
 
 /// What can go wrong before there is a report to show.
 #[derive(Debug, Error)]
@@ -22,7 +22,7 @@ pub enum AnalyzeError {
     #[error("{0}")]
     BadOption(String),
     /// A CARTS component or task name longer than [`crate::MAX_NAME_CHARS`].
-    #[error("{file}: line {line}: {what} name: {length} characters: a name has at most {max}", max = crate::MAX_NAME_CHARS)]
+    #[error("{file}: line {line}: {what} name: {length} characters: a name has at most {max}", max = rtvmm_scenario::MAX_NAME_CHARS)]
     NameTooLong {
         file: String,
         line: u32,

@@ -17,7 +17,7 @@
 //! | `error` | [`AnalyzeError`] |
 //!
 //! ```
-//! use rtvmm_scenario::analyze::{analyze, Input, Options};
+//! use rtvmm_analyze::{analyze, Input, Options};
 //! use rtvmm_scenario::Scenario;
 //!
 //! // VCPU parameters are optional for the analysis.
@@ -140,7 +140,7 @@ pub use input::Input;
 pub use options::{parse_guest, parse_sbf, FixedPeriod, Length, Options, PeriodBounds};
 pub use report::{DomainReport, InterfaceSource, Refusal, Report, RtaStatus, TaskKind, TaskReport};
 
-use crate::Scenario;
+use rtvmm_scenario::Scenario;
 
 /// Runs the analysis: the input converted, the system analysed, the report built from the
 /// result.

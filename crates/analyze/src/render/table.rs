@@ -6,7 +6,7 @@ use rtvmm_analysis::GuestScheduler as AnalysisGuest;
 use rtvmm_core::Nanos;
 
 use super::{ns, server_name, supply_name};
-use crate::analyze::report::{Report, RtaStatus};
+use crate::report::{Report, RtaStatus};
 
 impl Report {
     fn unit(&self) -> Nanos {

@@ -315,7 +315,7 @@ fn apply_interface_options(
 }
 
 /// What a scenario holds that the analysis does not cover.
-fn scenario_notes(scenario: &crate::Scenario, options: &Options, notes: &mut Vec<String>) {
+fn scenario_notes(scenario: &rtvmm_scenario::Scenario, options: &Options, notes: &mut Vec<String>) {
     let added = scenario
         .system
         .changes

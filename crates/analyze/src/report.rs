@@ -439,8 +439,8 @@ fn record(t: &mut TaskReport, outcome: &TaskResult, unit: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::tests::{domain, run_on, HEAD};
-    use crate::analyze::Options;
+    use crate::tests::{domain, run_on, HEAD};
+    use crate::Options;
     use rtvmm_analysis::{
         analyze_system, DomainSpec as AnalysisDomain, Interface, InterfaceChoice, SbfMode, Workload,
     };

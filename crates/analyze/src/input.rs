@@ -5,7 +5,7 @@ use std::path::Path;
 use rtvmm_analysis::{parse_carts, CartsSystem};
 
 use super::AnalyzeError;
-use crate::Scenario;
+use rtvmm_scenario::Scenario;
 
 /// What to analyse. Not boxed: one is made per command, and its users match on it.
 #[allow(clippy::large_enum_variant)]
@@ -47,11 +47,11 @@ impl Input {
     }
 }
 
-/// Refuses CARTS names longer than [`crate::MAX_NAME_CHARS`], as a scenario does.
+/// Refuses CARTS names longer than [`rtvmm_scenario::MAX_NAME_CHARS`], as a scenario does.
 fn check_carts_names(file: &str, system: &CartsSystem) -> Result<(), AnalyzeError> {
     let too_long = |what, name: &str, line| {
         let length = name.chars().count();
-        (length > crate::MAX_NAME_CHARS).then(|| AnalyzeError::NameTooLong {
+        (length > rtvmm_scenario::MAX_NAME_CHARS).then(|| AnalyzeError::NameTooLong {
             file: file.to_string(),
             line,
             what,

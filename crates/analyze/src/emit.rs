@@ -12,7 +12,7 @@ use rtvmm_gen::{ServerDomain, ServerSystem};
 use super::render::ns;
 use super::report::{DomainReport, Report};
 use super::{AnalyzeError, Input};
-use crate::{weight_from_share, Scenario, DEFAULT_SEED};
+use rtvmm_scenario::{weight_from_share, Scenario, DEFAULT_SEED};
 
 /// `--emit scenario`: the input with every domain's VCPU set to its interface (budget
 /// Θ·unit, period Π·unit, the report's RM priority) under the policy the analysis assumed,
@@ -169,8 +169,8 @@ fn carts_scenario(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::tests::{carts, domain, scenario};
-    use crate::analyze::{analyze, Options};
+    use crate::tests::{carts, domain, scenario};
+    use crate::{analyze, Options};
 
     #[test]
     fn emitted_scenario_validates_and_carries_the_interfaces() {
