@@ -14,6 +14,8 @@
 //! - `host_experiments`: `rtvmm experiment rtxen-overhead|rtxen-isolation --host` in
 //!   real time (root; skipped with the reason otherwise; run under
 //!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
+//! - `layers`: inside each crate, no import cycle among its top-level modules, and an
+//!   import up a floor (to a module declared later in `lib.rs`) only with a reason.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -25,5 +27,6 @@ mod ctl;
 mod host;
 #[cfg(target_os = "linux")]
 mod host_experiments;
+mod layers;
 mod long_runs;
 mod msrv;

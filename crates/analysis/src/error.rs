@@ -4,55 +4,9 @@
 use serde::Serialize;
 use thiserror::Error;
 
+// Defined with the workload it validates; named here with the crate's other errors.
 use crate::workload::Task;
-
-/// An invalid task or workload. `task` is the caller's (declaration) index.
-#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize)]
-pub enum WorkloadError {
-    /// A workload needs at least one task.
-    #[error("the workload has no tasks")]
-    Empty,
-    /// `p = 0`.
-    #[error("task {task}: period must be positive")]
-    ZeroPeriod {
-        /// Declaration index.
-        task: usize,
-    },
-    /// `e = 0`.
-    #[error("task {task}: wcet must be positive")]
-    ZeroWcet {
-        /// Declaration index.
-        task: usize,
-    },
-    /// `e > p`.
-    #[error("task {task}: wcet {wcet} exceeds period {period}")]
-    WcetExceedsPeriod {
-        /// Declaration index.
-        task: usize,
-        /// The offending wcet.
-        wcet: u64,
-        /// The period.
-        period: u64,
-    },
-    /// `d = 0` or `d > p`.
-    #[error("task {task}: deadline {deadline} must be in 1..={period} (its period)")]
-    BadDeadline {
-        /// Declaration index.
-        task: usize,
-        /// The offending deadline.
-        deadline: u64,
-        /// The period.
-        period: u64,
-    },
-    /// A time value above [`crate::MAX_TIME`].
-    #[error("task {task}: value {value} exceeds the supported maximum 2^40")]
-    TooLarge {
-        /// Declaration index.
-        task: usize,
-        /// The offending value.
-        value: u64,
-    },
-}
+pub use crate::workload::WorkloadError;
 
 /// Why no interface (or no interface in the requested form) exists for a workload.
 #[derive(Clone, Debug, PartialEq, Eq, Error, Serialize)]

@@ -79,18 +79,26 @@
 
 #![warn(missing_docs)]
 
-pub mod carts;
-pub mod check;
-pub mod compose;
+// Floors, lowest first: a module uses only the modules above it (checked by
+// `tests/integration/layers.rs`); the modules of one floor do not use each other.
+pub mod ratio;
+
+pub mod workload;
+
 pub mod demand;
 pub mod error;
+pub mod prm;
+
+pub mod check;
+pub mod rta;
+
 pub mod hierarchical;
 pub mod interface;
-pub mod prm;
-pub mod ratio;
-pub mod rta;
+
+pub mod compose;
+
+pub mod carts;
 pub mod system;
-pub mod workload;
 
 pub use carts::{parse_carts, CartsComponent, CartsError, CartsErrorKind, CartsSystem, CartsTask};
 pub use compose::{

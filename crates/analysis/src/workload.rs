@@ -5,14 +5,62 @@
 //! 2008, Section 2 (the workload notation used throughout this crate).
 
 use serde::Serialize;
+use thiserror::Error;
 
-use crate::error::WorkloadError;
 use crate::ratio::{gcd, lcm, ExactSum, Ratio};
 
 /// Largest time value accepted anywhere (2^40 units). Keeps every intermediate product of
 /// the analyses (`t·Θ`, `⌈t/p⌉·e` summed over tasks, cross-multiplied ratios) inside
 /// `u128`/`i128` with room to spare. With a 1 µs unit this is about 12.7 days.
 pub const MAX_TIME: u64 = 1 << 40;
+
+/// An invalid task or workload. `task` is the caller's (declaration) index.
+#[derive(Clone, Debug, PartialEq, Eq, Error, Serialize)]
+pub enum WorkloadError {
+    /// A workload needs at least one task.
+    #[error("the workload has no tasks")]
+    Empty,
+    /// `p = 0`.
+    #[error("task {task}: period must be positive")]
+    ZeroPeriod {
+        /// Declaration index.
+        task: usize,
+    },
+    /// `e = 0`.
+    #[error("task {task}: wcet must be positive")]
+    ZeroWcet {
+        /// Declaration index.
+        task: usize,
+    },
+    /// `e > p`.
+    #[error("task {task}: wcet {wcet} exceeds period {period}")]
+    WcetExceedsPeriod {
+        /// Declaration index.
+        task: usize,
+        /// The offending wcet.
+        wcet: u64,
+        /// The period.
+        period: u64,
+    },
+    /// `d = 0` or `d > p`.
+    #[error("task {task}: deadline {deadline} must be in 1..={period} (its period)")]
+    BadDeadline {
+        /// Declaration index.
+        task: usize,
+        /// The offending deadline.
+        deadline: u64,
+        /// The period.
+        period: u64,
+    },
+    /// A time value above [`crate::MAX_TIME`].
+    #[error("task {task}: value {value} exceeds the supported maximum 2^40")]
+    TooLarge {
+        /// Declaration index.
+        task: usize,
+        /// The offending value.
+        value: u64,
+    },
+}
 
 /// A periodic task: released every `period` time units, needing at most `wcet` units of
 /// processor time per job, each job due `deadline` units after its release.

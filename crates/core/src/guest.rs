@@ -54,9 +54,36 @@
 
 use std::collections::VecDeque;
 
-use crate::model::GuestSmp;
 use crate::rng::SimRng;
 use crate::time::Nanos;
+
+/// How a guest with several VCPUs schedules its tasks over them (`platform.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum GuestSmp {
+    /// One ready queue: the k best jobs run on the k VCPUs the VMM runs now; a job whose
+    /// VCPU is taken away moves to another running VCPU that is idle or runs a worse job.
+    #[default]
+    Global,
+    /// Each task is pinned to one VCPU (`TaskSpec`'s VCPU index).
+    Partitioned,
+}
+
+impl GuestSmp {
+    pub fn name(self) -> &'static str {
+        match self {
+            GuestSmp::Global => "global",
+            GuestSmp::Partitioned => "partitioned",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<GuestSmp> {
+        match name {
+            "global" => Some(GuestSmp::Global),
+            "partitioned" => Some(GuestSmp::Partitioned),
+            _ => None,
+        }
+    }
+}
 
 /// The guest OS scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -15,15 +15,23 @@
 //! - [`rng`]: the portable seeded random stream.
 //! - [`words`]: serde's error messages in words, for every reader of a file.
 //! - [`xl`]: the `xl`-compatible commands (cpupools, pinning, `sched-rtds`, `sched-credit`).
+
+// Floors, lowest first: a module uses only the modules above it (checked by
+// `tests/integration/layers.rs`); the modules of one floor do not use each other.
 pub mod cpuset;
-pub mod event;
-pub mod guest;
-pub mod machine;
-pub mod model;
-pub mod policy;
 pub mod rng;
 pub mod time;
 pub mod words;
+
+pub mod guest;
+
+pub mod model;
+
+pub mod event;
+
+pub mod policy;
+
+pub mod machine;
 pub mod xl;
 
 pub use time::Nanos;

@@ -1,7 +1,8 @@
 //! Identifiers and parameters shared by the VMM policies and the guests.
 
+// Defined with the guest schedulers that read it; a domain's placement names it here.
+pub use crate::guest::GuestSmp;
 use crate::guest::{GuestScheduler, TaskSpec};
-use crate::policy::PolicyKind;
 use crate::time::Nanos;
 
 /// A VCPU, by its index in the machine's VCPU table. Ids are never reused, so a removed
@@ -152,6 +153,138 @@ pub enum ParamError {
     Other(String),
 }
 
+/// Every policy rtvmm knows, by name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PolicyKind {
+    Deferrable,
+    Periodic,
+    Polling,
+    Sporadic,
+    Wcps,
+    Crps,
+    Credit,
+    Sedf,
+    Rtds,
+    Arinc653,
+}
+
+impl PolicyKind {
+    pub const ALL: [PolicyKind; 10] = [
+        PolicyKind::Deferrable,
+        PolicyKind::Periodic,
+        PolicyKind::Polling,
+        PolicyKind::Sporadic,
+        PolicyKind::Wcps,
+        PolicyKind::Crps,
+        PolicyKind::Credit,
+        PolicyKind::Sedf,
+        PolicyKind::Rtds,
+        PolicyKind::Arinc653,
+    ];
+
+    /// The canonical name, as written in scenario files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Deferrable => "deferrable",
+            PolicyKind::Periodic => "periodic",
+            PolicyKind::Polling => "polling",
+            PolicyKind::Sporadic => "sporadic",
+            PolicyKind::Wcps => "wcps",
+            PolicyKind::Crps => "crps",
+            PolicyKind::Credit => "credit",
+            PolicyKind::Sedf => "sedf",
+            PolicyKind::Rtds => "rtds",
+            PolicyKind::Arinc653 => "arinc653",
+        }
+    }
+
+    /// Other accepted names.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            PolicyKind::Periodic => &["ptps"],
+            PolicyKind::Crps => &["ssps"],
+            PolicyKind::Deferrable => &["ds"],
+            PolicyKind::Sporadic => &["ss"],
+            PolicyKind::Arinc653 => &["arinc"],
+            _ => &[],
+        }
+    }
+
+    /// One line for `rtvmm policies`.
+    pub fn description(self) -> &'static str {
+        match self {
+            PolicyKind::Deferrable => {
+                "Deferrable Server: budget kept while idle, set to B at each period (RT-Xen 2011)"
+            }
+            PolicyKind::Periodic => {
+                "Periodic Server (PTPS): an idle highest-priority server idles its budget away"
+            }
+            PolicyKind::Polling => {
+                "Polling Server: an idle server's budget is discarded until its next period"
+            }
+            PolicyKind::Sporadic => {
+                "Sporadic Server (Stanovich 2010): budget used is paid back one period after activation"
+            }
+            PolicyKind::Wcps => {
+                "Work-conserving periodic server: lower-priority work runs on both budgets (CSA 2012)"
+            }
+            PolicyKind::Crps => {
+                "Capacity-reclaiming periodic server: idle budget is lent to others (CSA 2012)"
+            }
+            PolicyKind::Credit => {
+                "Xen Credit: proportional share by weight, BOOST on wake, optional cap"
+            }
+            PolicyKind::Sedf => "Xen SEDF: EDF over slice/period, slice kept while idle",
+            PolicyKind::Rtds => "Xen RTDS: EDF servers with budget/period and extratime",
+            PolicyKind::Arinc653 => "ARINC 653: static cyclic table of minor frames",
+        }
+    }
+
+    /// Whether the policy is one of the fixed-priority servers.
+    pub fn is_server(self) -> bool {
+        matches!(
+            self,
+            PolicyKind::Deferrable
+                | PolicyKind::Periodic
+                | PolicyKind::Polling
+                | PolicyKind::Sporadic
+                | PolicyKind::Wcps
+                | PolicyKind::Crps
+        )
+    }
+
+    /// Whether the policy schedules a pool of several pcpus globally (one run queue, a
+    /// VCPU may run on any pcpu of its affinity): RTDS (global EDF), Credit, and the
+    /// fixed-priority servers (global fixed priority). The others (SEDF, ARINC 653)
+    /// schedule such a pool partitioned: every VCPU pinned to one pcpu, one instance of the
+    /// policy per pcpu ([`partitioned`](crate::policy::partitioned)).
+    pub fn schedules_globally(self) -> bool {
+        self.is_server() || matches!(self, PolicyKind::Rtds | PolicyKind::Credit)
+    }
+
+    /// Whether a VCPU that says nothing about `extratime` has it under this policy: yes
+    /// under RTDS (Xen's `rt_unit_init` sets it on every new unit, and `xl sched-rtds`
+    /// without `-e` keeps it), no under SEDF (the papers set it off). The other policies
+    /// do not read it.
+    pub fn extratime_default(self) -> bool {
+        matches!(self, PolicyKind::Rtds)
+    }
+
+    /// Looks a policy up by its name or an alias (case-insensitive).
+    pub fn from_name(name: &str) -> Option<PolicyKind> {
+        let lower = name.trim().to_ascii_lowercase();
+        PolicyKind::ALL
+            .into_iter()
+            .find(|k| k.name() == lower || k.aliases().contains(&lower.as_str()))
+    }
+}
+
+impl std::fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One domain as a driver is given it: its VCPU parameters, its guest (the scheduler and
 /// tasks inside) and where it runs. The simulator runs these; generators and the scenario
 /// reader make them.
@@ -165,34 +298,6 @@ pub struct DomainSpec {
     /// Pool, number of VCPUs and their affinity; the default is one VCPU in `Pool-0`, free
     /// to run on any of its pcpus.
     pub placement: Placement,
-}
-
-/// How a guest with several VCPUs schedules its tasks over them (`platform.md`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum GuestSmp {
-    /// One ready queue: the k best jobs run on the k VCPUs the VMM runs now; a job whose
-    /// VCPU is taken away moves to another running VCPU that is idle or runs a worse job.
-    #[default]
-    Global,
-    /// Each task is pinned to one VCPU (`TaskSpec`'s VCPU index).
-    Partitioned,
-}
-
-impl GuestSmp {
-    pub fn name(self) -> &'static str {
-        match self {
-            GuestSmp::Global => "global",
-            GuestSmp::Partitioned => "partitioned",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<GuestSmp> {
-        match name {
-            "global" => Some(GuestSmp::Global),
-            "partitioned" => Some(GuestSmp::Partitioned),
-            _ => None,
-        }
-    }
 }
 
 /// Where a domain runs: its cpupool, its VCPUs and their hard affinity.

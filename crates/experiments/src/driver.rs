@@ -26,8 +26,8 @@ use rtvmm_core::Nanos;
 use rtvmm_system::results::RunResults;
 use rtvmm_system::SystemSpec;
 
+use crate::cancel::Cancel;
 use crate::error::ExperimentError;
-use crate::options::{Cancel, Options};
 use crate::system::simulate;
 
 /// Why a real-time run could not start or failed, as the executor said it.
@@ -102,20 +102,19 @@ impl Driver {
         matches!(self, Driver::Host(_))
     }
 
-    /// Runs `system` for `duration`: simulated, or in real time (stopped by
-    /// `options.cancel`, which gives [`ExperimentError::Stopped`]).
+    /// Runs `system` for `duration`: simulated, or in real time (stopped by `cancel`,
+    /// the options' flag, which gives [`ExperimentError::Stopped`]).
     pub fn run(
         &self,
         system: &SystemSpec,
         scenario: &str,
         seed: u64,
         duration: Nanos,
-        options: &Options,
+        cancel: &Cancel,
     ) -> Result<RunResults, ExperimentError> {
         match self {
             Driver::Simulate => simulate(system, scenario, seed, duration),
-            Driver::Host(host) => match host.run(system, scenario, seed, duration, &options.cancel)
-            {
+            Driver::Host(host) => match host.run(system, scenario, seed, duration, cancel) {
                 Ok(Some(results)) => Ok(results),
                 Ok(None) => Err(ExperimentError::Stopped {
                     run: scenario.to_string(),

@@ -32,19 +32,30 @@
 //! # Ok::<(), rtvmm_experiments::ExperimentError>(())
 //! ```
 
-pub mod compare;
-pub mod driver;
-pub mod error;
-pub mod experiments;
+// Floors, lowest first: a module uses only the modules above it (checked by
+// `tests/integration/layers.rs`); the modules of one floor do not use each other.
+mod cancel;
 pub mod files;
 pub mod host;
+
+pub mod error;
+
 pub mod interfaces;
-pub mod options;
 pub mod plot;
-pub mod report;
-pub mod rtxen;
-pub mod sweep;
 pub mod system;
+
+pub mod driver;
+
+pub mod options;
+
+pub mod sweep;
+
+pub mod report;
+
+pub mod compare;
+pub mod rtxen;
+
+pub mod experiments;
 
 use std::time::Instant;
 

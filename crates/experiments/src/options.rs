@@ -2,13 +2,15 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use rtvmm_core::machine::Overheads;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 
+// Defined below the driver, which hands it to a real-time run; named here with the
+// options that carry it.
+pub use crate::cancel::Cancel;
 use crate::driver::Driver;
 use crate::error::ExperimentError;
 
@@ -52,40 +54,6 @@ pub struct Options {
     /// progress display: the binary draws one; the library draws nothing).
     pub progress: Option<Progress>,
 }
-
-/// A cancel flag: clones share it. The library only reads it; no signal handler is
-/// installed here (the binary owns signals).
-#[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    pub fn new() -> Cancel {
-        Cancel::default()
-    }
-
-    /// Asks every sweep that reads this flag to start no more runs.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-
-    /// The flag itself, for a signal handler to set.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.0)
-    }
-}
-
-/// Two handles are equal when they share one flag.
-impl PartialEq for Cancel {
-    fn eq(&self, other: &Cancel) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Cancel {}
 
 /// What a sweep reports as it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

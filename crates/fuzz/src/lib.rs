@@ -34,15 +34,20 @@
 //! assert_eq!(scenario::check("duration = 5"), Ok(Outcome::Refused));
 //! ```
 
-pub mod carts;
+// Floors, lowest first: a module uses only the modules above it (checked by
+// `tests/integration/layers.rs`); the modules of one floor do not use each other.
 pub mod harness;
 pub mod mutate;
-pub mod results;
-pub mod scenario;
 pub mod seeds;
 pub mod tape;
+
 pub mod text;
+
+pub mod carts;
+pub mod results;
 pub mod workload;
+
+pub mod scenario;
 
 use std::fmt;
 

@@ -53,13 +53,17 @@
 //! # Ok::<(), rtvmm_gen::GenError>(())
 //! ```
 
-pub mod arinc;
+// Floors, lowest first: a module uses only the modules above it (checked by
+// `tests/integration/layers.rs`); the modules of one floor do not use each other.
 pub mod benchmark;
-pub mod csa;
 pub mod periods;
-pub mod rtxen;
 pub mod sampling;
+
+pub mod arinc;
+pub mod csa;
+pub mod rtxen;
 pub mod uunifast;
+
 pub mod workload_file;
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};

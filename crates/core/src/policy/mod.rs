@@ -32,6 +32,9 @@
 use crate::cpuset::CpuSet;
 use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+// Defined with the other identifiers in `model`, whose VCPU parameters ask it for their
+// defaults; callers name it here, with the policies.
+pub use crate::model::PolicyKind;
 use crate::time::Nanos;
 
 pub mod arinc653;
@@ -324,138 +327,6 @@ impl<T> PcpuIndexed<T> for Vec<T> {
     }
     fn remove_at(&mut self, at: usize) -> T {
         self.remove(at)
-    }
-}
-
-/// Every policy rtvmm knows, by name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum PolicyKind {
-    Deferrable,
-    Periodic,
-    Polling,
-    Sporadic,
-    Wcps,
-    Crps,
-    Credit,
-    Sedf,
-    Rtds,
-    Arinc653,
-}
-
-impl PolicyKind {
-    pub const ALL: [PolicyKind; 10] = [
-        PolicyKind::Deferrable,
-        PolicyKind::Periodic,
-        PolicyKind::Polling,
-        PolicyKind::Sporadic,
-        PolicyKind::Wcps,
-        PolicyKind::Crps,
-        PolicyKind::Credit,
-        PolicyKind::Sedf,
-        PolicyKind::Rtds,
-        PolicyKind::Arinc653,
-    ];
-
-    /// The canonical name, as written in scenario files and on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            PolicyKind::Deferrable => "deferrable",
-            PolicyKind::Periodic => "periodic",
-            PolicyKind::Polling => "polling",
-            PolicyKind::Sporadic => "sporadic",
-            PolicyKind::Wcps => "wcps",
-            PolicyKind::Crps => "crps",
-            PolicyKind::Credit => "credit",
-            PolicyKind::Sedf => "sedf",
-            PolicyKind::Rtds => "rtds",
-            PolicyKind::Arinc653 => "arinc653",
-        }
-    }
-
-    /// Other accepted names.
-    pub fn aliases(self) -> &'static [&'static str] {
-        match self {
-            PolicyKind::Periodic => &["ptps"],
-            PolicyKind::Crps => &["ssps"],
-            PolicyKind::Deferrable => &["ds"],
-            PolicyKind::Sporadic => &["ss"],
-            PolicyKind::Arinc653 => &["arinc"],
-            _ => &[],
-        }
-    }
-
-    /// One line for `rtvmm policies`.
-    pub fn description(self) -> &'static str {
-        match self {
-            PolicyKind::Deferrable => {
-                "Deferrable Server: budget kept while idle, set to B at each period (RT-Xen 2011)"
-            }
-            PolicyKind::Periodic => {
-                "Periodic Server (PTPS): an idle highest-priority server idles its budget away"
-            }
-            PolicyKind::Polling => {
-                "Polling Server: an idle server's budget is discarded until its next period"
-            }
-            PolicyKind::Sporadic => {
-                "Sporadic Server (Stanovich 2010): budget used is paid back one period after activation"
-            }
-            PolicyKind::Wcps => {
-                "Work-conserving periodic server: lower-priority work runs on both budgets (CSA 2012)"
-            }
-            PolicyKind::Crps => {
-                "Capacity-reclaiming periodic server: idle budget is lent to others (CSA 2012)"
-            }
-            PolicyKind::Credit => {
-                "Xen Credit: proportional share by weight, BOOST on wake, optional cap"
-            }
-            PolicyKind::Sedf => "Xen SEDF: EDF over slice/period, slice kept while idle",
-            PolicyKind::Rtds => "Xen RTDS: EDF servers with budget/period and extratime",
-            PolicyKind::Arinc653 => "ARINC 653: static cyclic table of minor frames",
-        }
-    }
-
-    /// Whether the policy is one of the fixed-priority servers.
-    pub fn is_server(self) -> bool {
-        matches!(
-            self,
-            PolicyKind::Deferrable
-                | PolicyKind::Periodic
-                | PolicyKind::Polling
-                | PolicyKind::Sporadic
-                | PolicyKind::Wcps
-                | PolicyKind::Crps
-        )
-    }
-
-    /// Whether the policy schedules a pool of several pcpus globally (one run queue, a
-    /// VCPU may run on any pcpu of its affinity): RTDS (global EDF), Credit, and the
-    /// fixed-priority servers (global fixed priority). The others (SEDF, ARINC 653)
-    /// schedule such a pool partitioned: every VCPU pinned to one pcpu, one instance of the
-    /// policy per pcpu ([`partitioned`]).
-    pub fn schedules_globally(self) -> bool {
-        self.is_server() || matches!(self, PolicyKind::Rtds | PolicyKind::Credit)
-    }
-
-    /// Whether a VCPU that says nothing about `extratime` has it under this policy: yes
-    /// under RTDS (Xen's `rt_unit_init` sets it on every new unit, and `xl sched-rtds`
-    /// without `-e` keeps it), no under SEDF (the papers set it off). The other policies
-    /// do not read it.
-    pub fn extratime_default(self) -> bool {
-        matches!(self, PolicyKind::Rtds)
-    }
-
-    /// Looks a policy up by its name or an alias (case-insensitive).
-    pub fn from_name(name: &str) -> Option<PolicyKind> {
-        let lower = name.trim().to_ascii_lowercase();
-        PolicyKind::ALL
-            .into_iter()
-            .find(|k| k.name() == lower || k.aliases().contains(&lower.as_str()))
-    }
-}
-
-impl std::fmt::Display for PolicyKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

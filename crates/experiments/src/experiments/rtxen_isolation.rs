@@ -150,7 +150,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         )?;
         options
             .driver
-            .run(&system, &name(run), seed, duration, options)
+            .run(&system, &name(run), seed, duration, &options.cancel)
     })?;
     // With --host: how each run may be read, and what the machine did meanwhile.
     let mut all_real_time = true;

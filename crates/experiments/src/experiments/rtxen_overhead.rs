@@ -261,7 +261,7 @@ fn run_on_host(out: &mut Output, host: &dyn RealTime) -> Result<(), ExperimentEr
         )?;
         options
             .driver
-            .run(&system, &name(policy), seed, duration, options)
+            .run(&system, &name(policy), seed, duration, &options.cancel)
     })?;
 
     let mut rows = Vec::new();
