@@ -27,14 +27,19 @@ use rtvmm_scenario::demo::{self, DemoError};
 use rtvmm_scenario::Scenario;
 use rtvmm_system::trace::TraceFormat;
 
+// Floors, bottom first; a blank line between them keeps `rustfmt` from sorting them.
+mod signals;
+
+mod progress;
+
 #[cfg(target_os = "linux")]
 mod ctl;
-mod experiment;
 mod gen;
+
 #[cfg(target_os = "linux")]
 mod host;
-mod progress;
-mod signals;
+
+mod experiment;
 
 use experiment::ExperimentArgs;
 use gen::GenArgs;

@@ -9,9 +9,9 @@ use rtvmm_core::model::{VcpuParams, DEFAULT_WEIGHT};
 use rtvmm_core::Nanos;
 use rtvmm_gen::{ServerDomain, ServerSystem};
 
-use super::render::ns;
 use super::report::{DomainReport, Report};
 use super::{AnalyzeError, Input};
+use crate::names::ns;
 use rtvmm_scenario::{weight_from_share, Scenario, DEFAULT_SEED};
 
 /// `--emit scenario`: the input with every domain's VCPU set to its interface (budget

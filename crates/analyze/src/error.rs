@@ -21,7 +21,7 @@ pub enum AnalyzeError {
     /// An option does not fit the input (unknown domain, empty range, ...).
     #[error("{0}")]
     BadOption(String),
-    /// A CARTS component or task name longer than [`crate::MAX_NAME_CHARS`].
+    /// A CARTS component or task name longer than [`rtvmm_scenario::MAX_NAME_CHARS`].
     #[error("{file}: line {line}: {what} name: {length} characters: a name has at most {max}", max = rtvmm_scenario::MAX_NAME_CHARS)]
     NameTooLong {
         file: String,

@@ -11,8 +11,11 @@
 //! | `options` | the command line's options (`Options`, lengths, period ranges, fixed periods) |
 //! | `input` | what is read: a scenario, or a CARTS XML file ([`Input`]) |
 //! | `convert` | input conversion: scenario or CARTS → the analysis's [`System`](rtvmm_analysis::system::System), in units, options applied |
-//! | `report` | the [`Report`], built at the end from the converted input and the analysis's result |
-//! | `render` | the table, JSON and `xl` lines, and the verdicts' words |
+//! | `names` | the names every output shares (guests, servers, sbf forms, times) |
+//! | `report` | the [`Report`]: what was analysed and found, per domain and task (the JSON) |
+//! | `words` | the verdicts put into words |
+//! | `build` | the report, built at the end from the converted input and the analysis's result |
+//! | `render` | the table, JSON and `xl` lines |
 //! | `emit` | `--emit scenario`: a runnable scenario whose VCPUs are the interfaces |
 //! | `error` | [`AnalyzeError`] |
 //!
@@ -123,13 +126,26 @@
 //!   [`ServerKind::SporadicMerging`](rtvmm_analysis::ServerKind::SporadicMerging) — a capacity gap of a
 //!   whole period — and Lemma 1 is not used for it; the notes name such domains.
 
-mod convert;
-mod emit;
+// Floors, bottom first; a blank line between them keeps `rustfmt` from sorting them.
 mod error;
-mod input;
+
 mod options;
-mod render;
+
+mod input;
+
+mod names;
+
+mod convert;
+
 mod report;
+
+mod words;
+
+mod build;
+
+mod render;
+
+mod emit;
 
 use rtvmm_analysis::system;
 
@@ -147,7 +163,7 @@ use rtvmm_scenario::Scenario;
 pub fn analyze(input: &Input, options: &Options) -> Result<Report, AnalyzeError> {
     let converted = convert::convert(input, options)?;
     let result = system::analyze(&converted.system);
-    Ok(report::build(converted, &result))
+    Ok(build::build(converted, &result))
 }
 
 /// `check --admit`: the scenario's own VCPUs are the interfaces where it has them, the

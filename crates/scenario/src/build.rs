@@ -18,7 +18,6 @@ use rtvmm_core::Nanos;
 use rtvmm_system::{ChainSpec, Change, DomainSpec, SystemSpec, TimedChange};
 
 use crate::error::{ErrorKind, Location, ScenarioError};
-use crate::live::ParamUpdate;
 use crate::raw::{
     RawChain, RawDomain, RawEvent, RawMachine, RawOverhead, RawPool, RawScenario, RawScheduler,
     RawTask, RawTime, RawVcpu,
@@ -31,16 +30,37 @@ pub(crate) fn build(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     Builder { file }.scenario(raw)
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-pub(crate) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
-    let mut end = offset.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
+/// A `sched-set`: the domain and the parameters it gives; the others keep their values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamUpdate {
+    pub domain: String,
+    pub budget: Option<Nanos>,
+    pub period: Option<Nanos>,
+    pub priority: Option<u32>,
+    pub weight: Option<u32>,
+    pub cap: Option<u32>,
+    pub extratime: Option<bool>,
+    pub max_replenishments: Option<u32>,
+}
+
+impl ParamUpdate {
+    /// `params` with this update applied. A weight that was never given (`weight_given`
+    /// false) follows a new budget or period (it is the share's, see the crate docs).
+    pub fn applied_to(&self, params: &VcpuParams, weight_given: bool) -> VcpuParams {
+        let mut new = params.clone();
+        new.budget = self.budget.unwrap_or(params.budget);
+        new.period = self.period.unwrap_or(params.period);
+        new.priority = self.priority.unwrap_or(params.priority);
+        new.cap = self.cap.unwrap_or(params.cap);
+        new.extratime = self.extratime.or(params.extratime);
+        new.max_replenishments = self.max_replenishments.unwrap_or(params.max_replenishments);
+        new.weight = match self.weight {
+            Some(w) => w,
+            None if weight_given => params.weight,
+            None => default_weight(&new),
+        };
+        new
     }
-    let before = &text[..end];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    (line, before[line_start..].chars().count() + 1)
 }
 
 /// Credit weight proportional to a server's share (the core's rule,
@@ -1539,13 +1559,5 @@ mod tests {
         assert_eq!(f(1.5), None);
         assert_eq!(min_exec_from_etf(&toml::Value::Integer(2), wcet), None);
         assert_eq!(f(1e-300), Some(Nanos(1)));
-    }
-
-    #[test]
-    fn line_and_column_are_one_based() {
-        let text = "a = 1\nbb = 2\n";
-        assert_eq!(line_and_column(text, 0), (1, 1));
-        assert_eq!(line_and_column(text, 6), (2, 1));
-        assert_eq!(line_and_column(text, 9), (2, 4));
     }
 }

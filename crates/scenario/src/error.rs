@@ -250,3 +250,28 @@ pub enum ErrorKind {
     #[error("{0}")]
     Invalid(String),
 }
+
+/// 1-based line and column (in characters) of a byte offset.
+pub(crate) fn line_and_column(text: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[line_start..].chars().count() + 1)
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::line_and_column;
+
+    #[test]
+    fn line_and_column_are_one_based() {
+        let text = "a = 1\nbb = 2\n";
+        assert_eq!(line_and_column(text, 0), (1, 1));
+        assert_eq!(line_and_column(text, 6), (2, 1));
+        assert_eq!(line_and_column(text, 9), (2, 4));
+    }
+}

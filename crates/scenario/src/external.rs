@@ -13,7 +13,7 @@
 //! The simulator cannot run an external domain: its workload is unknown. Simulating it
 //! as idle (no tasks) or as always busy would print figures that look measured and are
 //! invented, so [`Scenario::simulable`] refuses, naming the domain (`rtvmm sim` and
-//! [`crate::run()`] call it); `rtvmm check` still prints the file.
+//! `rtvmm_sim::run::run` call it); `rtvmm check` still prints the file.
 //!
 //! What the file says is checked here (an absolute path without a newline; process ids
 //! from 1 to 2³¹−1, at least one, none twice). Whether the cgroup or the processes exist

@@ -5,7 +5,7 @@
 //! the text into a validated [`Scenario`] (whose [`Scenario::system`] is what
 //! `rtvmm_sim::Simulation` runs), prints it back in normalised form
 //! ([`Scenario::to_toml`]), re-targets it at another policy ([`Scenario::with_policy`]),
-//! and runs it ([`run()`]). [`demo`] holds the built-in scenario of `rtvmm demo`;
+//! and `rtvmm_sim::run` runs it. [`demo`] holds the built-in scenario of `rtvmm demo`;
 //! [`live`] reads the events' actions one at a time, for changing a running system.
 //! Bad input gives a [`ScenarioError`] that names the file, the place (section, event,
 //! domain, task), the field and what is wrong; nothing here panics on input.
@@ -237,15 +237,22 @@
 //!   scheduler overhead and no VCPU can make progress.
 //! - Validation takes time linear in the size of the file (n log n where it sorts).
 
-pub mod demo;
+// Floors, bottom first; a blank line between them keeps `rustfmt` from sorting them.
 pub mod error;
+
 pub mod external;
-pub mod live;
+
+mod raw;
 
 mod build;
-mod print;
-mod raw;
+
 mod validate;
+
+mod print;
+
+pub mod live;
+
+pub mod demo;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -422,7 +429,7 @@ fn with_key_line(mut error: ScenarioError, text: &str) -> ScenarioError {
         "kind"
     };
     if let Some(span) = keys.and_then(|k| k.get(key).or_else(|| k.get(fallback))) {
-        error.location.line = Some(build::line_and_column(text, span.span().start).0);
+        error.location.line = Some(error::line_and_column(text, span.span().start).0);
     }
     error
 }

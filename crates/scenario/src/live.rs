@@ -61,38 +61,7 @@ use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::raw::{RawEvent, RawScheduler};
 use crate::{ArincTableSpec, SchedulerSettings};
 
-/// A `sched-set`: the domain and the parameters it gives; the others keep their values.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParamUpdate {
-    pub domain: String,
-    pub budget: Option<Nanos>,
-    pub period: Option<Nanos>,
-    pub priority: Option<u32>,
-    pub weight: Option<u32>,
-    pub cap: Option<u32>,
-    pub extratime: Option<bool>,
-    pub max_replenishments: Option<u32>,
-}
-
-impl ParamUpdate {
-    /// `params` with this update applied. A weight that was never given (`weight_given`
-    /// false) follows a new budget or period (it is the share's, see the crate docs).
-    pub fn applied_to(&self, params: &VcpuParams, weight_given: bool) -> VcpuParams {
-        let mut new = params.clone();
-        new.budget = self.budget.unwrap_or(params.budget);
-        new.period = self.period.unwrap_or(params.period);
-        new.priority = self.priority.unwrap_or(params.priority);
-        new.cap = self.cap.unwrap_or(params.cap);
-        new.extratime = self.extratime.or(params.extratime);
-        new.max_replenishments = self.max_replenishments.unwrap_or(params.max_replenishments);
-        new.weight = match self.weight {
-            Some(w) => w,
-            None if weight_given => params.weight,
-            None => default_weight(&new),
-        };
-        new
-    }
-}
+pub use crate::build::ParamUpdate;
 
 /// Whether `params`'s weight is the one derived from its share (or Xen's default without
 /// a period), so that it would follow a new budget or period: how a running system, which

@@ -242,7 +242,7 @@ pub(crate) fn parse(text: &str, file: &str) -> Result<RawScenario, ScenarioError
         Err(e) => e,
     };
     let (line, column) = match error.span() {
-        Some(span) => crate::build::line_and_column(text, span.start),
+        Some(span) => crate::error::line_and_column(text, span.start),
         None => (1, 1),
     };
     let (location, message) = match toml::from_str::<toml::Table>(text) {

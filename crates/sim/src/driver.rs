@@ -23,7 +23,7 @@
 //! # Memory
 //! What a run keeps grows with the system and the run's length only where asked:
 //! - per task, [`TaskStats`]: counts and distributions in bounded memory (see
-//!   [`crate::stats`]) — always;
+//!   [`rtvmm_system::stats`]) — always;
 //! - every finished job ([`DomainRun::finished`]) — unless turned off with
 //!   [`Simulation::set_keep_jobs`] (`rtvmm sim` keeps them only for `--jobs`);
 //! - the trace — only when recording;

@@ -2,7 +2,7 @@
 //!
 //! Drives the scheduling core (`rtvmm-core`) with simulated guests, in virtual time, as fast
 //! as the machine allows. Same system, same seed: same bytes out. What it runs and what it
-//! reports are the shared vocabulary of `rtvmm-system` (a [`SystemSpec`], its changes, the
+//! reports are the shared vocabulary of `rtvmm-system` (a [`SystemSpec`](rtvmm_system::SystemSpec), its changes, the
 //! results), which the host executor speaks too.
 //!
 //! - [`driver`]: the event loop ([`driver::Simulation`]).
@@ -10,7 +10,7 @@
 //! - [`run`]: a scenario file's system run for its duration, with what it records.
 //! - [`compare`]: one scenario under several policies (`rtvmm demo`).
 //!
-//! Long runs: [`SystemSpec::estimate_work`] counts a run's work before it starts, and
+//! Long runs: [`SystemSpec::estimate_work`](rtvmm_system::SystemSpec::estimate_work) counts a run's work before it starts, and
 //! [`Simulation::run_until_with`] reports progress every so many steps to a callback that
 //! may stop the run (a binary draws the bar and handles Ctrl-C; this crate does neither).
 //! Memory: see "Memory" in [`driver`].

@@ -80,7 +80,7 @@ pub fn run(scenario: &Scenario, record: Record) -> Result<Run, RunError> {
 }
 
 /// Runs `scenario` as [`run`] does, calling `progress` with the simulated time every
-/// [`rtvmm_sim::driver::PROGRESS_STEPS`] steps; when it returns `ControlFlow::Break(())`
+/// [`crate::driver::PROGRESS_STEPS`] steps; when it returns `ControlFlow::Break(())`
 /// the run stops there and everything is collected as for a run that long (see
 /// [`Simulation::run_until_with`]). `rtvmm sim` draws its progress bar and handles Ctrl-C
 /// with it; use [`Scenario::system`]'s `estimate_work` to decide whether a run is long.

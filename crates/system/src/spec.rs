@@ -11,7 +11,7 @@ use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::Arrival;
 use rtvmm_core::machine::{Machine, MachineConfig, MachineError, PoolSpec};
 use rtvmm_core::model::VcpuParams;
-use rtvmm_core::policy::{PolicyConfig, PolicySettings, TickInterval};
+use rtvmm_core::policy::{PolicyConfig, PolicySettings};
 use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 
@@ -173,14 +173,6 @@ impl SystemSpec {
             }
             _ => false,
         }
-    }
-
-    /// The pools' quantum ticks, as the core's machine gives them: for each pool, its
-    /// quantum (its own, else the machine's) and its pcpus.
-    fn pool_quanta(&self) -> impl Iterator<Item = (&PoolSpec, Nanos)> {
-        self.pools
-            .iter()
-            .map(|p| (p, p.quantum.unwrap_or(self.machine.quantum)))
     }
 
     /// The machine the system starts with, without VCPUs: its pools. The one place a
@@ -375,8 +367,12 @@ impl SystemSpec {
         // pcpus as `xl cpupool-cpu-add` commands name it (each from the start: upper-leaning).
         let machine_pcpus = u64::from(self.machine.pcpus.max(1));
         let mut pools: Vec<(PolicyConfig, Nanos, u64)> = self
-            .pool_quanta()
-            .map(|(p, quantum)| (p.policy.clone(), quantum, u64::from(p.pcpus.len())))
+            .pools
+            .iter()
+            .map(|p| {
+                let quantum = p.quantum_on(&self.machine);
+                (p.policy.clone(), quantum, u64::from(p.pcpus.len()))
+            })
             .collect();
         for change in &self.changes {
             if let Change::Xl(XlCommand::CpupoolCreate { name, sched }) = &change.change {
@@ -407,29 +403,34 @@ impl SystemSpec {
             let policies: Vec<&PolicyConfig> = std::iter::once(policy)
                 .chain(swaps.iter().copied())
                 .collect();
-            // The quantum tick, on each of the pool's pcpus, if a policy used has it (the
-            // policy says: its `tick_interval`).
-            if policies
+            // Each pcpu of the pool ticks as the core arms it ([`PoolSpec::tick_of`]): the
+            // quantum tick if a policy used has it, and each policy's own tick (Credit's).
+            let ticks =
+                |every: Nanos| (duration.as_ns() / every.as_ns().max(1)).saturating_mul(*pcpus);
+            let quantum_tick = policies
                 .iter()
-                .any(|p| p.build(1).tick_interval() == TickInterval::Quantum)
-            {
-                let ticks = (duration.as_ns() / quantum.as_ns().max(1)).saturating_mul(*pcpus);
-                estimate.ticks = estimate.ticks.saturating_add(ticks);
+                .any(|p| matches!(PoolSpec::tick_of(p, *quantum), Some((_, true))));
+            if quantum_tick {
+                estimate.ticks = estimate.ticks.saturating_add(ticks(*quantum));
             }
             for policy in policies {
-                let timers = match policy {
-                    PolicyConfig::Credit(credit) => duration.as_ns() / credit.tick.as_ns().max(1),
+                let own_tick = match PoolSpec::tick_of(policy, *quantum) {
+                    Some((every, false)) => ticks(every),
+                    _ => 0,
+                };
+                // ARINC 653's minor frames end on timers of its own, one table per pcpu.
+                let frames = match policy {
                     PolicyConfig::Arinc653(table) => (duration.as_ns()
                         / table.major_frame.as_ns().max(1))
                     .saturating_add(1)
-                    .saturating_mul(table.minor_frames.len() as u64),
+                    .saturating_mul(table.minor_frames.len() as u64)
+                    .saturating_mul(*pcpus),
                     _ => 0,
                 };
-                // Each pcpu has its own (Credit's tick; ARINC 653's frames, one table per
-                // pcpu).
                 estimate.policy_timers = estimate
                     .policy_timers
-                    .saturating_add(timers.saturating_mul(*pcpus));
+                    .saturating_add(own_tick)
+                    .saturating_add(frames);
             }
         }
         let added = self.changes.iter().filter_map(|c| match &c.change {

@@ -6,8 +6,8 @@ use rtvmm_analysis::{CartsSystem, GuestScheduler as AnalysisGuest, InterfaceChoi
 use rtvmm_core::model::DEFAULT_MAX_REPLENISHMENTS;
 
 use super::{assign_levels, Draft, TaskInput};
-use crate::render::guest_name;
-use crate::report::{InterfaceSource, TaskKind};
+use crate::names::guest_name;
+use crate::names::{InterfaceSource, TaskKind};
 use crate::{AnalyzeError, Options};
 
 /// CARTS components as domains; child components are tasks `(Π, Θ)` of their parent.

@@ -17,8 +17,8 @@ use rtvmm_core::machine::ReplenishMode;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 
-use super::report::{InterfaceSource, TaskKind};
 use super::{AnalyzeError, Input, Options};
+use crate::names::{InterfaceSource, TaskKind};
 
 /// CARTS numbers have no unit; without `--quantum` one unit is this long.
 pub const CARTS_DEFAULT_UNIT: Nanos = Nanos::from_ms(1);

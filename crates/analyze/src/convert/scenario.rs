@@ -6,8 +6,8 @@ use rtvmm_core::guest::{Arrival, GuestScheduler};
 use rtvmm_core::Nanos;
 
 use super::{assign_levels, Draft, Refused, TaskInput};
-use crate::render::guest_name;
-use crate::report::{InterfaceSource, TaskKind};
+use crate::names::guest_name;
+use crate::names::{InterfaceSource, TaskKind};
 use crate::Options;
 
 /// A scenario domain, in units.

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use rtvmm_analysis::GuestScheduler as AnalysisGuest;
 use rtvmm_core::Nanos;
 
-use super::{ns, server_name, supply_name};
+use crate::names::{ns, server_name, supply_name};
 use crate::report::{Report, RtaStatus};
 
 impl Report {

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use rtvmm_analysis::SupplyForm;
 
-use super::ns;
+use crate::names::ns;
 use crate::report::Report;
 
 /// VCPUs per domain. One today (the core's guests have one VCPU each); `--emit xl` writes

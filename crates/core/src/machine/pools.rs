@@ -3,7 +3,7 @@
 //! swap of a pool's policy, and looking pools up. The rules are in the design note of
 //! [`super`] ("Cpupools at run time").
 
-use super::{Machine, MachineError, Overheads};
+use super::{Machine, MachineConfig, MachineError, Overheads};
 use crate::cpuset::CpuSet;
 use crate::event::{Cx, ScheduleReason};
 use crate::model::{DomainId, VcpuId};
@@ -42,6 +42,25 @@ impl PoolSpec {
             policy,
             quantum: None,
             overheads: None,
+        }
+    }
+
+    /// The pool's quantum on a machine of `config`: its own, else the machine's.
+    pub fn quantum_on(&self, config: &MachineConfig) -> Nanos {
+        self.quantum.unwrap_or(config.quantum)
+    }
+
+    /// The periodic tick `policy` takes on each pcpu of a pool of `quantum`: its interval
+    /// and whether it is the quantum tick (the RT-Xen servers, RTDS in quantum mode), or
+    /// `None` for an event-driven policy. What a machine arms, and what a driver's
+    /// estimate of a run's work counts: the one answer to "how often does this pool
+    /// tick".
+    pub fn tick_of(policy: &PolicyConfig, quantum: Nanos) -> Option<(Nanos, bool)> {
+        match policy.build(1).tick_interval() {
+            TickInterval::Quantum => Some((quantum, true)),
+            // A zero interval (refused when a configuration is validated) would loop.
+            TickInterval::Every(every) => Some((every.max(Nanos(1)), false)),
+            TickInterval::None => None,
         }
     }
 }
@@ -212,7 +231,7 @@ impl Machine {
 
     /// A pool without pcpus yet and with its policy built for none.
     pub(super) fn make_pool(&self, spec: PoolSpec) -> Pool {
-        let quantum = spec.quantum.unwrap_or(self.config.quantum);
+        let quantum = spec.quantum_on(&self.config);
         let built = spec.policy.build(1);
         let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), quantum);
         Pool {
@@ -375,7 +394,8 @@ impl Machine {
         self.refresh_lone();
     }
 
-    /// The tick interval of a policy (None: no tick) and whether it is the quantum tick.
+    /// The tick interval of a policy (None: no tick) and whether it is the quantum tick
+    /// ([`PoolSpec::tick_of`]'s answer, for a policy already built).
     pub(super) fn resolve_tick(interval: TickInterval, quantum: Nanos) -> (Option<Nanos>, bool) {
         match interval {
             TickInterval::Quantum => (Some(quantum), true),

@@ -7,8 +7,8 @@ use rtvmm_analysis::system::{
 use rtvmm_analysis::{DomainFailure, GuestScheduler as AnalysisGuest, Interface, ServerKind};
 use rtvmm_core::policy::PolicyKind;
 
-use super::{guest_name, ns, server_name};
 use crate::convert::{DomainInput, Refused};
+use crate::names::{guest_name, ns, server_name};
 use crate::report::{DomainReport, RtaStatus, TaskReport};
 
 /// Why the periodic resource model does not describe a server's supply.
