@@ -258,3 +258,55 @@ fn same_run_same_bytes() {
         assert_eq!(a, b);
     }
 }
+
+/// Every VCPU of a domain of several VCPUs carries its domain in the trace (a regression:
+/// only the first did, so the second VCPU's switches had no domain in the CSV and sat
+/// under "vcpus without a domain" in Perfetto).
+///
+/// One pcpu, RTDS; `web` has two VCPUs (partitioned guest, one 1 ms job on each VCPU),
+/// so both VCPUs wake at 0 and run one after the other: VCPU ids 0 and 1, both `web`'s.
+#[test]
+fn every_vcpu_of_a_multi_vcpu_domain_is_named_after_its_domain() {
+    use rtvmm_core::model::{GuestSmp, Placement};
+    use rtvmm_core::policy::RtdsMode;
+    let task = |name: &str, vcpu: u32| TaskSpec {
+        vcpu,
+        ..TaskSpec::periodic(name, ms(10), ms(1))
+    };
+    let mut spec = SystemSpec::one_pool(
+        MachineConfig::default(),
+        PolicyConfig::Rtds(RtdsMode::Event),
+    );
+    spec.domains.push(DomainSpec {
+        name: "web".into(),
+        vcpu: VcpuParams::server(ms(4), ms(10), 1),
+        guest: GuestScheduler::Edf,
+        tasks: vec![task("a", 0), task("b", 1)],
+        placement: Placement {
+            vcpus: 2,
+            smp: GuestSmp::Partitioned,
+            ..Placement::default()
+        },
+    });
+    let mut sim = Simulation::new(&spec, 1, true).unwrap();
+    sim.run_until(ms(5)).unwrap();
+    let names = sim.trace_names();
+    assert_eq!(names.vcpu_domain, vec![Some(0), Some(0)]);
+    let mut out = Vec::new();
+    write_trace(&mut out, TraceFormat::Csv, &sim.take_trace(), &names).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let switches: Vec<&str> = text.lines().filter(|l| l.contains(",switch,")).collect();
+    assert!(
+        switches.iter().any(|l| l.starts_with("0,switch,0,0,web,")),
+        "{text}"
+    );
+    assert!(
+        switches.iter().any(|l| l.contains(",switch,0,1,web,")),
+        "{text}"
+    );
+    // Every switch to a VCPU names its domain.
+    for line in &switches {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert!(cells[3].is_empty() || cells[4] == "web", "{line}");
+    }
+}
