@@ -9,6 +9,7 @@ use anyhow::anyhow;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_experiments::driver::{RealTime, RealTimeError};
+use rtvmm_experiments::figures::percent;
 use rtvmm_experiments::{files, Cancel};
 use rtvmm_host::ctl::{self, ServerError};
 use rtvmm_host::enforce::Backend;
@@ -322,9 +323,9 @@ pub fn overhead_table(h: &HostResults, duration_ns: u64) -> String {
         ));
     }
     out.push_str(&format!(
-        "scheduler CPU {:.3} ms = {:.3}% of the cpu lost to scheduling ({} wake-ups, {:.1} µs each) · host steal {:.3} ms · job records lost {}\n",
+        "scheduler CPU {:.3} ms = {}% of the cpu lost to scheduling ({} wake-ups, {:.1} µs each) · host steal {:.3} ms · job records lost {}\n",
         h.scheduler_cpu_ns as f64 / 1e6,
-        h.cpu_lost_share * 100.0,
+        percent(h.cpu_lost_share, 3),
         h.wakeups,
         h.scheduler_cpu_ns as f64 / h.wakeups.max(1) as f64 / 1e3,
         h.steal_ns as f64 / 1e6,
@@ -342,11 +343,11 @@ pub fn overhead_table(h: &HostResults, duration_ns: u64) -> String {
     let duration = duration_ns.max(1) as f64;
     for e in &h.external {
         out.push_str(&format!(
-            "external domain '{}' ({}): its threads had {:.3} ms of CPU = {:.1}% of the run{}\n",
+            "external domain '{}' ({}): its threads had {:.3} ms of CPU = {}% of the run{}\n",
             e.domain,
             e.source,
             e.cpu_ns as f64 / 1e6,
-            e.cpu_ns as f64 / duration * 100.0,
+            percent(e.cpu_ns as f64 / duration, 1),
             match e.gone_at_ns {
                 Some(t) => format!(" · every process gone at {}", Nanos(t)),
                 None => String::new(),
@@ -434,7 +435,7 @@ fn bench_table(policies: &[PolicyKind], runs: &[Vec<Round>]) -> String {
     type Figure = (&'static str, fn(&Round) -> f64, fn(f64) -> String);
     let ns = |v: f64| format!("{v:.0}");
     let us = |v: f64| format!("{:.1}", v / 1e3);
-    let pct = |v: f64| format!("{v:.2}");
+    let pct = |v: f64| percent(v, 2);
     let figures: [Figure; 11] = [
         ("ds med ns", |r| r.host.do_schedule_ns.p50 as f64, ns),
         ("ds p99 ns", |r| r.host.do_schedule_ns.p99 as f64, ns),
@@ -442,7 +443,7 @@ fn bench_table(policies: &[PolicyKind], runs: &[Vec<Round>]) -> String {
         ("sw med µs", |r| r.host.switch_ns.p50 as f64, us),
         ("sw p99 µs", |r| r.host.switch_ns.p99 as f64, us),
         ("late p99 µs", |r| r.host.tick_lateness_ns.p99 as f64, us),
-        ("cpu lost %", |r| r.host.cpu_lost_share * 100.0, pct),
+        ("cpu lost %", |r| r.host.cpu_lost_share, pct),
         (
             "wakes/s",
             |r| r.host.wakeups as f64 / r.seconds.max(1e-9),
@@ -458,7 +459,7 @@ fn bench_table(policies: &[PolicyKind], runs: &[Vec<Round>]) -> String {
             |r| r.host.steal_ns as f64 / 1e6,
             |v| format!("{v:.1}"),
         ),
-        ("DMR %", |r| r.miss_ratio * 100.0, pct),
+        ("DMR %", |r| r.miss_ratio, pct),
     ];
     let cell = |values: &mut Vec<f64>, show: fn(f64) -> String| -> String {
         values.sort_by(f64::total_cmp);

@@ -94,8 +94,17 @@ pub fn write(dir: &Path, name: &str, text: &str) -> String {
 /// would share the managed cpu (and the RT-throttling setting).
 pub static REAL_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Prints why a real-time test is skipped and returns true when it must be.
+/// Set to skip every real-time test on a machine shared with others (CI leaves it unset).
+pub const SKIP_RT_TESTS: &str = "RTVMM_SKIP_RT_TESTS";
+
+/// Prints why a real-time test is skipped and returns true when it must be:
+/// `RTVMM_SKIP_RT_TESTS` is set (neither empty nor `0`), or this machine lacks the
+/// privileges.
 pub fn skip_real_time(test: &str) -> bool {
+    if std::env::var_os(SKIP_RT_TESTS).is_some_and(|v| !v.is_empty() && v != "0") {
+        say_skipped(&format!("{test}: {SKIP_RT_TESTS} is set"));
+        return true;
+    }
     let missing = rtvmm_host::sys::missing_privileges(&rtvmm_host::sys::Host, true);
     if missing.is_empty() {
         return false;

@@ -6,6 +6,8 @@
 //!   scenarios, `xl` lines, CARTS input.
 //! - `long_runs`: the announcement of a long run and Ctrl-C keeping what was simulated.
 //! - `msrv`: the declared minimum Rust version is true of every locked dependency.
+//! - `readme`: every `$ rtvmm …` command of the README's `console` blocks runs as shown
+//!   (its exit status and the first line of output the README shows).
 //! - `ctl`: `rtvmm ctl` against a control socket served by a stand-in executor: output,
 //!   exit codes, refusals that change nothing, another user refused; and against a live
 //!   `rtvmm host run --ctl` (real time: skipped without the privileges).
@@ -30,3 +32,4 @@ mod host_experiments;
 mod layers;
 mod long_runs;
 mod msrv;
+mod readme;

@@ -5,6 +5,7 @@
 //! Domains are matched by name, in A's order, then B's extra ones; a domain present in
 //! only one file shows `—` on the other side.
 
+use crate::figures::{decimal, percent, signed_decimal, signed_percent};
 use rtvmm_core::words::{serde_message_in_words, Notation};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -85,17 +86,17 @@ enum Format {
 impl Format {
     fn show(self, v: f64) -> String {
         match self {
-            Format::Count => format!("{v:.0}"),
-            Format::Percent => format!("{:.2}%", v * 100.0),
-            Format::Ratio => format!("{v:.3}"),
+            Format::Count => decimal(v, 0),
+            Format::Percent => format!("{}%", percent(v, 2)),
+            Format::Ratio => decimal(v, 3),
         }
     }
 
     fn show_diff(self, d: f64) -> String {
         match self {
-            Format::Count => format!("{d:+.0}"),
-            Format::Percent => format!("{:+.2}%", d * 100.0),
-            Format::Ratio => format!("{d:+.3}"),
+            Format::Count => signed_decimal(d, 0),
+            Format::Percent => format!("{}%", signed_percent(d, 2)),
+            Format::Ratio => signed_decimal(d, 3),
         }
     }
 }

@@ -12,6 +12,7 @@
 //! Servers get rate-monotonic priorities by interface period, ties by domain order
 //! ([`rm_priorities`], the analysis crate's [`rate_monotonic_ranks`]).
 
+use crate::figures::decimal;
 use rtvmm_analysis::{
     fixed_period_interface, optimal_interface, rate_monotonic_ranks, GuestScheduler, SbfMode,
     SearchOptions, Task, Workload,
@@ -170,21 +171,22 @@ pub fn interface_note(system: &GenSystem, interfaces: &[DomainInterface]) -> Str
         .zip(&system.domains)
         .map(|(i, d)| {
             format!(
-                "{} ({}, {}) bandwidth {:.4} for utilisation {:.4}",
+                "{} ({}, {}) bandwidth {} for utilisation {}",
                 i.name,
                 i.period,
                 i.budget,
-                i.bandwidth(),
-                d.utilisation()
+                decimal(i.bandwidth(), 4),
+                decimal(d.utilisation(), 4)
             )
         })
         .collect();
     let u_rm: f64 = interfaces.iter().map(DomainInterface::bandwidth).sum();
     format!(
-        "Interfaces (period, budget): {}; U_RM = {u_rm:.4}, U_W = {:.4}, U_RM − U_W = {:.4}.",
+        "Interfaces (period, budget): {}; U_RM = {u_rm}, U_W = {}, U_RM − U_W = {}.",
         parts.join("; "),
-        system.total_utilisation(),
-        u_rm - system.total_utilisation()
+        decimal(system.total_utilisation(), 4),
+        decimal(u_rm - system.total_utilisation(), 4),
+        u_rm = decimal(u_rm, 4)
     )
 }
 

@@ -10,6 +10,8 @@
 //! - [`sweep`]: independent runs in parallel (rayon), progress reported to the caller's
 //!   callback, a cancel flag that keeps what is done; results by run index, so the same
 //!   seed gives the same CSV bytes.
+//! - [`figures`]: the one rounding rule for every figure printed (half away from zero
+//!   on the decimal value).
 //! - [`files`]: output paths checked before anything runs, files written atomically.
 //! - [`report`]: the [`report::Output`] an experiment writes through, and `report.md`.
 //! - [`plot`]: line, bar and box charts as SVG + PNG.
@@ -35,6 +37,7 @@
 // Floors, lowest first: a module uses only the modules above it (checked by
 // `tests/integration/layers.rs`); the modules of one floor do not use each other.
 mod cancel;
+pub mod figures;
 pub mod files;
 pub mod host;
 

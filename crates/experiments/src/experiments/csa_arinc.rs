@@ -36,6 +36,7 @@
 //!
 //! `--quick`: three runs of 5 s per workload and policy.
 
+use crate::figures::decimal;
 use std::path::PathBuf;
 
 use rtvmm_core::policy::PolicyKind;
@@ -280,7 +281,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             res.jobs.to_string(),
             res.missed.to_string(),
             res.in_flight.to_string(),
-            format!("{:.6}", res.deadline_miss_ratio),
+            decimal(res.deadline_miss_ratio, 6),
         ]);
         for (d, dr) in res.domains.iter().enumerate() {
             domain_rows.push(vec![
@@ -292,7 +293,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 dr.jobs.to_string(),
                 dr.finished.to_string(),
                 dr.missed.to_string(),
-                format!("{:.6}", dr.deadline_miss_ratio),
+                decimal(dr.deadline_miss_ratio, 6),
             ]);
         }
     }
@@ -453,7 +454,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 server.name.clone(),
                 server.priority.to_string(),
                 format!("({}, {})", ms_text(server.period), ms_text(server.budget)),
-                format!("{:.4}", a.workload.system.domains[d].utilisation()),
+                decimal(a.workload.system.domains[d].utilisation(), 4),
             ];
             for &policy in &policies {
                 row.push(
@@ -534,13 +535,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             })
             .collect();
         out.finding(format!(
-            "{} ({}): {} partitions, U_W {:.4}, U_RM {:.4}, U_RM − U_W {:.4}{}; {}; DMR {}",
+            "{} ({}): {} partitions, U_W {}, U_RM {}, U_RM − U_W {}{}; {}; DMR {}",
             a.workload.name,
             a.workload.source,
             s.domains.len(),
-            s.task_utilisation,
-            s.analysis.u_rm,
-            s.analysis.u_rm - s.task_utilisation,
+            decimal(s.task_utilisation, 4),
+            decimal(s.analysis.u_rm, 4),
+            decimal(s.analysis.u_rm - s.task_utilisation, 4),
             a.u_rm_fine
                 .map_or_else(String::new, |u| format!(" (U_RM with 1 µs budgets {u:.4})")),
             if s.analysis.schedulable {
@@ -627,10 +628,10 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
             a.workload.source.to_string(),
             s.domains.len().to_string(),
             a.workload.system.task_count().to_string(),
-            format!("{:.6}", s.task_utilisation),
-            format!("{:.6}", s.analysis.u_rm),
-            format!("{diff:.6}"),
-            a.u_rm_fine.map_or_else(String::new, |u| format!("{u:.6}")),
+            decimal(s.task_utilisation, 6),
+            decimal(s.analysis.u_rm, 6),
+            decimal(diff, 6),
+            a.u_rm_fine.map_or_else(String::new, |u| decimal(u, 6)),
             s.analysis.root_schedulable.to_string(),
             s.analysis.schedulable.to_string(),
             a.workload.system.description.clone(),
@@ -639,11 +640,11 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
             format!("{} ({})", a.workload.name, a.workload.source),
             s.domains.len().to_string(),
             a.workload.system.task_count().to_string(),
-            format!("{:.4}", s.task_utilisation),
-            format!("{:.4}", s.analysis.u_rm),
-            format!("{diff:.4}"),
+            decimal(s.task_utilisation, 4),
+            decimal(s.analysis.u_rm, 4),
+            decimal(diff, 4),
             a.u_rm_fine
-                .map_or_else(|| "—".to_string(), |u| format!("{u:.4}")),
+                .map_or_else(|| "—".to_string(), |u| decimal(u, 4)),
             if s.analysis.schedulable {
                 "schedulable".to_string()
             } else {
@@ -694,10 +695,10 @@ fn write_interfaces(out: &mut Output, analysed: &[Analysed]) -> Result<(), Exper
                 a.workload.name.clone(),
                 server.name.clone(),
                 server.tasks.len().to_string(),
-                format!("{:.6}", a.workload.system.domains[d].utilisation()),
+                decimal(a.workload.system.domains[d].utilisation(), 6),
                 ms_text(server.period),
                 ms_text(server.budget),
-                format!("{:.6}", res.bandwidth),
+                decimal(res.bandwidth, 6),
                 server.priority.to_string(),
                 res.schedulable.to_string(),
                 a.system.root_response(d).map_or_else(String::new, ms_text),

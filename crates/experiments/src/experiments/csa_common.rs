@@ -32,6 +32,7 @@
 //! (deadline after the end) are left out. CDF figures clip at [`RESPONSIVENESS_CLIP`] = 3
 //! (values above are drawn at 3); the CSV quantiles are not clipped.
 
+use crate::figures::decimal;
 use rtvmm_analysis::{
     analyze_system, DomainSpec as AnalysisDomain, GuestScheduler as AnalysisGuest, Interface,
     InterfaceChoice, SbfMode, SystemAnalysis,
@@ -171,7 +172,7 @@ pub fn csa_system_in(
 
 /// A time in ms with up to three decimals ("25", "0.3").
 pub fn ms_text(t: Nanos) -> String {
-    let text = format!("{:.3}", t.as_ns() as f64 / 1e6);
+    let text = decimal(t.as_ns() as f64 / 1e6, 3);
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
@@ -186,7 +187,7 @@ pub fn apply_etf(tasks: &mut [TaskSpec], etf_permille: u32) {
 
 /// `permille` as a decimal fraction ("0.7", "1", "0.05").
 pub fn fraction(permille: u32) -> String {
-    let text = format!("{:.3}", f64::from(permille) / 1000.0);
+    let text = decimal(f64::from(permille) / 1000.0, 3);
     let text = text.trim_end_matches('0').trim_end_matches('.');
     text.to_string()
 }
@@ -232,8 +233,8 @@ pub fn quantile_rows(prefix: &[String], samples: &[f64]) -> Vec<Vec<String>> {
         .map(|q| {
             let mut row = prefix.to_vec();
             row.push(s.len().to_string());
-            row.push(format!("{q:.2}"));
-            row.push(format!("{:.6}", quantile_sorted(&s, q)));
+            row.push(decimal(q, 2));
+            row.push(decimal(quantile_sorted(&s, q), 6));
             row
         })
         .collect()
@@ -279,24 +280,24 @@ pub fn miss_cells(res: &RunResults, low: &DomainResult) -> Vec<String> {
         res.jobs.to_string(),
         res.missed.to_string(),
         res.in_flight.to_string(),
-        format!("{:.6}", res.deadline_miss_ratio),
+        decimal(res.deadline_miss_ratio, 6),
         low.name.clone(),
         low.jobs.to_string(),
         low.finished.to_string(),
         low.missed.to_string(),
-        format!("{:.6}", low.deadline_miss_ratio),
+        decimal(low.deadline_miss_ratio, 6),
     ];
     cells.extend(
         res.domains
             .iter()
-            .map(|d| format!("{:.6}", d.deadline_miss_ratio)),
+            .map(|d| decimal(d.deadline_miss_ratio, 6)),
     );
     cells
 }
 
 /// A percentage with two decimals, "1.25%".
 pub fn percent(ratio: f64) -> String {
-    format!("{:.2}%", ratio * 100.0)
+    format!("{}%", crate::figures::percent(ratio, 2))
 }
 
 #[cfg(test)]

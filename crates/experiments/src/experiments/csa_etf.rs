@@ -20,6 +20,7 @@
 //!
 //! `--quick`: U_W ∈ {0.8, 1.0}, 10 s per run.
 
+use crate::figures::decimal;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::csa::{csa_taskset, CsaParams, CSA_UTILISATIONS_PERMILLE};
@@ -72,7 +73,7 @@ struct RunOutcome {
 
 /// "1.0", "0.5", "0.1".
 fn etf_label(etf: u32) -> String {
-    format!("{:.1}", f64::from(etf) / 1000.0)
+    decimal(f64::from(etf) / 1000.0, 1)
 }
 
 /// `stats` with every value above the clip drawn at the clip, outliers once per distinct
@@ -164,7 +165,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 u_w.to_string(),
                 a.name.clone(),
                 system.domains[d].tasks.len().to_string(),
-                format!("{:.6}", a.utilization),
+                decimal(a.utilization, 6),
                 ms_text(system.domains[d].period),
                 ms_text(system.domains[d].budget),
                 system.domains[d].priority.to_string(),
@@ -247,7 +248,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             paper_name(p.policy).to_string(),
             seed.to_string(),
             res.duration_ns.to_string(),
-            format!("{:.6}", system.analysis.u_rm),
+            decimal(system.analysis.u_rm, 6),
         ];
         row.extend(miss_cells(res, low));
         rows.push(row);
@@ -287,13 +288,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 paper_name(p.policy).to_string(),
                 scope.to_string(),
                 b.count.to_string(),
-                format!("{:.6}", b.whisker_low),
-                format!("{:.6}", b.q1),
-                format!("{:.6}", b.median),
-                format!("{:.6}", b.q3),
-                format!("{:.6}", b.whisker_high),
+                decimal(b.whisker_low, 6),
+                decimal(b.q1, 6),
+                decimal(b.median, 6),
+                decimal(b.q3, 6),
+                decimal(b.whisker_high, 6),
                 b.outliers.len().to_string(),
-                format!("{max:.6}"),
+                decimal(max, 6),
             ]);
         }
     }
@@ -462,9 +463,9 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             parts.push(format!("etf {}: {}", etf_label(etf), cells.join(", ")));
         }
         out.finding(format!(
-            "U_W {} (U_RM {:.3}), DMR all/lowest-priority domain — {}",
+            "U_W {} (U_RM {}), DMR all/lowest-priority domain — {}",
             fraction(u_w),
-            systems[set].analysis.u_rm,
+            decimal(systems[set].analysis.u_rm, 3),
             parts.join("; ")
         ));
     }

@@ -22,6 +22,7 @@
 //!
 //! `--quick`: U_W ∈ {0.8, 1.0}, ranges [550, 650] and [100, 1100] ms, 10 s per run.
 
+use crate::figures::decimal;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::csa::{csa_taskset, CsaParams, CSA_PERIOD_RANGES_MS, CSA_UTILISATIONS_PERMILLE};
@@ -238,11 +239,11 @@ fn write_interfaces(
                 key.range.1.to_string(),
                 a.name.clone(),
                 system.domains[d].tasks.len().to_string(),
-                format!("{:.6}", a.utilization),
+                decimal(a.utilization, 6),
                 ms_text(system.domains[d].period),
                 ms_text(system.domains[d].budget),
-                format!("{:.6}", a.bandwidth),
-                format!("{:.6}", a.overhead),
+                decimal(a.bandwidth, 6),
+                decimal(a.overhead, 6),
                 system.domains[d].priority.to_string(),
                 a.schedulable.to_string(),
                 system.root_response(d).map_or_else(String::new, ms_text),
@@ -281,9 +282,9 @@ fn write_interfaces(
             key.range.0.to_string(),
             key.range.1.to_string(),
             tasks.to_string(),
-            format!("{:.6}", a.u_w),
-            format!("{:.6}", a.u_rm),
-            format!("{:.6}", a.u_rm_minus_u_w),
+            decimal(a.u_w, 6),
+            decimal(a.u_rm, 6),
+            decimal(a.u_rm_minus_u_w, 6),
             a.root_schedulable.to_string(),
             a.schedulable.to_string(),
         ]);
@@ -299,9 +300,9 @@ fn write_interfaces(
             fraction(key.u_w),
             range_label(key.range),
             tasks.to_string(),
-            format!("{:.4}", a.u_w),
-            format!("{:.4}", a.u_rm),
-            format!("{:.4}", a.u_rm_minus_u_w),
+            decimal(a.u_w, 4),
+            decimal(a.u_rm, 4),
+            decimal(a.u_rm_minus_u_w, 4),
             if a.schedulable {
                 "schedulable".to_string()
             } else if !a.root_schedulable {
@@ -402,10 +403,10 @@ fn write_interfaces(
                     " (schedulable)"
                 };
                 format!(
-                    "U_W {} → U_RM {:.3}, overhead {:.3}{verdict}",
+                    "U_W {} → U_RM {}, overhead {}{verdict}",
                     fraction(k.u_w),
-                    a.u_rm,
-                    a.u_rm_minus_u_w
+                    decimal(a.u_rm, 3),
+                    decimal(a.u_rm_minus_u_w, 3)
                 )
             })
             .collect();
@@ -464,7 +465,7 @@ fn write_runs(
             if all.is_empty() {
                 String::new()
             } else {
-                format!("{:.6}", quantile_sorted(&all, level))
+                decimal(quantile_sorted(&all, level), 6)
             }
         };
         let mut row = vec![
@@ -474,7 +475,7 @@ fn write_runs(
             paper_name(p.policy).to_string(),
             seed.to_string(),
             res.duration_ns.to_string(),
-            format!("{:.6}", system.analysis.u_rm),
+            decimal(system.analysis.u_rm, 6),
             system.analysis.schedulable.to_string(),
         ];
         row.extend(miss_cells(res, low));

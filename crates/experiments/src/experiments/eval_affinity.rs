@@ -27,6 +27,7 @@
 //!
 //! `--quick`: phases every 5 ms, two jobs (2 s) per run.
 
+use crate::figures::decimal;
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
@@ -85,7 +86,7 @@ pub fn eval_name(policy: PolicyKind) -> &'static str {
 
 /// Nanoseconds as milliseconds with three decimals.
 pub fn ms(t: Nanos) -> String {
-    format!("{:.3}", t.as_ns() as f64 / 1e6)
+    decimal(t.as_ns() as f64 / 1e6, 3)
 }
 
 /// How the release phases are swept and how long each run is.

@@ -38,6 +38,7 @@
 //! `--quick`: phases every 5 ms with 2 s per phase; a 2.06 s long job (run 10.3 s);
 //! interrupts for 10 s.
 
+use crate::figures::decimal;
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
@@ -599,7 +600,7 @@ fn write_contention(
             long_job.as_ns().to_string(),
             o.long_job
                 .map_or_else(String::new, |c| c.as_ns().to_string()),
-            format!("{factor:.4}"),
+            decimal(factor, 4),
             done.to_string(),
         ]);
         rows.push(row);
@@ -650,9 +651,9 @@ fn write_contention(
                         ));
                         let (factor, done) = slowdown(o.long_job, long_job, long_run);
                         slow_row.push(if done {
-                            format!("{factor:.3}")
+                            decimal(factor, 3)
                         } else {
-                            format!("> {factor:.2} (unfinished)")
+                            format!("> {factor} (unfinished)", factor = decimal(factor, 2))
                         });
                     }
                 }
@@ -783,7 +784,7 @@ fn write_interrupts(
     duration: Nanos,
     seed: u64,
 ) -> Result<(), ExperimentError> {
-    let us = |t: f64| format!("{:.1}", t / 1e3);
+    let us = |t: f64| decimal(t / 1e3, 1);
     let mut rows = Vec::new();
     let mut quantile_rows = Vec::new();
     let mut table = Vec::new();
@@ -834,7 +835,7 @@ fn write_interrupts(
                     state.to_string(),
                     eval_name(p.policy).to_string(),
                     values.len().to_string(),
-                    format!("{level:.2}"),
+                    decimal(level, 2),
                     us(quantile_sorted(&values, level)),
                 ]);
             }

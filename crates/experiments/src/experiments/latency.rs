@@ -21,6 +21,7 @@
 //!
 //! `--duration` sets the run length (default 60 s; `--quick`: 2 s).
 
+use crate::figures::decimal;
 use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::{MachineConfig, Overheads, PoolSpec};
@@ -373,10 +374,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 t.thread.to_string(),
                 (t.interval.as_ns() / 1_000).to_string(),
                 t.count.to_string(),
-                format!("{:.3}", t.min.as_ns() as f64 / 1e3),
-                format!("{:.3}", t.act.as_ns() as f64 / 1e3),
-                format!("{:.3}", t.avg / 1e3),
-                format!("{:.3}", t.max.as_ns() as f64 / 1e3),
+                decimal(t.min.as_ns() as f64 / 1e3, 3),
+                decimal(t.act.as_ns() as f64 / 1e3, 3),
+                decimal(t.avg / 1e3, 3),
+                decimal(t.max.as_ns() as f64 / 1e3, 3),
             ]);
         }
     }
@@ -411,16 +412,16 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 p.setup.name().to_string(),
                 p.load.name().to_string(),
                 count.to_string(),
-                format!("{:.0}", min.as_ns() as f64 / 1e3),
-                format!(
-                    "{:.0}",
+                decimal(min.as_ns() as f64 / 1e3, 0),
+                decimal(
                     if count == 0 {
                         0.0
                     } else {
                         sum / count as f64 / 1e3
-                    }
+                    },
+                    0,
                 ),
-                format!("{:.0}", max.as_ns() as f64 / 1e3),
+                decimal(max.as_ns() as f64 / 1e3, 0),
             ]
         })
         .collect();
@@ -463,10 +464,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     for (p, threads) in &finished {
         let max = threads.iter().map(|t| t.max).max().unwrap_or_default();
         out.finding(format!(
-            "{} with the other domains {}: largest latency {:.0} µs over {} wake-ups",
+            "{} with the other domains {}: largest latency {} µs over {} wake-ups",
             p.setup.name(),
             p.load.name(),
-            max.as_ns() as f64 / 1e3,
+            decimal(max.as_ns() as f64 / 1e3, 0),
             threads.iter().map(|t| t.count).sum::<u64>()
         ));
     }

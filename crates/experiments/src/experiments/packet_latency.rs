@@ -21,6 +21,7 @@
 //!
 //! `--duration` sets the run length (default 60 s, about 6,000 packets; `--quick`: 2 s).
 
+use crate::figures::{decimal, percent};
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::{DomainSpec, Placement, VcpuParams};
@@ -169,7 +170,7 @@ struct Point {
 }
 
 fn ms(ns: f64) -> String {
-    format!("{:.3}", ns / 1e6)
+    decimal(ns / 1e6, 3)
 }
 
 fn run(out: &mut Output) -> Result<(), ExperimentError> {
@@ -219,7 +220,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 ms(c.latency_ns.mean),
                 ms(c.latency_ns.max as f64),
                 ms(c.latency_std_dev_ns),
-                format!("{:.4}", within(c)),
+                decimal(within(c), 4),
             ]
         })
         .collect();
@@ -251,9 +252,11 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             "within 1 ms",
         ],
         rows.iter()
-            .map(|r| {
+            .zip(&finished)
+            .map(|(r, (_, c))| {
+                // From the computed share, never from the CSV's rounded figure.
                 let mut r = r.clone();
-                r[6] = format!("{:.1} %", r[6].parse::<f64>().unwrap_or(0.0) * 100.0);
+                r[6] = format!("{} %", percent(within(c), 1));
                 r
             })
             .collect(),
@@ -294,12 +297,12 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     )?;
     for (p, c) in &finished {
         out.finding(format!(
-            "{} at {} % load: mean {} ms, max {} ms, {:.1} % within 1 ms ({} packets)",
+            "{} at {} % load: mean {} ms, max {} ms, {} % within 1 ms ({} packets)",
             p.sched.name(),
             p.load,
             ms(c.latency_ns.mean),
             ms(c.latency_ns.max as f64),
-            within(c) * 100.0,
+            percent(within(c), 1),
             c.instances
         ));
     }

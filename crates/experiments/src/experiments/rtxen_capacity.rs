@@ -12,6 +12,7 @@
 //!
 //! `--quick`: α ∈ {30, 50, 70, 90, 100} %, 5 s per run.
 
+use crate::figures::{self, decimal};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::{rtxen_loads_permille, SharePattern};
@@ -160,13 +161,9 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             r.jobs.to_string(),
             r.missed.to_string(),
             r.in_flight.to_string(),
-            format!("{:.6}", r.deadline_miss_ratio),
+            decimal(r.deadline_miss_ratio, 6),
         ];
-        row.extend(
-            r.domains
-                .iter()
-                .map(|d| format!("{:.6}", d.deadline_miss_ratio)),
-        );
+        row.extend(r.domains.iter().map(|d| decimal(d.deadline_miss_ratio, 6)));
         let pcpu = &r.pcpus[0];
         row.push(pcpu.do_schedule_calls.to_string());
         row.push(pcpu.context_switches.to_string());
@@ -255,7 +252,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                     })
                     .map_or_else(
                         || "—".to_string(),
-                        |(_, r)| format!("{:.2}%", r.deadline_miss_ratio * 100.0),
+                        |(_, r)| format!("{}%", figures::percent(r.deadline_miss_ratio, 2)),
                     );
                 row.push(cell);
             }

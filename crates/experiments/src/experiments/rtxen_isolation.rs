@@ -23,6 +23,7 @@
 //! `--quick`: 5 s per run (with `--host`: 2 s of real time per run, 14 runs, about 35 s
 //! in all); full: 2 minutes per run (with `--host`, about 28 minutes).
 
+use crate::figures::{decimal, percent};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::SharePattern;
@@ -122,13 +123,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     out.param(
         "overloaded case",
         format!(
-            "d3 (share {:.0}%): task {task} (period {}) costs {} more, +{OVERLOAD_PERCENT} \
-             percentage points of the pcpu; d3 utilisation {:.2}% → {:.2}%",
-            domain_share(&overloaded[OVERLOADED_DOMAIN]) * 100.0,
+            "d3 (share {}%): task {task} (period {}) costs {} more, +{OVERLOAD_PERCENT} \
+             percentage points of the pcpu; d3 utilisation {}% → {}%",
+            percent(domain_share(&overloaded[OVERLOADED_DOMAIN]), 0),
             top.period,
             Nanos(top.period.as_ns() / 100 * OVERLOAD_PERCENT),
-            before * 100.0,
-            after * 100.0
+            percent(before, 2),
+            percent(after, 2)
         ),
     );
     record_offsets(out, phasing, &[("even-700".to_string(), normal.clone())])?;
@@ -172,10 +173,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             CASES[run.0].to_string(),
             run.1.to_string(),
             real_time_label(r),
-            format!("{:.3}", h.steal_ns as f64 / 1e6),
-            format!("{:.2}", h.tick_lateness_ns.p50 as f64 / 1e3),
-            format!("{:.2}", h.tick_lateness_ns.p99 as f64 / 1e3),
-            format!("{:.3}%", h.cpu_lost_share * 100.0),
+            decimal(h.steal_ns as f64 / 1e6, 3),
+            decimal(h.tick_lateness_ns.p50 as f64 / 1e3, 2),
+            decimal(h.tick_lateness_ns.p99 as f64 / 1e3, 2),
+            format!("{}%", percent(h.cpu_lost_share, 3)),
             h.jobs_lost.to_string(),
         ]);
     }
@@ -196,7 +197,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 d.jobs.to_string(),
                 d.missed.to_string(),
                 d.in_flight.to_string(),
-                format!("{:.6}", d.deadline_miss_ratio),
+                decimal(d.deadline_miss_ratio, 6),
             ];
             if let Some(h) = &r.host {
                 row.extend([
@@ -273,7 +274,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             row.extend(
                 r.domains
                     .iter()
-                    .map(|d| format!("{:.2}%", d.deadline_miss_ratio * 100.0)),
+                    .map(|d| format!("{}%", percent(d.deadline_miss_ratio, 2))),
             );
             table.push(row);
             series.push((
@@ -328,18 +329,18 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         let parts: Vec<String> = r
             .domains
             .iter()
-            .map(|d| format!("{} {:.2}%", d.name, d.deadline_miss_ratio * 100.0))
+            .map(|d| format!("{} {}%", d.name, percent(d.deadline_miss_ratio, 2)))
             .collect();
         match &r.host {
             None => out.finding(format!("overloaded, {policy}: {}", parts.join(", "))),
             Some(h) => out.finding(format!(
-                "overloaded, {policy} ({}, steal {:.3} ms): {}",
+                "overloaded, {policy} ({}, steal {} ms): {}",
                 if h.real_time {
                     "real time"
                 } else {
                     "NOT real time"
                 },
-                h.steal_ns as f64 / 1e6,
+                decimal(h.steal_ns as f64 / 1e6, 3),
                 parts.join(", ")
             )),
         }

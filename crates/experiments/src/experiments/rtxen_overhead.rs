@@ -20,6 +20,7 @@
 //! `--quick`: 1 s (simulated, or real with `--host`: 7 runs, about 10 s in all); full:
 //! 10 s (with `--host`, about 75 s).
 
+use crate::figures::{decimal, percent};
 use rtvmm_core::machine::Overheads;
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
@@ -134,26 +135,26 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             r.duration_ns.to_string(),
             p.busy_ns.to_string(),
             p.do_schedule_calls.to_string(),
-            format!("{:.1}", p.do_schedule_calls as f64 / seconds),
+            decimal(p.do_schedule_calls as f64 / seconds, 1),
             p.context_switches.to_string(),
-            format!("{:.1}", p.context_switches as f64 / seconds),
+            decimal(p.context_switches as f64 / seconds, 1),
             p.overhead_ns.to_string(),
-            format!("{share:.6}"),
-            format!("{:.6}", r.deadline_miss_ratio),
+            decimal(share, 6),
+            decimal(r.deadline_miss_ratio, 6),
         ]);
         table.push(vec![
             policy.to_string(),
             p.do_schedule_calls.to_string(),
-            format!("{:.0}", p.do_schedule_calls as f64 / seconds),
+            decimal(p.do_schedule_calls as f64 / seconds, 0),
             p.context_switches.to_string(),
-            format!("{:.0}", p.context_switches as f64 / seconds),
-            format!("{:.3}%", share * 100.0),
-            format!("{:.2}%", r.deadline_miss_ratio * 100.0),
+            decimal(p.context_switches as f64 / seconds, 0),
+            format!("{}%", percent(share, 3)),
+            format!("{}%", percent(r.deadline_miss_ratio, 2)),
         ]);
         out.finding(format!(
-            "{policy}: {:.0} do_schedule/s, {:.0} context switches/s",
-            p.do_schedule_calls as f64 / seconds,
-            p.context_switches as f64 / seconds
+            "{policy}: {} do_schedule/s, {} context switches/s",
+            decimal(p.do_schedule_calls as f64 / seconds, 0),
+            decimal(p.context_switches as f64 / seconds, 0)
         ));
         names.push(policy.to_string());
         calls.push(p.do_schedule_calls as f64 / seconds);
@@ -230,12 +231,12 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
 
 /// Nanoseconds as microseconds with two decimals.
 fn us(ns: u64) -> String {
-    format!("{:.2}", ns as f64 / 1e3)
+    decimal(ns as f64 / 1e3, 2)
 }
 
 /// Nanoseconds as milliseconds with three decimals.
 fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
+    decimal(ns as f64 / 1e6, 3)
 }
 
 /// `rtxen-overhead --host`: the runs in real time; the overhead table from the executor's
@@ -306,10 +307,10 @@ fn run_on_host(out: &mut Output, host: &dyn RealTime) -> Result<(), ExperimentEr
             late.p99.to_string(),
             late.max.to_string(),
             h.scheduler_cpu_ns.to_string(),
-            format!("{:.6}", h.cpu_lost_share),
+            decimal(h.cpu_lost_share, 6),
             h.steal_ns.to_string(),
             h.jobs_lost.to_string(),
-            format!("{:.6}", r.deadline_miss_ratio),
+            decimal(r.deadline_miss_ratio, 6),
         ]);
         overhead.push(vec![
             policy.to_string(),
@@ -327,17 +328,17 @@ fn run_on_host(out: &mut Output, host: &dyn RealTime) -> Result<(), ExperimentEr
         conditions.push(vec![
             policy.to_string(),
             real_time_label(r),
-            format!("{:.3}%", h.cpu_lost_share * 100.0),
+            format!("{}%", percent(h.cpu_lost_share, 3)),
             ms(h.steal_ns),
             us(late.p50),
             us(late.p99),
             us(late.max),
-            format!("{:.2}%", r.deadline_miss_ratio * 100.0),
+            format!("{}%", percent(r.deadline_miss_ratio, 2)),
             h.jobs_lost.to_string(),
         ]);
         out.finding(format!(
             "{policy} (host): do_schedule {} calls, median {} µs, p99 {} µs, max {} µs; \
-             switch median {} µs, p99 {} µs; CPU lost {:.3}%; steal {} ms; tick lateness \
+             switch median {} µs, p99 {} µs; CPU lost {}%; steal {} ms; tick lateness \
              p99 {} µs",
             p.do_schedule_calls,
             us(ds.p50),
@@ -345,7 +346,7 @@ fn run_on_host(out: &mut Output, host: &dyn RealTime) -> Result<(), ExperimentEr
             us(ds.max),
             us(sw.p50),
             us(sw.p99),
-            h.cpu_lost_share * 100.0,
+            percent(h.cpu_lost_share, 3),
             ms(h.steal_ns),
             us(late.p99)
         ));

@@ -22,6 +22,7 @@
 //!
 //! `--quick`: quanta 1 ms, 100 µs, 10 µs; costs 5, 10, …, 50 ms; 20 jobs per point.
 
+use crate::figures::{decimal, percent};
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 use rtvmm_core::machine::Overheads;
 use rtvmm_core::policy::PolicyKind;
@@ -227,14 +228,14 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             p.policy.to_string(),
             p.quantum.as_ns().to_string(),
             p.cost_ms.to_string(),
-            format!("{:.2}", p.cost_ms as f64 / 100.0),
+            decimal(p.cost_ms as f64 / 100.0, 2),
             d1.jobs.to_string(),
             d1.missed.to_string(),
-            format!("{:.6}", d1.deadline_miss_ratio),
-            format!("{:.6}", d1.responsiveness.max),
+            decimal(d1.deadline_miss_ratio, 6),
+            decimal(d1.responsiveness.max, 6),
             pcpu.do_schedule_calls.to_string(),
             pcpu.context_switches.to_string(),
-            format!("{:.6}", pcpu.overhead_ns as f64 / r.duration_ns as f64),
+            decimal(pcpu.overhead_ns as f64 / r.duration_ns as f64, 6),
         ]);
     }
     out.csv(
@@ -293,7 +294,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                     policy.to_string(),
                     quantum.to_string(),
                     shown.clone(),
-                    format!("{:.2}%", mean_share * 100.0),
+                    format!("{}%", percent(mean_share, 2)),
                 ]);
                 out.finding(format!(
                     "{costs_name} costs, {policy}, quantum {quantum}: domain 1 starts to miss \

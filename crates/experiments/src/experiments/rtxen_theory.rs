@@ -37,6 +37,7 @@
 //!
 //! `--quick`: α ∈ {30, 50, 70, 90, 100} %, 5 s per run.
 
+use crate::figures::{self, decimal};
 use rtvmm_analysis::system::{
     self, Domain, DomainVerdict, Guest, GuestTask, PriorityOrder, ReplenishmentCap, Response,
     RootModel, System, SystemResult,
@@ -509,7 +510,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 .count()
                 .to_string(),
             o.results.missed.to_string(),
-            format!("{:.6}", o.results.deadline_miss_ratio),
+            decimal(o.results.deadline_miss_ratio, 6),
             tasks_only.len().to_string(),
             tasks_only_exceeded.to_string(),
             full.len().to_string(),
@@ -595,7 +596,10 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                                 o.bounds.domains_guaranteed(verdict)
                             ));
                         }
-                        row.push(format!("{:.2}%", o.results.deadline_miss_ratio * 100.0));
+                        row.push(format!(
+                            "{}%",
+                            figures::percent(o.results.deadline_miss_ratio, 2)
+                        ));
                     }
                     None => row.extend(["—", "—", "—"].map(String::from)),
                 }

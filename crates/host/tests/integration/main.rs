@@ -4,7 +4,8 @@
 //! the helper the executor re-executes (guests, watchdog) and as a stand-alone executor
 //! for the tests that kill one (`__run`), and the tests share one cpu, so they run one
 //! after another. Each test that needs root, cgroup v2 and `SCHED_FIFO` checks for them
-//! first and, where they are missing, prints `skipped: ...` with the reason and returns.
+//! first and, where they are missing, prints `skipped: ...` with the reason and returns;
+//! `RTVMM_SKIP_RT_TESTS=1` skips them all the same way (for a machine shared with others).
 //! After every test the runner checks that nothing was left behind (no rtvmm cgroup, RT
 //! throttling as it was, no rtvmm thread anywhere) and fails the test otherwise.
 //!

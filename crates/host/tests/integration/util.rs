@@ -92,8 +92,22 @@ pub fn real_time_available() -> Result<(), String> {
     }
 }
 
-/// Prints why the test is skipped and returns true when it must be.
+/// Set to skip every real-time test on a machine shared with others (CI leaves it unset).
+pub const SKIP_RT_TESTS: &str = "RTVMM_SKIP_RT_TESTS";
+
+/// Whether `RTVMM_SKIP_RT_TESTS` asks to skip the real-time tests: set and neither empty
+/// nor `0`.
+pub fn rt_tests_switched_off() -> bool {
+    std::env::var_os(SKIP_RT_TESTS).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Prints why the test is skipped and returns true when it must be: `RTVMM_SKIP_RT_TESTS`
+/// is set, or this machine lacks the privileges.
 pub fn skip(test: &str) -> bool {
+    if rt_tests_switched_off() {
+        eprintln!("skipped: {test}: {SKIP_RT_TESTS} is set");
+        return true;
+    }
     match real_time_available() {
         Ok(()) => false,
         Err(reason) => {
