@@ -57,7 +57,7 @@ use std::collections::VecDeque;
 use crate::rng::SimRng;
 use crate::time::Nanos;
 
-/// How a guest with several VCPUs schedules its tasks over them (`platform.md`).
+/// How a guest with several VCPUs schedules its tasks over them (`docs/platform.md`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum GuestSmp {
     /// One ready queue: the k best jobs run on the k VCPUs the VMM runs now; a job whose

@@ -1,4 +1,4 @@
-//! The `xl`-compatible commands (`platform.md`, "Pcpus, pools and affinity"): one command
+//! The `xl`-compatible commands (`docs/platform.md`, "Pcpus, pools and affinity"): one command
 //! line of Xen's `xl` tool as a typed [`XlCommand`], read by [`XlCommand::parse`] and
 //! written back by its `Display` as the exact `xl` line (normalised: quotes only where a
 //! name needs them, `-v` only for one VCPU). Times are in µs, as `xl` takes them.

@@ -1,7 +1,7 @@
 //! Domain interfaces from the analysis crate, as servers the simulator can run.
 //!
 //! - [`optimal_interfaces`]: each domain's bandwidth-optimal integer interface (the 2012
-//!   paper's Algorithm 1, `analysis.md`) with the quantum as the unit — every task time
+//!   paper's Algorithm 1, `docs/analysis.md`) with the quantum as the unit — every task time
 //!   must then be a whole number of quanta (the csa generator makes whole milliseconds).
 //! - [`fixed_period_interfaces`]: `(Π, MinExec(Π))` for domains whose period is fixed
 //!   (ARINC-653 partitions). The analysis runs in the finest unit the task times need (the
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn optimal_interface_of_the_spec_example_in_quanta() {
-        // analysis.md: W = {(25,3), (50,5), (100,4)} → (7, 2) with the general sbf.
+        // docs/analysis.md: W = {(25,3), (50,5), (100,4)} → (7, 2) with the general sbf.
         let system = GenSystem {
             domains: vec![GenDomain {
                 name: "d1".into(),

@@ -1,6 +1,6 @@
 //! # rtvmm-experiments: the published evaluations as re-runnable procedures
 //!
-//! `rtvmm experiment NAME` re-runs one of the experiments of `experiments.md` in the
+//! `rtvmm experiment NAME` re-runs one of the experiments of `docs/experiments.md` in the
 //! simulator and writes to `--out DIR`: the raw numbers as CSV, one SVG and one PNG per
 //! figure, the tables as Markdown, and a `report.md` listing the parameters, seed, wall
 //! time, host, every table and every figure. `--quick` shrinks durations and sweeps so an

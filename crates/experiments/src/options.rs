@@ -157,7 +157,7 @@ pub fn parse_policies(text: &str) -> Result<Vec<PolicyKind>, ExperimentError> {
 /// - `none`: no overhead.
 /// - `xen`: 150 ns per `do_schedule`, 1.5 µs per context switch — the figures of the
 ///   scenario format's example, of the order of a hypervisor scheduler in the kernel.
-/// - `host`: the host executor's costs measured on this kind of machine (`host.md`): the
+/// - `host`: the host executor's costs measured on this kind of machine (`docs/host.md`): the
 ///   scheduler thread's timer wake-up on a busy core (median ≈ 10 µs) charged per
 ///   `do_schedule`, and the priority-band switch from the tick to the next domain running
 ///   (median ≈ 15 µs) charged per context switch.

@@ -3,7 +3,7 @@
 //!
 //! # Boot offsets
 //! The domains of the 2011 experiments were booted one after another, so each VCPU's
-//! first period began at its own instant (`experiments.md`, common setting). By default
+//! first period began at its own instant (`docs/experiments.md`, common setting). By default
 //! ([`Phasing::Staggered`]) every domain boots at an offset drawn uniformly among the
 //! whole nanoseconds of `[0, P)`, P its VCPU's period; its VCPU's first period and its
 //! guest's first releases start there ([`crate::system::ServerDomain::offset`]). The draws

@@ -75,7 +75,7 @@ impl fmt::Display for RunPolicy {
 
 /// The runs of `kinds`, in order: each policy once at [`policy_config`], except Credit,
 /// which runs twice — [`CREDIT_XEN40`] at Xen 4.0's defaults, then [`CREDIT_1MS`] at the
-/// papers' 1 ms setting (`experiments.md`: "where a procedure runs Credit, run it twice").
+/// papers' 1 ms setting (`docs/experiments.md`: "where a procedure runs Credit, run it twice").
 pub fn run_policies(kinds: &[PolicyKind]) -> Result<Vec<RunPolicy>, ExperimentError> {
     let mut runs = Vec::new();
     for &kind in kinds {

@@ -2,7 +2,7 @@
 //! Hypervisor Scheduling in Xen", EMSOFT 2011, §5) and their share-pattern table.
 //!
 //! Five domains d1…d5, priorities 1…5 (1 = highest), budgets 2, 4, 6, 8, 10 ms; the share
-//! pattern fixes their periods (`experiments.md`, rtxen-capacity):
+//! pattern fixes their periods (`docs/experiments.md`, rtxen-capacity):
 //!
 //! | pattern | d1 | d2 | d3 | d4 | d5 |
 //! |---|---|---|---|---|---|

@@ -17,7 +17,7 @@ pub struct Overheads {
     /// Charged in addition when the chosen VCPU differs from the previous one.
     pub context_switch: Nanos,
     /// Charged in addition when the chosen VCPU last ran on another pcpu (a migration;
-    /// `platform.md`), on the destination pcpu.
+    /// `docs/platform.md`), on the destination pcpu.
     pub migration: Nanos,
     /// The global run-queue lock: charged for every `do_schedule` of a pool, once per
     /// pcpu of that pool (so it grows with the pool).

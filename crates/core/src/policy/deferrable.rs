@@ -14,7 +14,7 @@
 //! - **Preemption**: a wake or a replenishment asks for a reschedule only when the VCPU then
 //!   has work and budget and beats what runs (or the pcpu idles); a VCPU that wakes goes
 //!   behind its equals, so it never preempts one of the same priority.
-//! - **Several pcpus: global fixed priority** (`platform.md`; [`GlobalFp`]): each pcpu's
+//! - **Several pcpus: global fixed priority** (`docs/platform.md`; [`GlobalFp`]): each pcpu's
 //!   `do_schedule` puts back what it ran and picks the highest-priority VCPU with work and
 //!   budget that its affinity allows there and that runs on no other pcpu, so the m
 //!   highest-priority eligible VCPUs run; a wake or replenishment tickles like RTDS (an idle

@@ -636,7 +636,7 @@ pub trait PeriodicRule: Send + 'static {
 ///   is owed (asked for, a budget of the plan ran out, or a VCPU in the plan was removed,
 ///   and `do_schedule` has not run yet).
 ///
-/// **Several pcpus: global fixed priority** (`platform.md`). Each pcpu p has its own plan
+/// **Several pcpus: global fixed priority** (`docs/platform.md`). Each pcpu p has its own plan
 /// in effect; the rule plans for p among the VCPUs *eligible on p*: allowed there by their
 /// affinity and named by no other pcpu's plan (neither running nor paying elsewhere). So,
 /// taking the pcpus one by one as they decide, each assigns greedily the servers in
@@ -966,7 +966,7 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
     }
 }
 
-/// Global fixed priority on a pool of several pcpus (Deferrable, Sporadic; `platform.md`):
+/// Global fixed priority on a pool of several pcpus (Deferrable, Sporadic; `docs/platform.md`):
 /// what each pcpu runs, each VCPU's hard affinity, and the pcpus owed a reschedule.
 ///
 /// - **Pick** for pcpu p ([`GlobalFp::pick`]): `queuePick(RunQ)` restricted to the VCPUs

@@ -16,7 +16,7 @@
 //!   preempts IDLE at once. See [`PeriodicFamily`] for the shared machinery.
 //! - Not work-conserving, by design: the server behaves as if it had an idle task that
 //!   soaks up its budget.
-//! - **Several pcpus: global fixed priority** (`platform.md`; the machinery is
+//! - **Several pcpus: global fixed priority** (`docs/platform.md`; the machinery is
 //!   [`PeriodicFamily`]'s): the servers are taken in priority order and the pcpus assigned
 //!   greedily, pcpu by pcpu as they decide. For pcpu p, **H_p** is the highest-priority VCPU
 //!   with budget (work or not) that its affinity allows on p and that no other pcpu's plan

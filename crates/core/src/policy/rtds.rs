@@ -24,7 +24,7 @@
 //!   VCPU shows the state it will be updated from when it wakes.
 //! - **Wake ("tickle")**: asks for a reschedule when the VCPU is eligible and a pcpu idles or
 //!   its key beats the worst running VCPU's key.
-//! - **Several pcpus: global EDF** (`platform.md`). Each VCPU keeps its hard affinity (the
+//! - **Several pcpus: global EDF** (`docs/platform.md`). Each VCPU keeps its hard affinity (the
 //!   pool's pcpus it may run on; one pcpu = partitioned). `do_schedule(p)` runs the
 //!   smallest-key eligible VCPU whose affinity holds p and that does not run on another
 //!   pcpu, so the m best run on the m pcpus. [`Policy::tickle`] names the pcpus that must

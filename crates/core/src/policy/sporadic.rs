@@ -56,7 +56,7 @@
 //!   chunk) has no next replenishment to wait for: its new parameters apply at once, and a
 //!   budget increase is queued as a replenishment one new period later (never granted
 //!   early).
-//! - **Several pcpus: global fixed priority** (`platform.md`; [`GlobalFp`]): each pcpu's
+//! - **Several pcpus: global fixed priority** (`docs/platform.md`; [`GlobalFp`]): each pcpu's
 //!   decision is its own (`Own(v)` or IDLE); `do_schedule(p)` picks the highest-priority
 //!   VCPU with work and budget that its affinity allows on p and that runs on no other
 //!   pcpu; wakes and replenishments tickle like RTDS. Chunks follow activity, not pcpus: a

@@ -1,4 +1,4 @@
-//! csa-arinc — avionics workloads (`experiments.md`; Lee et al., RTAS 2012, on the
+//! csa-arinc — avionics workloads (`docs/experiments.md`; Lee et al., RTAS 2012, on the
 //! workloads of Easwaran, Lee, Sokolsky, Vestal, UPenn MS-CIS-09-04, 2009).
 //!
 //! # Workloads

@@ -5,7 +5,7 @@
 //! # From a generated system to servers ([`csa_system`])
 //! - Interfaces come from [`crate::interfaces`] with the 1 ms quantum
 //!   ([`ANALYSIS_UNIT`]): a VMM with a 1 ms quantum cannot deliver a fraction of one, so
-//!   budgets and periods are whole milliseconds (`analysis.md`). A domain's interface is
+//!   budgets and periods are whole milliseconds (`docs/analysis.md`). A domain's interface is
 //!   its bandwidth-optimal integer interface (Algorithm 1, any period; task times must be
 //!   whole ms, as the csa generator makes them) or, for a domain with a platform-fixed
 //!   period (ARINC-653 partitions, whose WCETs are in µs), `(Π, MinExec(Π))` computed
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn optimal_interfaces_become_rm_ordered_servers() {
-        // analysis.md's example {(25,3),(50,5),(100,4)} ms gets (25, 7) with the harmonic
+        // docs/analysis.md's example {(25,3),(50,5),(100,4)} ms gets (25, 7) with the harmonic
         // sbf (auto, sound here); a lone (10, 1) ms task gets (10, 1). RM: (10, 1) first.
         let system = gen(vec![
             (

@@ -1,4 +1,4 @@
-//! csa-etf — how slack from over-estimated WCETs is used (`experiments.md`; Lee et al.,
+//! csa-etf — how slack from over-estimated WCETs is used (`docs/experiments.md`; Lee et al.,
 //! RTAS 2012).
 //!
 //! Procedure: for each U_W ∈ {0.7, 0.8, 0.9, 1.0}, one csa task set with periods uniform

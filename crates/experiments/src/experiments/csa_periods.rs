@@ -1,4 +1,4 @@
-//! csa-periods — how interface overhead is used by PTPS, WCPS and CRPS (`experiments.md`;
+//! csa-periods — how interface overhead is used by PTPS, WCPS and CRPS (`docs/experiments.md`;
 //! Lee et al., "Realizing Compositional Scheduling through Virtualization", RTAS 2012).
 //!
 //! Procedure: for each task utilisation U_W ∈ {0.7, 0.8, 0.9, 1.0} and each period range

@@ -1,4 +1,4 @@
-//! eval-affinity — one real-time VM alone on its core (`experiments.md`, from an
+//! eval-affinity — one real-time VM alone on its core (`docs/experiments.md`, from an
 //! independent evaluation of the 2011 RT-Xen release, part (a)).
 //!
 //! Procedure: one VM (server budget B, period P, priority 1) alone on one pcpu (1 ms

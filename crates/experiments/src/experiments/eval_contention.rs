@@ -1,4 +1,4 @@
-//! eval-contention — real-time VMs sharing a core (`experiments.md`, from an independent
+//! eval-contention — real-time VMs sharing a core (`docs/experiments.md`, from an independent
 //! evaluation of the 2011 RT-Xen release, parts (b) and (c)).
 //!
 //! # The VMs
@@ -499,7 +499,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
              the other real-time VMs (500, 400) ms. Every VM at (25, 50) ms is run as well, \
              for contrast."
                 .to_string(),
-            "Equal priorities are first-in, first-out (RT-Xen's RunQ, `schedulers.md`), the \
+            "Equal priorities are first-in, first-out (RT-Xen's RunQ, `docs/policies.md`), the \
              VM under test declared last; equal-priority VMs with work take turns quantum by \
              quantum."
                 .to_string(),

@@ -1,4 +1,4 @@
-//! latency — cyclictest in a domain, on several pcpus (`experiments.md`, `platform.md`).
+//! latency — cyclictest in a domain, on several pcpus (`docs/experiments.md`, `docs/platform.md`).
 //!
 //! Procedure: a machine of two pcpus. A "driver" domain runs four timer threads, as
 //! `cyclictest -t4` does: periodic tasks of intervals 10, 10.5, 11 and 11.5 ms that each run
@@ -122,7 +122,7 @@ pub fn busy_loop() -> TaskSpec {
 }
 
 /// Each domain's boot instant: its VCPU's first period starts at an offset drawn
-/// uniformly in `[0, P)` from the run seed (`experiments.md`, common setting), and its
+/// uniformly in `[0, P)` from the run seed (`docs/experiments.md`, common setting), and its
 /// guest's threads start with it. `in_phase` starts every period at 0.
 fn boot(domain: &mut DomainSpec, rng: &mut SimRng, in_phase: bool) {
     if in_phase {

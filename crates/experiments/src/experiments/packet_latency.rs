@@ -1,4 +1,4 @@
-//! packet-latency — an I/O chain through a driver domain (`experiments.md`, `platform.md`
+//! packet-latency — an I/O chain through a driver domain (`docs/experiments.md`, `docs/platform.md`
 //! "Events between domains").
 //!
 //! Procedure: a machine of two pcpus and three domains of one VCPU each: `thin`, `driver`

@@ -1,4 +1,4 @@
-//! rtxen-capacity — soft real-time capacity under three share patterns (`experiments.md`).
+//! rtxen-capacity — soft real-time capacity under three share patterns (`docs/experiments.md`).
 //!
 //! Procedure: for each share pattern (decreasing, even, increasing), each total load α
 //! from 30 % to 100 % in steps of 5 %, and each policy (deferrable, periodic, polling,

@@ -1,4 +1,4 @@
-//! rtxen-isolation — one overloaded domain (`experiments.md`).
+//! rtxen-isolation — one overloaded domain (`docs/experiments.md`).
 //!
 //! Procedure: the rtxen-overhead setting (even shares, α = 70 %, five tasks per domain,
 //! staggered boot offsets or `--in-phase`), 2 simulated minutes, two cases:

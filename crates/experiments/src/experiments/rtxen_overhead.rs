@@ -1,4 +1,4 @@
-//! rtxen-overhead — scheduler activity per policy (`experiments.md`).
+//! rtxen-overhead — scheduler activity per policy (`docs/experiments.md`).
 //!
 //! Procedure: five domains with the "even" shares, total load 70 %, five tasks per domain
 //! (the rtxen generator), booted at staggered offsets (`crate::rtxen`, or `--in-phase`),

@@ -1,4 +1,4 @@
-//! rtxen-quantum — how fine can the quantum be? (`experiments.md`)
+//! rtxen-quantum — how fine can the quantum be? (`docs/experiments.md`)
 //!
 //! Procedure: two domains under the Deferrable Server on one pcpu, for each quantum
 //! q ∈ {1 ms, 100 µs, 10 µs, 1 µs}:

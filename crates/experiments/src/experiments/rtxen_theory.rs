@@ -1,4 +1,4 @@
-//! rtxen-theory — analysis against run (`experiments.md`).
+//! rtxen-theory — analysis against run (`docs/experiments.md`).
 //!
 //! Procedure: for the rtxen-capacity task sets (three share patterns, α from 30 % to
 //! 100 % in steps of 5 %, the run seed), apply the hierarchical fixed-priority
