@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// Crates not held to the rules yet: the lead fixes these as the crates are restructured.
 /// Their findings are printed (`cargo test layers -- --nocapture`), not asserted.
-const PENDING: &[&str] = &["crates/sim", "crates/scenario", "crates/host", "src"];
+const PENDING: &[&str] = &["crates/sim", "crates/scenario", "src"];
 
 /// One crate: its root file, its floors (top-level modules, lowest first) and the files of
 /// each module.

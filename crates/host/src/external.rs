@@ -92,7 +92,7 @@ use crate::cgroup;
 use crate::domain::JobBook;
 use crate::enforce::{Backend, Enforcer, Member, BAND_SHIFT, IDLE_PRIORITY_BAND, RUN_BAND_BOTTOM};
 use crate::sys::{self, Sched};
-use crate::watchdog::{start_time, Undo};
+use crate::undo::{start_time, Undo};
 use crate::HostError;
 
 /// An external domain's threads' `SCHED_RR` priority while it runs: the IDLE spinner's

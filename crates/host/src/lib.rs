@@ -79,30 +79,39 @@
 //! executor dies.
 #![cfg_attr(not(target_os = "linux"), allow(unused))]
 
+// The floors, lowest first: a module uses only modules of the groups before its own
+// (`tests/integration/layers.rs` in the root package holds it).
+#[cfg(target_os = "linux")]
+pub mod sys;
+
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 #[cfg(target_os = "linux")]
-pub mod ctl;
-#[cfg(target_os = "linux")]
-pub mod domain;
-#[cfg(target_os = "linux")]
 pub mod enforce;
 #[cfg(target_os = "linux")]
-pub mod executor;
+pub mod shm;
+
 #[cfg(target_os = "linux")]
-pub mod external;
+pub mod domain;
 #[cfg(target_os = "linux")]
 pub mod guest;
 #[cfg(target_os = "linux")]
 pub mod idle;
 #[cfg(target_os = "linux")]
+pub mod undo;
+
+#[cfg(target_os = "linux")]
+pub mod ctl;
+#[cfg(target_os = "linux")]
+pub mod external;
+#[cfg(target_os = "linux")]
 pub mod runs;
-#[cfg(target_os = "linux")]
-pub mod shm;
-#[cfg(target_os = "linux")]
-pub mod sys;
+
 #[cfg(target_os = "linux")]
 pub mod watchdog;
+
+#[cfg(target_os = "linux")]
+pub mod executor;
 
 use std::path::PathBuf;
 
