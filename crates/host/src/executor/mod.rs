@@ -60,7 +60,7 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use rtvmm_core::machine::{Activity, Machine};
-use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
+use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_system::records::{GuestEvent, TraceEvent};
 use rtvmm_system::results::{
@@ -82,7 +82,10 @@ use crate::sys::{self, MissingPrivilege};
 use crate::undo::{start_time, Undo};
 use crate::watchdog::Watchdog;
 use crate::{HelperCommand, HostError};
+use rtvmm_core::cpuset::CpuSet;
+use rtvmm_core::policy::PolicySettings;
 use rtvmm_scenario::External;
+use rtvmm_system::change::{self, ChangeError};
 use std::collections::BTreeMap;
 
 pub use control::LiveControl;
@@ -198,7 +201,7 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         .map_err(|e| HostError::Machine(e.to_string()))?;
     for c in &system.changes {
         if let Change::Xl(command) = &c.change {
-            if let Some(why) = ctl::xl_refusal(&probe, command) {
+            if let Some(why) = ctl::xl_refusal(&probe, driven(system), command) {
                 return Err(HostError::Unsupported(format!(
                     "event at {}: xl `{command}`: {why}",
                     c.at
@@ -243,6 +246,11 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         }
     }
     Ok((cpu, allowed(options)?))
+}
+
+/// The machine's pcpus, all driven by the executor.
+fn driven(system: &SystemSpec) -> CpuSet {
+    CpuSet::first(system.machine.pcpus.min(CpuSet::MAX))
 }
 
 /// The executor drives one pcpu: a system of several pcpus, cpupools, domains of several
@@ -518,6 +526,8 @@ struct Run {
     notify: EventFd,
     timer: TimerFd,
     domain_of_vcpu: Vec<usize>,
+    /// Configure a pool a timed `xl cpupool-create` makes (the simulator's).
+    policy_settings: PolicySettings,
     start: u64,
     cpu: usize,
     seed: u64,
@@ -670,11 +680,12 @@ impl Run {
             watchdog,
             _cpu_lock: cpu_lock,
             machine,
-            names: Domains::new(settings),
+            names: Domains::new(settings).driving(driven(system)),
             enforcer: enforcer(options.backend),
             notify,
             timer,
             domain_of_vcpu: Vec::new(),
+            policy_settings: system.policy_settings.clone(),
             start: 0,
             cpu,
             seed,
@@ -692,8 +703,7 @@ impl Run {
             steal_at_start: None,
         };
         for spec in &system.domains {
-            let external = run.external.get(&spec.name).cloned();
-            run.add_domain(spec.clone(), Nanos::ZERO, external)?;
+            run.change(Nanos::ZERO, &Change::AddDomain(spec.clone()))?;
         }
         // The scheduler thread becomes real-time, then time 0 is set and everyone starts.
         sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?;
@@ -723,28 +733,25 @@ impl Run {
         Ok(run)
     }
 
-    /// Adds a domain joining at `join` (relative): its VCPU, then its guest, stopped —
-    /// or, `external`, the external domain attached (stopped or parked).
-    fn add_domain(
+    /// Starts a domain that joined at `join` (relative) with these VCPUs: its guest,
+    /// stopped — or, `external`, the external domain attached (stopped or parked). On an
+    /// error the domain is taken back from the machine and the table.
+    fn start_domain(
         &mut self,
         spec: DomainSpec,
+        vcpus: Vec<VcpuId>,
         join: Nanos,
-        external: Option<External>,
     ) -> Result<(), HostError> {
-        // One VCPU per domain: the domain's id is its VCPU's (as in `ctl::apply`).
-        let id = DomainId(self.machine.vcpu_count() as u32);
-        let vcpu = self
-            .machine
-            .add_vcpu(join, id, spec.vcpu.clone())
-            .map_err(|e| HostError::Domain {
-                domain: spec.name.clone(),
-                reason: e.to_string(),
-            })?;
-        self.names.insert(&spec.name, vcpu);
-        match external {
+        debug_assert_eq!(self.slots.len(), self.names.joined() - 1);
+        let vcpu = vcpus[0];
+        let started = match self.external.get(&spec.name).cloned() {
             Some(source) => self.attach_external(spec, vcpu, source),
             None => self.start_guest(spec, vcpu, join),
+        };
+        if started.is_err() {
+            self.names.unjoin(&mut self.machine, join);
         }
+        started
     }
 
     /// Attaches an external domain whose VCPU the machine has: stopped while it has
@@ -1016,73 +1023,61 @@ impl Run {
             }
             let change = c.change.clone();
             self.next_change += 1;
-            self.apply(now, change)?;
+            self.change(now, &change)?;
         }
         Ok(())
     }
 
-    /// Applies one of the scenario's timed changes, as the simulator does (a domain the
-    /// file declares external is attached, not started).
-    fn apply(&mut self, now: Nanos, change: Change) -> Result<(), HostError> {
-        let unknown = |domain: &str| HostError::Domain {
-            domain: domain.to_string(),
-            reason: "no such domain".into(),
-        };
-        let machine_error =
-            |domain: &str, e: rtvmm_core::machine::MachineError| HostError::Domain {
-                domain: domain.to_string(),
-                reason: e.to_string(),
-            };
+    /// Applies a change of the scenario (its first domains, its timed events) through the
+    /// one change path, as the simulator does, after the checks that are about what this
+    /// host can enforce (a guest it can run; an `xl` command naming only pcpus it drives);
+    /// then acts on the outcome (a domain the file declares external is attached, not
+    /// started).
+    fn change(&mut self, now: Nanos, change: &Change) -> Result<(), HostError> {
         match change {
-            Change::SetParams { domain, params } => {
-                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
-                let d = self.domain_of(vcpu);
-                self.machine
-                    .adjust(now, vcpu, params.clone())
-                    .map_err(|e| machine_error(&domain, e))?;
-                self.slots[d].domain.spec_mut().vcpu = params;
+            Change::AddDomain(spec) if !self.external.contains_key(&spec.name) => {
+                check_runnable(spec).map_err(|reason| HostError::Domain {
+                    domain: spec.name.clone(),
+                    reason,
+                })?
             }
-            Change::SwapPolicy(policy) => self
-                .machine
-                .swap_policy(now, policy)
-                .map_err(|e| HostError::Machine(e.to_string()))?,
-            Change::AddDomain(spec) => {
-                if self.names.vcpu(&spec.name).is_some() {
-                    return Err(HostError::Domain {
-                        domain: spec.name,
-                        reason: "a domain of this name runs already".into(),
-                    });
-                }
-                let external = self.external.get(&spec.name).cloned();
-                if external.is_none() {
-                    check_runnable(&spec).map_err(|reason| HostError::Domain {
-                        domain: spec.name.clone(),
-                        reason,
-                    })?;
-                }
-                self.add_domain(spec, now, external)?;
-            }
-            Change::RemoveDomain { domain } => {
-                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
-                self.machine
-                    .remove_vcpu(now, vcpu)
-                    .map_err(|e| machine_error(&domain, e))?;
-                self.names.remove(&domain);
-                self.end_domain(self.domain_of(vcpu), now);
-            }
-            // The live `xl` command's path: the same refusals, the simulator's rule.
             Change::Xl(command) => {
-                let applied =
-                    ctl::run_xl(&mut self.machine, &self.names, now, &command).map_err(|why| {
-                        HostError::Unsupported(format!("an xl event at {now}: {why}"))
-                    })?;
-                if let Some(vcpu) = applied.vcpu {
-                    let d = self.domain_of(vcpu);
-                    self.slots[d].domain.spec_mut().vcpu = self.machine.params(vcpu).clone();
+                if let Some(why) = ctl::xl_refusal(&self.machine, self.names.driven(), command) {
+                    return Err(HostError::Unsupported(format!(
+                        "an xl event at {now}: `{command}`: {why}"
+                    )));
                 }
             }
+            _ => {}
+        }
+        let applied = self
+            .names
+            .apply_change(&mut self.machine, now, change, &self.policy_settings)
+            .map_err(|error| match error {
+                ChangeError::Machine { domain, error } => HostError::Domain {
+                    domain,
+                    reason: error.to_string(),
+                },
+                ChangeError::Guest { domain, error } => HostError::Domain {
+                    domain,
+                    reason: error.to_string(),
+                },
+                other => HostError::Unsupported(format!("an event at {now}: {other}")),
+            })?;
+        match applied {
+            change::Applied::Added { spec, vcpus } => self.start_domain(spec, vcpus, now)?,
+            change::Applied::Removed { index, .. } => self.end_domain(index, now),
+            change::Applied::Reconfigured { index } => self.books_follow(index),
         }
         Ok(())
+    }
+
+    /// After a change: domain `index`'s spec in the executor's books follows the
+    /// table's (its first VCPU's parameters, what results report).
+    fn books_follow(&mut self, index: Option<usize>) {
+        if let Some(d) = index {
+            self.slots[d].domain.spec_mut().vcpu = self.names.spec(d).vcpu.clone();
+        }
     }
 
     /// 3. The live-control commands queued, each applied and answered in turn.
@@ -1120,12 +1115,10 @@ impl Run {
         let Applied { mut reply, effect } =
             ctl::apply(&mut self.machine, &mut self.names, now, command);
         match effect {
-            Effect::Added { vcpu, domain } => {
+            Effect::Added { vcpus, domain, .. } => {
                 let name = domain.name.clone();
                 let join = self.machine.now();
-                if let Err(e) = self.start_guest(domain, vcpu, join) {
-                    let _ = self.machine.remove_vcpu(join, vcpu);
-                    self.names.forget(&name);
+                if let Err(e) = self.start_domain(domain, vcpus, join) {
                     reply = Reply::error(
                         ErrorCode::Refused,
                         format!(
@@ -1135,14 +1128,11 @@ impl Run {
                     );
                 }
             }
-            Effect::Removed { vcpu, .. } => {
+            Effect::Removed { index, .. } => {
                 let now = self.machine.now();
-                self.end_domain(self.domain_of(vcpu), now);
+                self.end_domain(index, now);
             }
-            Effect::Adjusted { vcpu } => {
-                let d = self.domain_of(vcpu);
-                self.slots[d].domain.spec_mut().vcpu = self.machine.params(vcpu).clone();
-            }
+            Effect::Adjusted { index } => self.books_follow(Some(index)),
             Effect::Swapped { .. } | Effect::None => {}
         }
         if let Reply::Show(show) = &mut reply {

@@ -42,6 +42,7 @@ pub fn run_tests(tests: &[(&str, fn())], args: &[String]) -> ExitCode {
     let began = Instant::now();
     // Read before any run changes it.
     rt_runtime_at_start();
+    threads_at_start();
     println!("\nrunning {} tests", chosen.len());
     let mut failed = Vec::new();
     for (name, test) in &chosen {
@@ -252,13 +253,21 @@ pub fn leftovers() -> Vec<String> {
             rt_runtime_at_start()
         ));
     }
-    found.extend(rtvmm_threads());
+    let before = threads_at_start();
+    found.extend(rtvmm_threads().into_iter().filter(|t| !before.contains(t)));
     found.extend(
         run_records()
             .iter()
             .map(|r| format!("record {}", r.display())),
     );
     found
+}
+
+/// The `rtvmm-*` threads that ran before the first test: another program's (a binary
+/// named `rtvmm-…` that someone else runs on this machine), never one of these runs'.
+fn threads_at_start() -> &'static Vec<String> {
+    static AT_START: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    AT_START.get_or_init(rtvmm_threads)
 }
 
 /// The run records in the state directory (`rtvmm_host::runs`).

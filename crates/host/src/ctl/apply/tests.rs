@@ -29,13 +29,27 @@ fn system() -> (Machine, Domains) {
             weight: rtvmm_core::model::credit_weight_from_share(ms(budget), ms(period)),
             ..VcpuParams::server(ms(budget), ms(period), priority)
         };
-        let id = DomainId(machine.vcpu_count() as u32);
-        let vcpu = machine.add_vcpu(Nanos::ZERO, id, params).unwrap();
+        let vcpu = join(&mut machine, &mut domains, name, params);
         machine.wake(Nanos::ZERO, vcpu);
-        domains.insert(name, vcpu);
     }
     run_to(&mut machine, ms(5));
     (machine, domains)
+}
+
+/// A domain of one VCPU and no tasks joins at time 0, through the change path.
+fn join(machine: &mut Machine, domains: &mut Domains, name: &str, params: VcpuParams) -> VcpuId {
+    let spec = DomainSpec {
+        name: name.into(),
+        vcpu: params,
+        guest: rtvmm_core::guest::GuestScheduler::Rm,
+        tasks: Vec::new(),
+        placement: Default::default(),
+    };
+    let change = Change::AddDomain(spec);
+    match domains.apply_change(machine, Nanos::ZERO, &change, &Default::default()) {
+        Ok(change::Applied::Added { vcpus, .. }) => vcpus[0],
+        other => panic!("{name}: {other:?}"),
+    }
 }
 
 fn run_to(machine: &mut Machine, end: Nanos) {
@@ -86,7 +100,8 @@ fn sched_set_adjusts_the_vcpu() {
         ms(6),
         command(r#"{"v":1,"cmd":"sched-set","domain":"d1","budget":"3ms"}"#),
     );
-    assert_eq!(applied.effect, Effect::Adjusted { vcpu: d1 });
+    assert_eq!(applied.effect, Effect::Adjusted { index: 0 });
+    assert_eq!(domains.vcpu("d1"), Some(d1));
     assert_eq!(machine.params(d1).budget, ms(3));
     assert_eq!(machine.params(d1).period, ms(10), "kept");
     assert_eq!(
@@ -292,14 +307,19 @@ fn add_domain_adds_a_vcpu_and_names_are_never_reused() {
         "vcpu":{"budget":"1ms","period":"5ms","priority":3},
         "task":[{"name":"t1","period":"10ms","wcet":"1ms"}]}}"#;
     let applied = apply(&mut machine, &mut domains, ms(6), command(add));
-    let Effect::Added { vcpu, domain } = &applied.effect else {
+    let Effect::Added {
+        index,
+        vcpus,
+        domain,
+    } = &applied.effect
+    else {
         panic!("{applied:?}")
     };
-    assert_eq!(*vcpu, VcpuId(2));
+    assert_eq!((*index, vcpus.as_slice()), (2, [VcpuId(2)].as_slice()));
     assert_eq!(domain.tasks.len(), 1);
     assert_eq!(domains.vcpu("d3"), Some(VcpuId(2)));
     assert_eq!(machine.params(VcpuId(2)).budget, ms(1));
-    assert_eq!(machine.domain_of(VcpuId(2)), DomainId(2));
+    assert_eq!(machine.domain_of(VcpuId(2)), rtvmm_core::model::DomainId(2));
     assert!(!machine.has_work(VcpuId(2)), "its guest starts it");
     assert_eq!(
         applied.reply,
@@ -343,7 +363,8 @@ fn add_domain_adds_a_vcpu_and_names_are_never_reused() {
     assert_eq!(
         applied.effect,
         Effect::Removed {
-            vcpu: VcpuId(2),
+            index: 2,
+            vcpus: vec![VcpuId(2)],
             name: "d3".into()
         }
     );
@@ -465,7 +486,7 @@ fn xl_sched_rtds_and_sched_credit_set_the_domains_vcpu() {
         "d1: budget 2ms -> 4ms (from the next replenishment; a remaining budget above the \
          new budget is cut at once)"
     );
-    assert_eq!(applied.effect, Effect::Adjusted { vcpu: VcpuId(0) });
+    assert_eq!(applied.effect, Effect::Adjusted { index: 0 });
     let p = machine.params(VcpuId(0));
     assert_eq!((p.budget, p.period), (ms(4), ms(10)));
     assert_eq!(machine.params(VcpuId(1)).budget, ms(4), "d2's own 4 ms");
@@ -595,14 +616,12 @@ fn xl_pools_are_created_and_a_migration_off_the_driven_pcpu_is_refused() {
     )
     .unwrap();
     let mut domains = Domains::new(settings());
-    let vcpu = machine
-        .add_vcpu(
-            Nanos::ZERO,
-            DomainId(0),
-            VcpuParams::server(ms(2), ms(10), 1),
-        )
-        .unwrap();
-    domains.insert("d1", vcpu);
+    let vcpu = join(
+        &mut machine,
+        &mut domains,
+        "d1",
+        VcpuParams::server(ms(2), ms(10), 1),
+    );
     let applied = apply(
         &mut machine,
         &mut domains,
