@@ -33,6 +33,8 @@
 //! - [`xl`]: `xl sched-rtds` over the socket and as a scenario event changes a running
 //!   domain's budget from its next replenishment; commands one pcpu cannot honour are
 //!   refused and change nothing.
+//! - [`replay`]: one event list through the simulator and through the host's control
+//!   path leaves the same machine after each event (no real time).
 
 mod ctl;
 mod external;
@@ -40,6 +42,7 @@ mod idle_server;
 mod live;
 mod privileges;
 mod protocol;
+mod replay;
 mod safety;
 mod share;
 mod util;
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         live::a_live_domain_add_starts_a_guest_and_remove_reaps_it,
         live::malformed_and_refused_requests_to_a_live_run_change_nothing,
         xl::xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget,
+        replay::the_simulator_and_the_hosts_control_path_leave_the_same_machine_after_each_event,
     ];
     util::run_tests(tests, &args)
 }
