@@ -7,18 +7,24 @@
 //! measured time, not the nominal quantum. One iteration of the loop, at `now`:
 //! 1. **Switch probe**: if the domain switched to last time has answered, the switch
 //!    latency is its own timestamp of running − the decision instant.
-//! 2. **Guests** (the paravirtual block/wake protocol, [`crate::shm`]): a domain with a
-//!    busy or due task is woken (`Machine::wake`), one without is blocked
-//!    (`Machine::block`) and its earliest next release becomes a wake-up timer the
-//!    executor owns — so a frozen domain is woken at the right time.
-//! 3. **Changes**: the scenario's timed events that are due (the simulator's rule), then
-//!    the live-control requests queued ([`control`]: `ctl::apply`, the stand-in's rule);
-//!    removed domains' guests are reaped.
+//! 2. **Guests** (the paravirtual block/wake protocol, [`crate::shm`]): per VCPU, one with
+//!    a busy or due task is woken (`Machine::wake`), one without is blocked
+//!    (`Machine::block`) and its tasks' earliest next release becomes a wake-up timer the
+//!    executor owns — so a frozen VCPU is woken at the right time. A domain has one guest
+//!    process per VCPU ([`crate::domain`]: a partitioned guest's VCPU runs its own tasks),
+//!    so this is the core's rule for a partitioned guest: VCPU j has work while one of its
+//!    tasks has a pending job.
+//! 3. **Changes**: the scenario's timed events that are due, then the live-control
+//!    requests queued ([`control`]: `ctl::apply`), all through the one change path both
+//!    drivers use (`rtvmm_system::change::apply_change`, over `ctl::Domains`, whose
+//!    domain `i` is the executor's); the executor acts only on the outcome (a domain that
+//!    joined is started or attached, one that left is ended; removed domains' guests are
+//!    reaped).
 //! 4. **Decide**: `handle_timeout(now)` while `poll_timeout() <= now`; the calls that ran
 //!    `do_schedule` are timed.
-//! 5. **Enforce** `activity(pcpu 0)`: switching means stopping the previous domain and
-//!    resuming the next ([`crate::enforce`]); IDLE, and modelled overhead, keep every
-//!    domain stopped and run the IDLE spinner ([`crate::idle`]).
+//! 5. **Enforce** the pcpu's `activity`: switching means stopping the previous VCPU's
+//!    guest process and resuming the next's ([`crate::enforce`]); IDLE, and modelled
+//!    overhead, keep every domain stopped and run the IDLE spinner ([`crate::idle`]).
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
 //!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
@@ -229,6 +235,20 @@ fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allow
         if !declared.contains(&name.as_str()) {
             return Err(bad("external, but not a domain of the system".into()));
         }
+        let vcpus = system
+            .domains
+            .iter()
+            .chain(system.changes.iter().filter_map(|c| match &c.change {
+                Change::AddDomain(d) => Some(d),
+                _ => None,
+            }))
+            .find(|d| &d.name == name)
+            .map_or(1, |d| d.placement.vcpu_count());
+        if vcpus > 1 {
+            return Err(bad(format!(
+                "external with vcpus = {vcpus}: an external domain is scheduled as one VCPU"
+            )));
+        }
         crate::external::validate(source, mount.as_deref()).map_err(bad)?;
     }
     if let Some(control) = &options.control {
@@ -253,8 +273,9 @@ fn driven(system: &SystemSpec) -> CpuSet {
     CpuSet::first(system.machine.pcpus.min(CpuSet::MAX))
 }
 
-/// The executor drives one pcpu: a system of several pcpus, cpupools, domains of several
-/// VCPUs or pinned elsewhere, or chains is refused by name (the simulator runs them).
+/// The executor drives one pcpu: a system of several pcpus, cpupools, domains in a pool
+/// of their own, or chains is refused by name (the simulator runs them). Domains of
+/// several VCPUs run on it (a partitioned guest: [`crate::domain::tasks_by_vcpu`]).
 fn one_pcpu(system: &SystemSpec) -> Result<(), HostError> {
     let refuse = |what: String| {
         Err(HostError::Unsupported(format!(
@@ -279,9 +300,6 @@ fn one_pcpu(system: &SystemSpec) -> Result<(), HostError> {
     });
     for d in system.domains.iter().chain(added) {
         let p = &d.placement;
-        if p.vcpu_count() > 1 {
-            return refuse(format!("domain '{}': vcpus = {}", d.name, p.vcpus));
-        }
         if let Some(pool) = &p.pool {
             return refuse(format!("domain '{}': pool = '{pool}'", d.name));
         }
@@ -383,8 +401,9 @@ struct Slot {
     removed_at: Option<Nanos>,
     /// Removed and killed, not yet reaped.
     dying: bool,
-    /// When its blocked VCPU is due to wake (its earliest next release).
-    wake_at: Option<u64>,
+    /// When each of its blocked VCPUs is due to wake (the earliest next release of the
+    /// VCPU's tasks), in VCPU order.
+    wake_at: Vec<Option<u64>>,
 }
 
 /// A domain of the run: a guest process rtvmm started, or an external one it attached.
@@ -406,13 +425,10 @@ impl Domain {
             Domain::External(e) => &mut e.spec,
         }
     }
-    fn vcpu(&self) -> VcpuId {
-        self.vcpus()[0]
-    }
-    /// Its VCPUs (one on the host).
+    /// Its VCPUs, in VCPU order (an external domain has one).
     fn vcpus(&self) -> &[VcpuId] {
         match self {
-            Domain::Process(p) => std::slice::from_ref(&p.vcpu),
+            Domain::Process(p) => &p.vcpus,
             Domain::External(e) => std::slice::from_ref(&e.vcpu),
         }
     }
@@ -422,12 +438,20 @@ impl Domain {
             Domain::External(e) => &e.book,
         }
     }
-    /// Its shared page (a guest's; an external domain has none).
-    fn shared(&self) -> Option<&Shared> {
+    /// The shared page of VCPU `j`'s guest (an external domain has none).
+    fn shared(&self, j: usize) -> Option<&Shared> {
         match self {
-            Domain::Process(p) => Some(&p.shared),
+            Domain::Process(p) => Some(&p.guest(j).shared),
             Domain::External(_) => None,
         }
+    }
+    /// Every shared page of its guests.
+    fn pages(&self) -> impl Iterator<Item = &Shared> {
+        let guests = match self {
+            Domain::Process(p) => p.guests.as_slice(),
+            Domain::External(_) => &[],
+        };
+        guests.iter().map(|g| &g.shared)
     }
     fn drain(&mut self, end: Option<Nanos>) {
         if let Domain::Process(p) = self {
@@ -498,11 +522,12 @@ impl Drop for Slots {
     }
 }
 
-/// Who the pcpu is enforced to run.
+/// Who the pcpu is enforced to run: IDLE, or VCPU `vcpu` (its number in the domain) of
+/// domain `domain` — for a process domain, that VCPU's guest process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Target {
     Idle,
-    Domain(usize),
+    Vcpu { domain: usize, vcpu: usize },
 }
 
 /// The run's state, owned by the scheduler thread. Fields are dropped in declaration
@@ -525,7 +550,8 @@ struct Run {
     enforcer: Box<dyn Enforcer>,
     notify: EventFd,
     timer: TimerFd,
-    domain_of_vcpu: Vec<usize>,
+    /// Each VCPU's domain and its number there (`None`: not a VCPU of this run's).
+    domain_of_vcpu: Vec<Option<(usize, usize)>>,
     /// Configure a pool a timed `xl cpupool-create` makes (the simulator's).
     policy_settings: PolicySettings,
     start: u64,
@@ -726,7 +752,7 @@ impl Run {
                 .map_err(|e| HostError::io("the IDLE spinner")(std::io::Error::other(e)))?,
         );
         for slot in &run.slots {
-            if let Some(shared) = slot.domain.shared() {
+            for shared in slot.domain.pages() {
                 shared.go(run.start);
             }
         }
@@ -743,10 +769,10 @@ impl Run {
         join: Nanos,
     ) -> Result<(), HostError> {
         debug_assert_eq!(self.slots.len(), self.names.joined() - 1);
-        let vcpu = vcpus[0];
         let started = match self.external.get(&spec.name).cloned() {
-            Some(source) => self.attach_external(spec, vcpu, source),
-            None => self.start_guest(spec, vcpu, join),
+            // One VCPU: `check_external` refused more before the run.
+            Some(source) => self.attach_external(spec, vcpus[0], source),
+            None => self.start_guest(spec, vcpus, join),
         };
         if started.is_err() {
             self.names.unjoin(&mut self.machine, join);
@@ -788,33 +814,41 @@ impl Run {
         domain
             .set_hold(hold, self.enforcer.as_mut())
             .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
-        if self.domain_of_vcpu.len() <= vcpu.index() {
-            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
-        }
-        self.domain_of_vcpu[vcpu.index()] = index;
+        self.map_vcpus(index, &[vcpu]);
         self.slots.push(Slot {
             domain: Domain::External(domain),
             removed_at: None,
             dying: false,
-            wake_at: None,
+            wake_at: vec![None],
         });
         Ok(())
     }
 
-    /// Starts the guest of a domain whose VCPU the machine has, joining at `join`
-    /// (relative), stopped.
+    /// Records that `vcpus` (in VCPU order) are domain `index`'s.
+    fn map_vcpus(&mut self, index: usize, vcpus: &[VcpuId]) {
+        for (j, v) in vcpus.iter().enumerate() {
+            if self.domain_of_vcpu.len() <= v.index() {
+                self.domain_of_vcpu.resize(v.index() + 1, None);
+            }
+            self.domain_of_vcpu[v.index()] = Some((index, j));
+        }
+    }
+
+    /// Starts the guests of a domain whose VCPUs the machine has (one guest process per
+    /// VCPU, each its own cgroup under `freeze`), joining at `join` (relative), stopped.
     fn start_guest(
         &mut self,
         spec: DomainSpec,
-        vcpu: VcpuId,
+        vcpus: Vec<VcpuId>,
         join: Nanos,
     ) -> Result<(), HostError> {
         let index = self.slots.len();
         let name = spec.name.clone();
+        let count = vcpus.len();
         let mut domain = ProcessDomain::spawn(
             &self.helper,
             spec,
-            vcpu,
+            vcpus,
             index as u32,
             join,
             self.seed,
@@ -823,45 +857,52 @@ impl Run {
             &self.notify,
             self.keep_jobs,
         )?;
-        let pid = domain.pid();
-        if let Some(t) = start_time(pid) {
-            self.watchdog
-                .announce(&Undo::Guest { pid, start_time: t })
-                .map_err(HostError::io("the watchdog"))?;
+        for (j, guest) in domain.guests.iter_mut().enumerate() {
+            let pid = guest.pid();
+            if let Some(t) = start_time(pid) {
+                self.watchdog
+                    .announce(&Undo::Guest { pid, start_time: t })
+                    .map_err(HostError::io("the watchdog"))?;
+            }
+            if let Some(cgroups) = &self.cgroups {
+                // A domain of one VCPU keeps the name it always had.
+                let unit = match count {
+                    1 => format!("d{index}"),
+                    _ => format!("d{index}v{j}"),
+                };
+                let dir = cgroups
+                    .add(&unit, pid)
+                    .map_err(HostError::io(format!("domain '{name}': its cgroup")))?;
+                guest.member.cgroup =
+                    Some(Member::open_cgroup(&dir).map_err(HostError::io("cgroup.freeze"))?);
+            }
+            self.enforcer
+                .stop(&guest.member)
+                .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
         }
-        if let Some(cgroups) = &self.cgroups {
-            let dir = cgroups
-                .add(&format!("d{index}"), pid)
-                .map_err(HostError::io(format!("domain '{name}': its cgroup")))?;
-            domain.member.cgroup =
-                Some(Member::open_cgroup(&dir).map_err(HostError::io("cgroup.freeze"))?);
-        }
-        self.enforcer
-            .stop(&domain.member)
-            .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
-        if self.domain_of_vcpu.len() <= vcpu.index() {
-            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
-        }
-        self.domain_of_vcpu[vcpu.index()] = index;
+        let vcpus = domain.vcpus.clone();
+        self.map_vcpus(index, &vcpus);
         if self.start != 0 {
-            // Added while running: its releases begin now that its guest is ready (the
+            // Added while running: its releases begin now that its guests are ready (the
             // start-up, a few milliseconds, would otherwise come due at once as a burst
             // of late jobs).
             let ready = Nanos(self.rel()).max(join);
-            domain.shared.set_join(ready.as_ns());
-            for (t, task) in domain.spec.tasks.iter().enumerate() {
-                let first = ready + task.offset;
-                domain
-                    .shared
-                    .set_state(t, TaskState::NextRelease(first.as_ns()));
+            for guest in &domain.guests {
+                guest.shared.set_join(ready.as_ns());
+                for (local, &t) in guest.tasks.iter().enumerate() {
+                    let first = ready + domain.spec.tasks[t].offset;
+                    guest
+                        .shared
+                        .set_state(local, TaskState::NextRelease(first.as_ns()));
+                }
+                guest.shared.go(self.start);
             }
-            domain.shared.go(self.start);
         }
         self.slots.push(Slot {
             domain: Domain::Process(domain),
             removed_at: None,
             dying: false,
-            wake_at: None,
+            wake_at: vec![None; count],
         });
         Ok(())
     }
@@ -871,19 +912,21 @@ impl Run {
     /// priority), killed; reaped later by [`Run::reap`]. An external domain: given back
     /// (thawed and continued, its threads' policies and cpus restored), never killed.
     fn end_domain(&mut self, d: usize, now: Nanos) {
-        if self.current == Some(Target::Domain(d)) {
+        let of_d =
+            |t: Option<Target>| matches!(t, Some(Target::Vcpu { domain, .. }) if domain == d);
+        if let Some(Target::Vcpu { vcpu, .. }) = self.current.filter(|_| of_d(self.current)) {
             if let Domain::Process(p) = &self.slots[d].domain {
-                let _ = self.enforcer.stop(&p.member);
+                let _ = self.enforcer.stop(&p.guest(vcpu).member);
             }
             self.current = None;
         }
-        if self.probed == Some(Target::Domain(d)) {
+        if of_d(self.probed) {
             self.probed = None;
         }
         let slot = &mut self.slots[d];
         slot.domain.drain(Some(now));
         slot.removed_at = Some(now);
-        slot.wake_at = None;
+        slot.wake_at.iter_mut().for_each(|w| *w = None);
         match &mut slot.domain {
             Domain::Process(p) => {
                 p.kill(&sys::cpus_except(self.cpu));
@@ -901,8 +944,10 @@ impl Run {
             };
             if slot.dying && p.exited().is_some() {
                 slot.dying = false;
-                if let Some((dir, _)) = p.member.cgroup.take() {
-                    let _ = std::fs::remove_dir(dir);
+                for guest in &mut p.guests {
+                    if let Some((dir, _)) = guest.member.cgroup.take() {
+                        let _ = std::fs::remove_dir(dir);
+                    }
                 }
             }
         }
@@ -969,45 +1014,51 @@ impl Run {
     fn page(&self, target: Target) -> Option<&Shared> {
         match target {
             Target::Idle => Some(self.spinner.as_ref().expect("started").page()),
-            Target::Domain(d) => self.slots[d].domain.shared(),
+            Target::Vcpu { domain, vcpu } => self.slots[domain].domain.shared(vcpu),
         }
     }
 
-    /// 2. Wake and block the domains' VCPUs from their guests' state.
+    /// 2. Wake and block the domains' VCPUs from their guests' state: a VCPU has work
+    /// while one of its tasks has a pending job (the core's rule for a partitioned guest,
+    /// and for a guest of one VCPU); an external domain while its threads are not all
+    /// sleeping.
     fn observe_guests(&mut self, now: Nanos) -> Result<(), HostError> {
         for slot in &mut self.slots {
             if slot.removed_at.is_some() {
                 continue;
             }
-            let vcpu = slot.domain.vcpu();
-            let work = match &mut slot.domain {
-                Domain::Process(p) => p.shared.work_at(now.as_ns()),
-                Domain::External(e) => {
-                    let watchdog = &mut self.watchdog;
-                    let has_work =
-                        e.observe(now, &mut |u| watchdog.announce(u))
-                            .map_err(|reason| HostError::Domain {
-                                domain: e.spec.name.clone(),
-                                reason,
-                            })?;
-                    if has_work {
-                        Ok(())
-                    } else {
-                        Err(None)
+            let vcpus = slot.domain.vcpus().len();
+            for j in 0..vcpus {
+                let vcpu = slot.domain.vcpus()[j];
+                let work = match &mut slot.domain {
+                    Domain::Process(p) => p.guest(j).shared.work_at(now.as_ns()),
+                    Domain::External(e) => {
+                        let watchdog = &mut self.watchdog;
+                        let has_work =
+                            e.observe(now, &mut |u| watchdog.announce(u))
+                                .map_err(|reason| HostError::Domain {
+                                    domain: e.spec.name.clone(),
+                                    reason,
+                                })?;
+                        if has_work {
+                            Ok(())
+                        } else {
+                            Err(None)
+                        }
                     }
-                }
-            };
-            match work {
-                Ok(()) => {
-                    slot.wake_at = None;
-                    if !self.machine.has_work(vcpu) {
-                        self.machine.wake(now, vcpu);
+                };
+                match work {
+                    Ok(()) => {
+                        slot.wake_at[j] = None;
+                        if !self.machine.has_work(vcpu) {
+                            self.machine.wake(now, vcpu);
+                        }
                     }
-                }
-                Err(next) => {
-                    slot.wake_at = next;
-                    if self.machine.has_work(vcpu) {
-                        self.machine.block(now, vcpu);
+                    Err(next) => {
+                        slot.wake_at[j] = next;
+                        if self.machine.has_work(vcpu) {
+                            self.machine.block(now, vcpu);
+                        }
                     }
                 }
             }
@@ -1146,7 +1197,7 @@ impl Run {
     /// rtvmm knows of).
     fn fill(&self, show: &mut SchedShow) {
         for status in &mut show.domains {
-            let Some(&d) = self.domain_of_vcpu.get(status.vcpu as usize) else {
+            let Some(&Some((d, _))) = self.domain_of_vcpu.get(status.vcpu as usize) else {
                 continue;
             };
             let Some(Slot {
@@ -1179,12 +1230,15 @@ impl Run {
     /// does not run as its work says (stopped with work, parked without).
     fn enforce(&mut self, now: Nanos) -> Result<(), HostError> {
         let target = match self.machine.activity(PcpuId(0)) {
-            Activity::Running(v) => Target::Domain(self.domain_of(v)),
+            Activity::Running(v) => {
+                let (domain, vcpu) = self.domain_of(v);
+                Target::Vcpu { domain, vcpu }
+            }
             Activity::Idle | Activity::Overhead { .. } => Target::Idle,
         };
         if self.current != Some(target) {
             match self.current {
-                Some(Target::Domain(d)) => self.hold_domain(d)?,
+                Some(Target::Vcpu { domain, vcpu }) => self.hold(domain, vcpu)?,
                 Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
                 None => {}
             }
@@ -1201,11 +1255,11 @@ impl Run {
                 None => None,
             };
             match target {
-                Target::Domain(d) => {
+                Target::Vcpu { domain, vcpu } => {
                     let enforcer = self.enforcer.as_mut();
-                    let slot = &mut self.slots[d];
+                    let slot = &mut self.slots[domain];
                     let resumed = match &mut slot.domain {
-                        Domain::Process(p) => enforcer.resume(&p.member),
+                        Domain::Process(p) => enforcer.resume(&p.guest(vcpu).member),
                         Domain::External(e) => e.set_hold(Hold::Running, enforcer),
                     };
                     resumed.map_err(|e| {
@@ -1222,23 +1276,24 @@ impl Run {
         for d in 0..self.slots.len() {
             let external = matches!(self.slots[d].domain, Domain::External(_));
             if external
-                && self.current != Some(Target::Domain(d))
+                && self.current != Some(Target::Vcpu { domain: d, vcpu: 0 })
                 && self.slots[d].removed_at.is_none()
             {
-                self.hold_domain(d)?;
+                self.hold(d, 0)?;
             }
         }
         Ok(())
     }
 
-    /// Stops domain `d` (not running): a process domain by the backend; an external one
-    /// stopped while it has work, parked while it has none.
-    fn hold_domain(&mut self, d: usize) -> Result<(), HostError> {
-        let has_work = self.machine.has_work(self.slots[d].domain.vcpu());
+    /// Stops VCPU `j` of domain `d` (not running): a process domain's guest of that VCPU
+    /// by the backend; an external domain (one VCPU) stopped while it has work, parked
+    /// while it has none.
+    fn hold(&mut self, d: usize, j: usize) -> Result<(), HostError> {
+        let has_work = self.machine.has_work(self.slots[d].domain.vcpus()[j]);
         let enforcer = self.enforcer.as_mut();
         let slot = &mut self.slots[d];
         let stopped = match &mut slot.domain {
-            Domain::Process(p) => enforcer.stop(&p.member),
+            Domain::Process(p) => enforcer.stop(&p.guest(j).member),
             Domain::External(e) => {
                 let hold = if has_work {
                     Hold::Stopped
@@ -1253,8 +1308,9 @@ impl Run {
         })
     }
 
-    fn domain_of(&self, vcpu: VcpuId) -> usize {
-        self.domain_of_vcpu[vcpu.index()]
+    /// The domain of a VCPU of the run, and the VCPU's number there.
+    fn domain_of(&self, vcpu: VcpuId) -> (usize, usize) {
+        self.domain_of_vcpu[vcpu.index()].expect("a VCPU of the run")
     }
 
     /// 7. Sleeps until the next instant something is due, or a guest rings.
@@ -1268,10 +1324,8 @@ impl Run {
         {
             next = next.min(now + self.machine.config().quantum);
         }
-        for slot in &self.slots {
-            if let Some(at) = slot.wake_at {
-                next = next.min(Nanos(at));
-            }
+        for at in self.slots.iter().flat_map(|s| s.wake_at.iter().flatten()) {
+            next = next.min(Nanos(*at));
         }
         if let Some(c) = self.changes.get(self.next_change) {
             next = next.min(c.at);
@@ -1341,9 +1395,9 @@ impl Run {
         // has stopped).
         self.control = None;
         self.machine.advance(reached.max(self.machine.now()));
-        if let Some(Target::Domain(d)) = self.current {
-            if let Domain::Process(p) = &self.slots[d].domain {
-                let _ = self.enforcer.stop(&p.member);
+        if let Some(Target::Vcpu { domain, vcpu }) = self.current {
+            if let Domain::Process(p) = &self.slots[domain].domain {
+                let _ = self.enforcer.stop(&p.guest(vcpu).member);
             }
         }
         // External domains are given back at the end instant (their CPU time counted
@@ -1362,8 +1416,10 @@ impl Run {
         let live = |s: &&mut Slot| s.removed_at.is_none();
         for slot in self.slots.iter_mut().filter(live) {
             if let Domain::Process(p) = &slot.domain {
-                p.shared.finalize(reached.as_ns());
-                let _ = self.enforcer.resume(&p.member);
+                for guest in &p.guests {
+                    guest.shared.finalize(reached.as_ns());
+                    let _ = self.enforcer.resume(&guest.member);
+                }
             }
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -1570,7 +1626,7 @@ impl Run {
             vcpu_domain: self
                 .domain_of_vcpu
                 .iter()
-                .map(|&d| (d != usize::MAX).then_some(d))
+                .map(|d| d.map(|(domain, _)| domain))
                 .collect(),
             pcpus: 1,
             end: Some(reached),
@@ -1603,9 +1659,10 @@ mod tests {
         }
     }
 
-    /// What the one-pcpu executor cannot run is refused by name, before anything starts.
+    /// What the one-pcpu executor cannot run is refused by name, before anything starts;
+    /// a partitioned guest of several VCPUs runs, a global one is refused by name.
     #[test]
-    fn several_pcpus_pools_and_multi_vcpu_domains_are_refused_by_name() {
+    fn several_pcpus_pools_and_global_multi_vcpu_guests_are_refused_by_name() {
         assert!(one_pcpu(&system()).is_ok());
         let refused = |s: &SystemSpec| match one_pcpu(s) {
             Err(HostError::Unsupported(why)) => why,
@@ -1623,6 +1680,10 @@ mod tests {
         assert!(refused(&pooled).starts_with("[[pool]] 'rt'"));
         let mut multi = system();
         multi.domains[0].placement.vcpus = 2;
-        assert!(refused(&multi).starts_with("domain 'd': vcpus = 2"));
+        assert!(one_pcpu(&multi).is_ok());
+        let why = check_runnable(&multi.domains[0]).unwrap_err();
+        assert!(why.starts_with("vcpus = 2 with smp = \"global\""), "{why}");
+        multi.domains[0].placement.smp = rtvmm_core::model::GuestSmp::Partitioned;
+        assert_eq!(check_runnable(&multi.domains[0]), Ok(()));
     }
 }

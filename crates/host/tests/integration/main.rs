@@ -33,6 +33,9 @@
 //! - [`xl`]: `xl sched-rtds` over the socket and as a scenario event changes a running
 //!   domain's budget from its next replenishment; commands one pcpu cannot honour are
 //!   refused and change nothing.
+//! - [`multi_vcpu`]: a partitioned guest of several VCPUs is one guest process per VCPU
+//!   holding that VCPU's threads; a 2-VCPU domain gets the simulator's per-VCPU shares
+//!   before and after an `xl sched-rtds -v` event.
 //! - [`replay`]: one event list through the simulator and through the host's control
 //!   path leaves the same machine after each event (no real time).
 
@@ -40,6 +43,7 @@ mod ctl;
 mod external;
 mod idle_server;
 mod live;
+mod multi_vcpu;
 mod privileges;
 mod protocol;
 mod replay;
@@ -104,6 +108,8 @@ fn main() -> ExitCode {
         live::malformed_and_refused_requests_to_a_live_run_change_nothing,
         xl::xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget,
         replay::the_simulator_and_the_hosts_control_path_leave_the_same_machine_after_each_event,
+        multi_vcpu::the_enforcement_units_of_a_multi_vcpu_domain_hold_their_vcpus_threads,
+        multi_vcpu::a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an_xl_event,
     ];
     util::run_tests(tests, &args)
 }
