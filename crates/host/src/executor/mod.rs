@@ -56,6 +56,10 @@
 //! the run, is reported beside it.
 
 pub mod control;
+mod domains;
+mod guard;
+mod preflight;
+mod seat;
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +69,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use rtvmm_core::machine::{Activity, Machine};
+use rtvmm_core::machine::Machine;
 use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_system::records::{GuestEvent, TraceEvent};
@@ -82,19 +86,22 @@ use crate::domain::{check_runnable, JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
 use crate::external::{AttachContext, ExternalDomain, Hold};
 use crate::idle::IdleSpinner;
-use crate::runs::{self, CpuLock, CpuLockError, LiftedThrottle, StateDir};
-use crate::shm::{Shared, TaskState};
-use crate::sys::{self, MissingPrivilege};
+use crate::shm::TaskState;
+use crate::sys;
 use crate::undo::{start_time, Undo};
-use crate::watchdog::Watchdog;
 use crate::{HelperCommand, HostError};
-use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::policy::PolicySettings;
 use rtvmm_scenario::External;
 use rtvmm_system::change::{self, ChangeError};
 use std::collections::BTreeMap;
 
 pub use control::LiveControl;
+pub use preflight::check;
+
+use domains::{Domain, Slot, Slots, Target};
+use guard::Guard;
+use preflight::{driven, preflight, Allowed};
+use seat::{hold, Measures, Seat};
 
 /// The longest the loop sleeps while nothing is due (so that a stop waits at most this
 /// long; a control command wakes the loop at once).
@@ -162,210 +169,6 @@ pub struct HostRun {
     pub stopped_at: Option<Nanos>,
 }
 
-/// What this machine allows a run, after the privilege check.
-#[derive(Clone, Debug)]
-struct Allowed {
-    fifo: bool,
-    throttle: bool,
-    mlock: bool,
-    cgroup: Option<std::path::PathBuf>,
-    missing: Vec<MissingPrivilege>,
-}
-
-/// Checks what would refuse any run with `options` before it starts: the cpu, the
-/// privileges (unless `best_effort`), the enforcement backend — for a caller that runs
-/// many systems (an experiment) and wants to refuse before the first. [`run`] checks the
-/// same again, with the system.
-pub fn check(options: &HostOptions) -> Result<(), HostError> {
-    managed_cpu(options)?;
-    allowed(options).map(|_| ())
-}
-
-/// The managed cpu: `options.cpu`, or the last one.
-fn managed_cpu(options: &HostOptions) -> Result<usize, HostError> {
-    let count = sys::cpu_count();
-    let cpu = options.cpu.unwrap_or(count - 1);
-    if cpu >= count {
-        return Err(HostError::NoSuchCpu { cpu, count });
-    }
-    Ok(cpu)
-}
-
-/// Checks everything that can be refused before the run, in the order a user fixes
-/// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
-fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
-    one_pcpu(system)?;
-    let cpu = managed_cpu(options)?;
-    let added = system.changes.iter().filter_map(|c| match &c.change {
-        Change::AddDomain(d) => Some(d),
-        _ => None,
-    });
-    // An `xl` event that names a pcpu this executor does not drive is refused before the
-    // run (what the machine refuses was refused when the scenario was read).
-    let probe = system
-        .machine()
-        .map_err(|e| HostError::Machine(e.to_string()))?;
-    for c in &system.changes {
-        if let Change::Xl(command) = &c.change {
-            if let Some(why) = ctl::xl_refusal(&probe, driven(system), command) {
-                return Err(HostError::Unsupported(format!(
-                    "event at {}: xl `{command}`: {why}",
-                    c.at
-                )));
-            }
-        }
-    }
-    let mut declared = Vec::new();
-    for d in system.domains.iter().chain(added) {
-        declared.push(d.name.as_str());
-        if options.external.contains_key(&d.name) {
-            continue;
-        }
-        check_runnable(d).map_err(|reason| HostError::Domain {
-            domain: d.name.clone(),
-            reason,
-        })?;
-    }
-    let mount = sys::cgroup2_mount();
-    for (name, source) in &options.external {
-        let bad = |reason: String| HostError::Domain {
-            domain: name.clone(),
-            reason,
-        };
-        if !declared.contains(&name.as_str()) {
-            return Err(bad("external, but not a domain of the system".into()));
-        }
-        let vcpus = system
-            .domains
-            .iter()
-            .chain(system.changes.iter().filter_map(|c| match &c.change {
-                Change::AddDomain(d) => Some(d),
-                _ => None,
-            }))
-            .find(|d| &d.name == name)
-            .map_or(1, |d| d.placement.vcpu_count());
-        if vcpus > 1 {
-            return Err(bad(format!(
-                "external with vcpus = {vcpus}: an external domain is scheduled as one VCPU"
-            )));
-        }
-        crate::external::validate(source, mount.as_deref()).map_err(bad)?;
-    }
-    if let Some(control) = &options.control {
-        if control
-            .path()
-            .as_os_str()
-            .as_encoded_bytes()
-            .contains(&b'\n')
-        {
-            return Err(HostError::Unsupported(format!(
-                "--ctl {:?}: a newline in the socket's path (the watchdog, which removes it if \
-                 the executor dies, reads paths one a line)",
-                control.path()
-            )));
-        }
-    }
-    Ok((cpu, allowed(options)?))
-}
-
-/// The machine's pcpus, all driven by the executor.
-fn driven(system: &SystemSpec) -> CpuSet {
-    CpuSet::first(system.machine.pcpus.min(CpuSet::MAX))
-}
-
-/// The executor drives one pcpu: a system of several pcpus, cpupools, domains in a pool
-/// of their own, or chains is refused by name (the simulator runs them). Domains of
-/// several VCPUs run on it (a partitioned guest: [`crate::domain::tasks_by_vcpu`]).
-fn one_pcpu(system: &SystemSpec) -> Result<(), HostError> {
-    let refuse = |what: String| {
-        Err(HostError::Unsupported(format!(
-            "{what}: the host executor drives one pcpu; simulate this system with `rtvmm sim`"
-        )))
-    };
-    if system.machine.pcpus > 1 {
-        return refuse(format!("[machine] pcpus = {}", system.machine.pcpus));
-    }
-    if !system.has_only_default_pool() {
-        return refuse(format!("[[pool]] '{}'", system.pools[0].name));
-    }
-    if let Some(chain) = system.chains.first() {
-        return refuse(format!(
-            "[[chain]] '{}' (chains are measured in simulation)",
-            chain.name
-        ));
-    }
-    let added = system.changes.iter().filter_map(|c| match &c.change {
-        Change::AddDomain(d) => Some(d),
-        _ => None,
-    });
-    for d in system.domains.iter().chain(added) {
-        let p = &d.placement;
-        if let Some(pool) = &p.pool {
-            return refuse(format!("domain '{}': pool = '{pool}'", d.name));
-        }
-    }
-    Ok(())
-}
-
-/// The privileges: refused when one is missing (unless `best_effort`), then what the
-/// backend needs (and external domains: `SCHED_RR`).
-fn allowed(options: &HostOptions) -> Result<Allowed, HostError> {
-    let needs_cgroup = options.backend == Backend::Freeze;
-    let missing = sys::missing_privileges(&sys::Host, needs_cgroup);
-    if !missing.is_empty() && !options.best_effort {
-        return Err(HostError::Privileges(missing));
-    }
-    // With --best-effort: what can be had.
-    let all = sys::missing_privileges(&sys::Host, true);
-    let cgroup = sys::cgroup2_mount().filter(|m| {
-        !all.iter().any(|p| {
-            matches!(
-                p,
-                MissingPrivilege::Cgroup2NotFound | MissingPrivilege::Cgroup2NotWritable { .. }
-            )
-        }) && m.exists()
-    });
-    let allowed = Allowed {
-        fifo: !missing.contains(&MissingPrivilege::RealTimeScheduling),
-        throttle: !missing
-            .iter()
-            .any(|p| matches!(p, MissingPrivilege::RtThrottling { .. })),
-        mlock: !missing.contains(&MissingPrivilege::MemoryLock),
-        cgroup,
-        missing,
-    };
-    if !allowed.fifo {
-        if let Some(name) = options.external.keys().next() {
-            return Err(HostError::Domain {
-                domain: name.clone(),
-                reason: "an external domain's threads are held by SCHED_RR priorities, \
-                         which needs root or CAP_SYS_NICE (even with --best-effort)"
-                    .into(),
-            });
-        }
-    }
-    match options.backend {
-        Backend::Freeze if allowed.cgroup.is_none() => {
-            return Err(HostError::BackendUnavailable {
-                backend: "freeze",
-                reason: "it needs a writable cgroup v2 file system (none found, or not \
-                         writable); use --enforce band or signal"
-                    .into(),
-            })
-        }
-        Backend::Band if !allowed.fifo => {
-            return Err(HostError::BackendUnavailable {
-                backend: "band",
-                reason: "it moves threads between SCHED_FIFO priorities, which needs root \
-                         or CAP_SYS_NICE; use --enforce signal"
-                    .into(),
-            })
-        }
-        _ => {}
-    }
-    Ok(allowed)
-}
-
 /// Runs `system` in real time for `options.duration` and returns what it measured, in
 /// the simulator's format (`source = "host"`).
 pub fn run(
@@ -395,155 +198,18 @@ pub fn run(
     outcome.unwrap_or(Err(HostError::Panicked))
 }
 
-/// One domain of the run.
-struct Slot {
-    domain: Domain,
-    removed_at: Option<Nanos>,
-    /// Removed and killed, not yet reaped.
-    dying: bool,
-    /// When each of its blocked VCPUs is due to wake (the earliest next release of the
-    /// VCPU's tasks), in VCPU order.
-    wake_at: Vec<Option<u64>>,
-}
-
-/// A domain of the run: a guest process rtvmm started, or an external one it attached.
-enum Domain {
-    Process(ProcessDomain),
-    External(ExternalDomain),
-}
-
-impl Domain {
-    fn spec(&self) -> &DomainSpec {
-        match self {
-            Domain::Process(p) => &p.spec,
-            Domain::External(e) => &e.spec,
-        }
-    }
-    fn spec_mut(&mut self) -> &mut DomainSpec {
-        match self {
-            Domain::Process(p) => &mut p.spec,
-            Domain::External(e) => &mut e.spec,
-        }
-    }
-    /// Its VCPUs, in VCPU order (an external domain has one).
-    fn vcpus(&self) -> &[VcpuId] {
-        match self {
-            Domain::Process(p) => &p.vcpus,
-            Domain::External(e) => std::slice::from_ref(&e.vcpu),
-        }
-    }
-    fn book(&self) -> &JobBook {
-        match self {
-            Domain::Process(p) => &p.book,
-            Domain::External(e) => &e.book,
-        }
-    }
-    /// The shared page of VCPU `j`'s guest (an external domain has none).
-    fn shared(&self, j: usize) -> Option<&Shared> {
-        match self {
-            Domain::Process(p) => Some(&p.guest(j).shared),
-            Domain::External(_) => None,
-        }
-    }
-    /// Every shared page of its guests.
-    fn pages(&self) -> impl Iterator<Item = &Shared> {
-        let guests = match self {
-            Domain::Process(p) => p.guests.as_slice(),
-            Domain::External(_) => &[],
-        };
-        guests.iter().map(|g| &g.shared)
-    }
-    fn drain(&mut self, end: Option<Nanos>) {
-        if let Domain::Process(p) = self {
-            p.drain(end);
-        }
-    }
-    fn cpu_ns(&self) -> u64 {
-        match self {
-            Domain::Process(p) => p.cpu_ns(),
-            Domain::External(e) => e.cpu_ns(),
-        }
-    }
-    fn lost(&self) -> u64 {
-        match self {
-            Domain::Process(p) => p.lost(),
-            Domain::External(_) => 0,
-        }
-    }
-}
-
-/// The run's domains; dropped, every external domain is given back (its threads off
-/// their real-time priorities, thawed, continued), then every guest is killed before any
-/// is waited for.
-#[derive(Default)]
-struct Slots(Vec<Slot>);
-
-impl std::ops::Deref for Slots {
-    type Target = Vec<Slot>;
-    fn deref(&self) -> &Vec<Slot> {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Slots {
-    fn deref_mut(&mut self) -> &mut Vec<Slot> {
-        &mut self.0
-    }
-}
-
-impl<'a> IntoIterator for &'a Slots {
-    type Item = &'a Slot;
-    type IntoIter = std::slice::Iter<'a, Slot>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a mut Slots {
-    type Item = &'a mut Slot;
-    type IntoIter = std::slice::IterMut<'a, Slot>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter_mut()
-    }
-}
-
-impl Drop for Slots {
-    fn drop(&mut self) {
-        // Idempotent: after a normal end they were given back already.
-        for slot in &mut self.0 {
-            if let Domain::External(e) = &mut slot.domain {
-                e.release(None);
-            }
-        }
-        crate::domain::kill_all(self.0.iter_mut().filter_map(|s| match &mut s.domain {
-            Domain::Process(p) => Some(p),
-            Domain::External(_) => None,
-        }));
-    }
-}
-
-/// Who the pcpu is enforced to run: IDLE, or VCPU `vcpu` (its number in the domain) of
-/// domain `domain` — for a process domain, that VCPU's guest process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Target {
-    Idle,
-    Vcpu { domain: usize, vcpu: usize },
-}
-
-/// The run's state, owned by the scheduler thread. Fields are dropped in declaration
-/// order: the guests, the control socket, the spinner, the cgroups, the throttle, the
-/// watchdog, then the cpu's lock (which the watchdog holds too, until it is done). The
-/// guests go first, all killed before any is waited for ([`Slots`]): when a panic unwinds
-/// mid-run, a domain may still be running at its `SCHED_FIFO` priority, above the spinner
-/// and the other guests, which could never run to exit while it spins.
+/// The run's state, owned by the scheduler thread: the domains, the seats (one per
+/// managed pcpu), the resource guard, and what the loop needs. Fields are dropped in
+/// declaration order: the guests, the control socket, the seats' spinners, then the guard
+/// (cgroups, throttle, watchdog, the cpu's lock). The guests go first, all killed before
+/// any is waited for ([`Slots`]): when a panic unwinds mid-run, a domain may still be
+/// running at its `SCHED_FIFO` priority, above the spinner and the other guests, which
+/// could never run to exit while it spins.
 struct Run {
     slots: Slots,
     control: Option<LiveControl>,
-    spinner: Option<IdleSpinner>,
-    cgroups: Option<RunCgroups>,
-    throttle: Option<LiftedThrottle>,
-    watchdog: Watchdog,
-    _cpu_lock: Option<CpuLock>,
+    seats: Vec<Seat>,
+    guard: Guard,
     machine: Machine,
     /// The present domains by name (and the names used), as live control sees them.
     names: Domains,
@@ -555,50 +221,21 @@ struct Run {
     /// Configure a pool a timed `xl cpupool-create` makes (the simulator's).
     policy_settings: PolicySettings,
     start: u64,
-    cpu: usize,
     seed: u64,
     allowed: Allowed,
     helper: HelperCommand,
     external: BTreeMap<String, External>,
     keep_jobs: bool,
-    current: Option<Target>,
-    probed: Option<Target>,
     changes: Vec<rtvmm_system::TimedChange>,
     next_change: usize,
-    measures: Measures,
     /// The instant the timer is armed for, until it fires (not re-armed for the same one).
     armed: Option<u64>,
-    /// The scheduler thread's CPU time and the cpu's steal time when the loop began.
+    /// The scheduler thread's CPU time when the loop began.
     cpu_at_start: u64,
-    steal_at_start: Option<u64>,
-}
-
-#[derive(Default)]
-struct Measures {
-    do_schedule: Vec<u64>,
-    switches: Vec<u64>,
+    /// The timer's wake-up lateness, one sample per timer wake-up (room reserved before
+    /// the run), and every wake-up of the loop.
     lateness: Vec<u64>,
-    clock_read: u64,
     wakeups: u64,
-}
-
-/// The most samples of each kind reserved before the run (8 MiB each).
-const RESERVED_SAMPLES: u64 = 1 << 20;
-
-impl Measures {
-    /// Room for a run of `duration` at `quantum` (about one sample of each kind per
-    /// quantum), reserved before the run: memory is locked, so a vector growing in the
-    /// loop would fault its new pages in there.
-    fn for_run(duration: Nanos, quantum: Nanos) -> Measures {
-        let samples = (duration.as_ns() / quantum.as_ns().max(1) + 64).min(RESERVED_SAMPLES);
-        let room = || Vec::with_capacity(samples as usize);
-        Measures {
-            do_schedule: room(),
-            switches: room(),
-            lateness: room(),
-            ..Measures::default()
-        }
-    }
 }
 
 fn execute(
@@ -610,7 +247,7 @@ fn execute(
     allowed: Allowed,
 ) -> Result<HostRun, HostError> {
     let control = options.control.take();
-    let mut run = Run::set_up(system, seed, &options, control, cpu, allowed)?;
+    let mut run = Run::set_up(system, seed, &options, control, &[cpu], allowed)?;
     let reached = run.run_loop(&options)?;
     run.finish(scenario, seed, &options, reached)
 }
@@ -621,66 +258,11 @@ impl Run {
         seed: u64,
         options: &HostOptions,
         control: Option<LiveControl>,
-        cpu: usize,
+        cpus: &[usize],
         allowed: Allowed,
     ) -> Result<Run, HostError> {
-        // One run per cpu; then what abandoned runs left is undone; then this run is
-        // recorded (see `crate::runs`). Without a usable state directory (best effort, not
-        // root) there is neither lock nor record.
-        let state = StateDir::system();
-        let patience = std::time::Duration::from_secs(5);
-        let (cpu_lock, state) = match runs::lock_cpu_after_the_dead(&state, cpu, patience) {
-            Ok(lock) => (Some(lock), Some(state)),
-            Err(CpuLockError::Busy { holder }) => return Err(HostError::CpuBusy { cpu, holder }),
-            Err(CpuLockError::Io(_)) if !allowed.missing.is_empty() => (None, None),
-            Err(CpuLockError::Io(e)) => return Err(HostError::io("the cpu's lock")(e)),
-        };
-        if let Some(state) = &state {
-            let mount = sys::cgroup2_mount();
-            let recovered = runs::recover(state, mount.as_deref())
-                .map_err(HostError::io("recovering abandoned runs"))?;
-            for line in recovered {
-                eprintln!("rtvmm: {line}");
-            }
-        }
-        let mut watchdog = Watchdog::spawn(
-            &options.helper,
-            cpu,
-            state.as_ref(),
-            cpu_lock.as_ref().map(CpuLock::raw_fd),
-        )
-        .map_err(HostError::io("the watchdog"))?;
-        if let Some(control) = &control {
-            let (dev, ino) = control.file_id();
-            watchdog
-                .announce(&Undo::Socket {
-                    path: control.path().to_path_buf(),
-                    dev,
-                    ino,
-                })
-                .map_err(HostError::io("the watchdog"))?;
-        }
-        let throttle = if allowed.throttle {
-            let record = state
-                .as_ref()
-                .map(|s| s.record_path(std::process::id() as i32));
-            let lifted = LiftedThrottle::lift(state.as_ref(), record.as_deref(), |old| {
-                watchdog.announce(&Undo::RtRuntime(old.to_string()))
-            });
-            Some(lifted.map_err(HostError::io(sys::RT_RUNTIME_PATH))?)
-        } else {
-            None
-        };
-        let cgroups = match &allowed.cgroup {
-            Some(mount) => {
-                let path = RunCgroups::path_for(mount, std::process::id());
-                watchdog
-                    .announce(&Undo::RunCgroup(path.clone()))
-                    .map_err(HostError::io("the watchdog"))?;
-                Some(RunCgroups::create(path).map_err(HostError::io("the run's cgroup"))?)
-            }
-            None => None,
-        };
+        // The first managed cpu's lock and record stand for the run's.
+        let guard = Guard::take(cpus[0], &allowed, options, control.as_ref())?;
         let notify =
             EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
                 .map_err(|e| HostError::io("eventfd")(e.into()))?;
@@ -697,14 +279,19 @@ impl Run {
             .as_ref()
             .map(|c| c.settings.clone())
             .unwrap_or_default();
+        // One seat per pcpu of the machine, on the managed cpus in order.
+        let seats = (0..system.machine.pcpus)
+            .zip(cpus)
+            .map(|(p, &cpu)| {
+                let measures = Measures::for_run(options.duration, system.machine.quantum);
+                Seat::new(PcpuId(p), cpu, measures)
+            })
+            .collect();
         let mut run = Run {
             slots: Slots::default(),
             control,
-            spinner: None,
-            cgroups,
-            throttle,
-            watchdog,
-            _cpu_lock: cpu_lock,
+            seats,
+            guard,
             machine,
             names: Domains::new(settings).driving(driven(system)),
             enforcer: enforcer(options.backend),
@@ -713,25 +300,23 @@ impl Run {
             domain_of_vcpu: Vec::new(),
             policy_settings: system.policy_settings.clone(),
             start: 0,
-            cpu,
             seed,
             allowed,
             helper: options.helper.clone(),
             external: options.external.clone(),
             keep_jobs: options.record_trace || options.record_jobs,
-            current: None,
-            probed: None,
             changes: system.changes.clone(),
             next_change: 0,
-            measures: Measures::for_run(options.duration, system.machine.quantum),
             armed: None,
             cpu_at_start: 0,
-            steal_at_start: None,
+            lateness: Measures::room(options.duration, system.machine.quantum),
+            wakeups: 0,
         };
         for spec in &system.domains {
             run.change(Nanos::ZERO, &Change::AddDomain(spec.clone()))?;
         }
         // The scheduler thread becomes real-time, then time 0 is set and everyone starts.
+        let cpu = run.guest_cpu();
         sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?;
         if run.allowed.fifo {
             sys::set_fifo(0, SCHEDULER_PRIORITY)
@@ -740,17 +325,20 @@ impl Run {
         if run.allowed.mlock {
             sys::lock_memory().map_err(HostError::io("mlockall"))?;
         }
-        run.measures.clock_read = sys::clock_read_cost(10_000);
+        let clock_read = sys::clock_read_cost(10_000);
         run.start = sys::mono_ns() + LEAD;
         // Above every parked external thread, too (see `crate::external`).
         let idle_priority = run.allowed.fifo.then(|| match run.external.is_empty() {
             true => options.backend.idle_priority(),
             false => IDLE_PRIORITY_BAND,
         });
-        run.spinner = Some(
-            IdleSpinner::start(cpu, idle_priority, run.start)
-                .map_err(|e| HostError::io("the IDLE spinner")(std::io::Error::other(e)))?,
-        );
+        for seat in &mut run.seats {
+            seat.measures.clock_read = clock_read;
+            seat.spinner = Some(
+                IdleSpinner::start(seat.cpu, idle_priority, run.start)
+                    .map_err(|e| HostError::io("the IDLE spinner")(std::io::Error::other(e)))?,
+            );
+        }
         for slot in &run.slots {
             for shared in slot.domain.pages() {
                 shared.go(run.start);
@@ -790,15 +378,16 @@ impl Run {
     ) -> Result<(), HostError> {
         let index = self.slots.len();
         let name = spec.name.clone();
-        let cgroups = self.cgroups.as_ref();
+        let cpu = self.guest_cpu();
+        let cgroups = self.guard.cgroups.as_ref();
         let mut domain_cgroup = || match cgroups {
             Some(c) => c.add_empty(&format!("d{index}")),
             None => Err(std::io::Error::other("no cgroup v2 for the run")),
         };
-        let watchdog = &mut self.watchdog;
+        let watchdog = &mut self.guard.watchdog;
         let mut announce = |u: &Undo| watchdog.announce(u);
         let mut context = AttachContext {
-            cpu: self.cpu,
+            cpu,
             backend: self.enforcer.backend(),
             mount: self.allowed.cgroup.as_deref(),
             run_cgroup: cgroups.map(RunCgroups::path),
@@ -852,7 +441,7 @@ impl Run {
             index as u32,
             join,
             self.seed,
-            self.cpu,
+            self.guest_cpu(),
             self.allowed.fifo,
             &self.notify,
             self.keep_jobs,
@@ -860,11 +449,12 @@ impl Run {
         for (j, guest) in domain.guests.iter_mut().enumerate() {
             let pid = guest.pid();
             if let Some(t) = start_time(pid) {
-                self.watchdog
+                self.guard
+                    .watchdog
                     .announce(&Undo::Guest { pid, start_time: t })
                     .map_err(HostError::io("the watchdog"))?;
             }
-            if let Some(cgroups) = &self.cgroups {
+            if let Some(cgroups) = &self.guard.cgroups {
                 // A domain of one VCPU keeps the name it always had.
                 let unit = match count {
                     1 => format!("d{index}"),
@@ -912,24 +502,21 @@ impl Run {
     /// priority), killed; reaped later by [`Run::reap`]. An external domain: given back
     /// (thawed and continued, its threads' policies and cpus restored), never killed.
     fn end_domain(&mut self, d: usize, now: Nanos) {
-        let of_d =
-            |t: Option<Target>| matches!(t, Some(Target::Vcpu { domain, .. }) if domain == d);
-        if let Some(Target::Vcpu { vcpu, .. }) = self.current.filter(|_| of_d(self.current)) {
-            if let Domain::Process(p) = &self.slots[d].domain {
-                let _ = self.enforcer.stop(&p.guest(vcpu).member);
+        for seat in &mut self.seats {
+            if let Some(vcpu) = seat.forget(d) {
+                if let Domain::Process(p) = &self.slots[d].domain {
+                    let _ = self.enforcer.stop(&p.guest(vcpu).member);
+                }
             }
-            self.current = None;
         }
-        if of_d(self.probed) {
-            self.probed = None;
-        }
+        let off_seats = self.off_seats();
         let slot = &mut self.slots[d];
         slot.domain.drain(Some(now));
         slot.removed_at = Some(now);
         slot.wake_at.iter_mut().for_each(|w| *w = None);
         match &mut slot.domain {
             Domain::Process(p) => {
-                p.kill(&sys::cpus_except(self.cpu));
+                p.kill(&off_seats);
                 slot.dying = true;
             }
             Domain::External(e) => e.release(Some(self.enforcer.as_mut())),
@@ -953,6 +540,20 @@ impl Run {
         }
     }
 
+    /// The host cpu the guests and the scheduler thread run on: the one seat's (a run of
+    /// several pcpus is refused before it starts: `preflight`).
+    fn guest_cpu(&self) -> usize {
+        self.seats[0].cpu
+    }
+
+    /// Every host cpu but the seats'.
+    fn off_seats(&self) -> Vec<usize> {
+        let seats: Vec<usize> = self.seats.iter().map(|s| s.cpu).collect();
+        (0..sys::cpu_count())
+            .filter(|c| !seats.contains(c))
+            .collect()
+    }
+
     fn rel(&self) -> u64 {
         sys::mono_ns().saturating_sub(self.start)
     }
@@ -963,7 +564,9 @@ impl Run {
         let end = options.duration;
         sys::sleep_until(self.start);
         self.cpu_at_start = sys::thread_cpu_ns();
-        self.steal_at_start = sys::steal_ns(self.cpu);
+        for seat in &mut self.seats {
+            seat.steal_at_start = sys::steal_ns(seat.cpu);
+        }
         for slot in &mut self.slots {
             if let Domain::External(e) = &mut slot.domain {
                 e.start_counting();
@@ -980,7 +583,7 @@ impl Run {
             if options.test_panic_at.is_some_and(|at| now >= at) {
                 panic!("test_panic_at: a fault injected by a test");
             }
-            self.read_probe();
+            self.read_probes();
             self.observe_guests(now)?;
             self.apply_due_changes(now)?;
             self.serve_control(now);
@@ -994,34 +597,17 @@ impl Run {
         }
     }
 
-    /// 1. The answer to the last switch probe, if any.
-    fn read_probe(&mut self) {
-        let Some(target) = self.probed else { return };
-        let Some(page) = self.page(target) else {
-            self.probed = None;
-            return;
-        };
-        if let Some((at, ran)) = page.probe_answer() {
-            page.clear_answer();
-            if ran >= at {
-                self.measures.switches.push(ran - at);
-            }
-            self.probed = None;
-        }
-    }
-
-    /// The page that answers switch probes (an external domain has none).
-    fn page(&self, target: Target) -> Option<&Shared> {
-        match target {
-            Target::Idle => Some(self.spinner.as_ref().expect("started").page()),
-            Target::Vcpu { domain, vcpu } => self.slots[domain].domain.shared(vcpu),
+    /// 1. The answers to the last switch probes, if any.
+    fn read_probes(&mut self) {
+        for seat in &mut self.seats {
+            seat.read_probe(&self.slots);
         }
     }
 
     /// 2. Wake and block the domains' VCPUs from their guests' state: a VCPU has work
-    /// while one of its tasks has a pending job (the core's rule for a partitioned guest,
-    /// and for a guest of one VCPU); an external domain while its threads are not all
-    /// sleeping.
+    ///    while one of its tasks has a pending job (the core's rule for a partitioned
+    ///    guest, and for a guest of one VCPU); an external domain while its threads are
+    ///    not all sleeping.
     fn observe_guests(&mut self, now: Nanos) -> Result<(), HostError> {
         for slot in &mut self.slots {
             if slot.removed_at.is_some() {
@@ -1033,7 +619,7 @@ impl Run {
                 let work = match &mut slot.domain {
                     Domain::Process(p) => p.guest(j).shared.work_at(now.as_ns()),
                     Domain::External(e) => {
-                        let watchdog = &mut self.watchdog;
+                        let watchdog = &mut self.guard.watchdog;
                         let has_work =
                             e.observe(now, &mut |u| watchdog.announce(u))
                                 .map_err(|reason| HostError::Domain {
@@ -1213,104 +799,40 @@ impl Run {
         }
     }
 
-    /// 4. The core's decisions due at `now`; `do_schedule` timed.
+    /// 4. The core's decisions due at `now`; `do_schedule` timed (per seat: the calls
+    ///    that ran it on the seat's pcpu).
     fn decide(&mut self, now: Nanos) {
         while self.machine.poll_timeout() <= now {
-            let calls = self.machine.pcpu_stats(PcpuId(0)).do_schedule_calls;
-            let before = sys::mono_ns();
-            self.machine.handle_timeout(now);
-            let after = sys::mono_ns();
-            if self.machine.pcpu_stats(PcpuId(0)).do_schedule_calls != calls {
-                self.measures.do_schedule.push(after - before);
+            match self.seats.as_mut_slice() {
+                [seat] => seat.timed(&mut self.machine, |m| m.handle_timeout(now)),
+                _ => self.machine.handle_timeout(now),
             }
         }
     }
 
-    /// Step 5: makes the pcpu run what the core decided; holds every external domain that
-    /// does not run as its work says (stopped with work, parked without).
+    /// Step 5: makes each seat's pcpu run what the core decided; holds every external
+    /// domain that does not run as its work says (stopped with work, parked without).
     fn enforce(&mut self, now: Nanos) -> Result<(), HostError> {
-        let target = match self.machine.activity(PcpuId(0)) {
-            Activity::Running(v) => {
-                let (domain, vcpu) = self.domain_of(v);
-                Target::Vcpu { domain, vcpu }
-            }
-            Activity::Idle | Activity::Overhead { .. } => Target::Idle,
-        };
-        if self.current != Some(target) {
-            match self.current {
-                Some(Target::Vcpu { domain, vcpu }) => self.hold(domain, vcpu)?,
-                Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
-                None => {}
-            }
-            if let Some(old) = self.probed.take() {
-                if let Some(page) = self.page(old) {
-                    page.clear_answer();
-                }
-            }
-            let probed = match self.page(target) {
-                Some(page) => {
-                    page.probe(now.as_ns());
-                    Some(target)
-                }
-                None => None,
-            };
-            match target {
-                Target::Vcpu { domain, vcpu } => {
-                    let enforcer = self.enforcer.as_mut();
-                    let slot = &mut self.slots[domain];
-                    let resumed = match &mut slot.domain {
-                        Domain::Process(p) => enforcer.resume(&p.guest(vcpu).member),
-                        Domain::External(e) => e.set_hold(Hold::Running, enforcer),
-                    };
-                    resumed.map_err(|e| {
-                        HostError::io(format!("domain '{}': resuming it", slot.domain.spec().name))(
-                            e,
-                        )
-                    })?
-                }
-                Target::Idle => self.spinner.as_ref().expect("started").spin(),
-            }
-            self.current = Some(target);
-            self.probed = probed;
+        for seat in &mut self.seats {
+            seat.enforce(
+                now,
+                &self.machine,
+                &mut self.slots,
+                self.enforcer.as_mut(),
+                &self.domain_of_vcpu,
+            )?;
         }
         for d in 0..self.slots.len() {
             let external = matches!(self.slots[d].domain, Domain::External(_));
+            let running = Some(Target::Vcpu { domain: d, vcpu: 0 });
             if external
-                && self.current != Some(Target::Vcpu { domain: d, vcpu: 0 })
+                && self.seats.iter().all(|s| s.current != running)
                 && self.slots[d].removed_at.is_none()
             {
-                self.hold(d, 0)?;
+                hold(&self.machine, &mut self.slots, self.enforcer.as_mut(), d, 0)?;
             }
         }
         Ok(())
-    }
-
-    /// Stops VCPU `j` of domain `d` (not running): a process domain's guest of that VCPU
-    /// by the backend; an external domain (one VCPU) stopped while it has work, parked
-    /// while it has none.
-    fn hold(&mut self, d: usize, j: usize) -> Result<(), HostError> {
-        let has_work = self.machine.has_work(self.slots[d].domain.vcpus()[j]);
-        let enforcer = self.enforcer.as_mut();
-        let slot = &mut self.slots[d];
-        let stopped = match &mut slot.domain {
-            Domain::Process(p) => enforcer.stop(&p.guest(j).member),
-            Domain::External(e) => {
-                let hold = if has_work {
-                    Hold::Stopped
-                } else {
-                    Hold::Parked
-                };
-                e.set_hold(hold, enforcer)
-            }
-        };
-        stopped.map_err(|e| {
-            HostError::io(format!("domain '{}': stopping it", slot.domain.spec().name))(e)
-        })
-    }
-
-    /// The domain of a VCPU of the run, and the VCPU's number there.
-    fn domain_of(&self, vcpu: VcpuId) -> (usize, usize) {
-        self.domain_of_vcpu[vcpu.index()].expect("a VCPU of the run")
     }
 
     /// 7. Sleeps until the next instant something is due, or a guest rings.
@@ -1364,11 +886,11 @@ impl Run {
         ];
         let _ = poll(&mut fds, PollTimeout::NONE);
         let woke = sys::mono_ns();
-        self.measures.wakeups += 1;
+        self.wakeups += 1;
         let ready = |fd: &PollFd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLIN));
         let (timer_fired, rung) = (ready(&fds[0]), ready(&fds[1]));
         if timer_fired {
-            self.measures.lateness.push(woke.saturating_sub(at));
+            self.lateness.push(woke.saturating_sub(at));
             let _ = self.timer.wait();
             self.armed = None;
         }
@@ -1395,9 +917,11 @@ impl Run {
         // has stopped).
         self.control = None;
         self.machine.advance(reached.max(self.machine.now()));
-        if let Some(Target::Vcpu { domain, vcpu }) = self.current {
-            if let Domain::Process(p) = &self.slots[domain].domain {
-                let _ = self.enforcer.stop(&p.guest(vcpu).member);
+        for seat in &self.seats {
+            if let Some(Target::Vcpu { domain, vcpu }) = seat.current {
+                if let Domain::Process(p) = &self.slots[domain].domain {
+                    let _ = self.enforcer.stop(&p.guest(vcpu).member);
+                }
             }
         }
         // External domains are given back at the end instant (their CPU time counted
@@ -1407,8 +931,10 @@ impl Run {
                 e.release(Some(self.enforcer.as_mut()));
             }
         }
-        self.spinner.as_ref().expect("started").park();
-        self.current = None;
+        for seat in &mut self.seats {
+            seat.spinner.as_ref().expect("started").park();
+            seat.current = None;
+        }
         // The scheduler thread steps down: the guests need the cpu to report.
         if self.allowed.fifo {
             let _ = sys::set_other(0);
@@ -1503,18 +1029,16 @@ impl Run {
         });
         // Undo everything (in the fields' order), then let the watchdog check and go.
         let Run {
-            spinner,
             slots,
-            cgroups,
-            throttle,
-            watchdog,
+            control,
+            seats,
+            guard,
             ..
         } = self;
         drop(slots);
-        drop(spinner);
-        drop(cgroups);
-        drop(throttle);
-        watchdog.finish();
+        drop(control);
+        drop(seats);
+        guard.finish();
         Ok(HostRun {
             results,
             trace,
@@ -1533,12 +1057,19 @@ impl Run {
         cpu_used: u64,
     ) -> HostResults {
         let total = |v: &[u64]| v.iter().sum::<u64>();
-        let m = &mut self.measures;
         let duration = reached.as_ns().max(1);
-        let steal = match (self.steal_at_start, sys::steal_ns(self.cpu)) {
-            (Some(a), Some(b)) => b.saturating_sub(a),
-            _ => 0,
-        };
+        // Every seat's samples together (one seat: its own).
+        let mut do_schedule = Vec::new();
+        let mut switches = Vec::new();
+        let mut steal = 0;
+        for seat in &mut self.seats {
+            do_schedule.append(&mut seat.measures.do_schedule);
+            switches.append(&mut seat.measures.switches);
+            if let (Some(a), Some(b)) = (seat.steal_at_start, sys::steal_ns(seat.cpu)) {
+                steal += b.saturating_sub(a);
+            }
+        }
+        let clock_read = self.seats.iter().map(|s| s.measures.clock_read).max();
         HostResults {
             real_time: self.allowed.missing.is_empty(),
             not_real_time_because: self
@@ -1547,15 +1078,15 @@ impl Run {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
-            cpu: self.cpu as u32,
+            cpu: self.guest_cpu() as u32,
             enforce: options.backend.name().to_string(),
-            do_schedule_total_ns: total(&m.do_schedule),
-            do_schedule_ns: Dist::of(&mut m.do_schedule),
-            switch_total_ns: total(&m.switches),
-            switch_ns: Dist::of(&mut m.switches),
-            tick_lateness_ns: Dist::of(&mut m.lateness),
-            clock_read_ns: m.clock_read,
-            wakeups: m.wakeups,
+            do_schedule_total_ns: total(&do_schedule),
+            do_schedule_ns: Dist::of(&mut do_schedule),
+            switch_total_ns: total(&switches),
+            switch_ns: Dist::of(&mut switches),
+            tick_lateness_ns: Dist::of(&mut self.lateness),
+            clock_read_ns: clock_read.unwrap_or(0),
+            wakeups: self.wakeups,
             scheduler_cpu_ns: cpu_used,
             cpu_lost_share: cpu_used as f64 / duration as f64,
             steal_ns: steal,
@@ -1628,62 +1159,9 @@ impl Run {
                 .iter()
                 .map(|d| d.map(|(domain, _)| domain))
                 .collect(),
-            pcpus: 1,
+            pcpus: self.seats.len() as u32,
             end: Some(reached),
         };
         (events, names)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use rtvmm_core::guest::{GuestScheduler, TaskSpec};
-    use rtvmm_core::machine::{MachineConfig, PoolSpec};
-    use rtvmm_core::model::{DomainSpec, VcpuParams};
-    use rtvmm_core::policy::PolicyConfig;
-    use rtvmm_core::Nanos;
-
-    use super::*;
-
-    fn system() -> SystemSpec {
-        let ms = Nanos::from_ms;
-        SystemSpec {
-            domains: vec![DomainSpec {
-                name: "d".into(),
-                vcpu: VcpuParams::server(ms(2), ms(10), 1),
-                guest: GuestScheduler::Rm,
-                tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
-                placement: Default::default(),
-            }],
-            ..SystemSpec::one_pool(MachineConfig::default(), PolicyConfig::Deferrable)
-        }
-    }
-
-    /// What the one-pcpu executor cannot run is refused by name, before anything starts;
-    /// a partitioned guest of several VCPUs runs, a global one is refused by name.
-    #[test]
-    fn several_pcpus_pools_and_global_multi_vcpu_guests_are_refused_by_name() {
-        assert!(one_pcpu(&system()).is_ok());
-        let refused = |s: &SystemSpec| match one_pcpu(s) {
-            Err(HostError::Unsupported(why)) => why,
-            other => panic!("not refused: {other:?}"),
-        };
-        let mut two = system();
-        two.machine.pcpus = 2;
-        assert!(refused(&two).starts_with("[machine] pcpus = 2: the host executor drives one pcpu"));
-        let mut pooled = system();
-        pooled.pools = vec![PoolSpec::new(
-            "rt",
-            rtvmm_core::cpuset::CpuSet::one(0),
-            PolicyConfig::Deferrable,
-        )];
-        assert!(refused(&pooled).starts_with("[[pool]] 'rt'"));
-        let mut multi = system();
-        multi.domains[0].placement.vcpus = 2;
-        assert!(one_pcpu(&multi).is_ok());
-        let why = check_runnable(&multi.domains[0]).unwrap_err();
-        assert!(why.starts_with("vcpus = 2 with smp = \"global\""), "{why}");
-        multi.domains[0].placement.smp = rtvmm_core::model::GuestSmp::Partitioned;
-        assert_eq!(check_runnable(&multi.domains[0]), Ok(()));
     }
 }
