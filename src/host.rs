@@ -24,6 +24,16 @@ use crate::{
     RunFlags,
 };
 
+/// `--cpus`'s value: host cpus, in ascending order.
+#[derive(Clone, Debug)]
+struct CpuList(Vec<usize>);
+
+/// `--cpus`: a cpu list in xl's form (`0-2,5`).
+fn parse_cpus(text: &str) -> Result<CpuList, String> {
+    let set = rtvmm_core::xl::parse_cpu_list(text)?;
+    Ok(CpuList(set.iter().map(|c| c as usize).collect()))
+}
+
 pub fn parse_backend(text: &str) -> Result<Backend, String> {
     Backend::from_name(text).ok_or_else(|| {
         format!("unknown enforcement backend '{text}': expected freeze, band or signal")
@@ -79,6 +89,10 @@ pub struct HostRunArgs {
     /// The managed cpu (default: the last one)
     #[arg(long)]
     cpu: Option<usize>,
+    /// The managed cpus, one per pcpu of the scenario's machine, as xl writes them
+    /// (0-2,5); accepted only where the machine has at least one core to spare beyond them
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus, conflicts_with = "cpu")]
+    cpus: Option<CpuList>,
     /// How domains are stopped: freeze (cgroup v2), band (SCHED_FIFO priority band) or
     /// signal (SIGSTOP/SIGCONT)
     #[arg(long, value_parser = parse_backend, default_value = "freeze")]
@@ -181,6 +195,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     let HostRunArgs {
         run: flags,
         cpu,
+        cpus,
         enforce,
         best_effort,
         ctl,
@@ -200,6 +215,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     let (stop, which) = stop_on_signal();
     let mut options = HostOptions::new(helper()?, scenario.duration);
     options.cpu = cpu;
+    options.cpus = cpus.map(|c| c.0).unwrap_or_default();
     options.backend = enforce;
     options.best_effort = best_effort;
     options.record_trace = flags.trace.is_some();

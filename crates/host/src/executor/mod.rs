@@ -117,6 +117,9 @@ pub struct HostOptions {
     pub duration: Nanos,
     /// The managed cpu (default: the last one).
     pub cpu: Option<usize>,
+    /// The managed cpus, one per pcpu (`--cpus`; empty: `cpu`). Several only where the
+    /// machine has a core to spare beyond them.
+    pub cpus: Vec<usize>,
     pub backend: Backend,
     /// Run without the privileges a real-time run needs, labelling the results.
     pub best_effort: bool,
@@ -145,6 +148,7 @@ impl HostOptions {
             helper,
             duration,
             cpu: None,
+            cpus: Vec::new(),
             backend: Backend::Freeze,
             best_effort: false,
             record_trace: false,

@@ -22,23 +22,56 @@ pub(super) struct Allowed {
     pub(super) missing: Vec<MissingPrivilege>,
 }
 
-/// Checks what would refuse any run with `options` before it starts: the cpu, the
+/// Checks what would refuse any run with `options` before it starts: the cpus, the
 /// privileges (unless `best_effort`), the enforcement backend — for a caller that runs
-/// many systems (an experiment) and wants to refuse before the first. [`run`] checks the
-/// same again, with the system.
+/// many systems (an experiment) and wants to refuse before the first. [`super::run`]
+/// checks the same again, with the system.
 pub fn check(options: &HostOptions) -> Result<(), HostError> {
-    managed_cpu(options)?;
+    managed_cpus(options)?;
     allowed(options).map(|_| ())
 }
 
-/// The managed cpu: `options.cpu`, or the last one.
-pub(super) fn managed_cpu(options: &HostOptions) -> Result<usize, HostError> {
+/// The managed cpus, one per pcpu: `options.cpus` (`--cpus`), else `options.cpu`, else
+/// the last cpu. Several are accepted only where the machine has at least one core to
+/// spare beyond them (for the system and the executor's other threads: the watchdog, the
+/// control socket's), and each at most once.
+pub(super) fn managed_cpus(options: &HostOptions) -> Result<Vec<usize>, HostError> {
     let count = sys::cpu_count();
-    let cpu = options.cpu.unwrap_or(count - 1);
-    if cpu >= count {
-        return Err(HostError::NoSuchCpu { cpu, count });
+    let cpus = match options.cpus.as_slice() {
+        [] => vec![options.cpu.unwrap_or(count - 1)],
+        cpus => cpus.to_vec(),
+    };
+    for &cpu in &cpus {
+        if cpu >= count {
+            return Err(HostError::NoSuchCpu { cpu, count });
+        }
     }
-    Ok(cpu)
+    let list = || {
+        cpus.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if let Some(twice) = cpus
+        .iter()
+        .find(|c| cpus.iter().filter(|d| d == c).count() > 1)
+    {
+        return Err(HostError::Unsupported(format!(
+            "--cpus {}: cpu {twice} is named twice",
+            list()
+        )));
+    }
+    if cpus.len() > 1 && cpus.len() >= count {
+        return Err(HostError::Unsupported(format!(
+            "--cpus {}: this machine has {count} cores (0-{}), and a run of {} pcpus needs at \
+             least one core to spare beyond them (for the system and the executor's other \
+             threads); give fewer cpus",
+            list(),
+            count - 1,
+            cpus.len()
+        )));
+    }
+    Ok(cpus)
 }
 
 /// Checks everything that can be refused before the run, in the order a user fixes
@@ -47,8 +80,16 @@ pub(super) fn preflight(
     system: &SystemSpec,
     options: &HostOptions,
 ) -> Result<(usize, Allowed), HostError> {
+    let cpus = managed_cpus(options)?;
+    if cpus.len() > 1 {
+        return Err(HostError::Unsupported(format!(
+            "--cpus: {} pcpus: the host executor drives one pcpu for now (several need a \
+             scheduler thread per seat); simulate this system with `rtvmm sim`",
+            cpus.len()
+        )));
+    }
     one_pcpu(system)?;
-    let cpu = managed_cpu(options)?;
+    let cpu = cpus[0];
     let added = system.changes.iter().filter_map(|c| match &c.change {
         Change::AddDomain(d) => Some(d),
         _ => None,
@@ -245,6 +286,48 @@ mod tests {
 
     /// What the one-pcpu executor cannot run is refused by name, before anything starts;
     /// a partitioned guest of several VCPUs runs, a global one is refused by name.
+    /// Several managed cpus are refused where the machine has no core to spare beyond
+    /// them, naming the cores; a cpu named twice or missing is refused by number.
+    #[test]
+    fn several_cpus_need_a_core_to_spare() {
+        let count = sys::cpu_count();
+        let mut options = crate::executor::HostOptions::new(
+            crate::HelperCommand {
+                program: "/bin/false".into(),
+                args: Vec::new(),
+            },
+            Nanos::from_ms(10),
+        );
+        options.cpus = (0..count).collect();
+        let why = match managed_cpus(&options) {
+            Err(HostError::Unsupported(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        };
+        let all = (0..count)
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        assert!(
+            why.starts_with(&format!(
+                "--cpus {all}: this machine has {count} cores (0-{}), and a run of {count} \
+                 pcpus needs at least one core to spare",
+                count - 1
+            )),
+            "{why}"
+        );
+        options.cpus = vec![0, 0];
+        assert!(
+            matches!(managed_cpus(&options), Err(HostError::Unsupported(w)) if w.contains("cpu 0 is named twice"))
+        );
+        options.cpus = vec![0, count];
+        assert!(matches!(
+            managed_cpus(&options),
+            Err(HostError::NoSuchCpu { .. })
+        ));
+        options.cpus = vec![count - 1];
+        assert_eq!(managed_cpus(&options).unwrap(), vec![count - 1]);
+    }
+
     #[test]
     fn several_pcpus_pools_and_global_multi_vcpu_guests_are_refused_by_name() {
         assert!(one_pcpu(&system()).is_ok());
