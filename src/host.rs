@@ -53,7 +53,7 @@ pub enum HostCommand {
     /// watchdog process thaws, restores and removes what the run changed; if both are
     /// killed, the next run (or `rtvmm host cleanup`) does, from the run's record in
     /// /run/rtvmm. One run per cpu: a second run on a managed cpu is refused.
-    Run(HostRunArgs),
+    Run(Box<HostRunArgs>),
     /// Undo what runs whose executor and watchdog are both gone left behind (a frozen
     /// domain cgroup, leftover guests, lifted RT throttling), from their records in
     /// /run/rtvmm; live runs are left alone. Every `host run` does this first
@@ -158,7 +158,7 @@ fn stop_on_signal() -> (Arc<AtomicBool>, Arc<AtomicUsize>) {
 
 pub fn run(command: HostCommand) -> Result<(), Failure> {
     match command {
-        HostCommand::Run(args) => host_run(args),
+        HostCommand::Run(args) => host_run(*args),
         HostCommand::Cleanup => cleanup(),
     }
 }
