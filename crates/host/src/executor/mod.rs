@@ -1,7 +1,7 @@
 //! The executor: the scheduling core driven by the real clock, its decisions enforced.
 //!
 //! # Design note
-//! One scheduler thread per managed pcpu (one here): `SCHED_FIFO` 99, pinned to the
+//! One scheduler thread per managed pcpu (one today): `SCHED_FIFO` 99, pinned to the
 //! managed cpu, memory locked. Time 0 of the run is an absolute `CLOCK_MONOTONIC` instant
 //! (`start`); the core is always told `now = clock − start`, so budgets are charged with
 //! measured time, not the nominal quantum. One iteration of the loop, at `now`:
@@ -38,13 +38,25 @@
 //! jobs (phase `Finalize`), and the results are built by the same code as the simulator's
 //! ([`RunResults::from_domains`]) with the executor's own measurements in `host`.
 //!
-//! # Safety of the machine
-//! Before anything changes, the run takes its cpu (one run per cpu), undoes what abandoned
-//! runs left ([`crate::runs`]) and starts its [`Watchdog`]. Everything the run changes is
-//! announced to the watchdog and written to the run's record before it is changed, and
-//! undone by a guard when the run ends (normally, with an error, or by a panic); if the
-//! executor dies, the watchdog undoes it (see [`crate::watchdog`]); if both die, the next
-//! run or `rtvmm host cleanup` does.
+//! # The pieces
+//! - The **resource guard** (`guard.rs`): before anything changes, the run takes its cpu
+//!   (one run per cpu), undoes what abandoned runs left ([`crate::runs`]) and starts its
+//!   watchdog ([`crate::watchdog::Watchdog`]). Everything the run changes is announced to
+//!   the watchdog and written to the run's record before it is changed, and undone by the
+//!   guard when the run ends (normally, with an error, or by a panic); if the executor
+//!   dies, the watchdog undoes it; if both die, the next run or `rtvmm host cleanup` does.
+//! - A **seat** per managed pcpu (`seat.rs`): it knows its `PcpuId` and its host cpu,
+//!   runs its IDLE spinner, enforces what the core's `activity(pcpu)` says (the VCPU's
+//!   guest process resumed, the previous one stopped), probes each switch and keeps its
+//!   timing samples. The loop names no pcpu: it asks each seat.
+//! - The run's **domains** (`domains.rs`): a slot per domain that joined (its index is
+//!   the change path's), a guest process per VCPU or an external domain.
+//! - **Preflight** (`preflight.rs`): everything refused before anything changes, by name.
+//! - The **loop** (this file): the steps above, and the results.
+//!
+//! Today a run has one seat: several pcpus (`--cpus`) are refused before the run, by
+//! name, where the machine has no core to spare beyond them, and otherwise because each
+//! seat needs its own scheduler thread (not built yet).
 //!
 //! # Cost per wake-up
 //! The loop's own work is kept off the syscall path where nothing changes: the timer is
