@@ -190,22 +190,16 @@ impl JobBook {
     }
 }
 
-/// The tasks each guest process of `spec` runs, by VCPU: a domain of one VCPU, or a
-/// partitioned guest of several ([`GuestSmp::Partitioned`]: each task on its
-/// [`TaskSpec::vcpu`]), has one guest process per VCPU, so that a VCPU's tasks run only
-/// while that VCPU runs (the process is the enforcement unit). `Err` for a global guest of
-/// several VCPUs, whose threads would have to follow the guest scheduler across VCPUs.
+/// The tasks each guest process of `spec` runs: a partitioned guest of several VCPUs
+/// ([`GuestSmp::Partitioned`]: each task on its [`TaskSpec::vcpu`]) has one guest process
+/// per VCPU, so that a VCPU's tasks run only while that VCPU runs (the process is the
+/// enforcement unit); a domain of one VCPU, or a global guest of several, has one process
+/// of all its tasks, which runs while any of its VCPUs runs (Linux, the guest scheduler,
+/// runs its best threads on it). `Err` for what the host cannot run.
 pub fn tasks_by_vcpu(spec: &DomainSpec) -> Result<Vec<Vec<usize>>, String> {
     let count = spec.placement.vcpu_count();
-    if count == 1 {
+    if count == 1 || spec.placement.smp == GuestSmp::Global {
         return Ok(vec![(0..spec.tasks.len()).collect()]);
-    }
-    if spec.placement.smp != GuestSmp::Partitioned {
-        return Err(format!(
-            "vcpus = {count} with smp = \"global\": the host runs a guest of several VCPUs \
-             partitioned (smp = \"partitioned\", each task pinned with vcpu = i); simulate a \
-             global one with `rtvmm sim`"
-        ));
     }
     let mut by_vcpu = vec![Vec::new(); count as usize];
     for (t, task) in spec.tasks.iter().enumerate() {
@@ -215,10 +209,11 @@ pub fn tasks_by_vcpu(spec: &DomainSpec) -> Result<Vec<Vec<usize>>, String> {
     Ok(by_vcpu)
 }
 
-/// One guest process: the tasks of one VCPU of a domain (all of them for a domain of one
-/// VCPU), their shared page, and the threads and cgroup the enforcement acts on.
+/// One guest process: the tasks of one VCPU of a partitioned domain (all of them for a
+/// domain of one VCPU or a global guest), their shared page, and the threads and cgroup
+/// the enforcement acts on.
 pub struct GuestProcess {
-    /// The VCPU whose tasks it runs.
+    /// The VCPU whose tasks it runs (a global guest's: its first).
     pub vcpu: VcpuId,
     /// The domain's task index of each of its tasks (its page's task `i` is the domain's
     /// task `tasks[i]`).
@@ -270,9 +265,13 @@ pub struct ProcessDomain {
     pub spec: DomainSpec,
     /// Its VCPUs, in VCPU order.
     pub vcpus: Vec<VcpuId>,
-    /// Its guest processes, one per VCPU, in VCPU order.
+    /// Its guest processes, one per VCPU in VCPU order (partitioned), or one of all its
+    /// tasks ([`tasks_by_vcpu`]).
     pub guests: Vec<GuestProcess>,
     pub book: JobBook,
+    /// A global guest of several VCPUs: which of its VCPUs have work (bit j = VCPU j), as
+    /// the core's rule last said ([`rtvmm_core::guest::global_awake`]).
+    pub awake: Option<u64>,
 }
 
 impl ProcessDomain {
@@ -348,17 +347,20 @@ impl ProcessDomain {
         for guest in &mut guests {
             guest.wait_ready().map_err(bad)?;
         }
+        let global = vcpus.len() > 1 && guests.len() == 1;
         Ok(ProcessDomain {
             book: JobBook::new(spec.tasks.len(), keep_jobs),
             spec,
             vcpus,
             guests,
+            awake: global.then_some(0),
         })
     }
 
-    /// The guest process of VCPU `j` (its number in the domain).
+    /// The guest process that runs while VCPU `j` (its number in the domain) runs: its
+    /// own (partitioned), or the domain's one.
     pub fn guest(&self, j: usize) -> &GuestProcess {
-        &self.guests[j]
+        &self.guests[j.min(self.guests.len() - 1)]
     }
 
     /// Takes the job records handed over since the last call.

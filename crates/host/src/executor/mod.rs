@@ -81,6 +81,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use rtvmm_core::guest::global_awake;
 use rtvmm_core::machine::Machine;
 use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
@@ -462,6 +463,7 @@ impl Run {
             &self.notify,
             self.keep_jobs,
         )?;
+        let units = domain.guests.len();
         for (j, guest) in domain.guests.iter_mut().enumerate() {
             let pid = guest.pid();
             if let Some(t) = start_time(pid) {
@@ -471,8 +473,8 @@ impl Run {
                     .map_err(HostError::io("the watchdog"))?;
             }
             if let Some(cgroups) = &self.guard.cgroups {
-                // A domain of one VCPU keeps the name it always had.
-                let unit = match count {
+                // A domain of one guest process keeps the name it always had.
+                let unit = match units {
                     1 => format!("d{index}"),
                     _ => format!("d{index}v{j}"),
                 };
@@ -620,16 +622,56 @@ impl Run {
         }
     }
 
-    /// 2. Wake and block the domains' VCPUs from their guests' state: a VCPU has work
-    ///    while one of its tasks has a pending job (the core's rule for a partitioned
-    ///    guest, and for a guest of one VCPU); an external domain while its threads are
-    ///    not all sleeping.
+    /// 2. Wake and block the domains' VCPUs from their guests' state, by the core's
+    ///    rules ("Several VCPUs" in `rtvmm_core::guest`): a VCPU of a partitioned guest
+    ///    (or of one VCPU) has work while one of its tasks has a pending job; a global
+    ///    guest of k VCPUs keeps `min(n, k)` awake, n = its tasks with a pending job, as
+    ///    [`rtvmm_core::guest::global_awake`] chooses them; an external domain has work
+    ///    while its threads are not all sleeping. A VCPU without work waits for its
+    ///    tasks' earliest next release, a timer the executor owns.
     fn observe_guests(&mut self, now: Nanos) -> Result<(), HostError> {
-        for slot in &mut self.slots {
+        for (d, slot) in self.slots.iter_mut().enumerate() {
             if slot.removed_at.is_some() {
                 continue;
             }
             let vcpus = slot.domain.vcpus().len();
+            if let Domain::Process(p) = &mut slot.domain {
+                if let Some(awake) = p.awake {
+                    // The VCPUs the seats run; on a pcpu, a running VCPU of a guest with a
+                    // pending job runs one (its best).
+                    let mut running = 0u64;
+                    for seat in &self.seats {
+                        if let Some(Target::Vcpu { domain, vcpu }) = seat.current {
+                            if domain == d {
+                                running |= 1 << vcpu;
+                            }
+                        }
+                    }
+                    let shared = &p.guest(0).shared;
+                    let ready = (0..shared.tasks())
+                        .filter(|&t| shared.state(t).has_work_at(now.as_ns()))
+                        .count() as u32;
+                    let next = shared.work_at(now.as_ns()).err().flatten();
+                    let with_job = if ready > 0 { running } else { 0 };
+                    let all = (1u64 << vcpus) - 1;
+                    let awake = global_awake(awake, running, with_job, ready, all);
+                    p.awake = Some(awake);
+                    for j in 0..vcpus {
+                        let work = awake & (1 << j) != 0;
+                        let vcpu = p.vcpus[j];
+                        // Every sleeping VCPU waits for the guest's next release.
+                        slot.wake_at[j] = if work { None } else { next };
+                        if work != self.machine.has_work(vcpu) {
+                            if work {
+                                self.machine.wake(now, vcpu);
+                            } else {
+                                self.machine.block(now, vcpu);
+                            }
+                        }
+                    }
+                    continue;
+                }
+            }
             for j in 0..vcpus {
                 let vcpu = slot.domain.vcpus()[j];
                 let work = match &mut slot.domain {

@@ -105,7 +105,20 @@ pub fn a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an
     if skip("multi_vcpu") {
         return;
     }
-    let scenario = Scenario::from_toml(PAIR, "pair.toml").unwrap_or_else(|e| panic!("{e}"));
+    shares_match(PAIR, true);
+    // The same as a global guest (one guest process, run while either VCPU runs; both
+    // VCPUs awake while both tasks have work).
+    let global = PAIR
+        .replace("smp = \"partitioned\"", "smp = \"global\"")
+        .replace("vcpu = 0\n", "")
+        .replace("vcpu = 1\n", "");
+    shares_match(&global, false);
+}
+
+/// Runs `text` in simulation and on the host and compares the shares; `per_task`: each
+/// task runs on its own VCPU (partitioned), so its jobs follow that VCPU's time.
+fn shares_match(text: &str, per_task: bool) {
+    let scenario = Scenario::from_toml(text, "pair.toml").unwrap_or_else(|e| panic!("{e}"));
     let (half, end) = (ms(1000), ms(2000));
     let mut sim = Simulation::new(&scenario.system, scenario.seed, true).expect("a system");
     sim.run_until(end).expect("the simulation");
@@ -160,7 +173,7 @@ pub fn a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an
     // 1000 ms evenly (25 jobs each).
     let pair = &run.results.domains[0];
     let simulated_jobs: Vec<u64> = sim.domains()[0].stats.iter().map(|s| s.finished).collect();
-    for (t, task) in pair.tasks.iter().enumerate() {
+    for (t, task) in pair.tasks.iter().enumerate().filter(|_| per_task) {
         eprintln!(
             "task {}: {} jobs finished on the host, {} in the simulation",
             task.name, task.finished, simulated_jobs[t]
@@ -191,6 +204,7 @@ pub fn a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an
 /// is two guest processes, each holding exactly its VCPU's task threads — the threads the
 /// enforcement stops and resumes with that VCPU.
 pub fn the_enforcement_units_of_a_multi_vcpu_domain_hold_their_vcpus_threads() {
+    global_guest_is_one_unit();
     let text = r#"name = "units"
 duration = "1s"
 [[domain]]
@@ -258,4 +272,58 @@ vcpu = 0
     all_tids.dedup();
     assert_eq!(all_tids.len(), 3, "each task thread in one unit only");
     drop(domain);
+}
+
+/// A global guest of two VCPUs is one guest process of all its tasks, which both VCPUs
+/// run.
+fn global_guest_is_one_unit() {
+    let text = r#"name = "units"
+duration = "1s"
+[[domain]]
+name = "pair"
+vcpus = 2
+vcpu = { budget = "2ms", period = "10ms", priority = 1 }
+[[domain.task]]
+name = "a"
+period = "10ms"
+wcet = "1ms"
+[[domain.task]]
+name = "b"
+period = "20ms"
+wcet = "1ms"
+"#;
+    let scenario = Scenario::from_toml(text, "units.toml").unwrap_or_else(|e| panic!("{e}"));
+    let spec = scenario.system.domains[0].clone();
+    assert_eq!(
+        rtvmm_host::domain::tasks_by_vcpu(&spec),
+        Ok(vec![vec![0, 1]])
+    );
+    let notify = nix::sys::eventfd::EventFd::new().expect("an eventfd");
+    let helper = HelperCommand::this_program().expect("this test binary");
+    let cpu = rtvmm_host::sys::cpu_count() - 1;
+    let domain = ProcessDomain::spawn(
+        &helper,
+        spec,
+        vec![VcpuId(0), VcpuId(1)],
+        0,
+        Nanos::ZERO,
+        1,
+        cpu,
+        false,
+        &notify,
+        false,
+    )
+    .unwrap_or_else(|e| panic!("spawn: {e}"));
+    assert_eq!(domain.guests.len(), 1);
+    assert_eq!(
+        domain.guest(0).pid(),
+        domain.guest(1).pid(),
+        "both VCPUs run it"
+    );
+    assert_eq!(domain.guest(1).member.threads.len(), 2);
+    assert_eq!(
+        domain.awake,
+        Some(0),
+        "the core's rule decides which VCPUs wake"
+    );
 }

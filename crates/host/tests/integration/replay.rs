@@ -167,6 +167,14 @@ pub fn the_simulator_and_the_hosts_control_path_leave_the_same_machine_after_eac
         );
         let (host, simulated) = (host_state(&machine, &domains), sim_state(&sim));
         assert_eq!(host, simulated, "after {request}");
+        if request.contains("sched-rtds -d web -p") {
+            // Without `-v`: every VCPU of web, on both sides (as Xen's `xl` does).
+            for (side, state) in [("host", &host), ("simulator", &simulated)] {
+                for (params, _, _) in &state[0].1 {
+                    assert_eq!((params.budget, params.period), (ms(3), ms(10)), "{side}");
+                }
+            }
+        }
         machine.check_invariants().expect("the host's machine");
     }
 
