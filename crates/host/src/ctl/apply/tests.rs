@@ -635,3 +635,81 @@ fn xl_pools_are_created_and_a_migration_off_the_driven_pcpu_is_refused() {
     );
     assert_eq!(machine.placement(vcpu), ("Pool-0", CpuSet::one(0)));
 }
+
+/// A domain of two VCPUs through live control: added as two VCPUs, `sched-set` and
+/// `sched-rtds` without `-v` reach both, `-v 1` only the second (named by its number in
+/// the reply), `sched-show` has a line per VCPU, and removing it takes both.
+#[test]
+fn a_domain_of_two_vcpus_is_added_set_shown_and_removed_whole() {
+    let (mut machine, mut domains) = system();
+    let add = r#"{"v":1,"cmd":"add-domain","domain":{"name":"pair","vcpus":2,
+        "smp":"partitioned","vcpu":{"budget":"1ms","period":"10ms","priority":3},
+        "task":[{"name":"a","period":"10ms","wcet":"1ms","vcpu":0},
+                {"name":"b","period":"10ms","wcet":"1ms","vcpu":1}]}}"#;
+    let applied = apply(&mut machine, &mut domains, ms(6), command(add));
+    assert!(
+        message(&applied).starts_with("pair: added as VCPUs 2, 3 (2 tasks"),
+        "{applied:?}"
+    );
+    let pair = [VcpuId(2), VcpuId(3)];
+    assert_eq!(domains.vcpus("pair"), Some(pair.as_slice()));
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(7),
+        command(r#"{"v":1,"cmd":"sched-set","domain":"pair","budget":"2ms"}"#),
+    );
+    assert_eq!(applied.effect, Effect::Adjusted { index: 2 });
+    for v in pair {
+        assert_eq!(machine.params(v).budget, ms(2));
+    }
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(8),
+        xl("sched-rtds -d pair -v 1 -p 20000 -b 5000"),
+    );
+    assert!(
+        message(&applied).starts_with("pair vcpu 1: budget 2ms -> 5ms, period 10ms -> 20ms"),
+        "{applied:?}"
+    );
+    assert_eq!(machine.params(pair[0]).budget, ms(2));
+    assert_eq!(machine.params(pair[1]).budget, ms(5));
+    assert_eq!(domains.spec(2).vcpu.budget, ms(2), "the spec has VCPU 0's");
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(8),
+        command(r#"{"v":1,"cmd":"sched-show","domain":"pair"}"#),
+    );
+    let Reply::Show(show) = &applied.reply else {
+        panic!("{applied:?}")
+    };
+    let lines: Vec<(&str, u32, u64)> = show
+        .domains
+        .iter()
+        .map(|d| (d.name.as_str(), d.vcpu, d.budget_ns))
+        .collect();
+    assert_eq!(
+        lines,
+        [("pair", 2, ms(2).as_ns()), ("pair", 3, ms(5).as_ns())]
+    );
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(9),
+        command(r#"{"v":1,"cmd":"remove-domain","domain":"pair"}"#),
+    );
+    assert_eq!(message(&applied), "pair: removed (VCPUs 2, 3)");
+    assert_eq!(
+        applied.effect,
+        Effect::Removed {
+            index: 2,
+            vcpus: pair.to_vec(),
+            name: "pair".into()
+        }
+    );
+    assert_eq!(domains.vcpus("pair"), None);
+    run_to(&mut machine, ms(40));
+    assert_eq!(machine.check_invariants(), Ok(()));
+}
