@@ -42,7 +42,6 @@ pub fn run_tests(tests: &[(&str, fn())], args: &[String]) -> ExitCode {
     let began = Instant::now();
     // Read before any run changes it.
     rt_runtime_at_start();
-    threads_at_start();
     println!("\nrunning {} tests", chosen.len());
     let mut failed = Vec::new();
     for (name, test) in &chosen {
@@ -253,21 +252,13 @@ pub fn leftovers() -> Vec<String> {
             rt_runtime_at_start()
         ));
     }
-    let before = threads_at_start();
-    found.extend(rtvmm_threads().into_iter().filter(|t| !before.contains(t)));
+    found.extend(rtvmm_threads());
     found.extend(
         run_records()
             .iter()
             .map(|r| format!("record {}", r.display())),
     );
     found
-}
-
-/// The `rtvmm-*` threads that ran before the first test: another program's (a binary
-/// named `rtvmm-…` that someone else runs on this machine), never one of these runs'.
-fn threads_at_start() -> &'static Vec<String> {
-    static AT_START: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    AT_START.get_or_init(rtvmm_threads)
 }
 
 /// The run records in the state directory (`rtvmm_host::runs`).
@@ -282,16 +273,28 @@ pub fn run_records() -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// Every thread on the machine named `rtvmm-*`, as `pid/tid name policy`.
+/// Every thread on the machine named `rtvmm-*` that a run of these tests started, as
+/// `pid/tid name policy`: in this test binary's processes (the runs' own threads, and the
+/// guests and watchdogs it re-executes) — not another program that happens to be called
+/// `rtvmm-…` (another build of rtvmm someone runs on this machine).
 pub fn rtvmm_threads() -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
     let mut found = Vec::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return found;
     };
+    let file = |path: std::path::PathBuf| std::fs::metadata(path).map(|m| (m.dev(), m.ino()));
+    let this_binary = file("/proc/self/exe".into()).ok();
     for p in procs.flatten() {
         let Ok(pid) = p.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
+        // A process whose program is known and another one's is not a run's.
+        if let (Some(this), Ok(its)) = (this_binary, file(p.path().join("exe"))) {
+            if its != this {
+                continue;
+            }
+        }
         let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
             continue;
         };
