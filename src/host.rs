@@ -22,7 +22,18 @@ use rtvmm_system::SystemSpec;
 
 use crate::{
     bad_input, load, output_file, parse_policy, parse_time, print, runtime, text_file, Failure,
+    RunFlags,
 };
+
+/// `--cpus`'s value: host cpus, in ascending order.
+#[derive(Clone, Debug)]
+struct CpuList(Vec<usize>);
+
+/// `--cpus`: a cpu list in xl's form (`0-2,5`).
+fn parse_cpus(text: &str) -> Result<CpuList, String> {
+    let set = rtvmm_core::xl::parse_cpu_list(text)?;
+    Ok(CpuList(set.iter().map(|c| c as usize).collect()))
+}
 
 pub fn parse_backend(text: &str) -> Result<Backend, String> {
     Backend::from_name(text).ok_or_else(|| {
@@ -43,7 +54,7 @@ pub enum HostCommand {
     /// watchdog process thaws, restores and removes what the run changed; if both are
     /// killed, the next run (or `rtvmm host cleanup`) does, from the run's record in
     /// /run/rtvmm. One run per cpu: a second run on a managed cpu is refused.
-    Run(HostRunArgs),
+    Run(Box<HostRunArgs>),
     /// Undo what runs whose executor and watchdog are both gone left behind (a frozen
     /// domain cgroup, leftover guests, lifted RT throttling), from their records in
     /// /run/rtvmm; live runs are left alone. Every `host run` does this first
@@ -54,35 +65,39 @@ pub enum HostCommand {
 }
 
 #[derive(clap::Args)]
+#[command(
+    mut_arg("scenario", |a| a.help("The scenario file (TOML), as for `rtvmm sim`")),
+    mut_arg("policy", |a| a.help("Run under this policy instead of the file's")),
+    mut_arg("duration", |a| a.help(
+        "Run for this long instead of the file's duration (with a unit: 5s, 500ms)"
+    )),
+    mut_arg("seed", |a| a.help(
+        "Seed instead of the file's (the guests' execution-time draws)"
+    )),
+    mut_arg("json", |a| a.help(
+        "Write the full results as JSON (the format of `rtvmm sim --json`, source \"host\")"
+    )),
+    mut_arg("trace", |a| a.help("Write the trace: *.json (Chrome/Perfetto) or *.csv")),
+    mut_arg("jobs", |a| a.help(
+        "Write every job (release, start, finish, response, responsiveness, lateness, \
+         latency, outcome) as CSV to this file, as `rtvmm sim --jobs` does"
+    )),
+)]
 pub struct HostRunArgs {
-    /// The scenario file (TOML), as for `rtvmm sim`
-    scenario: PathBuf,
+    /// The flags shared with `rtvmm sim` (help worded for a real-time run above).
+    #[command(flatten)]
+    run: RunFlags,
     /// The managed cpu (default: the last one)
     #[arg(long)]
     cpu: Option<usize>,
+    /// The managed cpus, one per pcpu of the scenario's machine, as xl writes them
+    /// (0-2,5); accepted only where the machine has at least one core to spare beyond them
+    #[arg(long, value_name = "LIST", value_parser = parse_cpus, conflicts_with = "cpu")]
+    cpus: Option<CpuList>,
     /// How domains are stopped: freeze (cgroup v2), band (SCHED_FIFO priority band) or
     /// signal (SIGSTOP/SIGCONT)
     #[arg(long, value_parser = parse_backend, default_value = "freeze")]
     enforce: Backend,
-    /// Run for this long instead of the file's duration (with a unit: 5s, 500ms)
-    #[arg(long, value_parser = parse_time)]
-    duration: Option<Nanos>,
-    /// Run under this policy instead of the file's
-    #[arg(long, value_parser = parse_policy)]
-    policy: Option<PolicyKind>,
-    /// Seed instead of the file's (the guests' execution-time draws)
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Write the full results as JSON (the format of `rtvmm sim --json`, source "host")
-    #[arg(long, value_name = "OUT")]
-    json: Option<PathBuf>,
-    /// Write the trace: *.json (Chrome/Perfetto) or *.csv
-    #[arg(long, value_name = "OUT")]
-    trace: Option<PathBuf>,
-    /// Write every job (release, start, finish, response, responsiveness, lateness,
-    /// latency, outcome) as CSV to this file, as `rtvmm sim --jobs` does
-    #[arg(long, value_name = "OUT")]
-    jobs: Option<PathBuf>,
     /// Run without the real-time privileges that are missing; every result is labelled
     /// not real-time
     #[arg(long)]
@@ -144,7 +159,7 @@ fn stop_on_signal() -> (Arc<AtomicBool>, Arc<AtomicUsize>) {
 
 pub fn run(command: HostCommand) -> Result<(), Failure> {
     match command {
-        HostCommand::Run(args) => host_run(args),
+        HostCommand::Run(args) => host_run(*args),
         HostCommand::Cleanup => cleanup(),
     }
 }
@@ -178,28 +193,37 @@ fn cleanup() -> Result<(), Failure> {
 }
 
 fn host_run(args: HostRunArgs) -> Result<(), Failure> {
-    let trace_format = args
+    let HostRunArgs {
+        run: flags,
+        cpu,
+        cpus,
+        enforce,
+        best_effort,
+        ctl,
+    } = args;
+    let trace_format = flags
         .trace
         .as_deref()
         .map(TraceFormat::from_path)
         .transpose()
         .map_err(bad_input)?;
-    let scenario = load(&args.scenario, args.policy, args.duration, args.seed)?;
-    let outputs: Vec<&Path> = [&args.json, &args.trace, &args.jobs]
+    let scenario = load(&flags.scenario, flags.policy, flags.duration, flags.seed)?;
+    let outputs: Vec<&Path> = [&flags.json, &flags.trace, &flags.jobs]
         .into_iter()
         .filter_map(|o| o.as_deref())
         .collect();
-    files::check_outputs(&[&args.scenario], &outputs).map_err(bad_input)?;
+    files::check_outputs(&[&flags.scenario], &outputs).map_err(bad_input)?;
     let (stop, which) = stop_on_signal();
     let mut options = HostOptions::new(helper()?, scenario.duration);
-    options.cpu = args.cpu;
-    options.backend = args.enforce;
-    options.best_effort = args.best_effort;
-    options.record_trace = args.trace.is_some();
-    options.record_jobs = args.jobs.is_some();
+    options.cpu = cpu;
+    options.cpus = cpus.map(|c| c.0).unwrap_or_default();
+    options.backend = enforce;
+    options.best_effort = best_effort;
+    options.record_trace = flags.trace.is_some();
+    options.record_jobs = flags.jobs.is_some();
     options.stop = stop;
     options.external = scenario.external.clone();
-    if let Some(path) = args.ctl {
+    if let Some(path) = ctl {
         let path = path.unwrap_or_else(|| ctl::default_socket_path(&scenario.name));
         let control = LiveControl::start(&path, scenario.scheduler.clone()).map_err(|e| {
             // A path the user chose that cannot be used is theirs to fix.
@@ -236,19 +260,19 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         ));
     }
     let mut written = Vec::new();
-    if let Some(out) = &args.json {
+    if let Some(out) = &flags.json {
         written.push(text_file(out, &run.results.to_json())?);
         text.push_str(&format!("results: {}\n", out.display()));
     }
     if let (Some(out), Some(format), Some((events, names))) =
-        (&args.trace, trace_format, &run.trace)
+        (&flags.trace, trace_format, &run.trace)
     {
         written.push(output_file(out, |file| {
             write_trace(file, format, events, names)
         })?);
         text.push_str(&format!("trace: {}\n", out.display()));
     }
-    if let (Some(out), Some(rows)) = (&args.jobs, &run.jobs) {
+    if let (Some(out), Some(rows)) = (&flags.jobs, &run.jobs) {
         written.push(output_file(out, |file| {
             rtvmm_system::results::write_jobs_csv(file, rows)
         })?);

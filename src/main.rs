@@ -95,27 +95,8 @@ enum Command {
     /// Simulate a scenario file and print a summary
     #[command(after_help = EXIT_CODES)]
     Sim {
-        /// The scenario file (TOML)
-        scenario: PathBuf,
-        /// Run under this policy instead of the file's (name or alias; see `rtvmm policies`)
-        #[arg(long, value_parser = parse_policy)]
-        policy: Option<PolicyKind>,
-        /// Simulated time instead of the file's (with a unit: 10s, 500ms)
-        #[arg(long, value_parser = parse_time)]
-        duration: Option<Nanos>,
-        /// Seed instead of the file's
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Write the full results as JSON to this file
-        #[arg(long, value_name = "OUT")]
-        json: Option<PathBuf>,
-        /// Write the trace to this file: *.json (Chrome/Perfetto trace events) or *.csv
-        #[arg(long, value_name = "OUT")]
-        trace: Option<PathBuf>,
-        /// Write every job (release, start, finish, response, responsiveness, lateness,
-        /// latency, outcome) as CSV to this file
-        #[arg(long, value_name = "OUT")]
-        jobs: Option<PathBuf>,
+        #[command(flatten)]
+        run: RunFlags,
     },
     /// Validate a scenario file and print it normalised (every default written out)
     #[command(after_help = EXIT_CODES)]
@@ -182,6 +163,34 @@ enum BenchCommand {
 
 /// Options of `rtvmm analyze`.
 /// `rtvmm compare A.json B.json`.
+/// The flags `rtvmm sim` and `rtvmm host run` share: one scenario file run with the
+/// same overrides and the same outputs, by either driver. The help is `sim`'s; `host run`
+/// words some of it for real time (`mut_arg` in `host::HostRunArgs`).
+#[derive(clap::Args)]
+pub struct RunFlags {
+    /// The scenario file (TOML)
+    pub scenario: PathBuf,
+    /// Run under this policy instead of the file's (name or alias; see `rtvmm policies`)
+    #[arg(long, value_parser = parse_policy)]
+    pub policy: Option<PolicyKind>,
+    /// Simulated time instead of the file's (with a unit: 10s, 500ms)
+    #[arg(long, value_parser = parse_time)]
+    pub duration: Option<Nanos>,
+    /// Seed instead of the file's
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Write the full results as JSON to this file
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write the trace to this file: *.json (Chrome/Perfetto trace events) or *.csv
+    #[arg(long, value_name = "OUT")]
+    pub trace: Option<PathBuf>,
+    /// Write every job (release, start, finish, response, responsiveness, lateness,
+    /// latency, outcome) as CSV to this file
+    #[arg(long, value_name = "OUT")]
+    pub jobs: Option<PathBuf>,
+}
+
 #[derive(clap::Args)]
 struct CompareArgs {
     /// The first results file (`rtvmm sim --json`).
@@ -324,15 +333,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Compare(args) => rtvmm_experiments::compare::compare_files(&args.a, &args.b)
             .map_err(experiment_failure)
             .and_then(|t| print(&t)),
-        Command::Sim {
-            scenario,
-            policy,
-            duration,
-            seed,
-            json,
-            trace,
-            jobs,
-        } => sim(&scenario, policy, duration, seed, json, trace, jobs),
+        Command::Sim { run } => sim(
+            &run.scenario,
+            run.policy,
+            run.duration,
+            run.seed,
+            run.json,
+            run.trace,
+            run.jobs,
+        ),
         Command::Demo {
             duration,
             seed,

@@ -216,6 +216,31 @@ pub enum GuestError {
     TaskVcpuOnGlobal { task: String, vcpu: u32 },
 }
 
+/// Which VCPUs of a global guest have work (module doc, "Which VCPUs have work"), as
+/// bit masks (bit j = VCPU j): `awake` as it was, `running` the VCPUs the VMM runs now,
+/// `with_job` those running a job, `ready` the tasks with a pending job, `all` the
+/// guest's VCPUs. `min(ready, k)` stay awake: when fewer are needed, first a VCPU without
+/// a job that the VMM does not run goes to sleep, then one without a job, highest index
+/// first; when more are needed, the sleeping ones wake, lowest index first. The host
+/// executor asks the same of its guests.
+pub fn global_awake(mut awake: u64, running: u64, with_job: u64, ready: u32, all: u64) -> u64 {
+    awake &= all;
+    let target = ready.min(all.count_ones());
+    while awake.count_ones() > target {
+        let idle = awake & !with_job;
+        let from = [idle & !running, idle, awake]
+            .into_iter()
+            .find(|&c| c != 0)
+            .expect("more awake than the target, which is at least 0");
+        awake &= !(1u64 << (63 - from.leading_zeros()));
+    }
+    while awake.count_ones() < target {
+        let asleep = all & !awake;
+        awake |= 1u64 << asleep.trailing_zeros();
+    }
+    awake
+}
+
 /// The state of a guest of several VCPUs (see "Several VCPUs" in the module doc).
 #[derive(Clone, Debug)]
 struct Smp {
@@ -611,27 +636,13 @@ impl Guest {
             }
             GuestSmp::Global => {
                 let ready = self.queues.iter().filter(|q| !q.is_empty()).count() as u32;
-                let target = ready.min(smp.vcpus);
                 let mut with_job = 0u64;
                 for (j, s) in smp.slot.iter().enumerate() {
                     if s.is_some() {
                         with_job |= 1 << j;
                     }
                 }
-                // Put to sleep first a VCPU without a job that the VMM does not run, then one
-                // without a job, highest index first.
-                while smp.awake.count_ones() > target {
-                    let idle = smp.awake & !with_job;
-                    let from = [idle & !smp.running, idle, smp.awake]
-                        .into_iter()
-                        .find(|&c| c != 0)
-                        .expect("more awake than the target, which is at least 0");
-                    smp.awake &= !(1u64 << (63 - from.leading_zeros()));
-                }
-                while smp.awake.count_ones() < target {
-                    let asleep = all & !smp.awake;
-                    smp.awake |= 1u64 << asleep.trailing_zeros();
-                }
+                smp.awake = global_awake(smp.awake, smp.running, with_job, ready, all);
             }
         }
         self.smp = Some(smp);

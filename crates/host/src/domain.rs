@@ -1,11 +1,20 @@
-//! Process domains: starting a domain's guest process, and the bookkeeping of its jobs.
+//! Process domains: starting a domain's guest processes, and the bookkeeping of its jobs.
 //!
 //! # Design note
-//! [`ProcessDomain::spawn`] writes the tasks into a fresh [`Shared`] page (with the
-//! guest-level `SCHED_FIFO` priorities: [`guest_ranks`]), re-executes the helper program
-//! as the guest (the page and the executor's eventfd handed over as fds 3 and 4, a
-//! parent-death SIGKILL, a process group of its own so that a terminal's Ctrl-C reaches
-//! only the executor), and waits until every task thread is ready.
+//! A domain has one guest process per VCPU ([`tasks_by_vcpu`]): all its tasks for a
+//! domain of one VCPU; for a partitioned guest of several VCPUs, the tasks pinned to each
+//! VCPU. The process is the enforcement unit: the executor stops and resumes VCPU `j` of
+//! a domain by stopping and resuming its guest process `j` (its cgroup, its threads'
+//! band, or its signals), so a VCPU's threads run only while that VCPU runs, and each
+//! VCPU's work is its own process's (a global guest of several VCPUs, whose jobs move
+//! between VCPUs, is refused).
+//!
+//! [`ProcessDomain::spawn`] writes each process's tasks into a fresh [`Shared`] page (with
+//! the guest-level `SCHED_FIFO` priorities of the whole domain: [`guest_ranks`]),
+//! re-executes the helper program as the guest (the page and the executor's eventfd
+//! handed over as fds 3 and 4, a parent-death SIGKILL, a process group of its own so that
+//! a terminal's Ctrl-C reaches only the executor), and waits until every task thread is
+//! ready.
 //!
 //! [`JobBook`] turns the job records the guest hands over into the per-task statistics
 //! every driver reports ([`TaskStats`]) and, at the end, the jobs still pending: a record
@@ -20,6 +29,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rtvmm_core::guest::{Arrival, GuestScheduler, Job, TaskSpec};
+use rtvmm_core::model::GuestSmp;
 use rtvmm_core::model::{DomainSpec, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_system::records::JobRecord;
@@ -86,6 +96,7 @@ fn arrival(task: &TaskSpec) -> Result<(ArrivalKind, u64), String> {
 /// Checks that the host can run a domain's guest (before anything starts).
 pub fn check_runnable(domain: &DomainSpec) -> Result<(), String> {
     guest_ranks(domain)?;
+    tasks_by_vcpu(domain)?;
     for t in &domain.tasks {
         arrival(t)?;
     }
@@ -179,79 +190,47 @@ impl JobBook {
     }
 }
 
-/// A running guest process and what the executor keeps about it.
-pub struct ProcessDomain {
-    pub spec: DomainSpec,
+/// The tasks each guest process of `spec` runs: a partitioned guest of several VCPUs
+/// ([`GuestSmp::Partitioned`]: each task on its [`TaskSpec::vcpu`]) has one guest process
+/// per VCPU, so that a VCPU's tasks run only while that VCPU runs (the process is the
+/// enforcement unit); a domain of one VCPU, or a global guest of several, has one process
+/// of all its tasks, which runs while any of its VCPUs runs (Linux, the guest scheduler,
+/// runs its best threads on it). `Err` for what the host cannot run.
+pub fn tasks_by_vcpu(spec: &DomainSpec) -> Result<Vec<Vec<usize>>, String> {
+    let count = spec.placement.vcpu_count();
+    if count == 1 || spec.placement.smp == GuestSmp::Global {
+        return Ok(vec![(0..spec.tasks.len()).collect()]);
+    }
+    let mut by_vcpu = vec![Vec::new(); count as usize];
+    for (t, task) in spec.tasks.iter().enumerate() {
+        // In range: the shape was checked when the domain joined (`Guest::check_shape`).
+        by_vcpu[task.vcpu as usize].push(t);
+    }
+    Ok(by_vcpu)
+}
+
+/// One guest process: the tasks of one VCPU of a partitioned domain (all of them for a
+/// domain of one VCPU or a global guest), their shared page, and the threads and cgroup
+/// the enforcement acts on.
+pub struct GuestProcess {
+    /// The VCPU whose tasks it runs (a global guest's: its first).
     pub vcpu: VcpuId,
+    /// The domain's task index of each of its tasks (its page's task `i` is the domain's
+    /// task `tasks[i]`).
+    pub tasks: Vec<usize>,
     pub shared: Shared,
     pub member: Member,
-    pub book: JobBook,
     child: Child,
 }
 
-impl ProcessDomain {
-    /// Starts the guest of `spec` (domain number `index`, joining at `join`, relative)
-    /// on `cpu`, and waits until its threads are ready. `fifo`: whether its threads run
-    /// `SCHED_FIFO` (false only in a best-effort run without the privilege).
-    #[allow(clippy::too_many_arguments)]
-    pub fn spawn(
-        helper: &HelperCommand,
-        spec: DomainSpec,
-        vcpu: VcpuId,
-        index: u32,
-        join: Nanos,
-        seed: u64,
-        cpu: usize,
-        fifo: bool,
-        notify: &impl AsFd,
-        keep_jobs: bool,
-    ) -> Result<ProcessDomain, HostError> {
-        let name = spec.name.clone();
-        let bad = |reason: String| HostError::Domain {
-            domain: name.clone(),
-            reason,
-        };
-        let ranks = guest_ranks(&spec).map_err(bad)?;
-        let shared = Shared::create(spec.tasks.len(), DEFAULT_RING_LEN, seed, index)
-            .map_err(|e| bad(e.to_string()))?;
-        shared.set_join(join.as_ns());
-        for (t, task) in spec.tasks.iter().enumerate() {
-            let (kind, param) = arrival(task).map_err(bad)?;
-            shared.write_config(
-                t,
-                &TaskConfig {
-                    arrival: kind,
-                    period: task.period.as_ns(),
-                    wcet: task.wcet.as_ns(),
-                    min_exec: task.min_exec.as_ns(),
-                    deadline: task.deadline.as_ns(),
-                    offset: task.offset.as_ns(),
-                    priority: task.priority,
-                    arrival_param: param,
-                    fifo_priority: if fifo {
-                        guest_priority(ranks[t]).expect("ranks are checked")
-                    } else {
-                        0
-                    },
-                },
-            );
-            shared.set_state(t, TaskState::NextRelease((join + task.offset).as_ns()));
-        }
-        let child = spawn_guest(helper, &shared, notify, cpu).map_err(|e| bad(e.to_string()))?;
-        let mut domain = ProcessDomain {
-            book: JobBook::new(spec.tasks.len(), keep_jobs),
-            member: Member {
-                pids: vec![child.id() as i32],
-                threads: Vec::new(),
-                cgroup: None,
-            },
-            spec,
-            vcpu,
-            shared,
-            child,
-        };
-        domain.wait_ready().map_err(bad)?;
-        Ok(domain)
+impl GuestProcess {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Whether the guest process has exited, and how.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     fn wait_ready(&mut self) -> Result<(), String> {
@@ -271,60 +250,183 @@ impl ProcessDomain {
             .collect();
         Ok(())
     }
+}
 
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
+impl Drop for GuestProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A domain rtvmm started: its guest processes (one per VCPU: [`tasks_by_vcpu`]) and
+/// what the executor keeps about them.
+pub struct ProcessDomain {
+    pub spec: DomainSpec,
+    /// Its VCPUs, in VCPU order.
+    pub vcpus: Vec<VcpuId>,
+    /// Its guest processes, one per VCPU in VCPU order (partitioned), or one of all its
+    /// tasks ([`tasks_by_vcpu`]).
+    pub guests: Vec<GuestProcess>,
+    pub book: JobBook,
+    /// A global guest of several VCPUs: which of its VCPUs have work (bit j = VCPU j), as
+    /// the core's rule last said ([`rtvmm_core::guest::global_awake`]).
+    pub awake: Option<u64>,
+}
+
+impl ProcessDomain {
+    /// Starts the guests of `spec` (domain number `index`, joining at `join`, relative)
+    /// on `cpu`, one per VCPU of `vcpus`, and waits until their threads are ready.
+    /// `fifo`: whether its threads run `SCHED_FIFO` (false only in a best-effort run
+    /// without the privilege).
+    #[allow(clippy::too_many_arguments)]
+    pub fn spawn(
+        helper: &HelperCommand,
+        spec: DomainSpec,
+        vcpus: Vec<VcpuId>,
+        index: u32,
+        join: Nanos,
+        seed: u64,
+        cpu: usize,
+        fifo: bool,
+        notify: &impl AsFd,
+        keep_jobs: bool,
+    ) -> Result<ProcessDomain, HostError> {
+        let name = spec.name.clone();
+        let bad = |reason: String| HostError::Domain {
+            domain: name.clone(),
+            reason,
+        };
+        let ranks = guest_ranks(&spec).map_err(bad)?;
+        let by_vcpu = tasks_by_vcpu(&spec).map_err(bad)?;
+        let mut guests = Vec::with_capacity(by_vcpu.len());
+        for (j, tasks) in by_vcpu.into_iter().enumerate() {
+            // The page's domain number labels its tasks' random streams: VCPU 0's is the
+            // domain's, so a domain of one VCPU draws as it always did.
+            let label = index | ((j as u32) << 16);
+            let shared = Shared::create(tasks.len(), DEFAULT_RING_LEN, seed, label)
+                .map_err(|e| bad(e.to_string()))?;
+            shared.set_join(join.as_ns());
+            for (local, &t) in tasks.iter().enumerate() {
+                let task = &spec.tasks[t];
+                let (kind, param) = arrival(task).map_err(bad)?;
+                shared.write_config(
+                    local,
+                    &TaskConfig {
+                        arrival: kind,
+                        period: task.period.as_ns(),
+                        wcet: task.wcet.as_ns(),
+                        min_exec: task.min_exec.as_ns(),
+                        deadline: task.deadline.as_ns(),
+                        offset: task.offset.as_ns(),
+                        priority: task.priority,
+                        arrival_param: param,
+                        fifo_priority: if fifo {
+                            guest_priority(ranks[t]).expect("ranks are checked")
+                        } else {
+                            0
+                        },
+                    },
+                );
+                shared.set_state(local, TaskState::NextRelease((join + task.offset).as_ns()));
+            }
+            let child =
+                spawn_guest(helper, &shared, notify, cpu).map_err(|e| bad(e.to_string()))?;
+            guests.push(GuestProcess {
+                vcpu: vcpus[j],
+                tasks,
+                member: Member {
+                    pids: vec![child.id() as i32],
+                    threads: Vec::new(),
+                    cgroup: None,
+                },
+                shared,
+                child,
+            });
+        }
+        for guest in &mut guests {
+            guest.wait_ready().map_err(bad)?;
+        }
+        let global = vcpus.len() > 1 && guests.len() == 1;
+        Ok(ProcessDomain {
+            book: JobBook::new(spec.tasks.len(), keep_jobs),
+            spec,
+            vcpus,
+            guests,
+            awake: global.then_some(0),
+        })
+    }
+
+    /// The guest process that runs while VCPU `j` (its number in the domain) runs: its
+    /// own (partitioned), or the domain's one.
+    pub fn guest(&self, j: usize) -> &GuestProcess {
+        &self.guests[j.min(self.guests.len() - 1)]
     }
 
     /// Takes the job records handed over since the last call.
     pub fn drain(&mut self, end: Option<Nanos>) {
-        for t in 0..self.spec.tasks.len() {
-            let deadline = self.spec.tasks[t].deadline;
-            let book = &mut self.book;
-            self.shared
-                .drain(t, |times| book.record(t, deadline, times, end));
+        for guest in &self.guests {
+            for (local, &t) in guest.tasks.iter().enumerate() {
+                let deadline = self.spec.tasks[t].deadline;
+                let book = &mut self.book;
+                guest
+                    .shared
+                    .drain(local, |times| book.record(t, deadline, times, end));
+            }
         }
     }
 
     /// The CPU time its task threads had, as they last reported it.
     pub fn cpu_ns(&self) -> u64 {
-        (0..self.spec.tasks.len()).map(|t| self.shared.cpu(t)).sum()
+        self.pages().map(|(s, local)| s.cpu(local)).sum()
     }
 
     /// Records lost to full rings.
     pub fn lost(&self) -> u64 {
-        (0..self.spec.tasks.len())
-            .map(|t| self.shared.lost(t))
-            .sum()
+        self.pages().map(|(s, local)| s.lost(local)).sum()
     }
 
     /// Whether every task reported its pending jobs.
     pub fn finalized(&self) -> bool {
-        (0..self.spec.tasks.len()).all(|t| self.shared.finalized(t))
+        self.pages().all(|(s, local)| s.finalized(local))
     }
 
-    /// Kills the guest (a removed domain's): its threads are first moved to `off_cpus`
-    /// (away from the managed cpu, where a stopped or demoted thread could wait long for
-    /// the cpu it needs to exit), then the process gets SIGKILL (which ends a frozen or
-    /// stopped process too). Reap it with [`ProcessDomain::exited`].
+    /// Every task's page and its index there.
+    fn pages(&self) -> impl Iterator<Item = (&Shared, usize)> {
+        self.guests
+            .iter()
+            .flat_map(|g| (0..g.tasks.len()).map(move |local| (&g.shared, local)))
+    }
+
+    /// Kills the guests (a removed domain's): their threads are first moved to
+    /// `off_cpus` (away from the managed cpu, where a stopped or demoted thread could wait
+    /// long for the cpu it needs to exit), then each process gets SIGKILL (which ends a
+    /// frozen or stopped process too). Reap them with [`ProcessDomain::exited`].
     pub fn kill(&mut self, off_cpus: &[usize]) {
-        for &(tid, _) in &self.member.threads {
-            let _ = crate::sys::set_affinity(tid, off_cpus);
+        for guest in &mut self.guests {
+            for &(tid, _) in &guest.member.threads {
+                let _ = crate::sys::set_affinity(tid, off_cpus);
+            }
+            let _ = crate::sys::set_affinity(guest.pid(), off_cpus);
+            let _ = guest.child.kill();
         }
-        let _ = crate::sys::set_affinity(self.pid(), off_cpus);
-        let _ = self.child.kill();
     }
 
-    /// Whether the guest process has exited, and how.
+    /// Whether every guest process has exited (the first one's status).
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        let mut first = None;
+        for guest in &mut self.guests {
+            let status = guest.exited()?;
+            first.get_or_insert(status);
+        }
+        first
     }
-}
 
-impl ProcessDomain {
-    /// Sends SIGKILL to the guest without waiting (see [`kill_all`]).
+    /// Sends SIGKILL to the guests without waiting (see [`kill_all`]).
     pub fn sigkill(&mut self) {
-        let _ = self.child.kill();
+        for guest in &mut self.guests {
+            let _ = guest.child.kill();
+        }
     }
 }
 
@@ -337,14 +439,9 @@ pub fn kill_all<'a>(domains: impl IntoIterator<Item = &'a mut ProcessDomain>) {
         d.sigkill();
     }
     for d in all {
-        let _ = d.child.wait();
-    }
-}
-
-impl Drop for ProcessDomain {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for guest in &mut d.guests {
+            let _ = guest.child.wait();
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 //! the one it switches to (nothing else ever runs a domain), so at most one domain is
 //! runnable at a time. The backend is chosen per run ([`Backend`]):
 //! - **freeze**: each domain in its own cgroup v2; `cgroup.freeze` 1 or 0, written through
-//!   a file kept open. Threads keep their `SCHED_FIFO` priorities. Measured here (host.md):
+//!   a file kept open. Threads keep their `SCHED_FIFO` priorities. Measured here (`docs/host.md`):
 //!   ≈ 18 µs median from the decision to the domain running.
 //! - **band**: every thread of the running domain in the high `SCHED_FIFO` band
 //!   ([`RUN_BAND_TOP`] down), every other domain's threads shifted [`BAND_SHIFT`] lower,

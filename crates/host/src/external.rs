@@ -67,7 +67,7 @@
 //! killed) they get their policy, priority and cpus back, and the cgroup is thawed,
 //! never removed.
 //!
-//! Two things to know on this kind of machine (`../shared/spec/host.md`): `/dev/kvm` is a
+//! Two things to know on this kind of machine (`docs/host.md`): `/dev/kvm` is a
 //! software backend here (guest kernel code is emulated about 5000× slower, a VM exit
 //! costs ≈ 20 µs), so a stock Linux guest boots very slowly, with KVM or with TCG; and
 //! with a 3 ms budget every 10 ms the guest gets 30 % of one core, so everything in it is
@@ -92,7 +92,7 @@ use crate::cgroup;
 use crate::domain::JobBook;
 use crate::enforce::{Backend, Enforcer, Member, BAND_SHIFT, IDLE_PRIORITY_BAND, RUN_BAND_BOTTOM};
 use crate::sys::{self, Sched};
-use crate::watchdog::{start_time, Undo};
+use crate::undo::{start_time, Undo};
 use crate::HostError;
 
 /// An external domain's threads' `SCHED_RR` priority while it runs: the IDLE spinner's

@@ -1,9 +1,9 @@
 //! The guest process of a process domain: its tasks as `SCHED_FIFO` threads.
 //!
 //! # Design note
-//! The executor starts one guest process per domain by re-executing its own program
-//! (`HELPER_ARG guest CPU PARENT`), never by `fork()` of a multi-threaded process. The
-//! guest finds its [`Shared`] memory on fd [`GUEST_SHM_FD`] and the executor's eventfd on
+//! The executor starts one guest process per VCPU of a domain (see [`crate::domain`]) by
+//! re-executing its own program (`HELPER_ARG guest CPU PARENT`), never by `fork()` of a
+//! multi-threaded process. The guest finds its [`Shared`] memory on fd [`GUEST_SHM_FD`] and the executor's eventfd on
 //! [`GUEST_NOTIFY_FD`], pins itself to the managed cpu, and starts one thread per task. The
 //! guest scheduler is Linux: each thread runs `SCHED_FIFO` at the priority the executor
 //! assigned (rate- or deadline-monotonic, or the explicit `fp` order), as in the published

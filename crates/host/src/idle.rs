@@ -3,7 +3,7 @@
 //! # Design note
 //! When the scheduler picks IDLE (or is in modelled overhead), every domain is stopped and
 //! the spinner runs, so the core never halts (a halted core collects the host's steal time
-//! and wakes late, host.md) and idle time is time someone visibly spent. While a domain
+//! and wakes late, `docs/host.md`) and idle time is time someone visibly spent. While a domain
 //! runs the spinner is parked on a futex, so that it takes nothing from a domain whose
 //! threads are not real-time (an external process). It answers the switch probe like a
 //! guest does (its [`Shared`] page has no tasks), so the switch to IDLE is measured too.

@@ -3,15 +3,27 @@
 //! The simulator says what would happen; this crate makes it happen. It drives the very
 //! same [`Machine`](rtvmm_core::machine::Machine) — no second implementation of any
 //! policy — with the real clock, and enforces each decision on real processes pinned to
-//! one core, the way RT-Xen's scheduler did inside Xen (`../shared/spec/host.md`).
+//! one core, the way RT-Xen's scheduler did inside Xen (`docs/host.md`). It stands on the
+//! core and on the vocabulary both drivers share ([`rtvmm_system`]: systems, changes,
+//! results, traces), never on the simulator; every change to the machine — a scenario's
+//! timed event or a live-control command — goes through the one change path the
+//! simulator uses too ([`rtvmm_system::change::apply_change`]), and the executor acts
+//! only on its outcome.
 //!
-//! - [`executor`]: the scheduler thread (`SCHED_FIFO` 99, pinned, memory locked): sleep
-//!   until `poll_timeout` (absolute), `handle_timeout(now)`, enforce `activity`; the
-//!   paravirtual block/wake protocol; measurements; the results in the simulator's format;
-//!   live control of the run ([`executor::control`]: the control socket served between
-//!   two decisions, commands applied by [`ctl::apply`]).
-//! - [`domain`]: process domains (a guest process per domain) and the bookkeeping of their
-//!   jobs.
+//! The modules, by floor (a module uses only those of the floors before its own):
+//! `sys`; `cgroup`, `enforce`, `shm`; `domain`, `guest`, `idle`, `undo`; `ctl`,
+//! `external`, `runs`; `watchdog`; `executor`.
+//!
+//! - [`executor`]: the run — a resource guard (what the run changes on the machine and
+//!   must undo), a seat per managed pcpu (its IDLE spinner, the enforcement of
+//!   `activity(pcpu)`, switch probes, timing samples), and the loop (`SCHED_FIFO` 99,
+//!   pinned, memory locked): sleep until `poll_timeout` (absolute), `handle_timeout(now)`,
+//!   enforce each seat; the paravirtual block/wake protocol per VCPU; the results in the
+//!   simulator's format; live control of the run ([`executor::control`]: the control
+//!   socket served between two decisions, commands applied by [`ctl::apply`]).
+//! - [`domain`]: process domains — one guest process per VCPU (a domain of one VCPU, or
+//!   a partitioned guest of several: each VCPU's tasks run only while that VCPU runs) —
+//!   and the bookkeeping of their jobs.
 //! - [`external`]: external domains — an existing cgroup or processes (a QEMU VM, a
 //!   container) scheduled as one VCPU; how to put a QEMU VM under rtvmm.
 //! - [`guest`]: the guest process: tasks as `SCHED_FIFO` threads burning thread CPU time.
@@ -20,12 +32,14 @@
 //!   band), `signal` (SIGSTOP/SIGCONT).
 //! - [`idle`]: the IDLE VCPU, a `SCHED_FIFO` spinner.
 //! - [`cgroup`]: the run's cgroups.
+//! - [`undo`]: what a run changed, one line per change, and how it is undone.
 //! - [`watchdog`]: the process that undoes everything if the executor dies.
 //! - [`runs`]: each run's record on disk (`/run/rtvmm`), the recovery of runs whose
 //!   executor and watchdog both died, the shared RT-throttling setting, one run per cpu.
 //! - [`ctl`]: live control — the Unix socket, its protocol, the `rtvmm ctl` client, the
-//!   one function through which a running executor applies a command to its machine, and
-//!   a stand-in executor (a machine on a virtual clock) for tests without privileges.
+//!   executor's domain table ([`ctl::Domains`], over which the change path runs), the one
+//!   function through which a running executor applies a command to its machine, and a
+//!   stand-in executor (a machine on a virtual clock) for tests without privileges.
 //! - [`sys`]: clocks, sleeps, affinity, `sched_setattr`, RT throttling, privileges, steal.
 //!
 //! The executor re-executes a program for its helpers (the guests and the watchdog): the
@@ -79,30 +93,39 @@
 //! executor dies.
 #![cfg_attr(not(target_os = "linux"), allow(unused))]
 
+// The floors, lowest first: a module uses only modules of the groups before its own
+// (`tests/integration/layers.rs` in the root package holds it).
+#[cfg(target_os = "linux")]
+pub mod sys;
+
 #[cfg(target_os = "linux")]
 pub mod cgroup;
 #[cfg(target_os = "linux")]
-pub mod ctl;
-#[cfg(target_os = "linux")]
-pub mod domain;
-#[cfg(target_os = "linux")]
 pub mod enforce;
 #[cfg(target_os = "linux")]
-pub mod executor;
+pub mod shm;
+
 #[cfg(target_os = "linux")]
-pub mod external;
+pub mod domain;
 #[cfg(target_os = "linux")]
 pub mod guest;
 #[cfg(target_os = "linux")]
 pub mod idle;
 #[cfg(target_os = "linux")]
+pub mod undo;
+
+#[cfg(target_os = "linux")]
+pub mod ctl;
+#[cfg(target_os = "linux")]
+pub mod external;
+#[cfg(target_os = "linux")]
 pub mod runs;
-#[cfg(target_os = "linux")]
-pub mod shm;
-#[cfg(target_os = "linux")]
-pub mod sys;
+
 #[cfg(target_os = "linux")]
 pub mod watchdog;
+
+#[cfg(target_os = "linux")]
+pub mod executor;
 
 use std::path::PathBuf;
 

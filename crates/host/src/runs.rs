@@ -35,7 +35,7 @@ use nix::fcntl::{Flock, FlockArg};
 
 use crate::cgroup;
 use crate::sys;
-use crate::watchdog::{start_time, stat_of, undo_domains, Undo};
+use crate::undo::{start_time, stat_of, undo_domains, Undo};
 
 /// Where runs keep their records and locks.
 pub const STATE_DIR: &str = "/run/rtvmm";

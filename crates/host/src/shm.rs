@@ -27,7 +27,7 @@
 //!   finish; [`NONE`] for "not yet"): single producer (the task's thread), single consumer
 //!   (the executor), head and tail counters that only grow.
 //!
-//! Block and wake, paravirtually (host.md): a domain has work iff one of its tasks is
+//! Block and wake, paravirtually (`docs/host.md`): a domain has work iff one of its tasks is
 //! `BUSY` or has a release at or before now. When a task runs out of work it writes its
 //! next release and rings the executor's eventfd; the executor then blocks the VCPU and
 //! owns the wake-up timer (the earliest next release), so a frozen domain is woken at the

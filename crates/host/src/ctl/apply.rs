@@ -1,86 +1,142 @@
-//! The executor's side: a validated [`Command`] becomes calls on the core's
-//! [`Machine`] — `adjust`, `swap_policy`, `add_vcpu`, `remove_vcpu`, or an `xl` command
-//! through the simulator's own rule ([`rtvmm_system::xl::apply_xl`], see [`run_xl`]) — or a
-//! [`SchedShow`] read from it. Every refusal happens before anything changes: the machine
-//! validates parameters before it applies them, and names are looked up first.
-
-use std::collections::{BTreeMap, BTreeSet};
+//! The executor's side: a validated [`Command`] becomes a [`Change`] applied through the
+//! one change path both drivers use ([`rtvmm_system::change::apply_change`], over the
+//! executor's [`Domains`]) — or a [`SchedShow`] read from the machine. Every refusal
+//! happens before anything changes: live control's own checks (names never reused, pcpus
+//! the executor does not drive) come first, and the change path is all or nothing.
 
 use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::machine::{Machine, MachineError};
-use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId, VcpuParams};
-use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId, VcpuParams};
+use rtvmm_core::policy::{PolicyKind, PolicySettings};
 use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_scenario::error::{ErrorKind, Location};
 use rtvmm_scenario::live::{vcpu_refused, weight_is_derived};
 use rtvmm_scenario::{ScenarioError, SchedulerSettings};
+use rtvmm_system::change::{self, ChangeError, DomainTable};
+use rtvmm_system::Change;
 
 use super::protocol::{Command, DomainStatus, ErrorCode, Reply, SchedShow, ORIGIN};
 use super::server::Request;
 
-/// What live control needs beside the machine: the running domains by name, the names
-/// used before (never reused, as in a scenario file: results and traces name domains),
-/// and the run's `[scheduler]` settings (a swap that gives none uses these; a swap that
-/// gives some keeps them for the next).
+/// The executor's domains as the change path sees them ([`DomainTable`]: index = join
+/// order, a domain's id), plus what live control needs beside them: the names used
+/// before (never reused, as in a scenario file: results and traces name domains), the
+/// run's `[scheduler]` settings (a swap that gives none uses these; a swap that gives
+/// some keeps them for the next), and the pcpus this executor drives (an `xl` command
+/// naming another is refused: [`xl_refusal`]).
+///
+/// The executor keeps its own per-domain books in the same order: its domain `i` is
+/// this table's domain `i`.
 #[derive(Clone, Debug)]
 pub struct Domains {
-    by_name: BTreeMap<String, VcpuId>,
-    removed: BTreeSet<String>,
+    table: change::Domains,
     settings: SchedulerSettings,
+    driven: CpuSet,
 }
 
 impl Domains {
-    /// No domains yet; `settings` are the scenario's `[scheduler]` settings.
+    /// No domains yet; `settings` are the scenario's `[scheduler]` settings. The executor
+    /// drives pcpu 0 ([`Domains::driving`] for more).
     pub fn new(settings: SchedulerSettings) -> Domains {
         Domains {
-            by_name: BTreeMap::new(),
-            removed: BTreeSet::new(),
+            table: change::Domains::default(),
             settings,
+            driven: CpuSet::one(0),
         }
     }
 
-    /// Records a domain the executor added itself (the scenario's initial domains, and
-    /// those its `add-domain` events add).
-    pub fn insert(&mut self, name: &str, vcpu: VcpuId) {
-        self.by_name.insert(name.to_string(), vcpu);
+    /// The same table for an executor that drives the machine's pcpus `driven`.
+    pub fn driving(self, driven: CpuSet) -> Domains {
+        Domains { driven, ..self }
     }
 
-    /// Records that the executor removed a domain itself (a `remove-domain` event).
-    pub fn remove(&mut self, name: &str) -> Option<VcpuId> {
-        let vcpu = self.by_name.remove(name)?;
-        self.removed.insert(name.to_string());
-        Some(vcpu)
+    /// The pcpus this executor drives.
+    pub fn driven(&self) -> CpuSet {
+        self.driven
     }
 
-    /// Forgets a domain that never ran (its guest failed to start): unlike
-    /// [`Domains::remove`], its name stays free.
-    pub(crate) fn forget(&mut self, name: &str) {
-        self.by_name.remove(name);
+    /// Applies a change through the one change path
+    /// ([`rtvmm_system::change::apply_change`]) and keeps the table: a domain that joins
+    /// is recorded at index [`DomainTable::joined`], one that leaves is marked gone.
+    pub fn apply_change(
+        &mut self,
+        machine: &mut Machine,
+        now: Nanos,
+        change: &Change,
+        settings: &PolicySettings,
+    ) -> Result<change::Applied, ChangeError> {
+        self.table.apply(machine, now, change, settings)
     }
 
-    /// The VCPU of a running domain.
+    /// Takes back the last domain that joined, when its guest could not start: its VCPUs
+    /// leave the machine and, unlike a removal, its name and index stay free.
+    pub fn unjoin(&mut self, machine: &mut Machine, now: Nanos) {
+        if let Some((_, vcpus, _)) = self.table.domains.pop() {
+            for v in vcpus {
+                // Just added, so present: removing it cannot fail.
+                let _ = machine.remove_vcpu(now, v);
+            }
+        }
+    }
+
+    /// How many domains have joined (present or not): the next one's index.
+    pub fn joined(&self) -> usize {
+        self.table.joined()
+    }
+
+    /// The first VCPU of a present domain.
     pub fn vcpu(&self, name: &str) -> Option<VcpuId> {
-        self.by_name.get(name).copied()
+        self.vcpus(name).and_then(|v| v.first().copied())
     }
 
-    /// The name of a running domain's VCPU.
+    /// The VCPUs of a present domain, in VCPU order.
+    pub fn vcpus(&self, name: &str) -> Option<&[VcpuId]> {
+        self.table.find(name).map(|(_, vcpus)| vcpus)
+    }
+
+    /// The index (join order) of a present domain.
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.table.find(name).map(|(index, _)| index)
+    }
+
+    /// The spec of domain `index` (present or not), its parameters those of its first
+    /// VCPU.
+    pub fn spec(&self, index: usize) -> &DomainSpec {
+        &self.table.domains[index].0
+    }
+
+    /// The name of the present domain a VCPU belongs to.
     pub fn name_of(&self, vcpu: VcpuId) -> Option<&str> {
-        self.by_name
+        self.table
+            .domains
             .iter()
-            .find(|(_, &v)| v == vcpu)
-            .map(|(name, _)| name.as_str())
+            .find(|(_, vcpus, present)| *present && vcpus.contains(&vcpu))
+            .map(|(spec, _, _)| spec.name.as_str())
     }
 
-    /// The running domains in the order they joined.
-    pub fn running(&self) -> Vec<(&str, VcpuId)> {
-        let mut all: Vec<(&str, VcpuId)> = self
-            .by_name
+    /// The present domains' VCPUs in the order they joined: name, the VCPU's number in
+    /// its domain, the VCPU.
+    pub fn running(&self) -> Vec<(&str, u32, VcpuId)> {
+        self.table
+            .domains
             .iter()
-            .map(|(name, &vcpu)| (name.as_str(), vcpu))
-            .collect();
-        all.sort_by_key(|&(_, vcpu)| vcpu);
-        all
+            .filter(|(_, _, present)| *present)
+            .flat_map(|(spec, vcpus, _)| {
+                vcpus
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (spec.name.as_str(), i as u32, v))
+            })
+            .collect()
+    }
+
+    /// Whether `name` was ever used in the run (present or removed).
+    fn used(&self, name: &str) -> bool {
+        self.table
+            .domains
+            .iter()
+            .any(|(spec, _, _)| spec.name == name)
     }
 
     /// The `[scheduler]` settings in force.
@@ -89,14 +145,17 @@ impl Domains {
     }
 
     fn names(&self) -> String {
-        if self.by_name.is_empty() {
+        let present: Vec<&str> = self
+            .table
+            .domains
+            .iter()
+            .filter(|(_, _, present)| *present)
+            .map(|(spec, _, _)| spec.name.as_str())
+            .collect();
+        if present.is_empty() {
             return "none".to_string();
         }
-        self.running()
-            .into_iter()
-            .map(|(name, _)| name)
-            .collect::<Vec<_>>()
-            .join(", ")
+        present.join(", ")
     }
 
     fn unknown(&self, name: &str) -> Reply {
@@ -114,20 +173,31 @@ impl Domains {
     }
 }
 
-/// What [`apply`] did, beyond the reply: what the executor must do outside the machine.
+/// What [`apply`] did, beyond the reply: what the executor must do outside the machine
+/// (the change path's [`change::Applied`], with what the reply needs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
     /// Nothing changed (a `sched-show`, or a refusal).
     None,
-    /// New parameters for a VCPU; the machine has them, nothing else to do.
-    Adjusted { vcpu: VcpuId },
-    /// The policy was swapped; the machine has it, nothing else to do.
+    /// New parameters or placement for domain `index`'s VCPUs; the machine has them and
+    /// the table the domain's spec: the executor updates its books.
+    Adjusted { index: usize },
+    /// The policy was swapped, or a pool changed; the machine has it, nothing else to do.
     Swapped { from: PolicyKind, to: PolicyKind },
-    /// A domain joined the machine, without work: the executor starts its guest (and
-    /// reports its work with `Machine::wake` as for any domain).
-    Added { vcpu: VcpuId, domain: DomainSpec },
-    /// A domain left the machine: the executor stops its guest.
-    Removed { vcpu: VcpuId, name: String },
+    /// A domain joined the machine with these VCPUs, without work, at index
+    /// `index` of the table: the executor starts its guest (and reports its work with
+    /// `Machine::wake` as for any domain), or takes it back ([`Domains::unjoin`]).
+    Added {
+        index: usize,
+        vcpus: Vec<VcpuId>,
+        domain: DomainSpec,
+    },
+    /// Domain `index` left the machine: the executor stops its guest.
+    Removed {
+        index: usize,
+        vcpus: Vec<VcpuId>,
+        name: String,
+    },
 }
 
 /// A command's outcome: the reply for the client and what the executor must do.
@@ -173,12 +243,32 @@ fn machine_refused(
     }
 }
 
+/// The change path's refusal as a reply: the machine's refusal of a domain's parameters
+/// worded as a scenario's (`policy`, `params`: what was asked), anything else as it says.
+fn change_refused(error: ChangeError, policy: PolicyKind, params: &VcpuParams) -> Reply {
+    match error {
+        ChangeError::Machine { domain, error } => machine_refused(error, &domain, policy, params),
+        other => Reply::error(ErrorCode::Refused, format!("{ORIGIN}: {other}")),
+    }
+}
+
+/// "VCPU 2" or "VCPUs 2, 3".
+fn vcpu_list(vcpus: &[VcpuId]) -> String {
+    let numbers: Vec<String> = vcpus.iter().map(|v| v.0.to_string()).collect();
+    match numbers.len() {
+        1 => format!("VCPU {}", numbers[0]),
+        _ => format!("VCPUs {}", numbers.join(", ")),
+    }
+}
+
 /// Applies `command` to the running system at `now` (the executor's clock, as it passes
-/// it to the machine; an instant before the machine's last one is taken as that one).
-/// Changes take effect as the core's calls say (`adjust`: from the VCPU's next
-/// replenishment, a remaining budget above the new budget cut at once); each asks the
-/// machine for a reschedule, so the executor calls `handle_timeout` as `poll_timeout`
-/// then says (at once). On a refusal nothing has changed.
+/// it to the machine; an instant before the machine's last one is taken as that one)
+/// through the one change path ([`Domains::apply_change`]), after the checks that are
+/// live control's own (a domain name used before; an `xl` command naming a pcpu this
+/// executor does not drive). Changes take effect as the core's calls say (`adjust`: from
+/// the VCPU's next replenishment, a remaining budget above the new budget cut at once);
+/// each asks the machine for a reschedule, so the executor calls `handle_timeout` as
+/// `poll_timeout` then says (at once). On a refusal nothing has changed.
 pub fn apply(
     machine: &mut Machine,
     domains: &mut Domains,
@@ -186,6 +276,7 @@ pub fn apply(
     command: Command,
 ) -> Applied {
     let now = now.max(machine.now());
+    let settings = domains.settings().for_new_pools();
     match command {
         Command::SchedShow { domain } => nothing(show(machine, domains, domain.as_deref())),
         Command::SchedSet(update) => {
@@ -194,10 +285,16 @@ pub fn apply(
             };
             let before = machine.params(vcpu).clone();
             let after = update.applied_to(&before, !weight_is_derived(&before));
-            let policy = machine.policy_kind();
-            if let Err(error) = machine.adjust(now, vcpu, after.clone()) {
-                return nothing(machine_refused(error, &update.domain, policy, &after));
-            }
+            let policy = machine.policy_of(vcpu).kind();
+            let change = Change::SetParams {
+                domain: update.domain.clone(),
+                params: after.clone(),
+            };
+            let index = match domains.apply_change(machine, now, &change, &settings) {
+                Ok(change::Applied::Reconfigured { index }) => index,
+                Ok(other) => unreachable!("sched-set did {other:?}"),
+                Err(error) => return nothing(change_refused(error, policy, &after)),
+            };
             let changes = param_changes(&before, &after);
             let what = if changes.is_empty() {
                 "unchanged".to_string()
@@ -210,20 +307,23 @@ pub fn apply(
                      budget above the new budget is cut at once)",
                     update.domain
                 ),
-                Effect::Adjusted { vcpu },
+                Effect::Adjusted {
+                    index: index.expect("sched-set names a domain"),
+                },
             )
         }
-        Command::SwapPolicy(change) => {
+        Command::SwapPolicy(swap) => {
             let vcpu_of = |name: &str| domains.vcpu(name);
-            let (config, settings) = match change.config(domains.settings(), &vcpu_of, ORIGIN) {
+            let (config, new_settings) = match swap.config(domains.settings(), &vcpu_of, ORIGIN) {
                 Ok(chosen) => chosen,
                 Err(error) => return nothing(refused(error)),
             };
             let from = machine.policy_kind();
             let to = config.kind();
-            if let Err(error) = machine.swap_policy(now, config) {
+            let change = Change::SwapPolicy(config);
+            if let Err(error) = domains.apply_change(machine, now, &change, &settings) {
                 let reply = match error {
-                    MachineError::Param { vcpu, error } => {
+                    ChangeError::Swap(MachineError::Param { vcpu, error }) => {
                         let vcpu = VcpuId(vcpu);
                         let name = domains.name_of(vcpu).unwrap_or("?");
                         refused(vcpu_refused(ORIGIN, name, to, machine.params(vcpu), error))
@@ -232,7 +332,7 @@ pub fn apply(
                 };
                 return nothing(reply);
             }
-            domains.settings = settings;
+            domains.settings = new_settings;
             done(
                 format!(
                     "policy {from} -> {to}: every domain starts its first period under {to} now"
@@ -241,7 +341,7 @@ pub fn apply(
             )
         }
         Command::AddDomain(spec) => {
-            if domains.by_name.contains_key(&spec.name) || domains.removed.contains(&spec.name) {
+            if domains.used(&spec.name) {
                 return nothing(refused(ScenarioError {
                     file: ORIGIN.to_string(),
                     location: Box::new(Location {
@@ -256,22 +356,26 @@ pub fn apply(
                     },
                 }));
             }
-            let policy = machine.policy_kind();
-            // One VCPU per domain: the domain's id is its VCPU's, as in the simulator.
-            let id = DomainId(machine.vcpu_count() as u32);
-            let vcpu = match machine.add_vcpu(now, id, spec.vcpu.clone()) {
-                Ok(vcpu) => vcpu,
-                Err(error) => {
-                    return nothing(machine_refused(error, &spec.name, policy, &spec.vcpu))
-                }
+            let policy = match &spec.placement.pool {
+                Some(pool) => machine
+                    .pools()
+                    .find(|(name, _, _)| name == pool)
+                    .map_or(machine.policy_kind(), |(_, _, config)| config.kind()),
+                None => machine.policy_kind(),
             };
-            domains.insert(&spec.name, vcpu);
+            let index = domains.table.joined();
+            let change = Change::AddDomain(spec.clone());
+            let vcpus = match domains.apply_change(machine, now, &change, &settings) {
+                Ok(change::Applied::Added { vcpus, .. }) => vcpus,
+                Ok(other) => unreachable!("add-domain did {other:?}"),
+                Err(error) => return nothing(change_refused(error, policy, &spec.vcpu)),
+            };
             done(
                 format!(
-                    "{}: added as VCPU {} ({} task{}, guest {}; budget {}, period {}, \
+                    "{}: added as {} ({} task{}, guest {}; budget {}, period {}, \
                      priority {})",
                     spec.name,
-                    vcpu.0,
+                    vcpu_list(&vcpus),
                     spec.tasks.len(),
                     if spec.tasks.len() == 1 { "" } else { "s" },
                     spec.guest.name(),
@@ -279,33 +383,47 @@ pub fn apply(
                     spec.vcpu.period,
                     spec.vcpu.priority
                 ),
-                Effect::Added { vcpu, domain: spec },
+                Effect::Added {
+                    index,
+                    vcpus,
+                    domain: spec,
+                },
             )
         }
         Command::Xl(command) => match run_xl(machine, domains, now, &command) {
-            Ok(XlApplied { message, vcpu }) => done(
+            Ok(XlApplied { message, index }) => done(
                 message,
-                match vcpu {
-                    Some(vcpu) => Effect::Adjusted { vcpu },
+                match index {
+                    Some(index) => Effect::Adjusted { index },
                     None => Effect::None,
                 },
             ),
             Err(why) => nothing(Reply::error(ErrorCode::Refused, format!("{ORIGIN}: {why}"))),
         },
         Command::RemoveDomain { domain } => {
-            let Some(vcpu) = domains.vcpu(&domain) else {
+            if domains.vcpus(&domain).is_none() {
                 return nothing(domains.unknown(&domain));
-            };
-            if let Err(error) = machine.remove_vcpu(now, vcpu) {
-                return nothing(Reply::error(
-                    ErrorCode::Refused,
-                    format!("{ORIGIN}: domain '{domain}': {error}"),
-                ));
             }
-            domains.remove(&domain);
+            let change = Change::RemoveDomain {
+                domain: domain.clone(),
+            };
+            let (index, vcpus) = match domains.apply_change(machine, now, &change, &settings) {
+                Ok(change::Applied::Removed { index, vcpus }) => (index, vcpus),
+                Ok(other) => unreachable!("remove-domain did {other:?}"),
+                Err(error) => {
+                    return nothing(Reply::error(
+                        ErrorCode::Refused,
+                        format!("{ORIGIN}: {error}"),
+                    ))
+                }
+            };
             done(
-                format!("{domain}: removed (VCPU {})", vcpu.0),
-                Effect::Removed { vcpu, name: domain },
+                format!("{domain}: removed ({})", vcpu_list(&vcpus)),
+                Effect::Removed {
+                    index,
+                    vcpus,
+                    name: domain,
+                },
             )
         }
     }
@@ -335,30 +453,48 @@ fn param_changes(before: &VcpuParams, after: &VcpuParams) -> Vec<String> {
         .collect()
 }
 
-/// The pcpu the executor drives: the machine's pcpu 0 (on the run's managed cpu).
-const DRIVEN: u32 = 0;
+/// What the executor drives, in a refusal: "one pcpu (pcpu 0, on its managed cpu)" or
+/// "pcpus 0-1 (on its managed cpus)".
+fn drives(driven: CpuSet) -> String {
+    match driven.len() {
+        1 => format!(
+            "the host executor drives one pcpu (pcpu {}, on its managed cpu)",
+            driven
+        ),
+        _ => format!("the host executor drives pcpus {driven} (on its managed cpus)"),
+    }
+}
 
-/// Why the one-pcpu executor cannot honour `command`, if it cannot: it names a pcpu other
-/// than the one it drives (`cpupool-cpu-add`/`-remove` of it, `vcpu-pin` to it), or moves
-/// a domain to a pool whose pcpus are all others. Such a command is refused whole, before
-/// anything changes; everything else is the machine's to accept or refuse.
-pub fn xl_refusal(machine: &Machine, command: &XlCommand) -> Option<String> {
-    let one = "the host executor drives one pcpu (pcpu 0, on its managed cpu)";
+/// Why an executor driving the pcpus `driven` cannot honour `command`, if it cannot: it
+/// names a pcpu it does not drive (`cpupool-cpu-add`/`-remove` of it, `vcpu-pin` to it),
+/// or moves a domain to a pool whose pcpus are all others. Such a command is refused
+/// whole, before anything changes; everything else is the change path's to accept or
+/// refuse.
+pub fn xl_refusal(machine: &Machine, driven: CpuSet, command: &XlCommand) -> Option<String> {
+    let one = drives(driven);
+    let pin_to = match driven.len() {
+        1 => format!("pin to {driven} or all"),
+        _ => format!("pin within {driven} or all"),
+    };
     match command {
         XlCommand::CpupoolCpuAdd { cpu, .. } | XlCommand::CpupoolCpuRemove { cpu, .. }
-            if *cpu != DRIVEN =>
+            if !driven.contains(*cpu) =>
         {
             Some(format!("CPU: {one}: pcpu {cpu} is not one it runs"))
         }
         XlCommand::VcpuPin {
             cpus: Some(cpus), ..
-        } if *cpus != CpuSet::one(DRIVEN) => Some(format!(
-            "CPUS: {one}: a VCPU pinned to pcpus {cpus} would never run here (pin to 0 or all)"
+        } if !cpus.is_subset(driven) => Some(format!(
+            "CPUS: {one}: a VCPU pinned to pcpus {cpus} would never run here ({pin_to})"
         )),
         XlCommand::CpupoolMigrate { pool, .. } => {
             let (_, cpus, _) = machine.pools().find(|(name, _, _)| name == pool)?;
-            (!cpus.is_empty() && !cpus.contains(DRIVEN)).then(|| {
-                format!("POOL: {one}: cpupool '{pool}' has pcpus {cpus}, none of them pcpu 0")
+            let which = match driven.len() {
+                1 => format!("pcpu {driven}"),
+                _ => format!("among pcpus {driven}"),
+            };
+            (!cpus.is_empty() && cpus.intersection(driven).is_empty()).then(|| {
+                format!("POOL: {one}: cpupool '{pool}' has pcpus {cpus}, none of them {which}")
             })
         }
         _ => None,
@@ -371,25 +507,32 @@ pub struct XlApplied {
     /// What changed, for a person: each domain's changed parameters and placement, each
     /// pool's change; or that nothing did (the values were in force already).
     pub message: String,
-    /// The VCPU of the domain the command concerns, when it concerns one.
-    pub vcpu: Option<VcpuId>,
+    /// The index of the domain the command concerns, when it concerns one.
+    pub index: Option<usize>,
 }
 
-/// The running system's state an `xl` command can change: each running domain's
-/// parameters and placement (pool, affinity), each pool's pcpus and policy.
+/// The running system's state an `xl` command can change: each running VCPU's
+/// parameters and placement (pool, affinity), named by its domain (and its number in
+/// the domain when the domain has several), each pool's pcpus and policy.
 type XlState = (
-    Vec<(String, VcpuParams, String, CpuSet)>,
+    Vec<(String, VcpuId, VcpuParams, String, CpuSet)>,
     Vec<(String, CpuSet, PolicyKind)>,
 );
 
 fn xl_state(machine: &Machine, domains: &Domains) -> XlState {
-    let running = domains
-        .running()
-        .into_iter()
-        .map(|(name, vcpu)| {
+    let running = domains.running();
+    let running = running
+        .iter()
+        .map(|&(name, i, vcpu)| {
             let (pool, affinity) = machine.placement(vcpu);
+            let several = domains.vcpus(name).is_some_and(|v| v.len() > 1);
+            let name = match several {
+                true => format!("{name} vcpu {i}"),
+                false => name.to_string(),
+            };
             (
-                name.to_string(),
+                name,
+                vcpu,
                 machine.params(vcpu).clone(),
                 pool.to_string(),
                 affinity,
@@ -403,32 +546,30 @@ fn xl_state(machine: &Machine, domains: &Domains) -> XlState {
     (running, pools)
 }
 
-/// Applies an `xl` command to the executor's machine at `now`: refused when one pcpu
-/// cannot honour it ([`xl_refusal`]), else by the simulator's rule
-/// ([`rtvmm_system::xl::apply_xl`]: every VCPU checked before any changes). A domain's VCPUs
-/// are its one VCPU; a pool created gets the run's `[scheduler]` settings. The error names
-/// the command and the argument at fault; on an error nothing has changed.
+/// Applies an `xl` command to the executor's machine at `now`: refused when the pcpus it
+/// drives cannot honour it ([`xl_refusal`]), else through the one change path
+/// ([`Domains::apply_change`], which applies `xl`'s rule: every VCPU checked before any
+/// changes; `sched-rtds -d D` without `-v` sets every VCPU of `D`). A pool created gets
+/// the run's `[scheduler]` settings. The error names the command and the argument at
+/// fault; on an error nothing has changed.
 pub fn run_xl(
     machine: &mut Machine,
-    domains: &Domains,
+    domains: &mut Domains,
     now: Nanos,
     command: &XlCommand,
 ) -> Result<XlApplied, String> {
     let now = now.max(machine.now());
-    if let Some(why) = xl_refusal(machine, command) {
+    if let Some(why) = xl_refusal(machine, domains.driven(), command) {
         return Err(format!("`{command}`: {why}; nothing changed"));
     }
     let (domains_before, pools_before) = xl_state(machine, domains);
-    // One VCPU per domain: the domain's id is its VCPU's (as `add_domain` gives it).
-    let vcpus_of = |name: &str| domains.vcpu(name).map(|v| (DomainId(v.0), vec![v]));
-    rtvmm_system::xl::apply_xl(
-        machine,
-        now,
-        command,
-        &vcpus_of,
-        &domains.settings().for_new_pools(),
-    )
-    .map_err(|e| format!("{e}; nothing changed"))?;
+    let settings = domains.settings().for_new_pools();
+    let change = Change::Xl(command.clone());
+    let index = match domains.apply_change(machine, now, &change, &settings) {
+        Ok(change::Applied::Reconfigured { index }) => index,
+        Ok(other) => unreachable!("xl did {other:?}"),
+        Err(e) => return Err(format!("{e}; nothing changed")),
+    };
     let (domains_after, pools_after) = xl_state(machine, domains);
     let mut parts = Vec::new();
     for (name, cpus, kind) in &pools_after {
@@ -442,15 +583,13 @@ pub fn run_xl(
     }
     // The note on when a new budget or period applies, when one changed.
     let mut params_changed = false;
-    for ((name, old, old_pool, old_affinity), (_, new, new_pool, new_affinity)) in
+    for ((name, vcpu, old, old_pool, old_affinity), (_, _, new, new_pool, new_affinity)) in
         domains_before.iter().zip(&domains_after)
     {
         let mut changes = param_changes(old, new);
         params_changed |= old.budget != new.budget || old.period != new.period;
         if old_pool != new_pool {
-            let kind = machine
-                .policy_of(domains.vcpu(name).expect("running"))
-                .kind();
+            let kind = machine.policy_of(*vcpu).kind();
             changes.push(format!("cpupool {old_pool} -> {new_pool} (policy {kind})"));
         }
         if old_affinity != new_affinity {
@@ -471,25 +610,25 @@ pub fn run_xl(
              at once)",
         );
     }
-    Ok(XlApplied {
-        message,
-        vcpu: command.domain().and_then(|d| domains.vcpu(d)),
-    })
+    Ok(XlApplied { message, index })
 }
 
-/// `sched-show` from the machine's state as of its last call.
+/// `sched-show` from the machine's state as of its last call: one line per VCPU (a
+/// domain of several VCPUs has several).
 fn show(machine: &Machine, domains: &Domains, only: Option<&str>) -> Reply {
     if let Some(name) = only {
         if domains.vcpu(name).is_none() {
             return domains.unknown(name);
         }
     }
-    let running = machine.running(PcpuId(0));
+    let running: Vec<VcpuId> = (0..machine.config().pcpus)
+        .filter_map(|p| machine.running(PcpuId(p)))
+        .collect();
     let statuses = domains
         .running()
         .into_iter()
-        .filter(|(name, _)| only.is_none_or(|only| only == *name))
-        .map(|(name, vcpu)| {
+        .filter(|(name, _, _)| only.is_none_or(|only| only == *name))
+        .map(|(name, _, vcpu)| {
             let params = machine.params(vcpu);
             let view = machine.policy_of(vcpu).view(vcpu);
             DomainStatus {
@@ -503,7 +642,7 @@ fn show(machine: &Machine, domains: &Domains, only: Option<&str>) -> Reply {
                 extratime: params.extratime_under(machine.policy_of(vcpu).kind()),
                 max_replenishments: params.max_replenishments,
                 has_work: machine.has_work(vcpu),
-                running: running == Some(vcpu),
+                running: running.contains(&vcpu),
                 remaining_budget_ns: view.remaining_budget.map(Nanos::as_ns),
                 deadline_ns: view.deadline.map(Nanos::as_ns),
                 credit_ns: view.credit,
@@ -534,8 +673,8 @@ fn show(machine: &Machine, domains: &Domains, only: Option<&str>) -> Reply {
 /// # let stop_guest = |_| {};
 /// while let Ok(request) = control.try_recv() {
 ///     match ctl::serve(request, machine, domains, now) {
-///         ctl::Effect::Added { vcpu, domain } => start_guest(vcpu, domain),
-///         ctl::Effect::Removed { vcpu, .. } => stop_guest(vcpu),
+///         ctl::Effect::Added { vcpus, domain, .. } => start_guest(vcpus, domain),
+///         ctl::Effect::Removed { index, .. } => stop_guest(index),
 ///         _ => {}
 ///     }
 /// }

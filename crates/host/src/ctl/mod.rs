@@ -11,17 +11,22 @@
 //! | `sched-show` | `domain` (optional) | reads `params`, `policy().view`, `vcpu_stats`, `budget_counters` |
 //! | `sched-set` | `domain` and any of `budget`, `period`, `priority`, `weight`, `cap`, `extratime`, `max_replenishments` | `Machine::adjust` |
 //! | `swap-policy` | `policy`, and any of `[scheduler]`'s `credit`, `rtds`, `major_frame` + `minor_frames` | `Machine::swap_policy` |
-//! | `add-domain` | `domain`: a `[[domain]]` table (priority required) | `Machine::add_vcpu` |
-//! | `remove-domain` | `domain`: a name | `Machine::remove_vcpu` |
+//! | `add-domain` | `domain`: a `[[domain]]` table (priority required) | `Machine::add_vcpu`, one per VCPU |
+//! | `remove-domain` | `domain`: a name | `Machine::remove_vcpu`, each VCPU |
 //! | `xl` | `xl`: one `xl` command line (`sched-rtds`, `sched-credit`, `vcpu-pin`, `cpupool-*`) | `rtvmm_system::xl::apply_xl` (the simulator's rule), via [`run_xl`] |
+//!
+//! Every command that changes the machine goes through the one change path the simulator
+//! uses too ([`rtvmm_system::change::apply_change`], over the executor's [`Domains`]):
+//! `sched-set` and `sched-rtds -d D` without `-v` give every VCPU of `D` the new
+//! parameters, as Xen's `xl` does.
 //!
 //! Parsing ([`Command::parse`]) checks everything that does not need the running
 //! system: JSON, version, command, keys, names, times and their units, ranges, policy
 //! names, the added domain's tables and tasks, an `xl` line (by `xl`'s own reader). The executor checks the rest in
 //! [`apply`]: the domain exists, the name is free (names are never reused, as in a
 //! scenario file), and the policy accepts the parameters (the core's own validation,
-//! run before anything changes). An `xl` command the one-pcpu executor cannot honour (a
-//! pcpu other than the one it drives: [`xl_refusal`]) is refused with the reason. A
+//! run before anything changes). An `xl` command the executor cannot honour (a pcpu
+//! other than those it drives: [`xl_refusal`]) is refused with the reason. A
 //! refused request changes nothing.
 //!
 //! # Security model
@@ -56,28 +61,38 @@
 //!
 //! # The executor's side
 //! ```
+//! use rtvmm_core::guest::GuestScheduler;
 //! use rtvmm_core::machine::{Machine, MachineConfig};
-//! use rtvmm_core::model::{DomainId, VcpuParams};
+//! use rtvmm_core::model::{DomainSpec, VcpuParams};
 //! use rtvmm_core::policy::PolicyConfig;
 //! use rtvmm_core::Nanos;
 //! use rtvmm_host::ctl::{self, Command, Domains, Effect, Reply, Request};
-//! use rtvmm_scenario::live::ParamUpdate;
+//! use rtvmm_system::Change;
 //! # use rtvmm_scenario::SchedulerSettings;
 //! # let settings = SchedulerSettings { credit: Default::default(), rtds: Default::default(), arinc653: None };
 //!
 //! let ms = Nanos::from_ms;
 //! let mut machine = Machine::new(MachineConfig::default(), PolicyConfig::Deferrable).unwrap();
 //! let mut domains = Domains::new(settings); // the scenario's [scheduler] settings
-//! let v = machine.add_vcpu(Nanos::ZERO, DomainId(0), VcpuParams::server(ms(2), ms(10), 1)).unwrap();
-//! domains.insert("d1", v);
+//! // The executor's domains join through the one change path.
+//! let d1 = DomainSpec {
+//!     name: "d1".into(),
+//!     vcpu: VcpuParams::server(ms(2), ms(10), 1),
+//!     guest: GuestScheduler::Rm,
+//!     tasks: Vec::new(),
+//!     placement: Default::default(),
+//! };
+//! let added = Change::AddDomain(d1);
+//! domains.apply_change(&mut machine, Nanos::ZERO, &added, &Default::default()).unwrap();
+//! let v = domains.vcpu("d1").unwrap();
 //!
 //! // What the server puts on the channel for `rtvmm ctl sched-set -d d1 -b 3ms`:
 //! let command = Command::parse(r#"{"v":1,"cmd":"sched-set","domain":"d1","budget":"3ms"}"#).unwrap();
 //! let (request, answer) = Request::new(command);
 //!
-//! // The executor, between two decisions:
+//! // The executor, between two decisions: domain 0's books follow.
 //! let effect = ctl::serve(request, &mut machine, &mut domains, ms(5));
-//! assert_eq!(effect, Effect::Adjusted { vcpu: v });
+//! assert_eq!(effect, Effect::Adjusted { index: 0 });
 //! assert_eq!(machine.params(v).budget, ms(3));
 //! assert!(matches!(answer.recv().unwrap(), Reply::Done { .. }));
 //! ```

@@ -9,13 +9,37 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use rtvmm_core::machine::{Machine, MachineError};
-use rtvmm_core::model::DomainId;
+use rtvmm_core::cpuset::CpuSet;
+use rtvmm_core::machine::Machine;
 use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
+use rtvmm_system::change::{Applied, ChangeError};
+use rtvmm_system::Change;
 
 use super::apply::{serve, Domains};
 use super::server::Request;
+
+/// The machine and the domain table of `scenario` at time 0, as the executor starts them:
+/// its machine (pools, policies), its first domains joined through the one change path
+/// (each VCPU with work from the start), its `[scheduler]` settings; the table drives
+/// every pcpu of the machine. Its events are not played.
+pub fn start(scenario: &Scenario) -> Result<(Machine, Domains), ChangeError> {
+    let system = &scenario.system;
+    let mut machine = system.machine().map_err(ChangeError::Swap)?;
+    let pcpus = CpuSet::first(system.machine.pcpus.min(CpuSet::MAX));
+    let mut domains = Domains::new(scenario.scheduler.clone()).driving(pcpus);
+    for domain in &system.domains {
+        let change = Change::AddDomain(domain.clone());
+        let applied =
+            domains.apply_change(&mut machine, Nanos::ZERO, &change, &system.policy_settings)?;
+        if let Applied::Added { vcpus, .. } = applied {
+            for v in vcpus {
+                machine.wake(Nanos::ZERO, v);
+            }
+        }
+    }
+    Ok((machine, domains))
+}
 
 /// The machine and the domain table, shared with the stand-in's thread.
 type Shared = Arc<Mutex<(Machine, Domains)>>;
@@ -34,15 +58,8 @@ impl StandIn {
     pub fn from_scenario(
         scenario: &Scenario,
         requests: Receiver<Request>,
-    ) -> Result<StandIn, MachineError> {
-        let system = &scenario.system;
-        let mut machine = system.machine()?;
-        let mut domains = Domains::new(scenario.scheduler.clone());
-        for (i, domain) in system.domains.iter().enumerate() {
-            let vcpu = machine.add_vcpu(Nanos::ZERO, DomainId(i as u32), domain.vcpu.clone())?;
-            machine.wake(Nanos::ZERO, vcpu);
-            domains.insert(&domain.name, vcpu);
-        }
+    ) -> Result<StandIn, ChangeError> {
+        let (machine, domains) = start(scenario)?;
         Ok(StandIn::start(machine, domains, requests))
     }
 

@@ -1,24 +1,30 @@
 //! The executor: the scheduling core driven by the real clock, its decisions enforced.
 //!
 //! # Design note
-//! One scheduler thread per managed pcpu (one here): `SCHED_FIFO` 99, pinned to the
+//! One scheduler thread per managed pcpu (one today): `SCHED_FIFO` 99, pinned to the
 //! managed cpu, memory locked. Time 0 of the run is an absolute `CLOCK_MONOTONIC` instant
 //! (`start`); the core is always told `now = clock − start`, so budgets are charged with
 //! measured time, not the nominal quantum. One iteration of the loop, at `now`:
 //! 1. **Switch probe**: if the domain switched to last time has answered, the switch
 //!    latency is its own timestamp of running − the decision instant.
-//! 2. **Guests** (the paravirtual block/wake protocol, [`crate::shm`]): a domain with a
-//!    busy or due task is woken (`Machine::wake`), one without is blocked
-//!    (`Machine::block`) and its earliest next release becomes a wake-up timer the
-//!    executor owns — so a frozen domain is woken at the right time.
-//! 3. **Changes**: the scenario's timed events that are due (the simulator's rule), then
-//!    the live-control requests queued ([`control`]: `ctl::apply`, the stand-in's rule);
-//!    removed domains' guests are reaped.
+//! 2. **Guests** (the paravirtual block/wake protocol, [`crate::shm`]): per VCPU, one with
+//!    a busy or due task is woken (`Machine::wake`), one without is blocked
+//!    (`Machine::block`) and its tasks' earliest next release becomes a wake-up timer the
+//!    executor owns — so a frozen VCPU is woken at the right time. A domain has one guest
+//!    process per VCPU ([`crate::domain`]: a partitioned guest's VCPU runs its own tasks),
+//!    so this is the core's rule for a partitioned guest: VCPU j has work while one of its
+//!    tasks has a pending job.
+//! 3. **Changes**: the scenario's timed events that are due, then the live-control
+//!    requests queued ([`control`]: `ctl::apply`), all through the one change path both
+//!    drivers use (`rtvmm_system::change::apply_change`, over `ctl::Domains`, whose
+//!    domain `i` is the executor's); the executor acts only on the outcome (a domain that
+//!    joined is started or attached, one that left is ended; removed domains' guests are
+//!    reaped).
 //! 4. **Decide**: `handle_timeout(now)` while `poll_timeout() <= now`; the calls that ran
 //!    `do_schedule` are timed.
-//! 5. **Enforce** `activity(pcpu 0)`: switching means stopping the previous domain and
-//!    resuming the next ([`crate::enforce`]); IDLE, and modelled overhead, keep every
-//!    domain stopped and run the IDLE spinner ([`crate::idle`]).
+//! 5. **Enforce** the pcpu's `activity`: switching means stopping the previous VCPU's
+//!    guest process and resuming the next's ([`crate::enforce`]); IDLE, and modelled
+//!    overhead, keep every domain stopped and run the IDLE spinner ([`crate::idle`]).
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
 //!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
@@ -32,13 +38,25 @@
 //! jobs (phase `Finalize`), and the results are built by the same code as the simulator's
 //! ([`RunResults::from_domains`]) with the executor's own measurements in `host`.
 //!
-//! # Safety of the machine
-//! Before anything changes, the run takes its cpu (one run per cpu), undoes what abandoned
-//! runs left ([`crate::runs`]) and starts its [`Watchdog`]. Everything the run changes is
-//! announced to the watchdog and written to the run's record before it is changed, and
-//! undone by a guard when the run ends (normally, with an error, or by a panic); if the
-//! executor dies, the watchdog undoes it (see [`crate::watchdog`]); if both die, the next
-//! run or `rtvmm host cleanup` does.
+//! # The pieces
+//! - The **resource guard** (`guard.rs`): before anything changes, the run takes its cpu
+//!   (one run per cpu), undoes what abandoned runs left ([`crate::runs`]) and starts its
+//!   watchdog ([`crate::watchdog::Watchdog`]). Everything the run changes is announced to
+//!   the watchdog and written to the run's record before it is changed, and undone by the
+//!   guard when the run ends (normally, with an error, or by a panic); if the executor
+//!   dies, the watchdog undoes it; if both die, the next run or `rtvmm host cleanup` does.
+//! - A **seat** per managed pcpu (`seat.rs`): it knows its `PcpuId` and its host cpu,
+//!   runs its IDLE spinner, enforces what the core's `activity(pcpu)` says (the VCPU's
+//!   guest process resumed, the previous one stopped), probes each switch and keeps its
+//!   timing samples. The loop names no pcpu: it asks each seat.
+//! - The run's **domains** (`domains.rs`): a slot per domain that joined (its index is
+//!   the change path's), a guest process per VCPU or an external domain.
+//! - **Preflight** (`preflight.rs`): everything refused before anything changes, by name.
+//! - The **loop** (this file): the steps above, and the results.
+//!
+//! Today a run has one seat: several pcpus (`--cpus`) are refused before the run, by
+//! name, where the machine has no core to spare beyond them, and otherwise because each
+//! seat needs its own scheduler thread (not built yet).
 //!
 //! # Cost per wake-up
 //! The loop's own work is kept off the syscall path where nothing changes: the timer is
@@ -50,6 +68,10 @@
 //! the run, is reported beside it.
 
 pub mod control;
+mod domains;
+mod guard;
+mod preflight;
+mod seat;
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -59,8 +81,9 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use rtvmm_core::machine::{Activity, Machine};
-use rtvmm_core::model::{DomainId, DomainSpec, PcpuId, VcpuId};
+use rtvmm_core::guest::global_awake;
+use rtvmm_core::machine::Machine;
+use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 use rtvmm_system::records::{GuestEvent, TraceEvent};
 use rtvmm_system::results::{
@@ -76,15 +99,22 @@ use crate::domain::{check_runnable, JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
 use crate::external::{AttachContext, ExternalDomain, Hold};
 use crate::idle::IdleSpinner;
-use crate::runs::{self, CpuLock, CpuLockError, LiftedThrottle, StateDir};
-use crate::shm::{Shared, TaskState};
-use crate::sys::{self, MissingPrivilege};
-use crate::watchdog::{start_time, Undo, Watchdog};
+use crate::shm::TaskState;
+use crate::sys;
+use crate::undo::{start_time, Undo};
 use crate::{HelperCommand, HostError};
+use rtvmm_core::policy::PolicySettings;
 use rtvmm_scenario::External;
+use rtvmm_system::change::{self, ChangeError};
 use std::collections::BTreeMap;
 
 pub use control::LiveControl;
+pub use preflight::check;
+
+use domains::{Domain, Slot, Slots, Target};
+use guard::Guard;
+use preflight::{driven, preflight, Allowed};
+use seat::{hold, Measures, Seat};
 
 /// The longest the loop sleeps while nothing is due (so that a stop waits at most this
 /// long; a control command wakes the loop at once).
@@ -100,6 +130,9 @@ pub struct HostOptions {
     pub duration: Nanos,
     /// The managed cpu (default: the last one).
     pub cpu: Option<usize>,
+    /// The managed cpus, one per pcpu (`--cpus`; empty: `cpu`). Several only where the
+    /// machine has a core to spare beyond them.
+    pub cpus: Vec<usize>,
     pub backend: Backend,
     /// Run without the privileges a real-time run needs, labelling the results.
     pub best_effort: bool,
@@ -128,6 +161,7 @@ impl HostOptions {
             helper,
             duration,
             cpu: None,
+            cpus: Vec::new(),
             backend: Backend::Freeze,
             best_effort: false,
             record_trace: false,
@@ -150,193 +184,6 @@ pub struct HostRun {
     pub jobs: Option<Vec<JobRow>>,
     /// `Some(t)`: stopped at `t` before the end; the results cover `[0, t]`.
     pub stopped_at: Option<Nanos>,
-}
-
-/// What this machine allows a run, after the privilege check.
-#[derive(Clone, Debug)]
-struct Allowed {
-    fifo: bool,
-    throttle: bool,
-    mlock: bool,
-    cgroup: Option<std::path::PathBuf>,
-    missing: Vec<MissingPrivilege>,
-}
-
-/// Checks what would refuse any run with `options` before it starts: the cpu, the
-/// privileges (unless `best_effort`), the enforcement backend — for a caller that runs
-/// many systems (an experiment) and wants to refuse before the first. [`run`] checks the
-/// same again, with the system.
-pub fn check(options: &HostOptions) -> Result<(), HostError> {
-    managed_cpu(options)?;
-    allowed(options).map(|_| ())
-}
-
-/// The managed cpu: `options.cpu`, or the last one.
-fn managed_cpu(options: &HostOptions) -> Result<usize, HostError> {
-    let count = sys::cpu_count();
-    let cpu = options.cpu.unwrap_or(count - 1);
-    if cpu >= count {
-        return Err(HostError::NoSuchCpu { cpu, count });
-    }
-    Ok(cpu)
-}
-
-/// Checks everything that can be refused before the run, in the order a user fixes
-/// them: the cpu, the system (policy, guests, tasks), the privileges, the backend.
-fn preflight(system: &SystemSpec, options: &HostOptions) -> Result<(usize, Allowed), HostError> {
-    one_pcpu(system)?;
-    let cpu = managed_cpu(options)?;
-    let added = system.changes.iter().filter_map(|c| match &c.change {
-        Change::AddDomain(d) => Some(d),
-        _ => None,
-    });
-    // An `xl` event that names a pcpu this executor does not drive is refused before the
-    // run (what the machine refuses was refused when the scenario was read).
-    let probe = system
-        .machine()
-        .map_err(|e| HostError::Machine(e.to_string()))?;
-    for c in &system.changes {
-        if let Change::Xl(command) = &c.change {
-            if let Some(why) = ctl::xl_refusal(&probe, command) {
-                return Err(HostError::Unsupported(format!(
-                    "event at {}: xl `{command}`: {why}",
-                    c.at
-                )));
-            }
-        }
-    }
-    let mut declared = Vec::new();
-    for d in system.domains.iter().chain(added) {
-        declared.push(d.name.as_str());
-        if options.external.contains_key(&d.name) {
-            continue;
-        }
-        check_runnable(d).map_err(|reason| HostError::Domain {
-            domain: d.name.clone(),
-            reason,
-        })?;
-    }
-    let mount = sys::cgroup2_mount();
-    for (name, source) in &options.external {
-        let bad = |reason: String| HostError::Domain {
-            domain: name.clone(),
-            reason,
-        };
-        if !declared.contains(&name.as_str()) {
-            return Err(bad("external, but not a domain of the system".into()));
-        }
-        crate::external::validate(source, mount.as_deref()).map_err(bad)?;
-    }
-    if let Some(control) = &options.control {
-        if control
-            .path()
-            .as_os_str()
-            .as_encoded_bytes()
-            .contains(&b'\n')
-        {
-            return Err(HostError::Unsupported(format!(
-                "--ctl {:?}: a newline in the socket's path (the watchdog, which removes it if \
-                 the executor dies, reads paths one a line)",
-                control.path()
-            )));
-        }
-    }
-    Ok((cpu, allowed(options)?))
-}
-
-/// The executor drives one pcpu: a system of several pcpus, cpupools, domains of several
-/// VCPUs or pinned elsewhere, or chains is refused by name (the simulator runs them).
-fn one_pcpu(system: &SystemSpec) -> Result<(), HostError> {
-    let refuse = |what: String| {
-        Err(HostError::Unsupported(format!(
-            "{what}: the host executor drives one pcpu; simulate this system with `rtvmm sim`"
-        )))
-    };
-    if system.machine.pcpus > 1 {
-        return refuse(format!("[machine] pcpus = {}", system.machine.pcpus));
-    }
-    if !system.has_only_default_pool() {
-        return refuse(format!("[[pool]] '{}'", system.pools[0].name));
-    }
-    if let Some(chain) = system.chains.first() {
-        return refuse(format!(
-            "[[chain]] '{}' (chains are measured in simulation)",
-            chain.name
-        ));
-    }
-    let added = system.changes.iter().filter_map(|c| match &c.change {
-        Change::AddDomain(d) => Some(d),
-        _ => None,
-    });
-    for d in system.domains.iter().chain(added) {
-        let p = &d.placement;
-        if p.vcpu_count() > 1 {
-            return refuse(format!("domain '{}': vcpus = {}", d.name, p.vcpus));
-        }
-        if let Some(pool) = &p.pool {
-            return refuse(format!("domain '{}': pool = '{pool}'", d.name));
-        }
-    }
-    Ok(())
-}
-
-/// The privileges: refused when one is missing (unless `best_effort`), then what the
-/// backend needs (and external domains: `SCHED_RR`).
-fn allowed(options: &HostOptions) -> Result<Allowed, HostError> {
-    let needs_cgroup = options.backend == Backend::Freeze;
-    let missing = sys::missing_privileges(&sys::Host, needs_cgroup);
-    if !missing.is_empty() && !options.best_effort {
-        return Err(HostError::Privileges(missing));
-    }
-    // With --best-effort: what can be had.
-    let all = sys::missing_privileges(&sys::Host, true);
-    let cgroup = sys::cgroup2_mount().filter(|m| {
-        !all.iter().any(|p| {
-            matches!(
-                p,
-                MissingPrivilege::Cgroup2NotFound | MissingPrivilege::Cgroup2NotWritable { .. }
-            )
-        }) && m.exists()
-    });
-    let allowed = Allowed {
-        fifo: !missing.contains(&MissingPrivilege::RealTimeScheduling),
-        throttle: !missing
-            .iter()
-            .any(|p| matches!(p, MissingPrivilege::RtThrottling { .. })),
-        mlock: !missing.contains(&MissingPrivilege::MemoryLock),
-        cgroup,
-        missing,
-    };
-    if !allowed.fifo {
-        if let Some(name) = options.external.keys().next() {
-            return Err(HostError::Domain {
-                domain: name.clone(),
-                reason: "an external domain's threads are held by SCHED_RR priorities, \
-                         which needs root or CAP_SYS_NICE (even with --best-effort)"
-                    .into(),
-            });
-        }
-    }
-    match options.backend {
-        Backend::Freeze if allowed.cgroup.is_none() => {
-            return Err(HostError::BackendUnavailable {
-                backend: "freeze",
-                reason: "it needs a writable cgroup v2 file system (none found, or not \
-                         writable); use --enforce band or signal"
-                    .into(),
-            })
-        }
-        Backend::Band if !allowed.fifo => {
-            return Err(HostError::BackendUnavailable {
-                backend: "band",
-                reason: "it moves threads between SCHED_FIFO priorities, which needs root \
-                         or CAP_SYS_NICE; use --enforce signal"
-                    .into(),
-            })
-        }
-        _ => {}
-    }
-    Ok(allowed)
 }
 
 /// Runs `system` in real time for `options.duration` and returns what it measured, in
@@ -368,200 +215,44 @@ pub fn run(
     outcome.unwrap_or(Err(HostError::Panicked))
 }
 
-/// One domain of the run.
-struct Slot {
-    domain: Domain,
-    removed_at: Option<Nanos>,
-    /// Removed and killed, not yet reaped.
-    dying: bool,
-    /// When its blocked VCPU is due to wake (its earliest next release).
-    wake_at: Option<u64>,
-}
-
-/// A domain of the run: a guest process rtvmm started, or an external one it attached.
-enum Domain {
-    Process(ProcessDomain),
-    External(ExternalDomain),
-}
-
-impl Domain {
-    fn spec(&self) -> &DomainSpec {
-        match self {
-            Domain::Process(p) => &p.spec,
-            Domain::External(e) => &e.spec,
-        }
-    }
-    fn spec_mut(&mut self) -> &mut DomainSpec {
-        match self {
-            Domain::Process(p) => &mut p.spec,
-            Domain::External(e) => &mut e.spec,
-        }
-    }
-    fn vcpu(&self) -> VcpuId {
-        self.vcpus()[0]
-    }
-    /// Its VCPUs (one on the host).
-    fn vcpus(&self) -> &[VcpuId] {
-        match self {
-            Domain::Process(p) => std::slice::from_ref(&p.vcpu),
-            Domain::External(e) => std::slice::from_ref(&e.vcpu),
-        }
-    }
-    fn book(&self) -> &JobBook {
-        match self {
-            Domain::Process(p) => &p.book,
-            Domain::External(e) => &e.book,
-        }
-    }
-    /// Its shared page (a guest's; an external domain has none).
-    fn shared(&self) -> Option<&Shared> {
-        match self {
-            Domain::Process(p) => Some(&p.shared),
-            Domain::External(_) => None,
-        }
-    }
-    fn drain(&mut self, end: Option<Nanos>) {
-        if let Domain::Process(p) = self {
-            p.drain(end);
-        }
-    }
-    fn cpu_ns(&self) -> u64 {
-        match self {
-            Domain::Process(p) => p.cpu_ns(),
-            Domain::External(e) => e.cpu_ns(),
-        }
-    }
-    fn lost(&self) -> u64 {
-        match self {
-            Domain::Process(p) => p.lost(),
-            Domain::External(_) => 0,
-        }
-    }
-}
-
-/// The run's domains; dropped, every external domain is given back (its threads off
-/// their real-time priorities, thawed, continued), then every guest is killed before any
-/// is waited for.
-#[derive(Default)]
-struct Slots(Vec<Slot>);
-
-impl std::ops::Deref for Slots {
-    type Target = Vec<Slot>;
-    fn deref(&self) -> &Vec<Slot> {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Slots {
-    fn deref_mut(&mut self) -> &mut Vec<Slot> {
-        &mut self.0
-    }
-}
-
-impl<'a> IntoIterator for &'a Slots {
-    type Item = &'a Slot;
-    type IntoIter = std::slice::Iter<'a, Slot>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter()
-    }
-}
-
-impl<'a> IntoIterator for &'a mut Slots {
-    type Item = &'a mut Slot;
-    type IntoIter = std::slice::IterMut<'a, Slot>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.iter_mut()
-    }
-}
-
-impl Drop for Slots {
-    fn drop(&mut self) {
-        // Idempotent: after a normal end they were given back already.
-        for slot in &mut self.0 {
-            if let Domain::External(e) = &mut slot.domain {
-                e.release(None);
-            }
-        }
-        crate::domain::kill_all(self.0.iter_mut().filter_map(|s| match &mut s.domain {
-            Domain::Process(p) => Some(p),
-            Domain::External(_) => None,
-        }));
-    }
-}
-
-/// Who the pcpu is enforced to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Target {
-    Idle,
-    Domain(usize),
-}
-
-/// The run's state, owned by the scheduler thread. Fields are dropped in declaration
-/// order: the guests, the control socket, the spinner, the cgroups, the throttle, the
-/// watchdog, then the cpu's lock (which the watchdog holds too, until it is done). The
-/// guests go first, all killed before any is waited for ([`Slots`]): when a panic unwinds
-/// mid-run, a domain may still be running at its `SCHED_FIFO` priority, above the spinner
-/// and the other guests, which could never run to exit while it spins.
+/// The run's state, owned by the scheduler thread: the domains, the seats (one per
+/// managed pcpu), the resource guard, and what the loop needs. Fields are dropped in
+/// declaration order: the guests, the control socket, the seats' spinners, then the guard
+/// (cgroups, throttle, watchdog, the cpu's lock). The guests go first, all killed before
+/// any is waited for ([`Slots`]): when a panic unwinds mid-run, a domain may still be
+/// running at its `SCHED_FIFO` priority, above the spinner and the other guests, which
+/// could never run to exit while it spins.
 struct Run {
     slots: Slots,
     control: Option<LiveControl>,
-    spinner: Option<IdleSpinner>,
-    cgroups: Option<RunCgroups>,
-    throttle: Option<LiftedThrottle>,
-    watchdog: Watchdog,
-    _cpu_lock: Option<CpuLock>,
+    seats: Vec<Seat>,
+    guard: Guard,
     machine: Machine,
     /// The present domains by name (and the names used), as live control sees them.
     names: Domains,
     enforcer: Box<dyn Enforcer>,
     notify: EventFd,
     timer: TimerFd,
-    domain_of_vcpu: Vec<usize>,
+    /// Each VCPU's domain and its number there (`None`: not a VCPU of this run's).
+    domain_of_vcpu: Vec<Option<(usize, usize)>>,
+    /// Configure a pool a timed `xl cpupool-create` makes (the simulator's).
+    policy_settings: PolicySettings,
     start: u64,
-    cpu: usize,
     seed: u64,
     allowed: Allowed,
     helper: HelperCommand,
     external: BTreeMap<String, External>,
     keep_jobs: bool,
-    current: Option<Target>,
-    probed: Option<Target>,
     changes: Vec<rtvmm_system::TimedChange>,
     next_change: usize,
-    measures: Measures,
     /// The instant the timer is armed for, until it fires (not re-armed for the same one).
     armed: Option<u64>,
-    /// The scheduler thread's CPU time and the cpu's steal time when the loop began.
+    /// The scheduler thread's CPU time when the loop began.
     cpu_at_start: u64,
-    steal_at_start: Option<u64>,
-}
-
-#[derive(Default)]
-struct Measures {
-    do_schedule: Vec<u64>,
-    switches: Vec<u64>,
+    /// The timer's wake-up lateness, one sample per timer wake-up (room reserved before
+    /// the run), and every wake-up of the loop.
     lateness: Vec<u64>,
-    clock_read: u64,
     wakeups: u64,
-}
-
-/// The most samples of each kind reserved before the run (8 MiB each).
-const RESERVED_SAMPLES: u64 = 1 << 20;
-
-impl Measures {
-    /// Room for a run of `duration` at `quantum` (about one sample of each kind per
-    /// quantum), reserved before the run: memory is locked, so a vector growing in the
-    /// loop would fault its new pages in there.
-    fn for_run(duration: Nanos, quantum: Nanos) -> Measures {
-        let samples = (duration.as_ns() / quantum.as_ns().max(1) + 64).min(RESERVED_SAMPLES);
-        let room = || Vec::with_capacity(samples as usize);
-        Measures {
-            do_schedule: room(),
-            switches: room(),
-            lateness: room(),
-            ..Measures::default()
-        }
-    }
 }
 
 fn execute(
@@ -573,7 +264,7 @@ fn execute(
     allowed: Allowed,
 ) -> Result<HostRun, HostError> {
     let control = options.control.take();
-    let mut run = Run::set_up(system, seed, &options, control, cpu, allowed)?;
+    let mut run = Run::set_up(system, seed, &options, control, &[cpu], allowed)?;
     let reached = run.run_loop(&options)?;
     run.finish(scenario, seed, &options, reached)
 }
@@ -584,66 +275,11 @@ impl Run {
         seed: u64,
         options: &HostOptions,
         control: Option<LiveControl>,
-        cpu: usize,
+        cpus: &[usize],
         allowed: Allowed,
     ) -> Result<Run, HostError> {
-        // One run per cpu; then what abandoned runs left is undone; then this run is
-        // recorded (see `crate::runs`). Without a usable state directory (best effort, not
-        // root) there is neither lock nor record.
-        let state = StateDir::system();
-        let patience = std::time::Duration::from_secs(5);
-        let (cpu_lock, state) = match runs::lock_cpu_after_the_dead(&state, cpu, patience) {
-            Ok(lock) => (Some(lock), Some(state)),
-            Err(CpuLockError::Busy { holder }) => return Err(HostError::CpuBusy { cpu, holder }),
-            Err(CpuLockError::Io(_)) if !allowed.missing.is_empty() => (None, None),
-            Err(CpuLockError::Io(e)) => return Err(HostError::io("the cpu's lock")(e)),
-        };
-        if let Some(state) = &state {
-            let mount = sys::cgroup2_mount();
-            let recovered = runs::recover(state, mount.as_deref())
-                .map_err(HostError::io("recovering abandoned runs"))?;
-            for line in recovered {
-                eprintln!("rtvmm: {line}");
-            }
-        }
-        let mut watchdog = Watchdog::spawn(
-            &options.helper,
-            cpu,
-            state.as_ref(),
-            cpu_lock.as_ref().map(CpuLock::raw_fd),
-        )
-        .map_err(HostError::io("the watchdog"))?;
-        if let Some(control) = &control {
-            let (dev, ino) = control.file_id();
-            watchdog
-                .announce(&Undo::Socket {
-                    path: control.path().to_path_buf(),
-                    dev,
-                    ino,
-                })
-                .map_err(HostError::io("the watchdog"))?;
-        }
-        let throttle = if allowed.throttle {
-            let record = state
-                .as_ref()
-                .map(|s| s.record_path(std::process::id() as i32));
-            let lifted = LiftedThrottle::lift(state.as_ref(), record.as_deref(), |old| {
-                watchdog.announce(&Undo::RtRuntime(old.to_string()))
-            });
-            Some(lifted.map_err(HostError::io(sys::RT_RUNTIME_PATH))?)
-        } else {
-            None
-        };
-        let cgroups = match &allowed.cgroup {
-            Some(mount) => {
-                let path = RunCgroups::path_for(mount, std::process::id());
-                watchdog
-                    .announce(&Undo::RunCgroup(path.clone()))
-                    .map_err(HostError::io("the watchdog"))?;
-                Some(RunCgroups::create(path).map_err(HostError::io("the run's cgroup"))?)
-            }
-            None => None,
-        };
+        // The first managed cpu's lock and record stand for the run's.
+        let guard = Guard::take(cpus[0], &allowed, options, control.as_ref())?;
         let notify =
             EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
                 .map_err(|e| HostError::io("eventfd")(e.into()))?;
@@ -660,41 +296,44 @@ impl Run {
             .as_ref()
             .map(|c| c.settings.clone())
             .unwrap_or_default();
+        // One seat per pcpu of the machine, on the managed cpus in order.
+        let seats = (0..system.machine.pcpus)
+            .zip(cpus)
+            .map(|(p, &cpu)| {
+                let measures = Measures::for_run(options.duration, system.machine.quantum);
+                Seat::new(PcpuId(p), cpu, measures)
+            })
+            .collect();
         let mut run = Run {
             slots: Slots::default(),
             control,
-            spinner: None,
-            cgroups,
-            throttle,
-            watchdog,
-            _cpu_lock: cpu_lock,
+            seats,
+            guard,
             machine,
-            names: Domains::new(settings),
+            names: Domains::new(settings).driving(driven(system)),
             enforcer: enforcer(options.backend),
             notify,
             timer,
             domain_of_vcpu: Vec::new(),
+            policy_settings: system.policy_settings.clone(),
             start: 0,
-            cpu,
             seed,
             allowed,
             helper: options.helper.clone(),
             external: options.external.clone(),
             keep_jobs: options.record_trace || options.record_jobs,
-            current: None,
-            probed: None,
             changes: system.changes.clone(),
             next_change: 0,
-            measures: Measures::for_run(options.duration, system.machine.quantum),
             armed: None,
             cpu_at_start: 0,
-            steal_at_start: None,
+            lateness: Measures::room(options.duration, system.machine.quantum),
+            wakeups: 0,
         };
         for spec in &system.domains {
-            let external = run.external.get(&spec.name).cloned();
-            run.add_domain(spec.clone(), Nanos::ZERO, external)?;
+            run.change(Nanos::ZERO, &Change::AddDomain(spec.clone()))?;
         }
         // The scheduler thread becomes real-time, then time 0 is set and everyone starts.
+        let cpu = run.guest_cpu();
         sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?;
         if run.allowed.fifo {
             sys::set_fifo(0, SCHEDULER_PRIORITY)
@@ -703,47 +342,47 @@ impl Run {
         if run.allowed.mlock {
             sys::lock_memory().map_err(HostError::io("mlockall"))?;
         }
-        run.measures.clock_read = sys::clock_read_cost(10_000);
+        let clock_read = sys::clock_read_cost(10_000);
         run.start = sys::mono_ns() + LEAD;
         // Above every parked external thread, too (see `crate::external`).
         let idle_priority = run.allowed.fifo.then(|| match run.external.is_empty() {
             true => options.backend.idle_priority(),
             false => IDLE_PRIORITY_BAND,
         });
-        run.spinner = Some(
-            IdleSpinner::start(cpu, idle_priority, run.start)
-                .map_err(|e| HostError::io("the IDLE spinner")(std::io::Error::other(e)))?,
-        );
+        for seat in &mut run.seats {
+            seat.measures.clock_read = clock_read;
+            seat.spinner = Some(
+                IdleSpinner::start(seat.cpu, idle_priority, run.start)
+                    .map_err(|e| HostError::io("the IDLE spinner")(std::io::Error::other(e)))?,
+            );
+        }
         for slot in &run.slots {
-            if let Some(shared) = slot.domain.shared() {
+            for shared in slot.domain.pages() {
                 shared.go(run.start);
             }
         }
         Ok(run)
     }
 
-    /// Adds a domain joining at `join` (relative): its VCPU, then its guest, stopped —
-    /// or, `external`, the external domain attached (stopped or parked).
-    fn add_domain(
+    /// Starts a domain that joined at `join` (relative) with these VCPUs: its guest,
+    /// stopped — or, `external`, the external domain attached (stopped or parked). On an
+    /// error the domain is taken back from the machine and the table.
+    fn start_domain(
         &mut self,
         spec: DomainSpec,
+        vcpus: Vec<VcpuId>,
         join: Nanos,
-        external: Option<External>,
     ) -> Result<(), HostError> {
-        // One VCPU per domain: the domain's id is its VCPU's (as in `ctl::apply`).
-        let id = DomainId(self.machine.vcpu_count() as u32);
-        let vcpu = self
-            .machine
-            .add_vcpu(join, id, spec.vcpu.clone())
-            .map_err(|e| HostError::Domain {
-                domain: spec.name.clone(),
-                reason: e.to_string(),
-            })?;
-        self.names.insert(&spec.name, vcpu);
-        match external {
-            Some(source) => self.attach_external(spec, vcpu, source),
-            None => self.start_guest(spec, vcpu, join),
+        debug_assert_eq!(self.slots.len(), self.names.joined() - 1);
+        let started = match self.external.get(&spec.name).cloned() {
+            // One VCPU: `check_external` refused more before the run.
+            Some(source) => self.attach_external(spec, vcpus[0], source),
+            None => self.start_guest(spec, vcpus, join),
+        };
+        if started.is_err() {
+            self.names.unjoin(&mut self.machine, join);
         }
+        started
     }
 
     /// Attaches an external domain whose VCPU the machine has: stopped while it has
@@ -756,15 +395,16 @@ impl Run {
     ) -> Result<(), HostError> {
         let index = self.slots.len();
         let name = spec.name.clone();
-        let cgroups = self.cgroups.as_ref();
+        let cpu = self.guest_cpu();
+        let cgroups = self.guard.cgroups.as_ref();
         let mut domain_cgroup = || match cgroups {
             Some(c) => c.add_empty(&format!("d{index}")),
             None => Err(std::io::Error::other("no cgroup v2 for the run")),
         };
-        let watchdog = &mut self.watchdog;
+        let watchdog = &mut self.guard.watchdog;
         let mut announce = |u: &Undo| watchdog.announce(u);
         let mut context = AttachContext {
-            cpu: self.cpu,
+            cpu,
             backend: self.enforcer.backend(),
             mount: self.allowed.cgroup.as_deref(),
             run_cgroup: cgroups.map(RunCgroups::path),
@@ -780,80 +420,97 @@ impl Run {
         domain
             .set_hold(hold, self.enforcer.as_mut())
             .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
-        if self.domain_of_vcpu.len() <= vcpu.index() {
-            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
-        }
-        self.domain_of_vcpu[vcpu.index()] = index;
+        self.map_vcpus(index, &[vcpu]);
         self.slots.push(Slot {
             domain: Domain::External(domain),
             removed_at: None,
             dying: false,
-            wake_at: None,
+            wake_at: vec![None],
         });
         Ok(())
     }
 
-    /// Starts the guest of a domain whose VCPU the machine has, joining at `join`
-    /// (relative), stopped.
+    /// Records that `vcpus` (in VCPU order) are domain `index`'s.
+    fn map_vcpus(&mut self, index: usize, vcpus: &[VcpuId]) {
+        for (j, v) in vcpus.iter().enumerate() {
+            if self.domain_of_vcpu.len() <= v.index() {
+                self.domain_of_vcpu.resize(v.index() + 1, None);
+            }
+            self.domain_of_vcpu[v.index()] = Some((index, j));
+        }
+    }
+
+    /// Starts the guests of a domain whose VCPUs the machine has (one guest process per
+    /// VCPU, each its own cgroup under `freeze`), joining at `join` (relative), stopped.
     fn start_guest(
         &mut self,
         spec: DomainSpec,
-        vcpu: VcpuId,
+        vcpus: Vec<VcpuId>,
         join: Nanos,
     ) -> Result<(), HostError> {
         let index = self.slots.len();
         let name = spec.name.clone();
+        let count = vcpus.len();
         let mut domain = ProcessDomain::spawn(
             &self.helper,
             spec,
-            vcpu,
+            vcpus,
             index as u32,
             join,
             self.seed,
-            self.cpu,
+            self.guest_cpu(),
             self.allowed.fifo,
             &self.notify,
             self.keep_jobs,
         )?;
-        let pid = domain.pid();
-        if let Some(t) = start_time(pid) {
-            self.watchdog
-                .announce(&Undo::Guest { pid, start_time: t })
-                .map_err(HostError::io("the watchdog"))?;
+        let units = domain.guests.len();
+        for (j, guest) in domain.guests.iter_mut().enumerate() {
+            let pid = guest.pid();
+            if let Some(t) = start_time(pid) {
+                self.guard
+                    .watchdog
+                    .announce(&Undo::Guest { pid, start_time: t })
+                    .map_err(HostError::io("the watchdog"))?;
+            }
+            if let Some(cgroups) = &self.guard.cgroups {
+                // A domain of one guest process keeps the name it always had.
+                let unit = match units {
+                    1 => format!("d{index}"),
+                    _ => format!("d{index}v{j}"),
+                };
+                let dir = cgroups
+                    .add(&unit, pid)
+                    .map_err(HostError::io(format!("domain '{name}': its cgroup")))?;
+                guest.member.cgroup =
+                    Some(Member::open_cgroup(&dir).map_err(HostError::io("cgroup.freeze"))?);
+            }
+            self.enforcer
+                .stop(&guest.member)
+                .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
         }
-        if let Some(cgroups) = &self.cgroups {
-            let dir = cgroups
-                .add(&format!("d{index}"), pid)
-                .map_err(HostError::io(format!("domain '{name}': its cgroup")))?;
-            domain.member.cgroup =
-                Some(Member::open_cgroup(&dir).map_err(HostError::io("cgroup.freeze"))?);
-        }
-        self.enforcer
-            .stop(&domain.member)
-            .map_err(HostError::io(format!("domain '{name}': stopping it")))?;
-        if self.domain_of_vcpu.len() <= vcpu.index() {
-            self.domain_of_vcpu.resize(vcpu.index() + 1, usize::MAX);
-        }
-        self.domain_of_vcpu[vcpu.index()] = index;
+        let vcpus = domain.vcpus.clone();
+        self.map_vcpus(index, &vcpus);
         if self.start != 0 {
-            // Added while running: its releases begin now that its guest is ready (the
+            // Added while running: its releases begin now that its guests are ready (the
             // start-up, a few milliseconds, would otherwise come due at once as a burst
             // of late jobs).
             let ready = Nanos(self.rel()).max(join);
-            domain.shared.set_join(ready.as_ns());
-            for (t, task) in domain.spec.tasks.iter().enumerate() {
-                let first = ready + task.offset;
-                domain
-                    .shared
-                    .set_state(t, TaskState::NextRelease(first.as_ns()));
+            for guest in &domain.guests {
+                guest.shared.set_join(ready.as_ns());
+                for (local, &t) in guest.tasks.iter().enumerate() {
+                    let first = ready + domain.spec.tasks[t].offset;
+                    guest
+                        .shared
+                        .set_state(local, TaskState::NextRelease(first.as_ns()));
+                }
+                guest.shared.go(self.start);
             }
-            domain.shared.go(self.start);
         }
         self.slots.push(Slot {
             domain: Domain::Process(domain),
             removed_at: None,
             dying: false,
-            wake_at: None,
+            wake_at: vec![None; count],
         });
         Ok(())
     }
@@ -863,22 +520,21 @@ impl Run {
     /// priority), killed; reaped later by [`Run::reap`]. An external domain: given back
     /// (thawed and continued, its threads' policies and cpus restored), never killed.
     fn end_domain(&mut self, d: usize, now: Nanos) {
-        if self.current == Some(Target::Domain(d)) {
-            if let Domain::Process(p) = &self.slots[d].domain {
-                let _ = self.enforcer.stop(&p.member);
+        for seat in &mut self.seats {
+            if let Some(vcpu) = seat.forget(d) {
+                if let Domain::Process(p) = &self.slots[d].domain {
+                    let _ = self.enforcer.stop(&p.guest(vcpu).member);
+                }
             }
-            self.current = None;
         }
-        if self.probed == Some(Target::Domain(d)) {
-            self.probed = None;
-        }
+        let off_seats = self.off_seats();
         let slot = &mut self.slots[d];
         slot.domain.drain(Some(now));
         slot.removed_at = Some(now);
-        slot.wake_at = None;
+        slot.wake_at.iter_mut().for_each(|w| *w = None);
         match &mut slot.domain {
             Domain::Process(p) => {
-                p.kill(&sys::cpus_except(self.cpu));
+                p.kill(&off_seats);
                 slot.dying = true;
             }
             Domain::External(e) => e.release(Some(self.enforcer.as_mut())),
@@ -893,11 +549,27 @@ impl Run {
             };
             if slot.dying && p.exited().is_some() {
                 slot.dying = false;
-                if let Some((dir, _)) = p.member.cgroup.take() {
-                    let _ = std::fs::remove_dir(dir);
+                for guest in &mut p.guests {
+                    if let Some((dir, _)) = guest.member.cgroup.take() {
+                        let _ = std::fs::remove_dir(dir);
+                    }
                 }
             }
         }
+    }
+
+    /// The host cpu the guests and the scheduler thread run on: the one seat's (a run of
+    /// several pcpus is refused before it starts: `preflight`).
+    fn guest_cpu(&self) -> usize {
+        self.seats[0].cpu
+    }
+
+    /// Every host cpu but the seats'.
+    fn off_seats(&self) -> Vec<usize> {
+        let seats: Vec<usize> = self.seats.iter().map(|s| s.cpu).collect();
+        (0..sys::cpu_count())
+            .filter(|c| !seats.contains(c))
+            .collect()
     }
 
     fn rel(&self) -> u64 {
@@ -910,7 +582,9 @@ impl Run {
         let end = options.duration;
         sys::sleep_until(self.start);
         self.cpu_at_start = sys::thread_cpu_ns();
-        self.steal_at_start = sys::steal_ns(self.cpu);
+        for seat in &mut self.seats {
+            seat.steal_at_start = sys::steal_ns(seat.cpu);
+        }
         for slot in &mut self.slots {
             if let Domain::External(e) = &mut slot.domain {
                 e.start_counting();
@@ -927,7 +601,7 @@ impl Run {
             if options.test_panic_at.is_some_and(|at| now >= at) {
                 panic!("test_panic_at: a fault injected by a test");
             }
-            self.read_probe();
+            self.read_probes();
             self.observe_guests(now)?;
             self.apply_due_changes(now)?;
             self.serve_control(now);
@@ -941,65 +615,94 @@ impl Run {
         }
     }
 
-    /// 1. The answer to the last switch probe, if any.
-    fn read_probe(&mut self) {
-        let Some(target) = self.probed else { return };
-        let Some(page) = self.page(target) else {
-            self.probed = None;
-            return;
-        };
-        if let Some((at, ran)) = page.probe_answer() {
-            page.clear_answer();
-            if ran >= at {
-                self.measures.switches.push(ran - at);
-            }
-            self.probed = None;
+    /// 1. The answers to the last switch probes, if any.
+    fn read_probes(&mut self) {
+        for seat in &mut self.seats {
+            seat.read_probe(&self.slots);
         }
     }
 
-    /// The page that answers switch probes (an external domain has none).
-    fn page(&self, target: Target) -> Option<&Shared> {
-        match target {
-            Target::Idle => Some(self.spinner.as_ref().expect("started").page()),
-            Target::Domain(d) => self.slots[d].domain.shared(),
-        }
-    }
-
-    /// 2. Wake and block the domains' VCPUs from their guests' state.
+    /// 2. Wake and block the domains' VCPUs from their guests' state, by the core's
+    ///    rules ("Several VCPUs" in `rtvmm_core::guest`): a VCPU of a partitioned guest
+    ///    (or of one VCPU) has work while one of its tasks has a pending job; a global
+    ///    guest of k VCPUs keeps `min(n, k)` awake, n = its tasks with a pending job, as
+    ///    [`rtvmm_core::guest::global_awake`] chooses them; an external domain has work
+    ///    while its threads are not all sleeping. A VCPU without work waits for its
+    ///    tasks' earliest next release, a timer the executor owns.
     fn observe_guests(&mut self, now: Nanos) -> Result<(), HostError> {
-        for slot in &mut self.slots {
+        for (d, slot) in self.slots.iter_mut().enumerate() {
             if slot.removed_at.is_some() {
                 continue;
             }
-            let vcpu = slot.domain.vcpu();
-            let work = match &mut slot.domain {
-                Domain::Process(p) => p.shared.work_at(now.as_ns()),
-                Domain::External(e) => {
-                    let watchdog = &mut self.watchdog;
-                    let has_work =
-                        e.observe(now, &mut |u| watchdog.announce(u))
-                            .map_err(|reason| HostError::Domain {
-                                domain: e.spec.name.clone(),
-                                reason,
-                            })?;
-                    if has_work {
-                        Ok(())
-                    } else {
-                        Err(None)
+            let vcpus = slot.domain.vcpus().len();
+            if let Domain::Process(p) = &mut slot.domain {
+                if let Some(awake) = p.awake {
+                    // The VCPUs the seats run; on a pcpu, a running VCPU of a guest with a
+                    // pending job runs one (its best).
+                    let mut running = 0u64;
+                    for seat in &self.seats {
+                        if let Some(Target::Vcpu { domain, vcpu }) = seat.current {
+                            if domain == d {
+                                running |= 1 << vcpu;
+                            }
+                        }
                     }
-                }
-            };
-            match work {
-                Ok(()) => {
-                    slot.wake_at = None;
-                    if !self.machine.has_work(vcpu) {
-                        self.machine.wake(now, vcpu);
+                    let shared = &p.guest(0).shared;
+                    let ready = (0..shared.tasks())
+                        .filter(|&t| shared.state(t).has_work_at(now.as_ns()))
+                        .count() as u32;
+                    let next = shared.work_at(now.as_ns()).err().flatten();
+                    let with_job = if ready > 0 { running } else { 0 };
+                    let all = (1u64 << vcpus) - 1;
+                    let awake = global_awake(awake, running, with_job, ready, all);
+                    p.awake = Some(awake);
+                    for j in 0..vcpus {
+                        let work = awake & (1 << j) != 0;
+                        let vcpu = p.vcpus[j];
+                        // Every sleeping VCPU waits for the guest's next release.
+                        slot.wake_at[j] = if work { None } else { next };
+                        if work != self.machine.has_work(vcpu) {
+                            if work {
+                                self.machine.wake(now, vcpu);
+                            } else {
+                                self.machine.block(now, vcpu);
+                            }
+                        }
                     }
+                    continue;
                 }
-                Err(next) => {
-                    slot.wake_at = next;
-                    if self.machine.has_work(vcpu) {
-                        self.machine.block(now, vcpu);
+            }
+            for j in 0..vcpus {
+                let vcpu = slot.domain.vcpus()[j];
+                let work = match &mut slot.domain {
+                    Domain::Process(p) => p.guest(j).shared.work_at(now.as_ns()),
+                    Domain::External(e) => {
+                        let watchdog = &mut self.guard.watchdog;
+                        let has_work =
+                            e.observe(now, &mut |u| watchdog.announce(u))
+                                .map_err(|reason| HostError::Domain {
+                                    domain: e.spec.name.clone(),
+                                    reason,
+                                })?;
+                        if has_work {
+                            Ok(())
+                        } else {
+                            Err(None)
+                        }
+                    }
+                };
+                match work {
+                    Ok(()) => {
+                        slot.wake_at[j] = None;
+                        if !self.machine.has_work(vcpu) {
+                            self.machine.wake(now, vcpu);
+                        }
+                    }
+                    Err(next) => {
+                        slot.wake_at[j] = next;
+                        if self.machine.has_work(vcpu) {
+                            self.machine.block(now, vcpu);
+                        }
                     }
                 }
             }
@@ -1015,73 +718,61 @@ impl Run {
             }
             let change = c.change.clone();
             self.next_change += 1;
-            self.apply(now, change)?;
+            self.change(now, &change)?;
         }
         Ok(())
     }
 
-    /// Applies one of the scenario's timed changes, as the simulator does (a domain the
-    /// file declares external is attached, not started).
-    fn apply(&mut self, now: Nanos, change: Change) -> Result<(), HostError> {
-        let unknown = |domain: &str| HostError::Domain {
-            domain: domain.to_string(),
-            reason: "no such domain".into(),
-        };
-        let machine_error =
-            |domain: &str, e: rtvmm_core::machine::MachineError| HostError::Domain {
-                domain: domain.to_string(),
-                reason: e.to_string(),
-            };
+    /// Applies a change of the scenario (its first domains, its timed events) through the
+    /// one change path, as the simulator does, after the checks that are about what this
+    /// host can enforce (a guest it can run; an `xl` command naming only pcpus it drives);
+    /// then acts on the outcome (a domain the file declares external is attached, not
+    /// started).
+    fn change(&mut self, now: Nanos, change: &Change) -> Result<(), HostError> {
         match change {
-            Change::SetParams { domain, params } => {
-                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
-                let d = self.domain_of(vcpu);
-                self.machine
-                    .adjust(now, vcpu, params.clone())
-                    .map_err(|e| machine_error(&domain, e))?;
-                self.slots[d].domain.spec_mut().vcpu = params;
+            Change::AddDomain(spec) if !self.external.contains_key(&spec.name) => {
+                check_runnable(spec).map_err(|reason| HostError::Domain {
+                    domain: spec.name.clone(),
+                    reason,
+                })?
             }
-            Change::SwapPolicy(policy) => self
-                .machine
-                .swap_policy(now, policy)
-                .map_err(|e| HostError::Machine(e.to_string()))?,
-            Change::AddDomain(spec) => {
-                if self.names.vcpu(&spec.name).is_some() {
-                    return Err(HostError::Domain {
-                        domain: spec.name,
-                        reason: "a domain of this name runs already".into(),
-                    });
-                }
-                let external = self.external.get(&spec.name).cloned();
-                if external.is_none() {
-                    check_runnable(&spec).map_err(|reason| HostError::Domain {
-                        domain: spec.name.clone(),
-                        reason,
-                    })?;
-                }
-                self.add_domain(spec, now, external)?;
-            }
-            Change::RemoveDomain { domain } => {
-                let vcpu = self.names.vcpu(&domain).ok_or_else(|| unknown(&domain))?;
-                self.machine
-                    .remove_vcpu(now, vcpu)
-                    .map_err(|e| machine_error(&domain, e))?;
-                self.names.remove(&domain);
-                self.end_domain(self.domain_of(vcpu), now);
-            }
-            // The live `xl` command's path: the same refusals, the simulator's rule.
             Change::Xl(command) => {
-                let applied =
-                    ctl::run_xl(&mut self.machine, &self.names, now, &command).map_err(|why| {
-                        HostError::Unsupported(format!("an xl event at {now}: {why}"))
-                    })?;
-                if let Some(vcpu) = applied.vcpu {
-                    let d = self.domain_of(vcpu);
-                    self.slots[d].domain.spec_mut().vcpu = self.machine.params(vcpu).clone();
+                if let Some(why) = ctl::xl_refusal(&self.machine, self.names.driven(), command) {
+                    return Err(HostError::Unsupported(format!(
+                        "an xl event at {now}: `{command}`: {why}"
+                    )));
                 }
             }
+            _ => {}
+        }
+        let applied = self
+            .names
+            .apply_change(&mut self.machine, now, change, &self.policy_settings)
+            .map_err(|error| match error {
+                ChangeError::Machine { domain, error } => HostError::Domain {
+                    domain,
+                    reason: error.to_string(),
+                },
+                ChangeError::Guest { domain, error } => HostError::Domain {
+                    domain,
+                    reason: error.to_string(),
+                },
+                other => HostError::Unsupported(format!("an event at {now}: {other}")),
+            })?;
+        match applied {
+            change::Applied::Added { spec, vcpus } => self.start_domain(spec, vcpus, now)?,
+            change::Applied::Removed { index, .. } => self.end_domain(index, now),
+            change::Applied::Reconfigured { index } => self.books_follow(index),
         }
         Ok(())
+    }
+
+    /// After a change: domain `index`'s spec in the executor's books follows the
+    /// table's (its first VCPU's parameters, what results report).
+    fn books_follow(&mut self, index: Option<usize>) {
+        if let Some(d) = index {
+            self.slots[d].domain.spec_mut().vcpu = self.names.spec(d).vcpu.clone();
+        }
     }
 
     /// 3. The live-control commands queued, each applied and answered in turn.
@@ -1119,12 +810,10 @@ impl Run {
         let Applied { mut reply, effect } =
             ctl::apply(&mut self.machine, &mut self.names, now, command);
         match effect {
-            Effect::Added { vcpu, domain } => {
+            Effect::Added { vcpus, domain, .. } => {
                 let name = domain.name.clone();
                 let join = self.machine.now();
-                if let Err(e) = self.start_guest(domain, vcpu, join) {
-                    let _ = self.machine.remove_vcpu(join, vcpu);
-                    self.names.forget(&name);
+                if let Err(e) = self.start_domain(domain, vcpus, join) {
                     reply = Reply::error(
                         ErrorCode::Refused,
                         format!(
@@ -1134,14 +823,11 @@ impl Run {
                     );
                 }
             }
-            Effect::Removed { vcpu, .. } => {
+            Effect::Removed { index, .. } => {
                 let now = self.machine.now();
-                self.end_domain(self.domain_of(vcpu), now);
+                self.end_domain(index, now);
             }
-            Effect::Adjusted { vcpu } => {
-                let d = self.domain_of(vcpu);
-                self.slots[d].domain.spec_mut().vcpu = self.machine.params(vcpu).clone();
-            }
+            Effect::Adjusted { index } => self.books_follow(Some(index)),
             Effect::Swapped { .. } | Effect::None => {}
         }
         if let Reply::Show(show) = &mut reply {
@@ -1155,7 +841,7 @@ impl Run {
     /// rtvmm knows of).
     fn fill(&self, show: &mut SchedShow) {
         for status in &mut show.domains {
-            let Some(&d) = self.domain_of_vcpu.get(status.vcpu as usize) else {
+            let Some(&Some((d, _))) = self.domain_of_vcpu.get(status.vcpu as usize) else {
                 continue;
             };
             let Some(Slot {
@@ -1171,99 +857,40 @@ impl Run {
         }
     }
 
-    /// 4. The core's decisions due at `now`; `do_schedule` timed.
+    /// 4. The core's decisions due at `now`; `do_schedule` timed (per seat: the calls
+    ///    that ran it on the seat's pcpu).
     fn decide(&mut self, now: Nanos) {
         while self.machine.poll_timeout() <= now {
-            let calls = self.machine.pcpu_stats(PcpuId(0)).do_schedule_calls;
-            let before = sys::mono_ns();
-            self.machine.handle_timeout(now);
-            let after = sys::mono_ns();
-            if self.machine.pcpu_stats(PcpuId(0)).do_schedule_calls != calls {
-                self.measures.do_schedule.push(after - before);
+            match self.seats.as_mut_slice() {
+                [seat] => seat.timed(&mut self.machine, |m| m.handle_timeout(now)),
+                _ => self.machine.handle_timeout(now),
             }
         }
     }
 
-    /// Step 5: makes the pcpu run what the core decided; holds every external domain that
-    /// does not run as its work says (stopped with work, parked without).
+    /// Step 5: makes each seat's pcpu run what the core decided; holds every external
+    /// domain that does not run as its work says (stopped with work, parked without).
     fn enforce(&mut self, now: Nanos) -> Result<(), HostError> {
-        let target = match self.machine.activity(PcpuId(0)) {
-            Activity::Running(v) => Target::Domain(self.domain_of(v)),
-            Activity::Idle | Activity::Overhead { .. } => Target::Idle,
-        };
-        if self.current != Some(target) {
-            match self.current {
-                Some(Target::Domain(d)) => self.hold_domain(d)?,
-                Some(Target::Idle) => self.spinner.as_ref().expect("started").park(),
-                None => {}
-            }
-            if let Some(old) = self.probed.take() {
-                if let Some(page) = self.page(old) {
-                    page.clear_answer();
-                }
-            }
-            let probed = match self.page(target) {
-                Some(page) => {
-                    page.probe(now.as_ns());
-                    Some(target)
-                }
-                None => None,
-            };
-            match target {
-                Target::Domain(d) => {
-                    let enforcer = self.enforcer.as_mut();
-                    let slot = &mut self.slots[d];
-                    let resumed = match &mut slot.domain {
-                        Domain::Process(p) => enforcer.resume(&p.member),
-                        Domain::External(e) => e.set_hold(Hold::Running, enforcer),
-                    };
-                    resumed.map_err(|e| {
-                        HostError::io(format!("domain '{}': resuming it", slot.domain.spec().name))(
-                            e,
-                        )
-                    })?
-                }
-                Target::Idle => self.spinner.as_ref().expect("started").spin(),
-            }
-            self.current = Some(target);
-            self.probed = probed;
+        for seat in &mut self.seats {
+            seat.enforce(
+                now,
+                &self.machine,
+                &mut self.slots,
+                self.enforcer.as_mut(),
+                &self.domain_of_vcpu,
+            )?;
         }
         for d in 0..self.slots.len() {
             let external = matches!(self.slots[d].domain, Domain::External(_));
+            let running = Some(Target::Vcpu { domain: d, vcpu: 0 });
             if external
-                && self.current != Some(Target::Domain(d))
+                && self.seats.iter().all(|s| s.current != running)
                 && self.slots[d].removed_at.is_none()
             {
-                self.hold_domain(d)?;
+                hold(&self.machine, &mut self.slots, self.enforcer.as_mut(), d, 0)?;
             }
         }
         Ok(())
-    }
-
-    /// Stops domain `d` (not running): a process domain by the backend; an external one
-    /// stopped while it has work, parked while it has none.
-    fn hold_domain(&mut self, d: usize) -> Result<(), HostError> {
-        let has_work = self.machine.has_work(self.slots[d].domain.vcpu());
-        let enforcer = self.enforcer.as_mut();
-        let slot = &mut self.slots[d];
-        let stopped = match &mut slot.domain {
-            Domain::Process(p) => enforcer.stop(&p.member),
-            Domain::External(e) => {
-                let hold = if has_work {
-                    Hold::Stopped
-                } else {
-                    Hold::Parked
-                };
-                e.set_hold(hold, enforcer)
-            }
-        };
-        stopped.map_err(|e| {
-            HostError::io(format!("domain '{}': stopping it", slot.domain.spec().name))(e)
-        })
-    }
-
-    fn domain_of(&self, vcpu: VcpuId) -> usize {
-        self.domain_of_vcpu[vcpu.index()]
     }
 
     /// 7. Sleeps until the next instant something is due, or a guest rings.
@@ -1277,10 +904,8 @@ impl Run {
         {
             next = next.min(now + self.machine.config().quantum);
         }
-        for slot in &self.slots {
-            if let Some(at) = slot.wake_at {
-                next = next.min(Nanos(at));
-            }
+        for at in self.slots.iter().flat_map(|s| s.wake_at.iter().flatten()) {
+            next = next.min(Nanos(*at));
         }
         if let Some(c) = self.changes.get(self.next_change) {
             next = next.min(c.at);
@@ -1319,11 +944,11 @@ impl Run {
         ];
         let _ = poll(&mut fds, PollTimeout::NONE);
         let woke = sys::mono_ns();
-        self.measures.wakeups += 1;
+        self.wakeups += 1;
         let ready = |fd: &PollFd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLIN));
         let (timer_fired, rung) = (ready(&fds[0]), ready(&fds[1]));
         if timer_fired {
-            self.measures.lateness.push(woke.saturating_sub(at));
+            self.lateness.push(woke.saturating_sub(at));
             let _ = self.timer.wait();
             self.armed = None;
         }
@@ -1350,9 +975,11 @@ impl Run {
         // has stopped).
         self.control = None;
         self.machine.advance(reached.max(self.machine.now()));
-        if let Some(Target::Domain(d)) = self.current {
-            if let Domain::Process(p) = &self.slots[d].domain {
-                let _ = self.enforcer.stop(&p.member);
+        for seat in &self.seats {
+            if let Some(Target::Vcpu { domain, vcpu }) = seat.current {
+                if let Domain::Process(p) = &self.slots[domain].domain {
+                    let _ = self.enforcer.stop(&p.guest(vcpu).member);
+                }
             }
         }
         // External domains are given back at the end instant (their CPU time counted
@@ -1362,8 +989,10 @@ impl Run {
                 e.release(Some(self.enforcer.as_mut()));
             }
         }
-        self.spinner.as_ref().expect("started").park();
-        self.current = None;
+        for seat in &mut self.seats {
+            seat.spinner.as_ref().expect("started").park();
+            seat.current = None;
+        }
         // The scheduler thread steps down: the guests need the cpu to report.
         if self.allowed.fifo {
             let _ = sys::set_other(0);
@@ -1371,8 +1000,10 @@ impl Run {
         let live = |s: &&mut Slot| s.removed_at.is_none();
         for slot in self.slots.iter_mut().filter(live) {
             if let Domain::Process(p) = &slot.domain {
-                p.shared.finalize(reached.as_ns());
-                let _ = self.enforcer.resume(&p.member);
+                for guest in &p.guests {
+                    guest.shared.finalize(reached.as_ns());
+                    let _ = self.enforcer.resume(&guest.member);
+                }
             }
         }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -1456,18 +1087,16 @@ impl Run {
         });
         // Undo everything (in the fields' order), then let the watchdog check and go.
         let Run {
-            spinner,
             slots,
-            cgroups,
-            throttle,
-            watchdog,
+            control,
+            seats,
+            guard,
             ..
         } = self;
         drop(slots);
-        drop(spinner);
-        drop(cgroups);
-        drop(throttle);
-        watchdog.finish();
+        drop(control);
+        drop(seats);
+        guard.finish();
         Ok(HostRun {
             results,
             trace,
@@ -1486,12 +1115,19 @@ impl Run {
         cpu_used: u64,
     ) -> HostResults {
         let total = |v: &[u64]| v.iter().sum::<u64>();
-        let m = &mut self.measures;
         let duration = reached.as_ns().max(1);
-        let steal = match (self.steal_at_start, sys::steal_ns(self.cpu)) {
-            (Some(a), Some(b)) => b.saturating_sub(a),
-            _ => 0,
-        };
+        // Every seat's samples together (one seat: its own).
+        let mut do_schedule = Vec::new();
+        let mut switches = Vec::new();
+        let mut steal = 0;
+        for seat in &mut self.seats {
+            do_schedule.append(&mut seat.measures.do_schedule);
+            switches.append(&mut seat.measures.switches);
+            if let (Some(a), Some(b)) = (seat.steal_at_start, sys::steal_ns(seat.cpu)) {
+                steal += b.saturating_sub(a);
+            }
+        }
+        let clock_read = self.seats.iter().map(|s| s.measures.clock_read).max();
         HostResults {
             real_time: self.allowed.missing.is_empty(),
             not_real_time_because: self
@@ -1500,15 +1136,15 @@ impl Run {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
-            cpu: self.cpu as u32,
+            cpu: self.guest_cpu() as u32,
             enforce: options.backend.name().to_string(),
-            do_schedule_total_ns: total(&m.do_schedule),
-            do_schedule_ns: Dist::of(&mut m.do_schedule),
-            switch_total_ns: total(&m.switches),
-            switch_ns: Dist::of(&mut m.switches),
-            tick_lateness_ns: Dist::of(&mut m.lateness),
-            clock_read_ns: m.clock_read,
-            wakeups: m.wakeups,
+            do_schedule_total_ns: total(&do_schedule),
+            do_schedule_ns: Dist::of(&mut do_schedule),
+            switch_total_ns: total(&switches),
+            switch_ns: Dist::of(&mut switches),
+            tick_lateness_ns: Dist::of(&mut self.lateness),
+            clock_read_ns: clock_read.unwrap_or(0),
+            wakeups: self.wakeups,
             scheduler_cpu_ns: cpu_used,
             cpu_lost_share: cpu_used as f64 / duration as f64,
             steal_ns: steal,
@@ -1579,59 +1215,11 @@ impl Run {
             vcpu_domain: self
                 .domain_of_vcpu
                 .iter()
-                .map(|&d| (d != usize::MAX).then_some(d))
+                .map(|d| d.map(|(domain, _)| domain))
                 .collect(),
-            pcpus: 1,
+            pcpus: self.seats.len() as u32,
             end: Some(reached),
         };
         (events, names)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use rtvmm_core::guest::{GuestScheduler, TaskSpec};
-    use rtvmm_core::machine::{MachineConfig, PoolSpec};
-    use rtvmm_core::model::{DomainSpec, VcpuParams};
-    use rtvmm_core::policy::PolicyConfig;
-    use rtvmm_core::Nanos;
-
-    use super::*;
-
-    fn system() -> SystemSpec {
-        let ms = Nanos::from_ms;
-        SystemSpec {
-            domains: vec![DomainSpec {
-                name: "d".into(),
-                vcpu: VcpuParams::server(ms(2), ms(10), 1),
-                guest: GuestScheduler::Rm,
-                tasks: vec![TaskSpec::periodic("t", ms(10), ms(1))],
-                placement: Default::default(),
-            }],
-            ..SystemSpec::one_pool(MachineConfig::default(), PolicyConfig::Deferrable)
-        }
-    }
-
-    /// What the one-pcpu executor cannot run is refused by name, before anything starts.
-    #[test]
-    fn several_pcpus_pools_and_multi_vcpu_domains_are_refused_by_name() {
-        assert!(one_pcpu(&system()).is_ok());
-        let refused = |s: &SystemSpec| match one_pcpu(s) {
-            Err(HostError::Unsupported(why)) => why,
-            other => panic!("not refused: {other:?}"),
-        };
-        let mut two = system();
-        two.machine.pcpus = 2;
-        assert!(refused(&two).starts_with("[machine] pcpus = 2: the host executor drives one pcpu"));
-        let mut pooled = system();
-        pooled.pools = vec![PoolSpec::new(
-            "rt",
-            rtvmm_core::cpuset::CpuSet::one(0),
-            PolicyConfig::Deferrable,
-        )];
-        assert!(refused(&pooled).starts_with("[[pool]] 'rt'"));
-        let mut multi = system();
-        multi.domains[0].placement.vcpus = 2;
-        assert!(refused(&multi).starts_with("domain 'd': vcpus = 2"));
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rtvmm_core::machine::Machine;
-use rtvmm_core::model::{DomainId, VcpuId, VcpuParams};
+use rtvmm_core::model::{VcpuId, VcpuParams};
 use rtvmm_core::policy::{PolicyConfig, PolicyKind};
 use rtvmm_core::Nanos;
 use rtvmm_host::ctl::{
@@ -322,15 +322,7 @@ pub fn an_executor_that_does_not_answer_does_not_hang_the_client_and_changes_not
     let late = executor(std::sync::mpsc::channel().1);
     let before = late.with(snapshot);
     drop(late);
-    let s = scenario();
-    let mut machine = s.system.machine().unwrap();
-    let mut domains = Domains::new(s.scheduler.clone());
-    for (i, d) in s.system.domains.iter().enumerate() {
-        let v = machine
-            .add_vcpu(Nanos::ZERO, DomainId(i as u32), d.vcpu.clone())
-            .unwrap();
-        domains.insert(&d.name, v);
-    }
+    let (mut machine, mut domains) = ctl::standin::start(&scenario()).unwrap();
     let effect = ctl::serve(request, &mut machine, &mut domains, ms(1));
     assert_eq!(effect, ctl::Effect::None);
     assert_eq!(snapshot(&machine, &domains), before);

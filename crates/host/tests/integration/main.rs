@@ -34,14 +34,24 @@
 //! - [`xl`]: `xl sched-rtds` over the socket and as a scenario event changes a running
 //!   domain's budget from its next replenishment; commands one pcpu cannot honour are
 //!   refused and change nothing.
+//! - [`multi_vcpu`]: a partitioned guest of several VCPUs is one guest process per VCPU
+//!   holding that VCPU's threads; a 2-VCPU domain gets the simulator's per-VCPU shares
+//!   before and after an `xl sched-rtds -v` event.
+//! - [`several_pcpus`]: `--cpus` of several cpus is refused, naming the cores, where the
+//!   machine has no core to spare beyond them (skipped here, with the reason).
+//! - [`replay`]: one event list through the simulator and through the host's control
+//!   path leaves the same machine after each event (no real time).
 
 mod ctl;
 mod external;
 mod idle_server;
 mod live;
+mod multi_vcpu;
 mod privileges;
 mod protocol;
+mod replay;
 mod safety;
+mod several_pcpus;
 mod share;
 mod util;
 mod xl;
@@ -101,6 +111,10 @@ fn main() -> ExitCode {
         live::a_live_domain_add_starts_a_guest_and_remove_reaps_it,
         live::malformed_and_refused_requests_to_a_live_run_change_nothing,
         xl::xl_sched_rtds_over_the_socket_and_as_an_event_change_the_budget,
+        replay::the_simulator_and_the_hosts_control_path_leave_the_same_machine_after_each_event,
+        multi_vcpu::the_enforcement_units_of_a_multi_vcpu_domain_hold_their_vcpus_threads,
+        multi_vcpu::a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an_xl_event,
+        several_pcpus::a_system_of_two_pcpus_needs_a_core_to_spare_beyond_its_cpus,
     ];
     util::run_tests(tests, &args)
 }

@@ -287,16 +287,28 @@ pub fn run_records() -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// Every thread on the machine named `rtvmm-*`, as `pid/tid name policy`.
+/// Every thread on the machine named `rtvmm-*` that a run of these tests started, as
+/// `pid/tid name policy`: in this test binary's processes (the runs' own threads, and the
+/// guests and watchdogs it re-executes) — not another program that happens to be called
+/// `rtvmm-…` (another build of rtvmm someone runs on this machine).
 pub fn rtvmm_threads() -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
     let mut found = Vec::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return found;
     };
+    let file = |path: std::path::PathBuf| std::fs::metadata(path).map(|m| (m.dev(), m.ino()));
+    let this_binary = file("/proc/self/exe".into()).ok();
     for p in procs.flatten() {
         let Ok(pid) = p.file_name().to_string_lossy().parse::<i32>() else {
             continue;
         };
+        // A process whose program is known and another one's is not a run's.
+        if let (Some(this), Ok(its)) = (this_binary, file(p.path().join("exe"))) {
+            if its != this {
+                continue;
+            }
+        }
         let Ok(tasks) = std::fs::read_dir(p.path().join("task")) else {
             continue;
         };

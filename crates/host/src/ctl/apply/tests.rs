@@ -29,13 +29,27 @@ fn system() -> (Machine, Domains) {
             weight: rtvmm_core::model::credit_weight_from_share(ms(budget), ms(period)),
             ..VcpuParams::server(ms(budget), ms(period), priority)
         };
-        let id = DomainId(machine.vcpu_count() as u32);
-        let vcpu = machine.add_vcpu(Nanos::ZERO, id, params).unwrap();
+        let vcpu = join(&mut machine, &mut domains, name, params);
         machine.wake(Nanos::ZERO, vcpu);
-        domains.insert(name, vcpu);
     }
     run_to(&mut machine, ms(5));
     (machine, domains)
+}
+
+/// A domain of one VCPU and no tasks joins at time 0, through the change path.
+fn join(machine: &mut Machine, domains: &mut Domains, name: &str, params: VcpuParams) -> VcpuId {
+    let spec = DomainSpec {
+        name: name.into(),
+        vcpu: params,
+        guest: rtvmm_core::guest::GuestScheduler::Rm,
+        tasks: Vec::new(),
+        placement: Default::default(),
+    };
+    let change = Change::AddDomain(spec);
+    match domains.apply_change(machine, Nanos::ZERO, &change, &Default::default()) {
+        Ok(change::Applied::Added { vcpus, .. }) => vcpus[0],
+        other => panic!("{name}: {other:?}"),
+    }
 }
 
 fn run_to(machine: &mut Machine, end: Nanos) {
@@ -86,7 +100,8 @@ fn sched_set_adjusts_the_vcpu() {
         ms(6),
         command(r#"{"v":1,"cmd":"sched-set","domain":"d1","budget":"3ms"}"#),
     );
-    assert_eq!(applied.effect, Effect::Adjusted { vcpu: d1 });
+    assert_eq!(applied.effect, Effect::Adjusted { index: 0 });
+    assert_eq!(domains.vcpu("d1"), Some(d1));
     assert_eq!(machine.params(d1).budget, ms(3));
     assert_eq!(machine.params(d1).period, ms(10), "kept");
     assert_eq!(
@@ -292,14 +307,19 @@ fn add_domain_adds_a_vcpu_and_names_are_never_reused() {
         "vcpu":{"budget":"1ms","period":"5ms","priority":3},
         "task":[{"name":"t1","period":"10ms","wcet":"1ms"}]}}"#;
     let applied = apply(&mut machine, &mut domains, ms(6), command(add));
-    let Effect::Added { vcpu, domain } = &applied.effect else {
+    let Effect::Added {
+        index,
+        vcpus,
+        domain,
+    } = &applied.effect
+    else {
         panic!("{applied:?}")
     };
-    assert_eq!(*vcpu, VcpuId(2));
+    assert_eq!((*index, vcpus.as_slice()), (2, [VcpuId(2)].as_slice()));
     assert_eq!(domain.tasks.len(), 1);
     assert_eq!(domains.vcpu("d3"), Some(VcpuId(2)));
     assert_eq!(machine.params(VcpuId(2)).budget, ms(1));
-    assert_eq!(machine.domain_of(VcpuId(2)), DomainId(2));
+    assert_eq!(machine.domain_of(VcpuId(2)), rtvmm_core::model::DomainId(2));
     assert!(!machine.has_work(VcpuId(2)), "its guest starts it");
     assert_eq!(
         applied.reply,
@@ -343,7 +363,8 @@ fn add_domain_adds_a_vcpu_and_names_are_never_reused() {
     assert_eq!(
         applied.effect,
         Effect::Removed {
-            vcpu: VcpuId(2),
+            index: 2,
+            vcpus: vec![VcpuId(2)],
             name: "d3".into()
         }
     );
@@ -465,7 +486,7 @@ fn xl_sched_rtds_and_sched_credit_set_the_domains_vcpu() {
         "d1: budget 2ms -> 4ms (from the next replenishment; a remaining budget above the \
          new budget is cut at once)"
     );
-    assert_eq!(applied.effect, Effect::Adjusted { vcpu: VcpuId(0) });
+    assert_eq!(applied.effect, Effect::Adjusted { index: 0 });
     let p = machine.params(VcpuId(0));
     assert_eq!((p.budget, p.period), (ms(4), ms(10)));
     assert_eq!(machine.params(VcpuId(1)).budget, ms(4), "d2's own 4 ms");
@@ -595,14 +616,12 @@ fn xl_pools_are_created_and_a_migration_off_the_driven_pcpu_is_refused() {
     )
     .unwrap();
     let mut domains = Domains::new(settings());
-    let vcpu = machine
-        .add_vcpu(
-            Nanos::ZERO,
-            DomainId(0),
-            VcpuParams::server(ms(2), ms(10), 1),
-        )
-        .unwrap();
-    domains.insert("d1", vcpu);
+    let vcpu = join(
+        &mut machine,
+        &mut domains,
+        "d1",
+        VcpuParams::server(ms(2), ms(10), 1),
+    );
     let applied = apply(
         &mut machine,
         &mut domains,
@@ -615,4 +634,82 @@ fn xl_pools_are_created_and_a_migration_off_the_driven_pcpu_is_refused() {
          on its managed cpu): cpupool 'rt' has pcpus 1, none of them pcpu 0; nothing changed"
     );
     assert_eq!(machine.placement(vcpu), ("Pool-0", CpuSet::one(0)));
+}
+
+/// A domain of two VCPUs through live control: added as two VCPUs, `sched-set` and
+/// `sched-rtds` without `-v` reach both, `-v 1` only the second (named by its number in
+/// the reply), `sched-show` has a line per VCPU, and removing it takes both.
+#[test]
+fn a_domain_of_two_vcpus_is_added_set_shown_and_removed_whole() {
+    let (mut machine, mut domains) = system();
+    let add = r#"{"v":1,"cmd":"add-domain","domain":{"name":"pair","vcpus":2,
+        "smp":"partitioned","vcpu":{"budget":"1ms","period":"10ms","priority":3},
+        "task":[{"name":"a","period":"10ms","wcet":"1ms","vcpu":0},
+                {"name":"b","period":"10ms","wcet":"1ms","vcpu":1}]}}"#;
+    let applied = apply(&mut machine, &mut domains, ms(6), command(add));
+    assert!(
+        message(&applied).starts_with("pair: added as VCPUs 2, 3 (2 tasks"),
+        "{applied:?}"
+    );
+    let pair = [VcpuId(2), VcpuId(3)];
+    assert_eq!(domains.vcpus("pair"), Some(pair.as_slice()));
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(7),
+        command(r#"{"v":1,"cmd":"sched-set","domain":"pair","budget":"2ms"}"#),
+    );
+    assert_eq!(applied.effect, Effect::Adjusted { index: 2 });
+    for v in pair {
+        assert_eq!(machine.params(v).budget, ms(2));
+    }
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(8),
+        xl("sched-rtds -d pair -v 1 -p 20000 -b 5000"),
+    );
+    assert!(
+        message(&applied).starts_with("pair vcpu 1: budget 2ms -> 5ms, period 10ms -> 20ms"),
+        "{applied:?}"
+    );
+    assert_eq!(machine.params(pair[0]).budget, ms(2));
+    assert_eq!(machine.params(pair[1]).budget, ms(5));
+    assert_eq!(domains.spec(2).vcpu.budget, ms(2), "the spec has VCPU 0's");
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(8),
+        command(r#"{"v":1,"cmd":"sched-show","domain":"pair"}"#),
+    );
+    let Reply::Show(show) = &applied.reply else {
+        panic!("{applied:?}")
+    };
+    let lines: Vec<(&str, u32, u64)> = show
+        .domains
+        .iter()
+        .map(|d| (d.name.as_str(), d.vcpu, d.budget_ns))
+        .collect();
+    assert_eq!(
+        lines,
+        [("pair", 2, ms(2).as_ns()), ("pair", 3, ms(5).as_ns())]
+    );
+    let applied = apply(
+        &mut machine,
+        &mut domains,
+        ms(9),
+        command(r#"{"v":1,"cmd":"remove-domain","domain":"pair"}"#),
+    );
+    assert_eq!(message(&applied), "pair: removed (VCPUs 2, 3)");
+    assert_eq!(
+        applied.effect,
+        Effect::Removed {
+            index: 2,
+            vcpus: pair.to_vec(),
+            name: "pair".into()
+        }
+    );
+    assert_eq!(domains.vcpus("pair"), None);
+    run_to(&mut machine, ms(40));
+    assert_eq!(machine.check_invariants(), Ok(()));
 }
