@@ -64,6 +64,12 @@ Exit codes (every command):
     after_help = EXIT_CODES
 )]
 struct Cli {
+    /// The largest input file read (scenario, CARTS XML, workload, results): bytes with
+    /// an optional unit (KiB, MiB, GiB); a larger file, or a device that never ends, is
+    /// refused (exit 2)
+    #[arg(long, global = true, value_name = "SIZE", value_parser = rtvmm_system::input::parse_size,
+          default_value = "256MiB")]
+    max_input_size: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -273,6 +279,7 @@ fn main() -> ExitCode {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     let cli = Cli::parse();
+    rtvmm_system::input::set_max_input_size(cli.max_input_size);
     // A panic is a bug in rtvmm: say so in one line (`guarded` turns it into exit 1).
     panic::set_hook(Box::new(|info| {
         let message = info

@@ -18,11 +18,14 @@
 //!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
 //! - `layers`: inside each crate, no import cycle among its top-level modules, and an
 //!   import up a floor (to a module declared later in `lib.rs`) only with a reason.
+//! - `bounds`: the input size limit on every file read, generators' count limits,
+//!   `gen --out` and `--force`, and plain messages for the smaller reproducers of issue 23.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
 
 mod analyze;
+mod bounds;
 mod cli;
 mod ctl;
 #[cfg(target_os = "linux")]

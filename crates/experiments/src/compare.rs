@@ -18,7 +18,7 @@ use crate::report::markdown_table;
 
 /// Reads a results file written by `rtvmm sim --json` (or by the host executor).
 pub fn load_results(path: &Path) -> Result<RunResults, ExperimentError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::read(path, e))?;
+    let text = rtvmm_system::input::read_text(path).map_err(|e| ExperimentError::read(path, e))?;
     parse_results(&text, path)
 }
 

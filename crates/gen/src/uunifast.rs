@@ -70,6 +70,10 @@ pub struct UunifastParams {
     pub seed: u64,
 }
 
+/// The most tasks (and so domains) one generated system may have: ten times the largest
+/// scenarios rtvmm is measured with (100,000 tasks), and a file of about 100 MB.
+pub const MAX_TASKS: usize = 1_000_000;
+
 /// Label of the random stream (ASCII "UUNIFAST").
 const UUNIFAST_STREAM_LABEL: u64 = 0x5555_4E49_4641_5354;
 /// UUniFast-Discard gives up after this many vectors.
@@ -83,6 +87,15 @@ pub fn uunifast_system(p: &UunifastParams) -> Result<ServerSystem, GenError> {
     };
     if p.tasks == 0 {
         return Err(invalid("tasks", "at least one task".into()));
+    }
+    if p.tasks > MAX_TASKS {
+        return Err(invalid(
+            "tasks",
+            format!(
+                "{} is above the most a system is generated with, {MAX_TASKS}",
+                p.tasks
+            ),
+        ));
     }
     if p.domains == 0 || p.domains > p.tasks {
         return Err(invalid(
