@@ -599,15 +599,26 @@ fn sim(
         &scenario.system.estimate_work(scenario.duration),
         scenario.duration,
     );
-    let run = guarded("simulating", || {
+    let mut run = guarded("simulating", || {
         let record = rtvmm_sim::run::Record {
             trace: trace.is_some(),
             jobs: jobs.is_some(),
         };
-        rtvmm_sim::run::run_with(&scenario, record, |now| match &long {
+        let progress = |now| match &long {
             Some(long) => long.observe(now),
             None => ControlFlow::Continue(()),
-        })
+        };
+        // The trace streams out of memory, through a temporary file beside it.
+        match &trace {
+            Some(out) => {
+                let dir = match out.parent() {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir,
+                    _ => Path::new("."),
+                };
+                rtvmm_sim::run::run_streamed(&scenario, record, dir, progress)
+            }
+            None => rtvmm_sim::run::run_with(&scenario, record, progress),
+        }
         .with_context(|| format!("simulating {}", path.display()))
         .map_err(runtime)
     })?;
@@ -615,6 +626,9 @@ fn sim(
         long.finish();
     }
     let mut text = run.results.summary();
+    // A run stopped early says so on every output: the JSON, the first line of the jobs
+    // and trace CSVs, the Chrome trace's `otherData`.
+    let mut partial = None;
     if let Some(at) = run.stopped_at {
         let signal = long.as_ref().map_or(0, |long| long.signal());
         let name = if signal == signal_hook::consts::SIGTERM {
@@ -625,6 +639,11 @@ fn sim(
         text.push_str(&format!(
             "interrupted by {name} at {at} of {}: these results (and the files below) cover \
              the first {at}\n",
+            scenario.duration
+        ));
+        run.results.mark_partial(scenario.duration);
+        partial = Some(format!(
+            "interrupted by {name} at {at} of {}",
             scenario.duration
         ));
     }
@@ -640,12 +659,14 @@ fn sim(
         text.push_str(&format!("results: {}\n", out.display()));
     }
     if let (Some(out), Some(format), Some(recorded)) = (&trace, trace_format, &run.trace) {
-        written.push(output_file(out, |file| recorded.write(file, format))?);
+        written.push(output_file(out, |file| {
+            recorded.write_marked(file, format, partial.as_deref())
+        })?);
         text.push_str(&format!("trace: {}\n", out.display()));
     }
     if let (Some(out), Some(rows)) = (&jobs, &run.jobs) {
         written.push(output_file(out, |file| {
-            rtvmm_system::results::write_jobs_csv(file, rows)
+            rtvmm_system::results::write_jobs_csv_marked(file, rows, partial.as_deref())
         })?);
         text.push_str(&format!("jobs: {}\n", out.display()));
     }

@@ -13,10 +13,11 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The default limit: 256 MiB. A scenario of 100,000 domains (one task each) is about
-/// 17 MB of TOML, and a CARTS file of 100,000 components about 12 MB: more than ten times
-/// the largest inputs rtvmm is measured with, and far below what parsing it would cost in
-/// memory (a scenario in memory takes a few times its text).
+/// The default limit: 256 MiB. A scenario of 100,000 domains of one task each, the largest
+/// input rtvmm is measured with, is 13 MB of TOML as written by hand and 29 MB in the
+/// normalised form `rtvmm check` prints: the limit leaves a margin of about nine times
+/// that, and stays far below what a machine's memory bounds (a scenario in memory takes a
+/// few times its text).
 pub const DEFAULT_MAX_INPUT_SIZE: u64 = 256 << 20;
 
 /// The flag that raises the limit, named in the error.
