@@ -67,7 +67,7 @@ pub fn is_too_large(error: &io::Error) -> bool {
 /// A size in the largest binary unit that divides it (`256 MiB`, `1000 B`).
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{} {unit}", bytes >> shift);
         }
     }

@@ -448,8 +448,8 @@ mod tests {
     /// events recorded before them, and many of one instant.
     fn events() -> Vec<Event> {
         let mut out = Vec::new();
-        let mut seq = 0;
         for step in 0..400u64 {
+            let seq = step;
             let at = Nanos(step * 1000);
             let v = VcpuId((step % 3) as u32);
             out.push((
@@ -523,7 +523,6 @@ mod tests {
                     vcpu: (step % 2 == 0).then_some(v),
                 }),
             ));
-            seq += 1;
         }
         out
     }
