@@ -240,4 +240,31 @@ mod tests {
         })
         .is_err());
     }
+
+    /// `gen uunifast --tasks 4294967296` aborted trying to allocate them (issue 23).
+    #[test]
+    fn more_tasks_than_the_most_are_refused_before_anything_is_allocated() {
+        let error = uunifast_system(&UunifastParams {
+            tasks: usize::MAX,
+            domains: 1,
+            ..params()
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                GenError::InvalidParameter {
+                    parameter: "tasks",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("above the most"), "{error}");
+        assert!(uunifast_system(&UunifastParams {
+            tasks: MAX_TASKS + 1,
+            ..params()
+        })
+        .is_err());
+    }
 }
