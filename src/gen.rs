@@ -35,7 +35,7 @@ pub struct GenCommon {
     /// --force is given).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Replace the --out file if it exists.
+    /// Replace the --out file if it exists (without it, an existing file is refused).
     #[arg(long)]
     pub force: bool,
     /// The scenario's run length.
@@ -235,8 +235,9 @@ pub fn run_gen(args: &GenArgs) -> Result<String, ExperimentError> {
     };
     if let Some(out) = &common.out {
         files::check_outputs(&[], &[out])?;
-        // A file there may be someone's edited scenario: replaced only when asked.
-        if !common.force && std::fs::symlink_metadata(out).is_ok() {
+        // A file there may be someone's edited scenario: replaced only when asked. (A
+        // device or a pipe, `/dev/stdout`, is written to, not replaced.)
+        if !common.force && std::fs::metadata(out).is_ok_and(|m| m.is_file()) {
             return Err(ExperimentError::option(
                 "--out",
                 format!(
