@@ -205,7 +205,8 @@ fn progress(args: &ExperimentArgs) -> Option<Progress> {
 }
 
 /// `rtvmm experiment NAME|list|all`. SIGINT and SIGTERM set the cancel flag: runs in
-/// progress finish, the rest are skipped, what finished is written and marked partial,
+/// progress stop within moments and are dropped, the rest are skipped, what finished is
+/// written and marked partial,
 /// and the exit code is 128 + the signal's number (a second signal stops at once). Every
 /// output directory is created and proven writable, and the font found, before the first
 /// run.
@@ -229,7 +230,7 @@ pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
         let now = if host {
             "stopping the real-time run in progress (it is dropped)"
         } else {
-            "finishing the runs in progress"
+            "stopping the runs in progress (they are dropped)"
         };
         eprintln!(
             "\nrtvmm: {name}: {now}, skipping the rest, then writing what is done (marked \

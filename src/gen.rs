@@ -21,7 +21,7 @@ use rtvmm_gen::arinc::arinc_suite;
 use rtvmm_gen::csa::{csa_taskset, CsaParams};
 use rtvmm_gen::periods::PeriodDistribution;
 use rtvmm_gen::rtxen::{rtxen_system, SharePattern};
-use rtvmm_gen::uunifast::{uunifast_system, Sampler, UunifastParams};
+use rtvmm_gen::uunifast::{uunifast_system, Sampler, UunifastParams, MAX_TASKS};
 use rtvmm_gen::ServerSystem;
 use rtvmm_scenario::Scenario;
 
@@ -31,9 +31,13 @@ pub struct GenCommon {
     /// Generator seed.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
-    /// Write the scenario here instead of to stdout.
+    /// Write the scenario here instead of to stdout (an existing file is refused unless
+    /// --force is given).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Replace the --out file if it exists (without it, an existing file is refused).
+    #[arg(long)]
+    pub force: bool,
     /// The scenario's run length.
     #[arg(long, default_value = "10s")]
     pub duration: String,
@@ -84,10 +88,12 @@ pub enum GenKind {
     },
     /// General purpose: N tasks, total utilisation U, over D domains.
     Uunifast {
+        /// Number of tasks, 1 to 1000000.
         #[arg(long, default_value_t = 10)]
         tasks: usize,
         #[arg(long, default_value_t = 0.7)]
         utilisation: f64,
+        /// Number of domains, 1 to the number of tasks.
         #[arg(long, default_value_t = 1)]
         domains: usize,
         /// Period range in ms, MIN..MAX.
@@ -229,6 +235,17 @@ pub fn run_gen(args: &GenArgs) -> Result<String, ExperimentError> {
     };
     if let Some(out) = &common.out {
         files::check_outputs(&[], &[out])?;
+        // A file there may be someone's edited scenario: replaced only when asked. (A
+        // device or a pipe, `/dev/stdout`, is written to, not replaced.)
+        if !common.force && std::fs::metadata(out).is_ok_and(|m| m.is_file()) {
+            return Err(ExperimentError::option(
+                "--out",
+                format!(
+                    "{} already exists; add --force to replace it",
+                    out.display()
+                ),
+            ));
+        }
     }
     let seed = common.seed;
     let text = match &args.kind {
@@ -307,6 +324,15 @@ pub fn run_gen(args: &GenArgs) -> Result<String, ExperimentError> {
             server_period,
             ..
         } => {
+            // Counts are refused before anything is allocated for them.
+            for (flag, count) in [("--tasks", *tasks), ("--domains", *domains)] {
+                if count > MAX_TASKS {
+                    return Err(ExperimentError::option(
+                        flag,
+                        format!("{count} is above the most `gen uunifast` builds, {MAX_TASKS}"),
+                    ));
+                }
+            }
             let (min, max) = parse_period_range(periods)?;
             let granularity = Nanos::from_ms(1);
             let distribution = if *log_uniform {

@@ -64,6 +64,12 @@ Exit codes (every command):
     after_help = EXIT_CODES
 )]
 struct Cli {
+    /// The largest input file read (scenario, CARTS XML, workload, results): bytes with
+    /// an optional unit (KiB, MiB, GiB); a larger file, or a device that never ends, is
+    /// refused (exit 2)
+    #[arg(long, global = true, value_name = "SIZE", value_parser = rtvmm_system::input::parse_size,
+          default_value = "256MiB")]
+    max_input_size: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -282,6 +288,7 @@ fn main() -> ExitCode {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     let cli = Cli::parse();
+    rtvmm_system::input::set_max_input_size(cli.max_input_size);
     // A panic is a bug in rtvmm: say so in one line (`guarded` turns it into exit 1).
     panic::set_hook(Box::new(|info| {
         let message = info
@@ -601,15 +608,26 @@ fn sim(
         &scenario.system.estimate_work(scenario.duration),
         scenario.duration,
     );
-    let run = guarded("simulating", || {
+    let mut run = guarded("simulating", || {
         let record = rtvmm_sim::run::Record {
             trace: trace.is_some(),
             jobs: jobs.is_some(),
         };
-        rtvmm_sim::run::run_with(&scenario, record, |now| match &long {
+        let progress = |now| match &long {
             Some(long) => long.observe(now),
             None => ControlFlow::Continue(()),
-        })
+        };
+        // The trace streams out of memory, through a temporary file beside it.
+        match &trace {
+            Some(out) => {
+                let dir = match out.parent() {
+                    Some(dir) if !dir.as_os_str().is_empty() => dir,
+                    _ => Path::new("."),
+                };
+                rtvmm_sim::run::run_streamed(&scenario, record, dir, progress)
+            }
+            None => rtvmm_sim::run::run_with(&scenario, record, progress),
+        }
         .with_context(|| format!("simulating {}", path.display()))
         .map_err(runtime)
     })?;
@@ -617,6 +635,9 @@ fn sim(
         long.finish();
     }
     let mut text = run.results.summary();
+    // A run stopped early says so on every output: the JSON, the first line of the jobs
+    // and trace CSVs, the Chrome trace's `otherData`.
+    let mut partial = None;
     if let Some(at) = run.stopped_at {
         let signal = long.as_ref().map_or(0, |long| long.signal());
         let name = if signal == signal_hook::consts::SIGTERM {
@@ -627,6 +648,11 @@ fn sim(
         text.push_str(&format!(
             "interrupted by {name} at {at} of {}: these results (and the files below) cover \
              the first {at}\n",
+            scenario.duration
+        ));
+        run.results.mark_partial(scenario.duration);
+        partial = Some(format!(
+            "interrupted by {name} at {at} of {}",
             scenario.duration
         ));
     }
@@ -642,12 +668,14 @@ fn sim(
         text.push_str(&format!("results: {}\n", out.display()));
     }
     if let (Some(out), Some(format), Some(recorded)) = (&trace, trace_format, &run.trace) {
-        written.push(output_file(out, |file| recorded.write(file, format))?);
+        written.push(output_file(out, |file| {
+            recorded.write_marked(file, format, partial.as_deref())
+        })?);
         text.push_str(&format!("trace: {}\n", out.display()));
     }
     if let (Some(out), Some(rows)) = (&jobs, &run.jobs) {
         written.push(output_file(out, |file| {
-            rtvmm_system::results::write_jobs_csv(file, rows)
+            rtvmm_system::results::write_jobs_csv_marked(file, rows, partial.as_deref())
         })?);
         text.push_str(&format!("jobs: {}\n", out.display()));
     }

@@ -18,11 +18,17 @@
 //!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
 //! - `layers`: inside each crate, no import cycle among its top-level modules, and an
 //!   import up a floor (to a module declared later in `lib.rs`) only with a reason.
+//! - `bounds`: the input size limit on every file read, generators' count limits,
+//!   `gen --out` and `--force`, and plain messages for the smaller reproducers of issue 23.
+//! - `partial`: a `sim` stopped by a signal marks its JSON, jobs CSV and trace partial (a
+//!   complete one carries no mark); an experiment's first signal stops even endless runs
+//!   and writes what finished, marked partial; a second stops at once.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
 
 mod analyze;
+mod bounds;
 mod cli;
 mod ctl;
 #[cfg(target_os = "linux")]
@@ -32,4 +38,5 @@ mod host_experiments;
 mod layers;
 mod long_runs;
 mod msrv;
+mod partial;
 mod readme;

@@ -23,7 +23,7 @@ impl Input {
             .extension()
             .is_some_and(|x| x.eq_ignore_ascii_case("xml"))
         {
-            let text = std::fs::read_to_string(path).map_err(|error| AnalyzeError::Io {
+            let text = rtvmm_system::input::read_text(path).map_err(|error| AnalyzeError::Io {
                 file: file.clone(),
                 error,
             })?;

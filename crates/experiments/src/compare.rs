@@ -18,7 +18,7 @@ use crate::report::markdown_table;
 
 /// Reads a results file written by `rtvmm sim --json` (or by the host executor).
 pub fn load_results(path: &Path) -> Result<RunResults, ExperimentError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::read(path, e))?;
+    let text = rtvmm_system::input::read_text(path).map_err(|e| ExperimentError::read(path, e))?;
     parse_results(&text, path)
 }
 
@@ -198,8 +198,14 @@ pub fn compare(a: &RunResults, a_name: &str, b: &RunResults, b_name: &str) -> St
         .map(|s| s.to_string())
         .collect();
     let describe = |r: &RunResults| {
+        // A run stopped early says so: its figures cover less than it was meant to.
+        let partial = match (r.partial, r.planned_duration_ns) {
+            (true, Some(planned)) => format!(", partial: of {} s", planned as f64 / 1e9),
+            (true, None) => ", partial".to_string(),
+            (false, _) => String::new(),
+        };
         format!(
-            "scenario {}, policy {}, seed {}, {} s, {}",
+            "scenario {}, policy {}, seed {}, {} s{partial}, {}",
             r.scenario,
             r.policy,
             r.seed,
@@ -276,5 +282,26 @@ mod tests {
         assert!(text.contains("| d2 | jobs | 20 | 18 | -2 |"), "{text}");
         assert!(text.contains("| d1 | jobs | 10 | — | — |"), "{text}");
         assert!(text.contains("| d3 | jobs | — | 5 | — |"), "{text}");
+    }
+
+    #[test]
+    fn a_partial_results_file_is_said_partial() {
+        let a = results(&[("d1", 10, 0.0, 0.5)]);
+        let mut b = a.clone();
+        b.duration_ns = 400_000_000;
+        b.mark_partial(rtvmm_core::Nanos::from_secs(1));
+        let text = compare(&a, "a.json", &b, "b.json");
+        assert!(
+            text.contains("A: a.json (scenario s, policy deferrable, seed 1, 1 s, simulation)"),
+            "{text}"
+        );
+        assert!(text.contains("B: b.json (scenario s, policy deferrable, seed 1, 0.4 s, partial: of 1 s, simulation)"), "{text}");
+        // The marks read back from the JSON.
+        let back = parse_results(&b.to_json(), Path::new("b.json")).unwrap();
+        assert_eq!(
+            (back.partial, back.planned_duration_ns),
+            (true, Some(1_000_000_000))
+        );
+        assert!(!a.to_json().contains("partial"));
     }
 }

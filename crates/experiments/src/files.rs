@@ -40,7 +40,7 @@ pub enum OutputError {
     NotADirectory { path: PathBuf },
     /// `error` is not a `source()`: the message already says it (a reporter walking the
     /// chain would print it twice).
-    #[error("{path}: cannot write in {dir}: {error}")]
+    #[error("{path}: the directory {dir} is not writable ({error})")]
     NotWritable {
         path: PathBuf,
         dir: PathBuf,
@@ -50,15 +50,23 @@ pub enum OutputError {
     ReadOnly { path: PathBuf },
     #[error("cannot create the output directory {dir}: {error}")]
     CannotCreateDir { dir: PathBuf, error: io::Error },
-    #[error("cannot write in the output directory {dir}: {error}")]
+    #[error("the output directory {dir} is not writable ({error})")]
     DirNotWritable { dir: PathBuf, error: io::Error },
 }
 
-/// The OS's own message, without the temporary path `tempfile` adds to its errors.
+/// The OS's own message, without the temporary path `tempfile` adds to its errors (it
+/// wraps the OS error in one of its own, which names the probe file).
 fn plain(error: io::Error) -> io::Error {
-    match error.raw_os_error() {
+    let code = error.raw_os_error().or_else(|| {
+        let inner = error.get_ref()?;
+        let os = inner
+            .downcast_ref::<io::Error>()
+            .or_else(|| inner.source()?.downcast_ref::<io::Error>())?;
+        os.raw_os_error()
+    });
+    match code {
         Some(code) => io::Error::from_raw_os_error(code),
-        None => error,
+        None => io::Error::from(error.kind()),
     }
 }
 

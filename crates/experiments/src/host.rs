@@ -15,7 +15,7 @@ pub struct HostInfo {
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
+    rtvmm_system::input::read_text(std::path::Path::new(path))
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
@@ -44,7 +44,7 @@ impl HostInfo {
                 _ => "unknown".to_string(),
             },
         };
-        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        let cpu_model = rtvmm_system::input::read_text(std::path::Path::new("/proc/cpuinfo"))
             .ok()
             .and_then(|info| {
                 info.lines()

@@ -48,7 +48,7 @@ pub struct Options {
     /// interruption path; `None` in normal use).
     pub stop_after_runs: Option<usize>,
     /// Set by the caller (the binary does on SIGINT and SIGTERM) to stop starting runs:
-    /// runs in progress finish, and the experiment writes what is done, marked partial.
+    /// runs in progress stop (simulated ones within moments; see `crate::cancel`) and are dropped, and the experiment writes what is done, marked partial.
     pub cancel: Cancel,
     /// Told as each sweep starts, as each of its runs finishes, and as it ends (for a
     /// progress display: the binary draws one; the library draws nothing).

@@ -44,7 +44,7 @@ pub fn ensure_font() -> Result<PathBuf, ExperimentError> {
                 .into_iter()
                 .chain(FONT_PATHS.iter().map(PathBuf::from));
             for path in candidates {
-                let Ok(bytes) = std::fs::read(&path) else {
+                let Ok(bytes) = rtvmm_system::input::read_bytes(&path) else {
                     continue;
                 };
                 // plotters keeps a reference for the life of the process.

@@ -655,7 +655,7 @@ fn manifest(experiment: &str, status: &str, names: &[String]) -> String {
 
 /// The file names a previous manifest in `dir` lists (only plain names in `dir`).
 fn read_manifest(dir: &Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(dir.join(MANIFEST)) else {
+    let Ok(text) = rtvmm_system::input::read_text(&dir.join(MANIFEST)) else {
         return Vec::new();
     };
     let mut names: Vec<String> = Vec::new();

@@ -9,16 +9,18 @@
 //!
 //! # Interruption
 //! When the caller sets [`Options::cancel`] (the binary does on SIGINT and SIGTERM), runs
-//! already started finish, runs not yet started are skipped (their slot is `None`), and
-//! the experiment writes what it has, marked partial (see [`crate::report`]). A real-time
-//! run ([`crate::driver`]) in progress is stopped instead, and dropped. No signal handler
-//! is installed here.
+//! not yet started are skipped (their slot is `None`), runs in progress — simulated
+//! (they check the flag every few thousand steps, see [`crate::cancel`]) or real-time
+//! ([`crate::driver`]) — stop within moments and are dropped, and the experiment writes
+//! what it has, marked partial (see [`crate::report`]). No signal handler is installed
+//! here.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
+use crate::cancel::while_running;
 use crate::error::ExperimentError;
 use crate::options::{Options, SweepEvent};
 
@@ -137,13 +139,15 @@ where
                 if !counter.claim(options) {
                     return None;
                 }
-                let outcome =
-                    catch_unwind(AssertUnwindSafe(|| work(item))).unwrap_or_else(|payload| {
-                        Err(ExperimentError::RunPanicked {
-                            run: name(item),
-                            message: panic_message(payload),
-                        })
-                    });
+                let outcome = catch_unwind(AssertUnwindSafe(|| {
+                    while_running(&options.cancel, || work(item))
+                }))
+                .unwrap_or_else(|payload| {
+                    Err(ExperimentError::RunPanicked {
+                        run: name(item),
+                        message: panic_message(payload),
+                    })
+                });
                 let done = done_here.fetch_add(1, Ordering::SeqCst) + 1;
                 let finished = counter.finished.fetch_add(1, Ordering::SeqCst) + 1;
                 report(

@@ -19,6 +19,7 @@
 //! another.
 
 use std::fmt;
+use std::ops::ControlFlow;
 
 use rtvmm_core::machine::{MachineConfig, OverheadCharge, Overheads, ReplenishMode};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, PolicySettings};
@@ -172,7 +173,21 @@ pub fn simulate_with<X>(
     };
     let mut sim = Simulation::new(system, seed, false).map_err(sim_err)?;
     sim.set_check_invariants(false);
-    sim.run_until(duration).map_err(sim_err)?;
+    // A signal stops the run in progress (the sweep drops it): see `crate::cancel`.
+    let reached = sim
+        .run_until_with(duration, |_| {
+            if crate::cancel::is_current_cancelled() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .map_err(sim_err)?;
+    if reached < duration {
+        return Err(ExperimentError::Stopped {
+            run: scenario.to_string(),
+        });
+    }
     let results = sim.results(scenario, seed, duration);
     let extra = extract(&sim);
     Ok((results, extra))

@@ -70,6 +70,10 @@ pub struct UunifastParams {
     pub seed: u64,
 }
 
+/// The most tasks (and so domains) one generated system may have: ten times the largest
+/// scenarios rtvmm is measured with (100,000 tasks), and a file of about 100 MB.
+pub const MAX_TASKS: usize = 1_000_000;
+
 /// Label of the random stream (ASCII "UUNIFAST").
 const UUNIFAST_STREAM_LABEL: u64 = 0x5555_4E49_4641_5354;
 /// UUniFast-Discard gives up after this many vectors.
@@ -83,6 +87,15 @@ pub fn uunifast_system(p: &UunifastParams) -> Result<ServerSystem, GenError> {
     };
     if p.tasks == 0 {
         return Err(invalid("tasks", "at least one task".into()));
+    }
+    if p.tasks > MAX_TASKS {
+        return Err(invalid(
+            "tasks",
+            format!(
+                "{} is above the most a system is generated with, {MAX_TASKS}",
+                p.tasks
+            ),
+        ));
     }
     if p.domains == 0 || p.domains > p.tasks {
         return Err(invalid(
@@ -223,6 +236,33 @@ mod tests {
         }
         assert!(uunifast_system(&UunifastParams {
             etf: Some(1.5),
+            ..params()
+        })
+        .is_err());
+    }
+
+    /// `gen uunifast --tasks 4294967296` aborted trying to allocate them (issue 23).
+    #[test]
+    fn more_tasks_than_the_most_are_refused_before_anything_is_allocated() {
+        let error = uunifast_system(&UunifastParams {
+            tasks: usize::MAX,
+            domains: 1,
+            ..params()
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                GenError::InvalidParameter {
+                    parameter: "tasks",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("above the most"), "{error}");
+        assert!(uunifast_system(&UunifastParams {
+            tasks: MAX_TASKS + 1,
             ..params()
         })
         .is_err());

@@ -492,9 +492,15 @@ impl Builder<'_> {
     ) -> Result<CpuSet, ScenarioError> {
         let invalid = |why: String| self.err(at.clone(), ErrorKind::Invalid(why));
         let set = match &value {
-            toml::Value::String(text) => {
-                parse_cpu_list(text).map_err(|why| invalid(format!("'{text}': {why}")))?
-            }
+            toml::Value::String(text) => parse_cpu_list(text).map_err(|why| {
+                // The reason names the part at fault; the whole text is added only when it
+                // says more than that part (`'1-x': 'x' is not …`, not `'x1': 'x1' is not …`).
+                if why.contains(text.trim()) {
+                    invalid(why)
+                } else {
+                    invalid(format!("'{text}': {why}"))
+                }
+            })?,
             toml::Value::Array(items) => {
                 let mut set = CpuSet::EMPTY;
                 for item in items {
@@ -853,7 +859,13 @@ impl Builder<'_> {
         guest: GuestScheduler,
         domain: &Location,
     ) -> Result<TaskSpec, ScenarioError> {
-        let name = self.name(raw.name, &domain.field("name"))?;
+        // Until it has a valid name, the task is named by its place (`task '#3'`), as an
+        // unnamed pool is: the domain's own `name` is another field.
+        let unnamed = Location {
+            task: Some(format!("#{}", index + 1)),
+            ..domain.clone()
+        };
+        let name = self.name(raw.name, &unnamed.field("name"))?;
         let here = Location {
             task: Some(name.clone()),
             ..domain.clone()

@@ -447,7 +447,7 @@ impl Scenario {
     pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = rtvmm_system::input::read_text(path)
             .map_err(|e| ScenarioError::new(&file, Location::default(), ErrorKind::Io(e)))?;
         Scenario::from_toml(&text, &file)
     }
@@ -465,7 +465,7 @@ impl Scenario {
     pub fn load_for_analysis(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = rtvmm_system::input::read_text(path)
             .map_err(|e| ScenarioError::new(&file, Location::default(), ErrorKind::Io(e)))?;
         Scenario::from_toml_for_analysis(&text, &file)
     }

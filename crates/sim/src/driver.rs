@@ -26,7 +26,8 @@
 //!   [`rtvmm_system::stats`]) — always;
 //! - every finished job ([`DomainRun::finished`]) — unless turned off with
 //!   [`Simulation::set_keep_jobs`] (`rtvmm sim` keeps them only for `--jobs`);
-//! - the trace — only when recording;
+//! - the trace — only when recording, and then in memory unless streamed to a
+//!   [`TraceSpool`] ([`Simulation::stream_trace`]), which keeps a bounded chunk;
 //! - the jobs waiting in the guests' queues: at most [`MAX_PENDING_JOBS`] per task (a
 //!   task whose backlog grows past that stops the run with [`SimError::Backlog`]).
 
@@ -45,6 +46,25 @@ use rtvmm_system::change::{apply_change, Applied, ChangeError, DomainTable};
 use rtvmm_system::records::{GuestEvent, JobRecord, TraceEvent};
 use rtvmm_system::spec::{ChainSpec, Change, DomainSpec, LinkError, SystemSpec, TimedChange};
 use rtvmm_system::stats::{ChainStats, TaskStats};
+use rtvmm_system::trace::TraceSpool;
+
+/// Where a recorded trace goes.
+enum Recorder {
+    /// Kept whole ([`Simulation::take_trace`]).
+    Memory(Vec<(Nanos, TraceEvent)>),
+    /// Streamed out of memory ([`Simulation::stream_trace`]).
+    Spool(Box<TraceSpool>),
+}
+
+impl Recorder {
+    #[inline]
+    fn push(&mut self, at: Nanos, event: TraceEvent) {
+        match self {
+            Recorder::Memory(events) => events.push((at, event)),
+            Recorder::Spool(spool) => spool.record(at, event),
+        }
+    }
+}
 
 /// The most jobs one task may have waiting (released, unfinished) before the run stops
 /// with [`SimError::Backlog`]. A waiting job costs about 64 bytes, so one task's queue stays
@@ -180,7 +200,7 @@ pub struct Simulation {
     next_change: usize,
     rng: SimRng,
     now: Nanos,
-    trace: Option<Vec<(Nanos, TraceEvent)>>,
+    trace: Option<Recorder>,
     check_invariants: bool,
     keep_jobs: bool,
     max_pending_jobs: usize,
@@ -223,7 +243,7 @@ impl Simulation {
             next_change: 0,
             rng: SimRng::new(seed),
             now: Nanos::ZERO,
-            trace: record.then(Vec::new),
+            trace: record.then(|| Recorder::Memory(Vec::new())),
             check_invariants: cfg!(debug_assertions),
             keep_jobs: true,
             max_pending_jobs: MAX_PENDING_JOBS,
@@ -279,10 +299,44 @@ impl Simulation {
         self.now
     }
 
-    /// The recorded trace so far (empty when recording is off).
+    /// The recorded trace so far (empty when recording is off or streamed).
     pub fn take_trace(&mut self) -> Vec<(Nanos, TraceEvent)> {
         self.collect_core_events();
-        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+        match &mut self.trace {
+            Some(Recorder::Memory(events)) => std::mem::take(events),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Records the trace into `spool` from now on (turning recording on), so that memory
+    /// does not grow with the run's length; events recorded in memory so far go first.
+    /// Call it before running; [`Self::take_trace_spool`] hands the spool back.
+    pub fn stream_trace(&mut self, mut spool: TraceSpool) {
+        if self.trace.is_none() {
+            self.machine.set_recording(true);
+        }
+        if let Some(Recorder::Memory(events)) = self.trace.take() {
+            for (at, event) in events {
+                spool.record(at, event);
+            }
+        }
+        self.trace = Some(Recorder::Spool(Box::new(spool)));
+    }
+
+    /// The spool of a streamed trace ([`Self::stream_trace`]), with every event recorded
+    /// so far; recording stops.
+    pub fn take_trace_spool(&mut self) -> Option<TraceSpool> {
+        self.collect_core_events();
+        match self.trace.take() {
+            Some(Recorder::Spool(spool)) => {
+                self.machine.set_recording(false);
+                Some(*spool)
+            }
+            other => {
+                self.trace = other;
+                None
+            }
+        }
     }
 
     /// Starts the guest of a domain the change path added with `vcpus`.
@@ -416,18 +470,15 @@ impl Simulation {
 
     fn record(&mut self, at: Nanos, event: GuestEvent) {
         if let Some(trace) = &mut self.trace {
-            trace.push((at, TraceEvent::Guest(event)));
+            trace.push(at, TraceEvent::Guest(event));
         }
     }
 
     fn collect_core_events(&mut self) {
         if let Some(trace) = &mut self.trace {
-            trace.extend(
-                self.machine
-                    .drain_events()
-                    .into_iter()
-                    .map(|(t, e)| (t, TraceEvent::Core(e))),
-            );
+            for (t, e) in self.machine.drain_events() {
+                trace.push(t, TraceEvent::Core(e));
+            }
         }
     }
 

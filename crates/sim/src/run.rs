@@ -5,13 +5,14 @@
 
 use std::io;
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::{SimError, Simulation};
 use rtvmm_core::Nanos;
 use rtvmm_system::records::TraceEvent;
 use rtvmm_system::results::{JobRow, RunResults};
-use rtvmm_system::trace::{write_trace, TraceFormat, TraceNames};
+use rtvmm_system::trace::{write_trace_marked, TraceFormat, TraceNames, TraceSpool};
 
 use rtvmm_scenario::{Scenario, ScenarioError};
 
@@ -23,18 +24,43 @@ pub enum RunError {
     External(ScenarioError),
     #[error(transparent)]
     Sim(#[from] SimError),
+    /// The streamed trace could not be kept (its temporary file).
+    #[error("recording the trace: {0}")]
+    Trace(io::Error),
 }
 
 /// A recorded trace and the names that go with its numbers.
 pub struct RecordedTrace {
-    pub events: Vec<(Nanos, TraceEvent)>,
+    pub events: TraceEvents,
     pub names: TraceNames,
+}
+
+/// A trace's events: in memory ([`run_with`]), or streamed out of it ([`run_streamed`]).
+pub enum TraceEvents {
+    Memory(Vec<(Nanos, TraceEvent)>),
+    Spool(TraceSpool),
 }
 
 impl RecordedTrace {
     /// Writes the trace as Chrome/Perfetto JSON or CSV.
     pub fn write(&self, w: &mut impl io::Write, format: TraceFormat) -> io::Result<()> {
-        write_trace(w, format, &self.events, &self.names)
+        self.write_marked(w, format, None)
+    }
+
+    /// Writes the trace, marked partial with `partial` (why and where the run stopped)
+    /// when given ([`rtvmm_system::trace`]).
+    pub fn write_marked(
+        &self,
+        w: &mut impl io::Write,
+        format: TraceFormat,
+        partial: Option<&str>,
+    ) -> io::Result<()> {
+        match &self.events {
+            TraceEvents::Memory(events) => {
+                write_trace_marked(w, format, events, &self.names, partial)
+            }
+            TraceEvents::Spool(spool) => spool.write(w, format, &self.names, partial),
+        }
     }
 }
 
@@ -89,9 +115,34 @@ pub fn run_with(
     record: Record,
     progress: impl FnMut(Nanos) -> ControlFlow<()>,
 ) -> Result<Run, RunError> {
+    run_recording(scenario, record, None, progress)
+}
+
+/// Runs `scenario` as [`run_with`] does, but a trace (when `record` asks for one) streams
+/// into a [`TraceSpool`] whose temporary file goes in `spool_dir`, so that memory does not
+/// grow with the run's length; it writes the same bytes. `rtvmm sim --trace` runs this
+/// way, with the trace's own directory.
+pub fn run_streamed(
+    scenario: &Scenario,
+    record: Record,
+    spool_dir: &Path,
+    progress: impl FnMut(Nanos) -> ControlFlow<()>,
+) -> Result<Run, RunError> {
+    run_recording(scenario, record, Some(spool_dir), progress)
+}
+
+fn run_recording(
+    scenario: &Scenario,
+    record: Record,
+    spool_dir: Option<&Path>,
+    progress: impl FnMut(Nanos) -> ControlFlow<()>,
+) -> Result<Run, RunError> {
     scenario.simulable().map_err(RunError::External)?;
     let started = Instant::now();
     let mut sim = Simulation::new(&scenario.system, scenario.seed, record.trace)?;
+    if let (true, Some(dir)) = (record.trace, spool_dir) {
+        sim.stream_trace(TraceSpool::new(dir));
+    }
     // Without `jobs`, memory does not grow with the number of jobs: the results come from
     // the simulation's bounded statistics either way.
     sim.set_keep_jobs(record.jobs);
@@ -99,10 +150,20 @@ pub fn run_with(
     let wall = started.elapsed();
     let results = sim.results(&scenario.name, scenario.seed, end);
     let jobs = sim.job_rows(end);
-    let trace = record.trace.then(|| RecordedTrace {
-        events: sim.take_trace(),
-        names: sim.trace_names(),
-    });
+    let trace = match (record.trace, sim.take_trace_spool()) {
+        (false, _) => None,
+        (true, Some(mut spool)) => {
+            spool.finish().map_err(RunError::Trace)?;
+            Some(RecordedTrace {
+                events: TraceEvents::Spool(spool),
+                names: sim.trace_names(),
+            })
+        }
+        (true, None) => Some(RecordedTrace {
+            events: TraceEvents::Memory(sim.take_trace()),
+            names: sim.trace_names(),
+        }),
+    };
     Ok(Run {
         results,
         jobs,

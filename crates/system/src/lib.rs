@@ -7,6 +7,7 @@
 //! changes while it runs, and what a run reports are defined here once.
 //!
 //! Floors, bottom first (a module uses only those below it):
+//! - [`input`]: reading an input file with a bound on its size.
 //! - [`records`]: what a driver records — a job's life, guest and core trace events.
 //! - [`stats`]: per-task counts and distributions in memory that does not grow with the
 //!   number of jobs.
@@ -50,6 +51,8 @@
 //! assert_eq!(domains.domains.len(), 1);
 //! ```
 // Floors, bottom first; a blank line between them keeps `rustfmt` from sorting them.
+pub mod input;
+
 pub mod records;
 
 pub mod stats;

@@ -216,6 +216,14 @@ pub struct RunResults {
     pub policy: String,
     pub seed: u64,
     pub duration_ns: u64,
+    /// True when the run was stopped before its end (SIGINT, SIGTERM): the figures cover
+    /// its first `duration_ns`, of `planned_duration_ns`. Absent (false) from a complete
+    /// run's JSON, so that its bytes are those of before the field existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+    /// The run's planned length, when it is `partial`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_duration_ns: Option<u64>,
     /// Whether the numbers come from simulation or from a real-time run.
     pub source: String,
     pub jobs: u64,
@@ -656,6 +664,8 @@ impl RunResults {
             policy: machine.policy_kind().name().to_string(),
             seed,
             duration_ns: end.as_ns(),
+            partial: false,
+            planned_duration_ns: None,
             source: source.to_string(),
             jobs: total.jobs(),
             missed: total.missed,
@@ -666,6 +676,13 @@ impl RunResults {
             chains: Vec::new(),
             host: None,
         }
+    }
+
+    /// Marks the results as those of a run stopped at `duration_ns`, before its planned
+    /// end `planned` (see [`RunResults::partial`]).
+    pub fn mark_partial(&mut self, planned: Nanos) {
+        self.partial = true;
+        self.planned_duration_ns = Some(planned.as_ns());
     }
 
     /// Pretty JSON; byte-identical for identical results.
@@ -857,6 +874,19 @@ pub fn domain_job_rows(
 /// deadline_ns,response_ns,responsiveness,lateness_ns,latency_ns,outcome` (empty cells
 /// where a job has not started or finished). Names are quoted when they need it.
 pub fn write_jobs_csv(w: &mut impl std::io::Write, rows: &[JobRow]) -> std::io::Result<()> {
+    write_jobs_csv_marked(w, rows, None)
+}
+
+/// [`write_jobs_csv`], after a first line `# partial: <why>` when `partial` is given (a
+/// run stopped before its end; the same mark as an experiment's CSVs).
+pub fn write_jobs_csv_marked(
+    w: &mut impl std::io::Write,
+    rows: &[JobRow],
+    partial: Option<&str>,
+) -> std::io::Result<()> {
+    if let Some(why) = partial {
+        writeln!(w, "# partial: {}", why.replace(['\n', '\r'], " "))?;
+    }
     let opt = |t: Option<u64>| t.map(|v| v.to_string()).unwrap_or_default();
     writeln!(
         w,

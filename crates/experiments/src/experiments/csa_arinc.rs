@@ -104,7 +104,8 @@ pub fn file_workloads(paths: &[PathBuf]) -> Result<Vec<NamedWorkload>, Experimen
     paths
         .iter()
         .map(|path| {
-            let text = std::fs::read_to_string(path).map_err(|e| ExperimentError::read(path, e))?;
+            let text =
+                rtvmm_system::input::read_text(path).map_err(|e| ExperimentError::read(path, e))?;
             let system = parse_workload(&text).map_err(|e| {
                 ExperimentError::option("--workload", format!("{}: {e}", path.display()))
             })?;

@@ -717,7 +717,9 @@ fn names_have_a_length_limit() {
     parse(&edit(BASE, "name = \"t1\"", &format!("name = \"{ok}\"")));
     for (old, domain, task) in [
         ("name = \"d1\"", None, None),
-        ("name = \"t1\"", Some("d1"), None),
+        // A task's name is the task's, named by its place (issue 23: it was reported as
+        // the domain's).
+        ("name = \"t1\"", Some("d1"), Some("#1")),
         ("name = \"base\"", None, None),
     ] {
         let e = error(&edit(BASE, old, &format!("name = \"{long}\"")));

@@ -310,3 +310,69 @@ fn every_vcpu_of_a_multi_vcpu_domain_is_named_after_its_domain() {
         assert!(cells[3].is_empty() || cells[4] == "web", "{line}");
     }
 }
+
+/// The trace of `scenario` (its first `length`) in both formats: written from memory, and
+/// streamed through a spool that spills every `chunk` events.
+fn memory_and_streamed(
+    scenario: &rtvmm_scenario::Scenario,
+    length: Nanos,
+    chunk: usize,
+    dir: &std::path::Path,
+) -> (Vec<u8>, Vec<u8>) {
+    let mut memory = Simulation::new(&scenario.system, scenario.seed, true).unwrap();
+    let mut streamed = Simulation::new(&scenario.system, scenario.seed, true).unwrap();
+    streamed.stream_trace(rtvmm_system::trace::TraceSpool::with_chunk_events(
+        dir, chunk,
+    ));
+    memory.run_until(length).unwrap();
+    streamed.run_until(length).unwrap();
+    let names = memory.trace_names();
+    assert_eq!(streamed.trace_names(), names);
+    let events = memory.take_trace();
+    let mut spool = streamed.take_trace_spool().expect("streamed");
+    spool.finish().unwrap();
+    assert_eq!(spool.len(), events.len() as u64);
+    let (mut from_memory, mut from_spool) = (Vec::new(), Vec::new());
+    for format in [TraceFormat::ChromeJson, TraceFormat::Csv] {
+        write_trace(&mut from_memory, format, &events, &names).unwrap();
+        spool.write(&mut from_spool, format, &names, None).unwrap();
+    }
+    (from_memory, from_spool)
+}
+
+/// Every example scenario (multi-pcpu, pools, chains, `xl` events, a domain added at run
+/// time, the Polling Server's back-stamped discards) streams to the bytes of the trace
+/// held in memory, with chunks small enough that every run spills many.
+#[test]
+fn a_streamed_trace_has_the_bytes_of_the_trace_in_memory() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let dir = tempfile::tempdir().unwrap();
+    let mut compared = 0;
+    for entry in std::fs::read_dir(examples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let scenario = rtvmm_scenario::Scenario::load(&path).unwrap();
+        if scenario.simulable().is_err() {
+            continue;
+        }
+        let length = scenario.duration.min(ms(300));
+        let mut kinds = vec![scenario.clone()];
+        if let Ok(polling) = scenario.with_policy(rtvmm_core::policy::PolicyKind::Polling) {
+            kinds.push(polling);
+        }
+        for s in &kinds {
+            for chunk in [13, 1000] {
+                let (memory, streamed) = memory_and_streamed(s, length, chunk, dir.path());
+                assert!(
+                    memory == streamed,
+                    "{}: chunks of {chunk}: the streamed trace differs",
+                    path.display()
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 10, "{compared}");
+}

@@ -1,5 +1,6 @@
 //! The Chrome / Perfetto trace-event JSON writer (see the module doc of [`super`]).
 
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::io::{self, Write};
 
@@ -7,7 +8,7 @@ use rtvmm_core::event::CoreEvent;
 use rtvmm_core::model::{PcpuId, VcpuId};
 use rtvmm_core::Nanos;
 
-use super::{core_pcpu, core_vcpus, guest_job, Event, TraceNames};
+use super::{core_pcpu, guest_job, Event, TraceExtent, TraceNames};
 use crate::records::{GuestEvent, TraceEvent};
 /// The tracks of one file and their ids.
 struct Layout {
@@ -23,32 +24,16 @@ struct Layout {
 pub const PCPU_PID: u64 = 1;
 
 impl Layout {
-    fn new(trace: &[&Event], names: &TraceNames) -> Layout {
-        let mut pcpus = names.pcpus.max(1) as usize;
-        let mut vcpus = names.vcpu_domain.len();
+    /// The tracks of the names, and of what else the trace mentions (`extent`).
+    fn new(extent: &TraceExtent, names: &TraceNames) -> Layout {
+        let pcpus = (names.pcpus.max(1) as usize).max(extent.pcpus);
+        let vcpus = names.vcpu_domain.len().max(extent.vcpus);
         let mut tasks: Vec<usize> = names.domains.iter().map(|d| d.tasks.len()).collect();
-        let mut see_task = |domain: u32, task: u32| {
-            let (d, t) = (domain as usize, task as usize);
-            if tasks.len() <= d {
-                tasks.resize(d + 1, 0);
-            }
-            tasks[d] = tasks[d].max(t + 1);
-        };
-        for (_, e) in trace.iter().copied() {
-            match e {
-                TraceEvent::Core(c) => {
-                    if let Some(p) = core_pcpu(c) {
-                        pcpus = pcpus.max(p.index() + 1);
-                    }
-                    for v in core_vcpus(c).into_iter().flatten() {
-                        vcpus = vcpus.max(v.index() + 1);
-                    }
-                }
-                TraceEvent::Guest(g) => {
-                    let (domain, task, _) = guest_job(g);
-                    see_task(domain, task);
-                }
-            }
+        if tasks.len() < extent.tasks.len() {
+            tasks.resize(extent.tasks.len(), 0);
+        }
+        for (d, &seen) in extent.tasks.iter().enumerate() {
+            tasks[d] = tasks[d].max(seen);
         }
         let mut task_base = Vec::with_capacity(tasks.len());
         let mut next = 1 + (pcpus + vcpus) as u64;
@@ -238,17 +223,25 @@ enum Occupant {
     Overhead,
 }
 
-pub(super) fn write_chrome<W: Write>(
+/// Writes the trace: `events` in time order, `extent` what they mention. Memory: the
+/// tracks, one open slice per pcpu and per task, and the released unfinished jobs — not
+/// the events.
+pub(super) fn write_chrome<W: Write, E: Borrow<Event>>(
     w: &mut W,
-    trace: &[&Event],
+    events: impl Iterator<Item = io::Result<E>>,
+    extent: &TraceExtent,
     names: &TraceNames,
+    partial: Option<&str>,
 ) -> io::Result<()> {
-    let layout = Layout::new(trace, names);
-    let end = names
-        .end
-        .or_else(|| trace.last().map(|e| e.0))
-        .unwrap_or(Nanos::ZERO);
-    w.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[")?;
+    let layout = Layout::new(extent, names);
+    let end = names.end.or(extent.last).unwrap_or(Nanos::ZERO);
+    w.write_all(b"{\"displayTimeUnit\":\"ns\",")?;
+    if let Some(why) = partial {
+        w.write_all(b"\"otherData\":{\"partial\":")?;
+        write_json_str(w, why)?;
+        w.write_all(b"},")?;
+    }
+    w.write_all(b"\"traceEvents\":[")?;
     let mut out = ChromeWriter { w, first: true };
 
     // Track names and order.
@@ -339,7 +332,9 @@ pub(super) fn write_chrome<W: Write>(
             }
         };
 
-    for (at, event) in trace.iter().copied() {
+    for item in events {
+        let item = item?;
+        let (at, event) = item.borrow();
         let at = *at;
         match event {
             TraceEvent::Core(core) => {

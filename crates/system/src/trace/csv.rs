@@ -1,6 +1,6 @@
 //! The CSV writer (see the module doc of [`super`] for the columns).
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::io::{self, Write};
 
 use rtvmm_core::event::CoreEvent;
@@ -22,18 +22,25 @@ fn write_csv_field(w: &mut impl Write, field: &str) -> io::Result<()> {
     w.write_all(csv_field(field).as_bytes())
 }
 
-pub(super) fn write_csv<W: Write>(
+/// Writes `events` (in time order) one row each, as they come.
+pub(super) fn write_csv<W: Write, E: Borrow<Event>>(
     w: &mut W,
-    trace: &[&Event],
+    events: impl Iterator<Item = io::Result<E>>,
     names: &TraceNames,
+    partial: Option<&str>,
 ) -> io::Result<()> {
+    if let Some(why) = partial {
+        writeln!(w, "# partial: {}", why.replace(['\n', '\r'], " "))?;
+    }
     writeln!(w, "time_ns,kind,pcpu,vcpu,domain,task,job,detail")?;
     let vcpu_str = |v: Option<VcpuId>| v.map_or(String::new(), |v| v.0.to_string());
     let domain_of = |v: Option<VcpuId>| {
         v.and_then(|v| names.domain_of(v))
             .map_or(String::new(), |d| names.domain_name(d))
     };
-    for (at, event) in trace.iter().copied() {
+    for item in events {
+        let item = item?;
+        let (at, event) = item.borrow();
         let (kind, pcpu, vcpu, domain, task, job, detail): (
             &str,
             Option<PcpuId>,

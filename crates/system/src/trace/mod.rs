@@ -43,7 +43,19 @@
 //!
 //! Both outputs are byte-deterministic: they depend only on the trace and the names, in
 //! their order (no hash map, no float formatting).
+//!
+//! # A run stopped early
+//! A trace of a run stopped before its end (SIGINT, SIGTERM) says so: the CSV's first line
+//! is `# partial: <why>` (as an experiment's CSVs), and the JSON carries
+//! `"otherData":{"partial":"<why>"}` before its events (the trace-event format's place for
+//! metadata). A complete run's trace has neither.
+//!
+//! # Memory
+//! [`write_trace`] writes a trace held in memory. A long run streams its events into a
+//! [`TraceSpool`] instead, which keeps at most a bounded chunk in memory and spills sorted
+//! chunks to a temporary file, then writes the same bytes by merging them.
 
+use std::borrow::Borrow;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -55,9 +67,11 @@ use crate::records::{GuestEvent, TraceEvent};
 
 mod chrome;
 mod csv;
+mod spool;
 
 pub use chrome::PCPU_PID;
 pub(crate) use csv::csv_field;
+pub use spool::{TraceSpool, CHUNK_EVENTS};
 
 /// How to write a trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,7 +179,62 @@ impl TraceNames {
 }
 
 /// One recorded event.
-type Event = (Nanos, TraceEvent);
+pub type Event = (Nanos, TraceEvent);
+
+/// What the writers need to know of a whole trace before its first event: the pcpus,
+/// VCPUs and tasks it mentions (tracks are made for them) and its last instant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TraceExtent {
+    /// One more than the highest pcpu mentioned.
+    pcpus: usize,
+    /// One more than the highest VCPU mentioned.
+    vcpus: usize,
+    /// Per domain, one more than the highest task mentioned.
+    tasks: Vec<usize>,
+    /// The latest instant of any event.
+    last: Option<Nanos>,
+}
+
+impl TraceExtent {
+    fn see(&mut self, at: Nanos, event: &TraceEvent) {
+        self.last = Some(self.last.map_or(at, |last| last.max(at)));
+        match event {
+            TraceEvent::Core(c) => {
+                if let Some(p) = core_pcpu(c) {
+                    self.pcpus = self.pcpus.max(p.index() + 1);
+                }
+                for v in core_vcpus(c).into_iter().flatten() {
+                    self.vcpus = self.vcpus.max(v.index() + 1);
+                }
+            }
+            TraceEvent::Guest(g) => {
+                let (domain, task, _) = guest_job(g);
+                let (d, t) = (domain as usize, task as usize);
+                if self.tasks.len() <= d {
+                    self.tasks.resize(d + 1, 0);
+                }
+                self.tasks[d] = self.tasks[d].max(t + 1);
+            }
+        }
+    }
+}
+
+/// Writes `events` (in time order; `extent` describes them all) in `format`.
+fn write_events<E: Borrow<Event>>(
+    w: &mut impl Write,
+    format: TraceFormat,
+    events: impl Iterator<Item = io::Result<E>>,
+    extent: &TraceExtent,
+    names: &TraceNames,
+    partial: Option<&str>,
+) -> io::Result<()> {
+    let mut w = BufWriter::new(w);
+    match format {
+        TraceFormat::ChromeJson => chrome::write_chrome(&mut w, events, extent, names, partial)?,
+        TraceFormat::Csv => csv::write_csv(&mut w, events, names, partial)?,
+    }
+    w.flush()
+}
 
 /// Writes `trace` (as a driver recorded it) in `format`, in time order.
 ///
@@ -179,16 +248,28 @@ pub fn write_trace(
     trace: &[Event],
     names: &TraceNames,
 ) -> io::Result<()> {
+    write_trace_marked(w, format, trace, names, None)
+}
+
+/// [`write_trace`], marking the trace partial with `partial` (why and where it stopped)
+/// when given (see "A run stopped early" above).
+pub fn write_trace_marked(
+    w: &mut impl Write,
+    format: TraceFormat,
+    trace: &[Event],
+    names: &TraceNames,
+    partial: Option<&str>,
+) -> io::Result<()> {
     let mut events: Vec<&Event> = trace.iter().collect();
     if !trace.windows(2).all(|pair| pair[0].0 <= pair[1].0) {
         events.sort_by_key(|e| e.0);
     }
-    let mut w = BufWriter::new(w);
-    match format {
-        TraceFormat::ChromeJson => chrome::write_chrome(&mut w, &events, names)?,
-        TraceFormat::Csv => csv::write_csv(&mut w, &events, names)?,
+    let mut extent = TraceExtent::default();
+    for (at, event) in &events {
+        extent.see(*at, event);
     }
-    w.flush()
+    let events = events.into_iter().map(Ok);
+    write_events(w, format, events, &extent, names, partial)
 }
 
 /// The pcpu a core event concerns, if any.
