@@ -17,7 +17,7 @@ use rtvmm_host::executor::{self, HostOptions, HostRun, LiveControl};
 use rtvmm_host::{HelperCommand, HostError};
 use rtvmm_system::results::HostResults;
 use rtvmm_system::results::RunResults;
-use rtvmm_system::trace::{write_trace, TraceFormat};
+use rtvmm_system::trace::{write_trace_marked, TraceFormat};
 use rtvmm_system::SystemSpec;
 
 use crate::{
@@ -247,8 +247,21 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         );
         options.control = Some(control);
     }
-    let run = executor::run(&scenario.system, &scenario.name, scenario.seed, options)
+    let mut run = executor::run(&scenario.system, &scenario.name, scenario.seed, options)
         .map_err(host_failure)?;
+    // An interrupted run's files say so, as the simulator's do.
+    let mut partial = None;
+    if let Some(at) = run.stopped_at {
+        let name = match which.load(Ordering::Relaxed) as i32 {
+            signal_hook::consts::SIGTERM => "SIGTERM",
+            _ => "SIGINT",
+        };
+        run.results.mark_partial(scenario.duration);
+        partial = Some(format!(
+            "interrupted by {name} at {at} of {}",
+            scenario.duration
+        ));
+    }
     let mut text = run.results.summary();
     if let Some(host) = &run.results.host {
         text.push_str(&overhead_table(host, run.results.duration_ns));
@@ -268,13 +281,13 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         (&flags.trace, trace_format, &run.trace)
     {
         written.push(output_file(out, |file| {
-            write_trace(file, format, events, names)
+            write_trace_marked(file, format, events, names, partial.as_deref())
         })?);
         text.push_str(&format!("trace: {}\n", out.display()));
     }
     if let (Some(out), Some(rows)) = (&flags.jobs, &run.jobs) {
         written.push(output_file(out, |file| {
-            rtvmm_system::results::write_jobs_csv(file, rows)
+            rtvmm_system::results::write_jobs_csv_marked(file, rows, partial.as_deref())
         })?);
         text.push_str(&format!("jobs: {}\n", out.display()));
     }

@@ -71,9 +71,16 @@ fn sigint_and_sigterm_stop_host_run_with_its_results_and_leave_nothing_behind() 
         for (signal, name, code) in [("-INT", "SIGINT", 130), ("-TERM", "SIGTERM", 143)] {
             for round in 1..=2 {
                 let what = format!("{} {name} round {round}", backend.name());
+                let dir = tempfile::tempdir().unwrap();
+                let json = dir.path().join("run.json");
+                let jobs = dir.path().join("jobs.csv");
                 let child = Command::new(env!("CARGO_BIN_EXE_rtvmm"))
                     .args(["host", "run", &example("even-share.toml")])
                     .args(["--duration", "60s", "--enforce", backend.name()])
+                    .arg("--json")
+                    .arg(&json)
+                    .arg("--jobs")
+                    .arg(&jobs)
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped())
                     .spawn()
@@ -105,6 +112,15 @@ fn sigint_and_sigterm_stop_host_run_with_its_results_and_leave_nothing_behind() 
                     "{what}: {text}"
                 );
                 assert!(text.contains("do_schedule (ns)"), "{what}: {text}");
+                // Its files say they are partial, as an interrupted simulation's do.
+                let results = std::fs::read_to_string(&json).unwrap();
+                assert!(results.contains("\"partial\": true"), "{what}: {results}");
+                let rows = std::fs::read_to_string(&jobs).unwrap();
+                assert!(
+                    rows.starts_with(&format!("# partial: interrupted by {name} at ")),
+                    "{what}: {}",
+                    rows.lines().next().unwrap_or("")
+                );
                 assert!(
                     stderr(&out).contains(&format!("rtvmm: {name}: stopping the run")),
                     "{what}: {}",

@@ -139,6 +139,25 @@ pub fn call(path: &Path, request: &Value, timeout: Duration) -> Result<Reply, Cl
     })
 }
 
+/// What `path` is when it is not a socket at all (connecting to a regular file is refused
+/// like a socket nobody listens on): said plainly, not as a stale socket.
+fn not_a_socket(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    let what = if kind.is_socket() {
+        return None;
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a file of another kind"
+    };
+    Some(format!(
+        "this is {what}, not a control socket: give the path `rtvmm host run --ctl` printed"
+    ))
+}
+
 /// Sends `line` as it is and returns the reply line: no checks (for tests of what the
 /// server does with malformed input).
 pub fn exchange(path: &Path, line: &str, timeout: Duration) -> Result<String, ClientError> {
@@ -153,9 +172,9 @@ pub fn exchange(path: &Path, line: &str, timeout: Duration) -> Result<String, Cl
             io::ErrorKind::PermissionDenied => "permission denied: the control socket is its \
                  owner's only (mode 0600): run as the user that started the executor, or as root"
                 .into(),
-            io::ErrorKind::ConnectionRefused => {
+            io::ErrorKind::ConnectionRefused => not_a_socket(path).unwrap_or_else(|| {
                 "nobody is listening (the executor has stopped; a stale socket)".into()
-            }
+            }),
             _ => error.to_string(),
         },
     })?;
@@ -321,5 +340,28 @@ fn toml_to_json(value: &toml::Value) -> Value {
                 .map(|(k, v)| (k.clone(), toml_to_json(v)))
                 .collect(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `rtvmm ctl --socket /etc/passwd` said "a stale socket": a path that is no socket at
+    /// all is said to be what it is.
+    #[test]
+    fn a_regular_file_is_not_called_a_stale_socket() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("passwd");
+        std::fs::write(&file, "root:x:0:0\n").unwrap();
+        let error = exchange(&file, "sched-show\n", Duration::from_secs(1)).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("a regular file, not a control socket"),
+            "{text}"
+        );
+        assert!(!text.contains("stale"), "{text}");
+        let error = exchange(dir.path(), "sched-show\n", Duration::from_secs(1)).unwrap_err();
+        assert!(error.to_string().contains("a directory"), "{error}");
     }
 }
