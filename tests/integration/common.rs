@@ -1,6 +1,6 @@
 //! What the binary's test modules share: run `rtvmm`, read its output, find the examples.
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 pub fn rtvmm(args: &[&str]) -> Output {
     rtvmm_env(args, &[])
@@ -123,4 +123,32 @@ pub fn skip_real_time(test: &str) -> bool {
 pub fn say_skipped(why: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
+/// One hour at a 1 ns quantum: 3.6·10¹² ticks, days of wall-clock time.
+pub const ONE_HOUR_AT_ONE_NANOSECOND: &str = r#"name = "fine"
+duration = "3600s"
+seed = 1
+[machine]
+quantum = "1ns"
+[[domain]]
+name = "d1"
+vcpu = { budget = "2ms", period = "10ms" }
+[[domain.task]]
+name = "t1"
+period = "50ms"
+wcet = "5ms"
+"#;
+
+/// A run of days that is killed if the test fails before it is stopped: a failed
+/// assertion must not leave the simulation running behind the test.
+pub struct Reaped(pub Option<Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(child) = self.0.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

@@ -4,38 +4,10 @@
 //! A short run says nothing of the kind.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use crate::common::*;
 use serde_json::Value;
-
-/// One hour at a 1 ns quantum: 3.6·10¹² ticks, days of wall-clock time.
-const ONE_HOUR_AT_ONE_NANOSECOND: &str = r#"name = "fine"
-duration = "3600s"
-seed = 1
-[machine]
-quantum = "1ns"
-[[domain]]
-name = "d1"
-vcpu = { budget = "2ms", period = "10ms" }
-[[domain.task]]
-name = "t1"
-period = "50ms"
-wcet = "5ms"
-"#;
-
-/// A run of days that is killed if the test fails before it is stopped: a failed
-/// assertion must not leave the simulation running behind the test.
-struct Reaped(Option<Child>);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        if let Some(child) = self.0.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 #[test]
 fn a_long_run_says_so_up_front_and_ctrl_c_keeps_what_was_simulated() {

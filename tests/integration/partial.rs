@@ -13,33 +13,6 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use serde_json::Value;
 
-/// One hour at a 1 ns quantum: days of wall-clock time.
-const ENDLESS: &str = r#"name = "fine"
-duration = "3600s"
-seed = 1
-[machine]
-quantum = "1ns"
-[[domain]]
-name = "d1"
-vcpu = { budget = "2ms", period = "10ms" }
-[[domain.task]]
-name = "t1"
-period = "50ms"
-wcet = "5ms"
-"#;
-
-/// A child killed and reaped if the test fails before it ends.
-struct Reaped(Option<Child>);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        if let Some(child) = self.0.as_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 fn kill(child: &Child, signal: &str) {
     let sent = Command::new("kill")
         .args([signal, &child.id().to_string()])
@@ -71,7 +44,7 @@ fn an_interrupted_sim_marks_its_json_jobs_and_trace_as_partial() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let scenario = dir.path().join("fine.toml");
-        std::fs::write(&scenario, ENDLESS).unwrap();
+        std::fs::write(&scenario, ONE_HOUR_AT_ONE_NANOSECOND).unwrap();
         let (json, jobs, trace) = (
             dir.path().join("out.json"),
             dir.path().join("jobs.csv"),
