@@ -12,9 +12,13 @@
 //! **Step 1, each domain alone.** Its tasks are validated ([`Workload`](crate::Workload)); its interface is
 //! found or checked by [`domain_interface`](crate::domain_interface) (Algorithm 1, `(Π, MinExec(Π))`, or a given
 //! one checked by Lemma 1 or the dbf test). Lemma 1 orders the tasks rate- (or deadline-)
-//! monotonically, so for a fixed-priority guest whose priority order is not that one it
-//! proves nothing: no interface can be computed, and a given one is only taken to the
-//! root, for the response-time analysis to judge. A domain without tasks
+//! monotonically, equal periods (deadlines) one level, so for a fixed-priority guest whose
+//! priority order is not that one it proves nothing: no interface can be computed, and a
+//! given one is only taken to the root, for the response-time analysis to judge. The order
+//! is Lemma 1's iff no priority puts a longer period (deadline) before a shorter one and
+//! tasks of equal priority have equal periods (deadlines): equal priorities interfere both
+//! ways ([`crate::interferes`]), so a tie between different periods would make the task of
+//! the shorter one wait behind the other, which `rbf` in period order does not count. A domain without tasks
 //! ([`Guest::Idle`]) needs no interface; a given one (its VCPU) still competes at the root.
 //!
 //! **Step 2, server priorities.** The domains with an interface are the root's servers.
