@@ -75,8 +75,9 @@
 //!   **not covered** — no verdict is a guarantee, `check --admit` refuses naming the field,
 //!   and `analyze`'s verdict is "NOT schedulable" (the domains are still analysed, as if on
 //!   one pcpu) — with several pcpus, cpupools, a domain of several VCPUs or with affinity
-//!   or `smp`, events, tick replenishment, scheduling overhead, or a policy that enforces
-//!   no budget per period (Credit, ARINC 653) ([`Report::not_covered`]).
+//!   or `smp`, events, tick replenishment, scheduling overhead, EDF over servers that keep
+//!   their budget (RTDS, SEDF), or a policy that enforces no budget per period (Credit,
+//!   ARINC 653) ([`Report::not_covered`]).
 //! - **Guests.** Lemma 1 is the rate-monotonic test: `rm` guests, and `dm`/`fp` guests
 //!   whose priority order is rate-monotonic (the workload is built in the guest's own
 //!   priority order); `edf` guests get the dbf test. **Equal priorities** — equal periods
@@ -111,10 +112,13 @@
 //!   up to `2Π − Θ`, more than the model's `2(Π − Θ)`: under Polling, Lemma 1 is not used
 //!   and the verdict rests on the hierarchical response-time bounds. The same holds for a
 //!   Sporadic Server that can merge replenishments (below).
-//!   RTDS and SEDF (EDF over servers) deliver every budget in every period iff
-//!   `Σ Θ/Π ≤ 1`. Credit and ARINC 653 do not enforce a budget per period: the verdict
-//!   then assumes a server that does (the root is checked as RM, the interfaces as
-//!   periodic tasks), and the notes say so.
+//!   RTDS and SEDF (EDF over servers) are checked by `Σ Θ/Π ≤ 1`, which is not enough for
+//!   servers that keep unused budget to the end of the period, as both do (a server that
+//!   wakes late claims all of Θ just before its deadline): the input is **not covered**
+//!   (below), the verdict shown for what it is. Credit and ARINC 653 do not enforce a
+//!   budget per period: the verdict then assumes a server that does (the root is checked
+//!   as RM, the interfaces as periodic tasks), the notes say so, and the input is not
+//!   covered either.
 //! - **Response times** (`--rta`): Davis & Burns's hierarchical analysis
 //!   ([`rtvmm_analysis::hierarchical`]) under the Deferrable, Periodic, Polling or Sporadic
 //!   server, with each domain's local fixed priorities as its guest orders them; "not
@@ -182,7 +186,8 @@ pub fn analyze(input: &Input, options: &Options) -> Result<Report, AnalyzeError>
 }
 
 /// `check --admit`: the scenario's own VCPUs are the interfaces where it has them, the
-/// computed interfaces elsewhere; refused when any domain cannot be guaranteed.
+/// computed interfaces elsewhere; refused when the scenario holds something the analysis
+/// does not model ([`Report::not_covered`]) or any domain cannot be guaranteed.
 pub fn admit(scenario: &Scenario) -> Result<Report, Box<(Refusal, Report)>> {
     let options = Options {
         given: true,

@@ -169,12 +169,20 @@ pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, Ana
         scenario_notes(scenario, options, &mut notes);
         not_covered = scenario_not_covered(scenario);
     }
-    if root_model(policy) == RootModel::RateMonotonic {
-        not_covered.push(format!(
+    match root_model(policy) {
+        RootModel::RateMonotonic => not_covered.push(format!(
             "scheduler.policy = {}: it does not enforce a budget per period, which the \
              analysis assumes",
             policy.name()
-        ));
+        )),
+        RootModel::Edf => not_covered.push(format!(
+            "scheduler.policy = {}: EDF over servers that keep unused budget to the end of \
+             the period; Σ Θ/Π ≤ 1 does not guarantee every budget (a server that wakes late \
+             claims all of it just before its deadline), and no sound root test for them is \
+             implemented",
+            policy.name()
+        )),
+        RootModel::FixedPriority { .. } | RootModel::NoRootCheck { .. } => {}
     }
     let mut system = System {
         root: root_model(policy),
