@@ -3,7 +3,8 @@
 //!
 //! - **The property** (`admitted_domains_never_miss_in_simulation`): random small systems
 //!   on one pcpu, written as scenario text — every policy the analysis gives a root test
-//!   for (Deferrable, Periodic, Polling, Sporadic, WCPS, CRPS, RTDS, SEDF), `rm`/`dm`/`fp`/
+//!   for (Deferrable, Periodic, Polling, Sporadic, WCPS, CRPS; RTDS and SEDF too, which
+//!   the front-end now names as not covered: `edf_over_budget_keeping_servers_is_not_covered`), `rm`/`dm`/`fp`/
 //!   `edf` guests, equal priorities (ties in period, deadline and `fp` priority, and between
 //!   VCPUs), VCPU offsets, `extratime` on and off and RTDS's two modes, periodic and sporadic
 //!   tasks, tasks on their server's release grid (bound) and off it, random execution
@@ -16,7 +17,8 @@
 //!   order while the guest serves them first-in, first-out (`fp` and `rm` guests), and a
 //!   VCPU offset that the analysis ignored.
 //!
-//! Cases: `RTVMM_AGREEMENT_CASES` (default 24, a few seconds in a debug build).
+//! Cases: `RTVMM_AGREEMENT_CASES` (default 24, a few seconds in a debug build);
+//! `RTVMM_AGREEMENT_POLICY=rtds` draws one policy only.
 //! `RTVMM_AGREEMENT_CASES=20000 cargo test --release -p rtvmm-analyze --test agreement`
 //! is the long run recorded in `docs/analysis.md`.
 
@@ -149,9 +151,17 @@ fn domain_strategy(n: u64) -> impl Strategy<Value = DomainDraw> {
         )
 }
 
+/// The policies drawn from: all of [`POLICIES`], or the one `RTVMM_AGREEMENT_POLICY` names.
+fn policies() -> Vec<&'static str> {
+    match std::env::var("RTVMM_AGREEMENT_POLICY") {
+        Ok(only) => POLICIES.iter().copied().filter(|p| *p == only).collect(),
+        Err(_) => POLICIES.to_vec(),
+    }
+}
+
 fn system_strategy() -> impl Strategy<Value = SystemDraw> {
     (
-        0usize..POLICIES.len(),
+        prop::sample::select(policies()),
         (1u64..=3).prop_flat_map(|n| prop::collection::vec(domain_strategy(n), n as usize)),
         0u64..i64::MAX as u64, // a TOML integer
         any::<[u64; 2]>(),
@@ -159,7 +169,7 @@ fn system_strategy() -> impl Strategy<Value = SystemDraw> {
     )
         .prop_map(
             |(policy, domains, seed, phasings, rtds_quantum)| SystemDraw {
-                policy: POLICIES[policy],
+                policy,
                 rtds_quantum,
                 domains,
                 seed,
@@ -455,8 +465,11 @@ fn a_vcpu_offset_is_refused_not_admitted() {
         let (verdict, missed) = admit_and_run(text, policy);
         assert_eq!(missed[0] > 0, policy != "rtds", "{policy}: the run misses");
         let refusal = verdict.unwrap_err();
+        // Under RTDS and SEDF the EDF root itself is named first (not covered).
+        let edf_root = matches!(policy, "rtds" | "sedf");
         assert!(
-            refusal.contains("domain 'late'") && refusal.contains("vcpu.offset = 6ms"),
+            edf_root
+                || (refusal.contains("domain 'late'") && refusal.contains("vcpu.offset = 6ms")),
             "{policy}: {refusal}"
         );
         let input = Input::Scenario(
@@ -585,4 +598,67 @@ fn several_vcpus_pcpus_and_events_are_refused_not_admitted() {
         .domains
         .iter()
         .all(|d| d.name != "served" || d.schedulable));
+}
+
+/// Found by `admitted_domains_never_miss_in_simulation`: RTDS and SEDF servers keep unused
+/// budget until their period ends, so `Σ Θ/Π ≤ 1` does not make EDF over them deliver
+/// every budget. `late` (14 ms, 4 ms) has no work until 23.7 ms, then claims its whole
+/// budget with deadline 28 ms; `tick` (4 ms, 1 ms) is released at 24 ms with the same
+/// deadline and loses the tie (EDF ties go to the smaller VCPU id), so it gets only
+/// [27.7, 28) of its period and its task, due at 28 ms, finishes at 28.7 ms:
+///
+/// ```text
+///   20   21        23.7                 27.7 28  28.7
+///   |tick|   idle   |late ........ late |tick|tick|      tick's job of 24: done 28.7 > 28
+/// ```
+/// With `Σ Θ/Π = 4/14 + 1/4 ≤ 1` and `tick`'s dbf test on (4, 1) this was admitted. No
+/// sound root test for such servers is implemented, so the EDF root is not covered:
+/// `check --admit` refuses naming the policy, and `analyze` says NOT schedulable.
+#[test]
+fn edf_over_budget_keeping_servers_is_not_covered() {
+    let text = r#"
+        duration = "100ms"
+        [scheduler]
+        policy = "POLICY"
+        [[domain]]
+        name = "late"
+        vcpu = { budget = "4ms", period = "14ms", extratime = false }
+        [[domain.task]]
+        name = "burst"
+        period = "28ms"
+        wcet = "4ms"
+        min_exec = "4ms"
+        offset = "23700us"
+        [[domain]]
+        name = "tick"
+        guest = "edf"
+        vcpu = { budget = "1ms", period = "4ms", extratime = false }
+        [[domain.task]]
+        name = "t"
+        period = "4ms"
+        wcet = "1ms"
+        min_exec = "1ms"
+    "#;
+    for policy in ["rtds", "sedf"] {
+        let (verdict, missed) = admit_and_run(text, policy);
+        assert!(missed[1] > 0, "{policy}: the run misses");
+        let refusal = verdict.unwrap_err();
+        assert!(
+            refusal.contains(&format!("scheduler.policy = {policy}")),
+            "{policy}: {refusal}"
+        );
+        let input = Input::Scenario(
+            Scenario::from_toml(&text.replace("POLICY", policy), "edf.toml").unwrap(),
+        );
+        let given = Options {
+            given: true,
+            ..Options::default()
+        };
+        let report = analyze(&input, &given).unwrap();
+        assert!(
+            report.domains[1].schedulable,
+            "{policy}: Σ Θ/Π ≤ 1 and the dbf test hold"
+        );
+        assert!(!report.schedulable, "{policy}");
+    }
 }
