@@ -250,13 +250,17 @@ fn duration_ms(system: &SystemDraw) -> u64 {
 }
 
 /// Runs `scenario` and checks every domain `report` guarantees against it: no miss, and
-/// no response longer than the task's reported bound.
+/// no response longer than the task's reported bound. Nothing is guaranteed when the
+/// input holds something the analysis does not model (`not_covered`).
 fn check_against_simulation(
     scenario: &Scenario,
     report: &Report,
     what: &str,
     text: &str,
 ) -> Result<(), TestCaseError> {
+    if !report.not_covered.is_empty() {
+        return Ok(());
+    }
     let end = scenario.duration;
     let mut sim = Simulation::new(&scenario.system, scenario.seed, false).expect("valid system");
     sim.run_until(end).expect("run");
