@@ -17,7 +17,7 @@
 //!   order while the guest serves them first-in, first-out (`fp` and `rm` guests), and a
 //!   VCPU offset that the analysis ignored.
 //!
-//! Cases: `RTVMM_AGREEMENT_CASES` (default 24, a few seconds in a debug build);
+//! Cases: `RTVMM_AGREEMENT_CASES` (default 64, under a few seconds in a debug build);
 //! `RTVMM_AGREEMENT_POLICY=rtds` draws one policy only.
 //! `RTVMM_AGREEMENT_CASES=20000 cargo test --release -p rtvmm-analyze --test agreement`
 //! is the long run recorded in `docs/analysis.md`.
@@ -332,7 +332,7 @@ fn cases() -> u32 {
     std::env::var("RTVMM_AGREEMENT_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(24)
+        .unwrap_or(64)
 }
 
 proptest! {
