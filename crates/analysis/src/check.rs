@@ -160,11 +160,16 @@ pub(crate) fn task_due_at(tasks: &[Task], t: u64) -> usize {
         .unwrap_or(tasks.len() - 1)
 }
 
-/// Lemma 1 for `tasks[i]` against the tasks before it (its higher priorities): is there a
-/// `t ∈ (0, d_i]` with `sbf(t) ≥ rbf_i(t)`? Exact, by the least fixed point (module docs).
-pub(crate) fn lemma1(tasks: &[Task], i: usize, supply: Supply, steps: &mut Steps) -> Outcome<()> {
-    let interfering = &tasks[..=i];
-    let deadline = tasks[i].deadline;
+/// Lemma 1 for a task with deadline `deadline` against `interfering` (itself and the tasks
+/// of higher or equal priority, [`crate::Workload::interfering`]): is there a
+/// `t ∈ (0, deadline]` with `sbf(t) ≥ rbf_i(t)`? Exact, by the least fixed point (module
+/// docs).
+pub(crate) fn lemma1(
+    interfering: &[Task],
+    deadline: u64,
+    supply: Supply,
+    steps: &mut Steps,
+) -> Outcome<()> {
     let first: u64 = request(interfering, 1);
     let Some(mut t) = supply.inverse(first) else {
         return Outcome::Fail(());
@@ -308,15 +313,15 @@ mod tests {
         let w = Workload::from_pairs(&[(7, 2), (8, 1), (10, 1)]).unwrap();
         let mut steps = Steps::new(1000);
         let pass = lemma1(
-            w.tasks(),
-            2,
+            w.interfering(2),
+            10,
             periodic(SupplyForm::General, 5, 4),
             &mut steps,
         );
         assert_eq!(pass, Outcome::Pass);
         let fail = lemma1(
-            w.tasks(),
-            2,
+            w.interfering(2),
+            10,
             periodic(SupplyForm::General, 5, 3),
             &mut steps,
         );
@@ -342,8 +347,12 @@ mod tests {
                             let expected = (1..=w.tasks()[i].deadline)
                                 .any(|t| sbf(form, period, budget, t) >= rbf(&w, i, t));
                             let mut steps = Steps::new(10_000);
-                            let got =
-                                lemma1(w.tasks(), i, periodic(form, period, budget), &mut steps);
+                            let got = lemma1(
+                                w.interfering(i),
+                                w.tasks()[i].deadline,
+                                periodic(form, period, budget),
+                                &mut steps,
+                            );
                             assert_eq!(
                                 got == Outcome::Pass,
                                 expected,
@@ -405,11 +414,19 @@ mod tests {
         // Γ = (1, 1): t ← ⌈t/2⌉ + 2^20 converges to 2^21 in about 21 iterations of 2 terms.
         let full = periodic(SupplyForm::General, 1, 1);
         assert_eq!(
-            lemma1(w.tasks(), 1, full, &mut Steps::new(10)),
+            lemma1(
+                w.interfering(1),
+                w.tasks()[1].deadline,
+                full,
+                &mut Steps::new(10)
+            ),
             Outcome::Undecided
         );
         let mut steps = Steps::new(1000);
-        assert_eq!(lemma1(w.tasks(), 1, full, &mut steps), Outcome::Pass);
+        assert_eq!(
+            lemma1(w.interfering(1), w.tasks()[1].deadline, full, &mut steps),
+            Outcome::Pass
+        );
         assert!(steps.used <= 2 * 25, "{} steps", steps.used);
     }
 

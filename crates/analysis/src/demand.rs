@@ -10,11 +10,12 @@
 
 use crate::workload::Workload;
 
-/// `rbf_i(t) = Σ_{k ≤ i} ⌈t / p_k⌉ · e_k` for the task at RM position `i` (0-based), i.e. the
-/// most work that task i and every higher-priority task can release in `[0, t)` under
-/// synchronous release (Shin & Lee TECS 2008).
+/// `rbf_i(t) = Σ_{k ∈ hep(i)} ⌈t / p_k⌉ · e_k` for the task at RM position `i` (0-based),
+/// i.e. the most work that task i and every task of higher **or equal** priority
+/// ([`Workload::interfering`]) can release in `[0, t)` under synchronous release (Shin & Lee
+/// TECS 2008, with ties interfering: a guest serves equal priorities first-in, first-out).
 pub fn rbf(w: &Workload, i: usize, t: u64) -> u64 {
-    w.tasks()[..=i]
+    w.interfering(i)
         .iter()
         .map(|task| t.div_ceil(task.period) * task.wcet)
         .sum()
@@ -31,7 +32,7 @@ pub fn dbf(w: &Workload, t: u64) -> u64 {
 }
 
 /// The points at which Lemma 1 must be checked for the task at RM position `i`: every
-/// multiple of `p_k` (k ≤ i) that is at most `d_i`, plus `d_i` itself, ascending, with
+/// multiple of `p_k` (k interfering with i) that is at most `d_i`, plus `d_i` itself, ascending, with
 /// `rbf_i` at each. Between two consecutive points rbf_i is constant while sbf is
 /// non-decreasing, so these points decide Lemma 1 exactly (Shin & Lee TECS 2008;
 /// spec, "Lemma 1").
@@ -42,7 +43,7 @@ pub fn dbf(w: &Workload, t: u64) -> u64 {
 pub fn rm_test_points(w: &Workload, i: usize) -> Vec<(u64, u64)> {
     let deadline = w.tasks()[i].deadline;
     let mut points: Vec<u64> = Vec::new();
-    for task in &w.tasks()[..=i] {
+    for task in w.interfering(i) {
         let mut t = task.period;
         while t <= deadline {
             points.push(t);
@@ -77,6 +78,29 @@ mod tests {
         assert_eq!(rbf(&w, 2, 10), 7);
         assert_eq!(rm_test_points(&w, 2), vec![(7, 4), (8, 6), (10, 7)]);
         assert_eq!(rm_test_points(&w, 1), vec![(7, 3), (8, 5)]);
+    }
+
+    /// Equal periods (equal deadlines under DM) are one priority level: each task's rbf
+    /// counts the other. W = {a = (10, 1, d 3), b = (10, 4)}: rbf_a(3) = 1 + 4 = 5, where
+    /// the declaration order alone would give 1. Under DM, c = (12, 2, d 3) shares a's
+    /// deadline (and level) but not its period.
+    #[test]
+    fn equal_priorities_share_a_level() {
+        let w = Workload::new([Task::with_deadline(10, 1, 3), Task::new(10, 4)]).unwrap();
+        assert_eq!(rbf(&w, 0, 3), 5);
+        assert_eq!(rbf(&w, 1, 3), 5);
+        assert_eq!(rm_test_points(&w, 0), vec![(3, 5)]);
+        let w = Workload::new([
+            Task::with_deadline(10, 1, 3),
+            Task::with_deadline(12, 2, 3),
+            Task::new(20, 1),
+        ])
+        .unwrap();
+        assert_eq!(w.interfering(0).len(), 1, "RM: periods 10 < 12");
+        let dm = w.deadline_monotonic();
+        assert_eq!(dm.interfering(0).len(), 2, "DM: deadlines 3 = 3");
+        assert_eq!(dm.interfering(1).len(), 2);
+        assert_eq!(dm.interfering(2).len(), 3);
     }
 
     /// dbf of {(5,1,d=3), (10,2)} by hand: steps at 3, 8, 10, 13, 18, 20 …

@@ -57,7 +57,8 @@
 //!   `J_j = 0` for them unconditionally.
 //! * **A bound task gets the smaller of (H3) and (H4)**; both are sound.
 //! * **Equal priorities interfere both ways** (rtvmm serves equals FIFO, so either can run
-//!   first); the published `hp(i)` is strictly higher.
+//!   first), tasks within a server and servers at the root alike, by the one rule of
+//!   [`crate::interferes`]; the published `hp(i)` is strictly higher.
 //! * **(5.13) blocking: none.** rtvmm's servers share no resources and budgets are enforced
 //!   exactly (no overrun to add to `C_X`); scheduling overheads are outside the guarantees
 //!   (the analysis notes say so when a machine has them).
@@ -200,7 +201,7 @@ use thiserror::Error;
 
 use crate::error::WorkloadError;
 use crate::rta::{self, FpTask, ResponseBound};
-use crate::workload::MAX_TIME;
+use crate::workload::{interferes, MAX_TIME};
 
 /// Server policies (as described by Davis & Burns 2005).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -476,7 +477,7 @@ fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> 
             + servers
                 .iter()
                 .enumerate()
-                .filter(|&(j, other)| j != index && other.priority <= me.priority)
+                .filter(|&(j, other)| j != index && interferes(other.priority, me.priority))
                 .map(|(_, other)| {
                     (response + release_jitter(other)).div_ceil(other.period) * other.budget
                 })
@@ -537,11 +538,9 @@ fn task_bounds(servers: &[Server], index: usize, served: bool) -> Vec<ResponseBo
         // Higher-priority tasks' bounds as known so far: final for strictly higher ones
         // (done first), (H3) for equal ones — both valid bounds. Without a bound for an
         // unbound one, (H4) does not apply.
-        let interferers: Option<Vec<(FpTask, u64)>> = tasks
-            .iter()
-            .enumerate()
-            .filter(|&(j, other)| j != i && other.priority <= tasks[i].priority)
-            .map(|(j, other)| {
+        let interferers: Option<Vec<(FpTask, u64)>> = rta::interfering_indices(tasks, i)
+            .map(|j| {
+                let other = &tasks[j];
                 let carry_in = if is_bound(j) && bounds[j].is_schedulable() {
                     Some(0)
                 } else {

@@ -408,7 +408,14 @@ impl<'w> InterfaceAnalyzer<'w> {
                     period,
                     budget,
                 };
-                self.metered(|steps| check::lemma1(self.workload.tasks(), i, supply, steps))
+                self.metered(|steps| {
+                    check::lemma1(
+                        self.workload.interfering(i),
+                        self.workload.tasks()[i].deadline,
+                        supply,
+                        steps,
+                    )
+                })
             }
         }
     }
@@ -988,7 +995,7 @@ fn test_points_within_limits(workload: &Workload) -> PointsPerTask {
             }
             let deadline = tasks[i].deadline;
             let mut count = 1u64; // d_i itself
-            for task in &tasks[..=i] {
+            for task in workload.interfering(i) {
                 count = count.saturating_add(deadline / task.period);
                 if count > MAX_POINTS_PER_TASK {
                     return None;

@@ -32,8 +32,18 @@
 //!   result says it is not proven optimal) and one query at most [`MAX_SEARCH_STEPS`] (past
 //!   it, [`InterfaceError::AnalysisLimit`] or [`InterfaceError::SearchLimit`]).
 //! * RM order: by period, ties by declaration order; results name tasks by the caller's
-//!   (declaration) index.
-//! * Fixed priorities ([`FpTask`], [`Server`]): smaller number = higher priority.
+//!   (declaration) index. The tie order is only a listing order: see the next point.
+//! * Fixed priorities ([`FpTask`], [`Server`]): smaller number = higher priority. **Equal
+//!   priorities interfere both ways**, everywhere, by one rule ([`interferes`]): for task
+//!   i the interference set is every other task j whose priority key is at most i's —
+//!   higher *or equal* — because rtvmm's guests (and Linux's `SCHED_FIFO`) serve equal
+//!   priorities first-in, first-out by release, so either can run first; the published
+//!   fixed-priority analyses treat ties the same way. That is Lemma 1's `rbf_i`
+//!   ([`Workload::interfering`]: equal periods under RM, equal deadlines under DM are one
+//!   level), the response-time recurrences ([`rta`], [`hierarchical`]) and servers at a
+//!   fixed-priority root. A fixed-priority guest whose priorities tie tasks of different
+//!   periods (deadlines under DM) is not in Lemma 1's order ([`system`]): only the
+//!   response-time bounds speak for it.
 //! * Interface ties: equal bandwidth → smaller period.
 //! * Names "Lemma 1", "Theorem 1", "Algorithm 1", `MinExec`, `MaxResPeriod`, `CrT_i` and
 //!   `X_{i,Π}` follow Lee et al., RTAS 2012, as transcribed in the project spec. Other
@@ -127,4 +137,4 @@ pub use rta::{
     fp_response_time, fp_response_times, hyperbolic_test, liu_layland_bound, liu_layland_test,
     rm_response_times, FpTask, ResponseBound,
 };
-pub use workload::{Task, Workload, MAX_TIME};
+pub use workload::{interferes, Task, Workload, MAX_TIME};

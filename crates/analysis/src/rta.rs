@@ -16,14 +16,14 @@
 //!   RM-schedulable if `Π_i (U_i + 1) ≤ 2` (implicit deadlines).
 //!
 //! Priorities: **a smaller number is a higher priority**. Tasks of equal priority are
-//! each counted as interfering with the other (the conservative reading, valid whatever
-//! the tie-break at run time).
+//! each counted as interfering with the other ([`crate::interferes`]): rtvmm's guests
+//! serve them first-in, first-out, so either can run first.
 
 use num_bigint::{BigInt, BigUint};
 use serde::Serialize;
 
 use crate::error::WorkloadError;
-use crate::workload::{Task, Workload};
+use crate::workload::{interferes, Task, Workload};
 
 /// A task with an explicit fixed priority (smaller = more urgent).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -92,14 +92,16 @@ impl ResponseBound {
     }
 }
 
-/// Indices of the tasks that interfere with `i`: higher priority, or equal priority.
+/// The tasks that interfere with `i`: every other task of higher or equal priority
+/// ([`crate::interferes`]).
 pub(crate) fn interferers(tasks: &[FpTask], i: usize) -> impl Iterator<Item = &FpTask> + '_ {
+    interfering_indices(tasks, i).map(move |j| &tasks[j])
+}
+
+/// The indices of [`interferers`].
+pub(crate) fn interfering_indices(tasks: &[FpTask], i: usize) -> impl Iterator<Item = usize> + '_ {
     let priority = tasks[i].priority;
-    tasks
-        .iter()
-        .enumerate()
-        .filter(move |&(j, task)| j != i && task.priority <= priority)
-        .map(|(_, task)| task)
+    (0..tasks.len()).filter(move |&j| j != i && interferes(tasks[j].priority, priority))
 }
 
 /// The least fixed point `R ≤ limit` of `R = C_i + Σ_{j∈hp(i)} ⌈R/T_j⌉ C_j` (Audsley et al.
@@ -171,18 +173,19 @@ pub(crate) fn validate(tasks: &[FpTask]) -> Result<(), WorkloadError> {
 }
 
 /// Response times of a workload under RM (its RM order is the priority order; equal
-/// periods are ordered by declaration, i.e. *not* treated as mutually interfering here,
-/// matching Lemma 1's `rbf_i`). Results are in RM order.
+/// periods share a priority level and interfere both ways, as in Lemma 1's `rbf_i`).
+/// Results are in RM order.
 pub fn rm_response_times(w: &Workload) -> Vec<ResponseBound> {
     let tasks: Vec<FpTask> = w
         .tasks()
         .iter()
         .enumerate()
-        .map(|(rank, task)| FpTask {
+        .map(|(i, task)| FpTask {
             period: task.period,
             wcet: task.wcet,
             deadline: task.deadline,
-            priority: rank as u32,
+            // One number per level: the end of the level, increasing from level to level.
+            priority: u32::try_from(w.interfering(i).len()).unwrap_or(u32::MAX),
         })
         .collect();
     (0..tasks.len())
@@ -308,6 +311,16 @@ mod tests {
         let w = Workload::from_pairs(&[(2, 1), (3, 1)]).unwrap();
         assert!(hyperbolic_test(&w));
         assert!(!liu_layland_test(&w));
+    }
+
+    /// RM with equal periods: one level, so (10, 1, d 3) waits for (10, 4) declared after it:
+    /// R = 1 + 4 = 5 > 3.
+    #[test]
+    fn rm_equal_periods_interfere_both_ways() {
+        let w = Workload::new([Task::with_deadline(10, 1, 3), Task::new(10, 4)]).unwrap();
+        let got = rm_response_times(&w);
+        assert_eq!(got[0], ResponseBound::ExceedsDeadline { at_least: 5 });
+        assert_eq!(got[1].response_time(), Some(5));
     }
 
     #[test]

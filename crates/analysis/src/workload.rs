@@ -135,15 +135,44 @@ impl Task {
     }
 }
 
+/// Who interferes with whom under fixed priorities, in one place: a task whose priority key
+/// is `other` (a period under RM, a relative deadline under DM, an explicit priority; smaller
+/// = more urgent) can delay a task whose key is `own` iff `other ≤ own` — higher **or
+/// equal** priority. rtvmm's guests serve equal priorities first-in, first-out by release
+/// (`crates/core/src/guest.rs`), so a job of equal priority released just before can run
+/// first, whatever the declaration order; the published fixed-priority analyses treat ties
+/// the same way (`hp(i)` taken as "higher or equal"). Every fixed-priority test of this
+/// crate — Lemma 1's `rbf_i` ([`Workload::interfering`]), the response-time recurrences
+/// ([`crate::rta`], [`crate::hierarchical`]), servers at a fixed-priority root — asks this.
+pub fn interferes<K: Ord>(other: K, own: K) -> bool {
+    other <= own
+}
+
 /// A validated, non-empty set of periodic tasks, kept in **priority order**: rate-monotonic
 /// from [`Workload::new`] (sorted by period, ties broken by declaration order — a stable
 /// sort — so `tasks()[0]` has the highest RM priority), deadline-monotonic from
 /// [`Workload::deadline_monotonic`]. [`Workload::declaration_index`] maps a position back to
 /// the caller's order so that errors and reports can name the task the caller wrote.
+///
+/// Tasks with equal keys (equal periods under RM, equal deadlines under DM) share a
+/// priority level and interfere both ways ([`interferes`]): the order among them is only
+/// the order results are listed in, and [`Workload::interfering`] gives each the whole
+/// level.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Workload {
     tasks: Vec<Task>,
     declared_at: Vec<usize>,
+    /// Per position, the last position of its priority level.
+    level_end: Vec<usize>,
+}
+
+/// Per position of `tasks` (sorted by `key`), the last position whose task interferes with
+/// it ([`interferes`]): the end of its priority level.
+fn level_ends<K: Ord>(tasks: &[Task], key: impl Fn(&Task) -> K) -> Vec<usize> {
+    tasks
+        .iter()
+        .map(|own| tasks.partition_point(|other| interferes(key(other), key(own))) - 1)
+        .collect()
 }
 
 impl Workload {
@@ -158,24 +187,36 @@ impl Workload {
         }
         let mut order: Vec<usize> = (0..declared.len()).collect();
         order.sort_by_key(|&index| declared[index].period); // stable: ties keep declaration order
+        let tasks: Vec<Task> = order.iter().map(|&index| declared[index]).collect();
         Ok(Workload {
-            tasks: order.iter().map(|&index| declared[index]).collect(),
+            level_end: level_ends(&tasks, |task| task.period),
+            tasks,
             declared_at: order,
         })
     }
 
     /// The same tasks in **deadline-monotonic order**: by relative deadline, ties by period,
-    /// then by declaration order. For implicit deadlines this is the RM order.
+    /// then by declaration order. For implicit deadlines this is the RM order. Equal
+    /// deadlines share a priority level (a DM guest serves them first-in, first-out).
     pub fn deadline_monotonic(&self) -> Workload {
         let mut order: Vec<usize> = (0..self.tasks.len()).collect();
         order.sort_by_key(|&k| {
             let task = &self.tasks[k];
             (task.deadline, task.period, self.declared_at[k])
         });
+        let tasks: Vec<Task> = order.iter().map(|&k| self.tasks[k]).collect();
         Workload {
-            tasks: order.iter().map(|&k| self.tasks[k]).collect(),
+            level_end: level_ends(&tasks, |task| task.deadline),
+            tasks,
             declared_at: order.iter().map(|&k| self.declared_at[k]).collect(),
         }
+    }
+
+    /// The tasks whose demand counts against the task at priority position `i`: itself and
+    /// every task of higher or equal priority ([`interferes`]) — a prefix of
+    /// [`Workload::tasks`], through the end of `i`'s priority level. `rbf_i` sums over these.
+    pub fn interfering(&self, i: usize) -> &[Task] {
+        &self.tasks[..=self.level_end[i]]
     }
 
     /// Convenience for implicit-deadline tasks given as `(period, wcet)` pairs.

@@ -22,6 +22,7 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         system,
         domains: inputs,
         mut notes,
+        not_covered,
     } = converted;
     let model = system.root;
     // Each domain's server kind at the root, for the notes.
@@ -65,8 +66,9 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         u_w_exact: u_w.to_fraction_string(),
         u_rm_minus_u_w: u_rm.to_f64() - u_w.to_f64(),
         root_schedulable: domains.iter().all(|d| d.root_schedulable.unwrap_or(true)),
-        schedulable: domains.iter().all(|d| d.schedulable),
+        schedulable: not_covered.is_empty() && domains.iter().all(|d| d.schedulable),
         domains,
+        not_covered,
         notes,
     }
 }
@@ -139,7 +141,7 @@ fn refused(input: &DomainInput, why: &Refused, model: RootModel, unit: u64) -> D
         root_response_time: None,
         schedulable: false,
         reason: Some(words::refused(why, unit)),
-        failed_task: Some(input.tasks[why.task()].name.clone()),
+        failed_task: why.task().map(|task| input.tasks[task].name.clone()),
         tasks,
     }
 }

@@ -62,14 +62,30 @@
 //!   is cut to the period (the analyses need `d ≤ p`; an earlier deadline is safe). With
 //!   `--given`, the unit is the gcd of the quantum and every VCPU budget and period, so
 //!   the VCPUs are checked exactly.
-//! - **Tasks.** Periodic tasks, and sporadic tasks at their minimum inter-arrival time.
-//!   Aperiodic tasks have no minimum inter-arrival time: nothing can be guaranteed for
+//! - **Tasks.** Periodic tasks, and sporadic tasks at their minimum inter-arrival time,
+//!   whatever their offsets (every test here holds for any phasing). Aperiodic, Poisson
+//!   and triggered tasks have no minimum inter-arrival time: nothing can be guaranteed for
 //!   them or for the tasks they can delay, so their domain fails, naming them. An
 //!   overrunning task (wcet > period) fails its domain too.
+//! - **What is refused** (issue 23: what `check --admit` admits, the simulation must
+//!   show). A domain with a **VCPU offset** fails, naming the domain and `vcpu.offset`: its
+//!   VCPU has no budget before its first period while its tasks may be released from 0,
+//!   which no interface or bound models. A domain that fails this way (or for a task
+//!   above) still runs its VCPU, which still competes at the root. And the whole input is
+//!   **not covered** — no verdict is a guarantee, `check --admit` refuses naming the field,
+//!   and `analyze`'s verdict is "NOT schedulable" (the domains are still analysed, as if on
+//!   one pcpu) — with several pcpus, cpupools, a domain of several VCPUs or with affinity
+//!   or `smp`, events, tick replenishment, scheduling overhead, EDF over servers that keep
+//!   their budget (RTDS, SEDF), or a policy that enforces no budget per period (Credit,
+//!   ARINC 653) ([`Report::not_covered`]).
 //! - **Guests.** Lemma 1 is the rate-monotonic test: `rm` guests, and `dm`/`fp` guests
 //!   whose priority order is rate-monotonic (the workload is built in the guest's own
-//!   priority order, so ties after rounding keep the simulator's order); `edf` guests get
-//!   the dbf test. `--guest rm|edf` analyses every domain as that scheduler instead. A
+//!   priority order); `edf` guests get the dbf test. **Equal priorities** — equal periods
+//!   (`rm`), equal deadlines (`dm`), equal `priority` (`fp`), as the guest compares them —
+//!   are one level, which the guest serves first-in, first-out: each task of a level
+//!   interferes with every other, in Lemma 1 and in the response-time bounds alike
+//!   ([`rtvmm_analysis::interferes`]). An `fp` tie between different periods is not
+//!   rate-monotonic, so only the bounds speak for such a domain. `--guest rm|edf` analyses every domain as that scheduler instead. A
 //!   CARTS component that says `DM`, or `RM` with a deadline below its period (CARTS orders
 //!   such tasks by deadline, and a note says so), is analysed deadline-monotonic: Lemma 1
 //!   with the tasks in deadline order.
@@ -96,10 +112,13 @@
 //!   up to `2Π − Θ`, more than the model's `2(Π − Θ)`: under Polling, Lemma 1 is not used
 //!   and the verdict rests on the hierarchical response-time bounds. The same holds for a
 //!   Sporadic Server that can merge replenishments (below).
-//!   RTDS and SEDF (EDF over servers) deliver every budget in every period iff
-//!   `Σ Θ/Π ≤ 1`. Credit and ARINC 653 do not enforce a budget per period: the verdict
-//!   then assumes a server that does (the root is checked as RM, the interfaces as
-//!   periodic tasks), and the notes say so.
+//!   RTDS and SEDF (EDF over servers) are checked by `Σ Θ/Π ≤ 1`, which is not enough for
+//!   servers that keep unused budget to the end of the period, as both do (a server that
+//!   wakes late claims all of Θ just before its deadline): the input is **not covered**
+//!   (below), the verdict shown for what it is. Credit and ARINC 653 do not enforce a
+//!   budget per period: the verdict then assumes a server that does (the root is checked
+//!   as RM, the interfaces as periodic tasks), the notes say so, and the input is not
+//!   covered either.
 //! - **Response times** (`--rta`): Davis & Burns's hierarchical analysis
 //!   ([`rtvmm_analysis::hierarchical`]) under the Deferrable, Periodic, Polling or Sporadic
 //!   server, with each domain's local fixed priorities as its guest orders them; "not
@@ -167,7 +186,8 @@ pub fn analyze(input: &Input, options: &Options) -> Result<Report, AnalyzeError>
 }
 
 /// `check --admit`: the scenario's own VCPUs are the interfaces where it has them, the
-/// computed interfaces elsewhere; refused when any domain cannot be guaranteed.
+/// computed interfaces elsewhere; refused when the scenario holds something the analysis
+/// does not model ([`Report::not_covered`]) or any domain cannot be guaranteed.
 pub fn admit(scenario: &Scenario) -> Result<Report, Box<(Refusal, Report)>> {
     let options = Options {
         given: true,

@@ -118,8 +118,14 @@ pub struct Report {
     pub u_w_exact: String,
     pub u_rm_minus_u_w: f64,
     pub root_schedulable: bool,
+    /// Every domain is schedulable and the input holds nothing the analysis does not
+    /// model (`not_covered` is empty).
     pub schedulable: bool,
     pub domains: Vec<DomainReport>,
+    /// What the input holds that the analysis does not model (several pcpus, cpupools,
+    /// placement, several VCPUs, events), one reason each: with any, nothing is
+    /// guaranteed, whatever the domains' verdicts.
+    pub not_covered: Vec<String>,
     pub notes: Vec<String>,
 }
 
@@ -139,39 +145,53 @@ fn server_label<S: Serializer>(server: &Option<ServerKind>, s: S) -> Result<S::O
     server.map(server_name).serialize(s)
 }
 
-/// Why `check --admit` refuses a scenario.
+/// Why `check --admit` refuses a scenario: a domain (and task) that cannot be guaranteed,
+/// or (`domain` `None`) something the analysis does not model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
-    pub domain: String,
+    pub domain: Option<String>,
     pub task: Option<String>,
     pub reason: String,
 }
 
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.task {
-            Some(task) => write!(
+        match (&self.domain, &self.task) {
+            (Some(domain), Some(task)) => write!(
                 f,
-                "not admitted: domain '{}', task '{}' cannot be guaranteed: {}",
-                self.domain, task, self.reason
+                "not admitted: domain '{domain}', task '{task}' cannot be guaranteed: {}",
+                self.reason
             ),
-            None => write!(
+            (Some(domain), None) => write!(
                 f,
-                "not admitted: domain '{}' cannot be guaranteed: {}",
-                self.domain, self.reason
+                "not admitted: domain '{domain}' cannot be guaranteed: {}",
+                self.reason
+            ),
+            (None, _) => write!(
+                f,
+                "not admitted: the analysis does not model this scenario: {}",
+                self.reason
             ),
         }
     }
 }
 
 impl Report {
-    /// The first domain that cannot be guaranteed, as `check --admit` reports it.
+    /// What `check --admit` reports: the first thing the analysis does not model, else
+    /// the first domain that cannot be guaranteed.
     pub fn refusal(&self) -> Option<Refusal> {
+        if let Some(reason) = self.not_covered.first() {
+            return Some(Refusal {
+                domain: None,
+                task: None,
+                reason: reason.clone(),
+            });
+        }
         self.domains
             .iter()
             .find(|d| !d.schedulable)
             .map(|d| Refusal {
-                domain: d.name.clone(),
+                domain: Some(d.name.clone()),
                 task: d.failed_task.clone(),
                 reason: d
                     .reason

@@ -36,6 +36,10 @@ pub(crate) fn refused(why: &Refused, unit: u64) -> String {
         Refused::Overrun { wcet, period, .. } => format!(
             "its wcet {wcet} exceeds its period {period}: an overrunning task cannot be guaranteed"
         ),
+        Refused::VcpuOffset { offset } => format!(
+            "vcpu.offset = {offset}: its VCPU has no budget before its first period while its \
+             tasks may be released from time 0, and the analysis does not model a VCPU offset"
+        ),
     }
 }
 

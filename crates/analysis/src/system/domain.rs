@@ -46,9 +46,19 @@ fn prepare(guest: &Guest) -> Prepared {
                 PriorityOrder::RateMonotonic => t.task.period,
                 PriorityOrder::DeadlineMonotonic => t.task.deadline,
             };
-            let covered = ordered
-                .windows(2)
-                .all(|pair| key(&pair[0]) <= key(&pair[1]));
+            // Lemma 1 orders by the key, equal keys sharing a level: it covers the guest's
+            // priorities iff they never put a larger key first and every level of equal
+            // priorities has one key (a tie between different keys would let the task
+            // with the smaller key wait behind the other, which Lemma 1 does not count).
+            // Equal keys of different priorities are counted both ways: safe.
+            let covered = ordered.windows(2).all(|pair| {
+                let (a, b) = (&pair[0], &pair[1]);
+                if a.task.priority == b.task.priority {
+                    key(a) == key(b)
+                } else {
+                    key(a) <= key(b)
+                }
+            });
             (
                 ordered.iter().map(|t| t.task.task()).collect(),
                 order.guest(),

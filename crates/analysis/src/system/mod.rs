@@ -12,9 +12,13 @@
 //! **Step 1, each domain alone.** Its tasks are validated ([`Workload`](crate::Workload)); its interface is
 //! found or checked by [`domain_interface`](crate::domain_interface) (Algorithm 1, `(Π, MinExec(Π))`, or a given
 //! one checked by Lemma 1 or the dbf test). Lemma 1 orders the tasks rate- (or deadline-)
-//! monotonically, so for a fixed-priority guest whose priority order is not that one it
-//! proves nothing: no interface can be computed, and a given one is only taken to the
-//! root, for the response-time analysis to judge. A domain without tasks
+//! monotonically, equal periods (deadlines) one level, so for a fixed-priority guest whose
+//! priority order is not that one it proves nothing: no interface can be computed, and a
+//! given one is only taken to the root, for the response-time analysis to judge. The order
+//! is Lemma 1's iff no priority puts a longer period (deadline) before a shorter one and
+//! tasks of equal priority have equal periods (deadlines): equal priorities interfere both
+//! ways ([`crate::interferes`]), so a tie between different periods would make the task of
+//! the shorter one wait behind the other, which `rbf` in period order does not count. A domain without tasks
 //! ([`Guest::Idle`]) needs no interface; a given one (its VCPU) still competes at the root.
 //!
 //! **Step 2, server priorities.** The domains with an interface are the root's servers.
@@ -31,9 +35,16 @@
 //!   higher-priority servers interfering, but (5.1) not checked: every task gets its bound
 //!   ([`RootCheck::Skipped`](crate::RootCheck::Skipped)). Not sound — it is how the 2011 RT-Xen evaluation applied
 //!   the analysis, kept for comparison.
-//! * [`RootModel::Edf`] — EDF over servers (RTDS, SEDF): every server gets its budget in
-//!   every period iff `Σ Θ/Π ≤ 1` (Liu & Layland's EDF bound, on the servers as
-//!   implicit-deadline periodic tasks).
+//! * [`RootModel::Edf`] — EDF over servers (RTDS, SEDF): `Σ Θ/Π ≤ 1` (Liu & Layland's EDF
+//!   bound, on the servers as implicit-deadline periodic tasks). **Known gap**: that is
+//!   enough only for servers that run their budget as soon as it is replenished. RTDS and
+//!   SEDF keep unused budget to the end of the period (deferrable servers under EDF): one
+//!   that wakes late claims all of Θ just before its deadline, and a server that was
+//!   backlogged all along can lose its budget to it — issue 23's property test found an
+//!   RTDS server (4, 1) missing behind a server (14, 4) that woke 4.3 ms before their
+//!   common deadline (`crates/analyze/tests/agreement.rs`,
+//!   `edf_over_budget_keeping_servers_needs_more_than_their_bandwidth`). No sound root test
+//!   for such servers is implemented; `rtvmm analyze` names the EDF root as not covered.
 //! * [`RootModel::RateMonotonic`] — the interfaces as rate-monotonic periodic tasks, by
 //!   exact response-time analysis ([`rate_monotonic_root`](crate::rate_monotonic_root)), for VMMs that do not enforce a
 //!   budget per period (Credit, ARINC 653): the verdict holds for servers that deliver
@@ -94,7 +105,8 @@ pub enum RootModel {
         /// The servers' policy.
         server: ServerKind,
     },
-    /// EDF over servers: `Σ Θ/Π ≤ 1`.
+    /// EDF over servers: `Σ Θ/Π ≤ 1` (not sufficient for servers that keep unused budget;
+    /// see the module docs).
     Edf,
     /// The interfaces as rate-monotonic periodic tasks (exact response-time analysis).
     RateMonotonic,

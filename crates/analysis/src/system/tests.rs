@@ -350,3 +350,68 @@ fn failures_name_tasks_by_their_position_as_given() {
         DomainVerdict::NoInterface(DomainFailure::Unschedulable { task_index: 0, .. })
     ));
 }
+
+/// Equal priorities interfere both ways (issue 23): a guest serves them first-in,
+/// first-out. Dedicated server (Π, Θ) = (10, 10), tasks short = (20, 1, d 4) and
+/// long = (40, 8), both of priority 1.
+/// * Their periods differ, so the tie is not a rate-monotonic level: Lemma 1 (which
+///   would let `short`, declared first, see only itself) does not cover this order.
+/// * The response-time bound of `short` counts `long`: 1 + 8 = 9 > 4 — not guaranteed,
+///   and to blame. The bound of `long` counts `short`: 8 + ⌈R/20⌉ = 9.
+#[test]
+fn equal_priorities_with_different_periods_interfere_and_are_not_lemma_1s_order() {
+    let short = GuestTask {
+        task: FpTask {
+            period: 20,
+            wcet: 1,
+            deadline: 4,
+            priority: 1,
+        },
+        offset: None,
+    };
+    let system = System {
+        root: periodic(true),
+        domains: vec![domain(
+            "d",
+            rm(vec![short, fp_task(40, 8, 1, None)]),
+            given(10, 10),
+        )],
+    };
+    let result = analyze(&system);
+    let d = &result.domains[0];
+    assert_eq!(d.tasks[0].lemma1, Lemma1::NotTested);
+    assert_eq!(
+        d.tasks[0].response,
+        Response::Bound(ResponseBound::ExceedsDeadline { at_least: 9 })
+    );
+    assert_eq!(bound(&d.tasks[1]), Some(9));
+    assert_eq!(d.verdict, DomainVerdict::TaskNotGuaranteed { task: 0 });
+}
+
+/// The same tie between equal periods is a rate-monotonic level: Lemma 1 applies, and
+/// `rbf` of `short` = (40, 1, d 4) counts `long` = (40, 8): rbf(t) = 9 > t = sbf(t) for
+/// every t ≤ 4 on the dedicated (10, 10) — it fails, as does its bound 9 > 4.
+#[test]
+fn equal_periods_are_one_level_in_lemma_1() {
+    let short = GuestTask {
+        task: FpTask {
+            period: 40,
+            wcet: 1,
+            deadline: 4,
+            priority: 1,
+        },
+        offset: None,
+    };
+    let system = System {
+        root: periodic(true),
+        domains: vec![domain(
+            "d",
+            rm(vec![short, fp_task(40, 8, 1, None)]),
+            given(10, 10),
+        )],
+    };
+    let d = &analyze(&system).domains[0];
+    assert_eq!(d.tasks[0].lemma1, Lemma1::Fails);
+    assert_eq!(d.tasks[1].lemma1, Lemma1::Holds);
+    assert_eq!(d.verdict, DomainVerdict::TaskNotGuaranteed { task: 0 });
+}

@@ -3,7 +3,9 @@
 use proptest::prelude::*;
 use rtvmm_analysis::*;
 
-use crate::util::{lcm, naive_edf, naive_lemma1, naive_min_exec, naive_rbf};
+use crate::util::{
+    by_deadline, by_period, lcm, naive_edf, naive_lemma1, naive_min_exec, naive_rbf,
+};
 
 /// Random implicit-deadline workloads with `U ≤ 1` (most of them schedulable on a dedicated
 /// processor; a few are not, which exercises the error path).
@@ -91,7 +93,7 @@ proptest! {
     fn min_exec_is_the_smallest_passing_budget(w in workload(4, 20), period in 1u64..30) {
         let analyzer = InterfaceAnalyzer::new(&w, GuestScheduler::Rm);
         for form in [SupplyForm::General, SupplyForm::Harmonic] {
-            let expected = naive_min_exec(period, |budget| naive_lemma1(&w, period, budget, form));
+            let expected = naive_min_exec(period, |budget| naive_lemma1(&w, by_period, period, budget, form));
             let got = analyzer.min_exec_with_form(period, form).ok();
             prop_assert_eq!(got, expected, "form {:?}", form);
         }
@@ -136,7 +138,7 @@ proptest! {
                 let mut best: Vec<u64> = Vec::new();
                 let mut best_value: Option<(u64, u64)> = None; // (rbf, t − s)
                 for t in s + 1..=deadline {
-                    let value = (naive_rbf(&w, i, t), t - s);
+                    let value = (naive_rbf(&w, by_period, i, t), t - s);
                     match best_value {
                         None => { best_value = Some(value); best = vec![t]; }
                         Some((r, d)) => {
@@ -255,12 +257,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// DM on a dedicated processor (Θ = Π) is the exact deadline-monotonic test, so it must
-    /// agree with the response-time recurrence run with deadline-monotonic priorities.
+    /// agree with the response-time recurrence run with deadline-monotonic priorities
+    /// (equal deadlines one priority, interfering both ways).
     #[test]
     fn dm_lemma_1_on_a_full_budget_equals_rta(w in constrained_workload(6, 40), period in 1u64..20) {
         let dm = w.deadline_monotonic();
-        let tasks: Vec<FpTask> = dm.tasks().iter().enumerate().map(|(rank, t)| FpTask {
-            period: t.period, wcet: t.wcet, deadline: t.deadline, priority: rank as u32,
+        let tasks: Vec<FpTask> = dm.tasks().iter().map(|t| FpTask {
+            period: t.period, wcet: t.wcet, deadline: t.deadline, priority: t.deadline as u32,
         }).collect();
         let first_rta_failure = fp_response_times(&tasks).unwrap().iter().position(|r| !r.is_schedulable());
         let analyzer = InterfaceAnalyzer::new(&w, GuestScheduler::Dm);
@@ -275,7 +278,7 @@ proptest! {
         let dm = w.deadline_monotonic();
         let mut best: Option<Interface> = None;
         for period in 1..=20 * w.max_period() {
-            let Some(budget) = naive_min_exec(period, |budget| naive_lemma1(&dm, period, budget, SupplyForm::General)) else { continue };
+            let Some(budget) = naive_min_exec(period, |budget| naive_lemma1(&dm, by_deadline, period, budget, SupplyForm::General)) else { continue };
             let candidate = Interface::new(period, budget);
             if best.is_none_or(|b| candidate.bandwidth() < b.bandwidth()) {
                 best = Some(candidate);

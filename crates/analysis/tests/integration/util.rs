@@ -4,20 +4,39 @@
 
 use std::collections::VecDeque;
 
-use rtvmm_analysis::{sbf, SupplyForm, Workload};
+use rtvmm_analysis::{sbf, SupplyForm, Task, Workload};
 
-/// `rbf_i(t)` straight from the definition.
-pub fn naive_rbf(w: &Workload, i: usize, t: u64) -> u64 {
-    w.tasks()[..=i]
+/// A task's rate-monotonic priority key (smaller = more urgent).
+pub fn by_period(task: &Task) -> u64 {
+    task.period
+}
+
+/// A task's deadline-monotonic priority key.
+pub fn by_deadline(task: &Task) -> u64 {
+    task.deadline
+}
+
+/// `rbf_i(t)` straight from the definition: every task whose priority `key` is at most
+/// task i's (higher or equal priority: a guest serves ties first-in, first-out), i included.
+pub fn naive_rbf(w: &Workload, key: fn(&Task) -> u64, i: usize, t: u64) -> u64 {
+    let own = key(&w.tasks()[i]);
+    w.tasks()
         .iter()
+        .filter(|task| key(task) <= own)
         .map(|task| t.div_ceil(task.period) * task.wcet)
         .sum()
 }
 
 /// Lemma 1 over every integer t in (0, d_i].
-pub fn naive_lemma1(w: &Workload, period: u64, budget: u64, form: SupplyForm) -> bool {
+pub fn naive_lemma1(
+    w: &Workload,
+    key: fn(&Task) -> u64,
+    period: u64,
+    budget: u64,
+    form: SupplyForm,
+) -> bool {
     (0..w.len()).all(|i| {
-        (1..=w.tasks()[i].deadline).any(|t| sbf(form, period, budget, t) >= naive_rbf(w, i, t))
+        (1..=w.tasks()[i].deadline).any(|t| sbf(form, period, budget, t) >= naive_rbf(w, key, i, t))
     })
 }
 

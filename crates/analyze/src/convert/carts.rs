@@ -80,14 +80,18 @@ pub(super) fn drafts(
             // Equal periods (deadlines under dm) share a level: the guest serves them
             // first-in, first-out.
             let dm = guest == AnalysisGuest::Dm;
-            assign_levels(&mut tasks, &order, |t| {
-                let (period, _, deadline) = units(t);
-                if dm {
-                    deadline
-                } else {
-                    period
-                }
-            });
+            let keys: Vec<u64> = tasks
+                .iter()
+                .map(|t| {
+                    let (period, _, deadline) = units(t);
+                    if dm {
+                        deadline
+                    } else {
+                        period
+                    }
+                })
+                .collect();
+            assign_levels(&mut tasks, &order, |i| keys[i]);
         }
         if !component.children.is_empty() {
             notes.push(format!(

@@ -13,7 +13,7 @@ use rtvmm_analysis::{
     FpTask, GuestScheduler as AnalysisGuest, Interface, InterfaceChoice, PeriodRange, SbfMode,
     ServerKind, Task,
 };
-use rtvmm_core::machine::ReplenishMode;
+use rtvmm_core::machine::{Overheads, ReplenishMode};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 
@@ -43,6 +43,9 @@ pub(crate) struct Converted {
     pub domains: Vec<DomainInput>,
     /// What the conversion noticed (rounding, options, what the analysis leaves out).
     pub notes: Vec<String>,
+    /// What the input holds that the analysis does not model at all (several pcpus, cpupools,
+    /// placement, several VCPUs, events): with any of it no verdict is a guarantee.
+    pub not_covered: Vec<String>,
 }
 
 /// One input domain, as the report shows it.
@@ -96,14 +99,19 @@ pub(crate) enum Refused {
         wcet: Nanos,
         period: Nanos,
     },
+    /// A VCPU whose first period starts after time 0 (`vcpu.offset`): its tasks can be
+    /// released before it has any budget, which no interface or bound models.
+    VcpuOffset { offset: Nanos },
 }
 
 impl Refused {
-    pub fn task(&self) -> usize {
+    /// The task to blame, if one is.
+    pub fn task(&self) -> Option<usize> {
         match *self {
             Refused::Aperiodic { task }
             | Refused::ShorterThanUnit { task, .. }
-            | Refused::Overrun { task, .. } => task,
+            | Refused::Overrun { task, .. } => Some(task),
+            Refused::VcpuOffset { .. } => None,
         }
     }
 }
@@ -134,6 +142,7 @@ struct Draft {
 /// Converts `input` as `options` say.
 pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, AnalyzeError> {
     let mut notes = Vec::new();
+    let mut not_covered = Vec::new();
     let policy = options.policy.unwrap_or(match input {
         Input::Scenario(s) => s.policy(),
         Input::Carts { .. } => PolicyKind::Periodic,
@@ -158,6 +167,22 @@ pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, Ana
     apply_interface_options(&mut drafts, unit, options, &mut notes)?;
     if let Input::Scenario(scenario) = input {
         scenario_notes(scenario, options, &mut notes);
+        not_covered = scenario_not_covered(scenario);
+    }
+    match root_model(policy) {
+        RootModel::RateMonotonic => not_covered.push(format!(
+            "scheduler.policy = {}: it does not enforce a budget per period, which the \
+             analysis assumes",
+            policy.name()
+        )),
+        RootModel::Edf => not_covered.push(format!(
+            "scheduler.policy = {}: EDF over servers that keep unused budget to the end of \
+             the period; Σ Θ/Π ≤ 1 does not guarantee every budget (a server that wakes late \
+             claims all of it just before its deadline), and no sound root test for them is \
+             implemented",
+            policy.name()
+        )),
+        RootModel::FixedPriority { .. } | RootModel::NoRootCheck { .. } => {}
     }
     let mut system = System {
         root: root_model(policy),
@@ -181,6 +206,7 @@ pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, Ana
         system,
         domains,
         notes,
+        not_covered,
     })
 }
 
@@ -314,6 +340,59 @@ fn apply_interface_options(
     Ok(())
 }
 
+/// What a scenario holds that the single-pcpu analysis does not model, one reason per
+/// kind, naming the field: tick replenishment, scheduling overhead, several pcpus,
+/// cpupools, a domain's placement (several VCPUs, affinity, `smp`), and events (the
+/// analysis covers the domains present at time 0 with their parameters then).
+fn scenario_not_covered(scenario: &rtvmm_scenario::Scenario) -> Vec<String> {
+    let system = &scenario.system;
+    let mut reasons = Vec::new();
+    if system.machine.replenishment == ReplenishMode::Tick {
+        reasons.push(
+            "machine.replenishment = tick: the analysis assumes budgets replenished exactly on \
+             time"
+                .to_string(),
+        );
+    }
+    if system.machine.overheads != Overheads::ZERO {
+        reasons.push("machine.overhead: the analysis assumes no scheduling overhead".to_string());
+    }
+    if system.machine.pcpus > 1 {
+        reasons.push(format!(
+            "machine.pcpus = {}: the analysis is for one pcpu",
+            system.machine.pcpus
+        ));
+    }
+    if !system.has_only_default_pool() {
+        reasons.push(format!(
+            "[[pool]]: {} cpupools; the analysis is for one pcpu under one policy",
+            system.pools.len()
+        ));
+    }
+    for d in &system.domains {
+        let vcpus = d.placement.vcpu_count();
+        if vcpus > 1 {
+            reasons.push(format!(
+                "domain '{}': vcpus = {vcpus}; the analysis covers one VCPU per domain",
+                d.name
+            ));
+        } else if d.placement != Default::default() {
+            reasons.push(format!(
+                "domain '{}': its placement (affinity, smp) is not analysed",
+                d.name
+            ));
+        }
+    }
+    if !system.changes.is_empty() {
+        reasons.push(format!(
+            "[[event]]: {} event(s) change the system after time 0; the analysis covers the \
+             domains present at time 0 with their parameters then",
+            system.changes.len()
+        ));
+    }
+    reasons
+}
+
 /// What a scenario holds that the analysis does not cover.
 fn scenario_notes(scenario: &rtvmm_scenario::Scenario, options: &Options, notes: &mut Vec<String>) {
     let added = scenario
@@ -402,48 +481,47 @@ fn finish(
         max_replenishments,
         release_offsets,
     } = draft;
+    // A domain without tasks has no demand, and a refused one none the analysis can take:
+    // neither needs an interface, but a VCPU either has still runs and competes at the
+    // root (taken the safe way: budget up, period down).
+    let (guest, interface) = if tasks.is_empty() || refused.is_some() {
+        let vcpu = vcpu.map(|(budget, period, _)| {
+            let period_units = (period.as_ns() / unit).max(1);
+            let budget_units = budget.as_ns().div_ceil(unit).clamp(1, period_units);
+            InterfaceChoice::Given(Interface::new(period_units, budget_units))
+        });
+        (system::Guest::Idle, vcpu.unwrap_or_default())
+    } else {
+        (
+            analysis_guest(guest, &tasks, &order, &release_offsets),
+            choice,
+        )
+    };
+    system.push(system::Domain {
+        name: name.clone(),
+        guest,
+        interface,
+        sbf: if options.sbf == SbfMode::Auto && aligned {
+            SbfMode::Auto
+        } else {
+            SbfMode::General
+        },
+        root_priority: if options.given {
+            vcpu.map(|v| v.2)
+        } else {
+            None
+        },
+        replenishment_cap: Some(ReplenishmentCap {
+            max_pending: u64::from(max_replenishments),
+            grains_per_unit: unit,
+        }),
+    });
     let role = match refused {
         Some(refused) => Role::Refused(refused),
-        None => {
-            let (guest, interface) = if tasks.is_empty() {
-                // No demand: no interface needed, but a VCPU it has still competes at the
-                // root (taken the safe way: budget up, period down).
-                let vcpu = vcpu.map(|(budget, period, _)| {
-                    let period_units = (period.as_ns() / unit).max(1);
-                    let budget_units = budget.as_ns().div_ceil(unit).clamp(1, period_units);
-                    InterfaceChoice::Given(Interface::new(period_units, budget_units))
-                });
-                (system::Guest::Idle, vcpu.unwrap_or_default())
-            } else {
-                (
-                    analysis_guest(guest, &tasks, &order, &release_offsets),
-                    choice,
-                )
-            };
-            system.push(system::Domain {
-                name: name.clone(),
-                guest,
-                interface,
-                sbf: if options.sbf == SbfMode::Auto && aligned {
-                    SbfMode::Auto
-                } else {
-                    SbfMode::General
-                },
-                root_priority: if options.given {
-                    vcpu.map(|v| v.2)
-                } else {
-                    None
-                },
-                replenishment_cap: Some(ReplenishmentCap {
-                    max_pending: u64::from(max_replenishments),
-                    grains_per_unit: unit,
-                }),
-            });
-            Role::Analysed {
-                index: system.len() - 1,
-                order,
-            }
-        }
+        None => Role::Analysed {
+            index: system.len() - 1,
+            order,
+        },
     };
     DomainInput {
         name,
@@ -497,17 +575,13 @@ fn analysis_guest(
     }
 }
 
-/// Priority levels along `order`: a new level wherever `key` changes (equal keys are served
-/// first-in, first-out, so they share one).
-fn assign_levels<K: PartialEq>(
-    tasks: &mut [TaskInput],
-    order: &[usize],
-    key: impl Fn(&TaskInput) -> K,
-) {
+/// Priority levels along `order`: a new level wherever `key` (of a declared index) changes
+/// (equal keys are served first-in, first-out, so they share one).
+fn assign_levels<K: PartialEq>(tasks: &mut [TaskInput], order: &[usize], key: impl Fn(usize) -> K) {
     let mut level = 0;
     let mut previous = None;
     for &i in order {
-        let k = key(&tasks[i]);
+        let k = key(i);
         if previous.as_ref() != Some(&k) {
             level += 1;
             previous = Some(k);

@@ -18,7 +18,12 @@ pub(super) fn draft(
     notes: &mut Vec<String>,
 ) -> Draft {
     let mut tasks = Vec::with_capacity(domain.tasks.len());
-    let mut refused: Option<Refused> = None;
+    // A VCPU offset delays the first budget past releases the analysis assumes are
+    // served; an idle domain's VCPU still only competes at the root, whatever its phase.
+    let mut refused: Option<Refused> = (!domain.vcpu.offset.is_zero() && !domain.tasks.is_empty())
+        .then_some(Refused::VcpuOffset {
+            offset: domain.vcpu.offset,
+        });
     let mut aligned = domain.vcpu.offset.is_zero();
     let mut release_offsets = Vec::with_capacity(domain.tasks.len());
     let mut rounded = Vec::new();
@@ -106,15 +111,18 @@ pub(super) fn draft(
         GuestScheduler::Edf => AnalysisGuest::Edf,
         _ => AnalysisGuest::Rm,
     });
-    match (options.guest, domain.guest) {
-        (Some(AnalysisGuest::Rm), _) | (None, GuestScheduler::Rm) => {
-            order.sort_by_key(|&i| (own[i].period, i))
+    // The guest's priority key per task (smaller = more urgent; equal keys are served
+    // first-in, first-out, so they share a level and interfere both ways).
+    let key = |i: usize| -> u64 {
+        match (options.guest, domain.guest) {
+            (Some(AnalysisGuest::Rm), _) | (None, GuestScheduler::Rm) => own[i].period.as_ns(),
+            (Some(AnalysisGuest::Dm), _) | (None, GuestScheduler::Dm) => own[i].deadline.as_ns(),
+            (None, GuestScheduler::Fp) => u64::from(own[i].priority),
+            (Some(AnalysisGuest::Edf), _) | (None, GuestScheduler::Edf) => 0,
         }
-        (Some(AnalysisGuest::Dm), _) | (None, GuestScheduler::Dm) => {
-            order.sort_by_key(|&i| (own[i].deadline, i))
-        }
-        (None, GuestScheduler::Fp) => order.sort_by_key(|&i| (own[i].priority, i)),
-        (Some(AnalysisGuest::Edf), _) | (None, GuestScheduler::Edf) => {}
+    };
+    if guest.is_fixed_priority() {
+        order.sort_by_key(|&i| (key(i), i));
     }
     if let Some(analysed) = options.guest {
         let written = domain.guest.name();
@@ -128,8 +136,9 @@ pub(super) fn draft(
     }
     order.retain(|&i| tasks[i].units.is_some());
     if guest.is_fixed_priority() {
-        // The rm guest serves equal periods first-in, first-out: one priority level each.
-        assign_levels(&mut tasks, &order, |t| t.units.map(|(period, _, _)| period));
+        // One priority level per key, as the guest serves them.
+        let keys: Vec<u64> = (0..tasks.len()).map(key).collect();
+        assign_levels(&mut tasks, &order, |i| keys[i]);
     }
     Draft {
         name: domain.name.clone(),
@@ -197,7 +206,7 @@ mod tests {
         assert_eq!(report.domains[0].failed_task.as_deref(), Some("long"));
         assert_eq!(report.domains[1].failed_task.as_deref(), Some("irq"));
         let refusal = report.refusal().unwrap();
-        assert_eq!(refusal.domain, "a");
+        assert_eq!(refusal.domain.as_deref(), Some("a"));
     }
 
     #[test]

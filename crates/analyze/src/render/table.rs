@@ -90,6 +90,9 @@ impl Report {
                 "NOT schedulable"
             }
         );
+        for reason in &self.not_covered {
+            let _ = writeln!(out, "  not covered: {reason}");
+        }
         for d in self.domains.iter().filter(|d| !d.schedulable) {
             let reason = d.reason.as_deref().unwrap_or("not schedulable");
             match &d.failed_task {
