@@ -38,13 +38,17 @@ fn leftovers(pid: u32, rt_before: &str) -> Vec<String> {
         found.push(format!("sched_rt_runtime_us is {}", rt_runtime()));
     }
     // This test process is not the run's: its other tests' threads (the control server's
-    // `rtvmm-ctl` of a stand-in) are not leftovers.
+    // `rtvmm-ctl` of a stand-in) are not leftovers. Nor are the threads of another program
+    // that happens to be called rtvmm-something (another checkout's binary on a shared
+    // machine): a run's executor, guests and watchdog are all this test's `rtvmm` binary.
     let me = std::process::id().to_string();
+    let ours = std::fs::canonicalize(env!("CARGO_BIN_EXE_rtvmm")).ok();
     for p in std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter(|p| p.file_name() != me.as_str())
+        .filter(|p| std::fs::read_link(p.path().join("exe")).ok() == ours)
     {
         for t in std::fs::read_dir(p.path().join("task"))
             .into_iter()
