@@ -87,9 +87,11 @@ pub mod workload;
 
 pub mod demand;
 pub mod error;
+pub mod gedf;
 pub mod prm;
 
 pub mod check;
+pub mod mpr;
 pub mod rta;
 
 pub mod hierarchical;
@@ -107,6 +109,7 @@ pub use compose::{
 };
 pub use demand::{dbf, rbf, rm_test_points};
 pub use error::{InterfaceError, WorkloadError};
+pub use gedf::{gedf_test, GedfVerdict, GedfWorkload, LinearSupply, GEDF_MAX_POINTS};
 pub use hierarchical::{
     hierarchical_response_times, hierarchical_response_times_with, HierarchyError, RootCheck,
     Server, ServerAnalysis, ServerKind,
@@ -117,6 +120,9 @@ pub use interface::{
     optimal_interface_brute_force, rm_schedulable, GuestScheduler, InterfaceAnalyzer,
     OptimalInterface, PeriodRange, SearchOptions, Verdict, EDF_FALLBACK_FACTOR, MAX_SEARCH_STEPS,
     MAX_TEST_STEPS,
+};
+pub use mpr::{
+    gedf_schedulable, mpr_interface_for_period, optimal_mpr_interface, Mpr, MprError, MprSearch,
 };
 pub use prm::{
     harmonic_is_sound, lsbf, sbf, sbf_general, sbf_harmonic, sbf_inverse, usbf, Interface, SbfMode,
