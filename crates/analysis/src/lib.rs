@@ -94,6 +94,7 @@ pub mod check;
 pub mod mpr;
 pub mod rta;
 
+pub mod dmpr;
 pub mod hierarchical;
 pub mod interface;
 
@@ -108,6 +109,7 @@ pub use compose::{
     DomainFailure, DomainSpec, InterfaceChoice, InterfaceOutcome, RootTask, SystemAnalysis,
 };
 pub use demand::{dbf, rbf, rm_test_points};
+pub use dmpr::{gedf_schedulable_dmpr, optimal_dmpr_interface, Dmpr, DmprSearch};
 pub use error::{InterfaceError, WorkloadError};
 pub use gedf::{gedf_test, GedfVerdict, GedfWorkload, LinearSupply, GEDF_MAX_POINTS};
 pub use hierarchical::{

@@ -587,4 +587,120 @@ mod tests {
             GedfVerdict::TaskInfeasible { task_index: 0 }
         );
     }
+
+    /// One task (T 4, C 2, D 4), U = 1/2, m′ = 1, periods 1..=6. At Π = 3 the search starts
+    /// at Θ = ⌊3/2⌋ + 1 = 2: ⟨3, 2, 1⟩ (α = 2, β = 0, ⌈Θ⌉ = 2, t′ = t − 1, y = 1) has, at
+    /// t = 4, t′ = 3, q = 1, x = 0 ∉ [1, 1]: sbf = 2 + max(0, 0 − 1) − 1 = 1 < DEM(4, 1) =
+    /// 2 + min(2 − 2, 0) = 2, so it fails; Θ = 3 is the published "dedicated" form
+    /// sbf(t) = t − 1 (ρ = 1, δ = 1, A_max = ⌊(2 − 4·(1/2) + 1)/(1/2)⌋ = 2): DEM is 2 at
+    /// t = 4, 5, 6 against 3, 4, 5 — passes. Likewise at every Π the least budget is Π
+    /// (bandwidth 1), and the tie rule picks the smallest period.
+    #[test]
+    fn search_by_hand_one_task() {
+        let w = Workload::new([Task::new(4, 2)]).unwrap();
+        assert_eq!(
+            gedf_schedulable(&w, &Mpr::new(3, 2, 1).unwrap()),
+            GedfVerdict::Violation {
+                task_index: 0,
+                window: 4,
+                demand: 2,
+                supply: 1
+            }
+        );
+        let search = optimal_mpr_interface(&w, 1, 6, None).unwrap();
+        for (period, found) in &search.per_period {
+            assert_eq!(*found, Some(Mpr::new(*period, *period, 1).unwrap()));
+        }
+        assert_eq!(search.best, Mpr::new(1, 1, 1).unwrap());
+        assert!(!search.limited);
+    }
+
+    /// Three tasks (T 10, C 5, D 10), U = 3/2, at Π = 1: m′ starts at ⌈3/2⌉ = 2, whose range
+    /// (1, 2] holds only Θ = 2, i.e. sbf(t) = 2t − 2, which fails at t = 10 (20 > 18, see
+    /// `gedf_by_hand`); m′ = 3 starts at Θ = max(2, ⌊3/2⌋) + 1 = 3, sbf(t) = 3t − 3, and
+    /// passes. Over periods 1..=10 the search picks ⟨3, 8, 3⟩ (bandwidth 8/3): the price of
+    /// the published sbf's slot lost per processor.
+    #[test]
+    fn search_three_heavy_tasks() {
+        let w = Workload::new([Task::new(10, 5); 3]).unwrap();
+        let search = optimal_mpr_interface(&w, 1, 10, Some(4)).unwrap();
+        assert_eq!(search.per_period[0].1, Some(Mpr::new(1, 3, 3).unwrap()));
+        assert_eq!(search.best, Mpr::new(3, 8, 3).unwrap());
+        assert_search_is_exact(&w, &search, 4);
+    }
+
+    /// What the search claims, checked candidate by candidate with the test itself: the
+    /// interface found passes, no smaller Θ of its m′'s range passes, no smaller m′ has a
+    /// passing Θ, and the best has the least bandwidth.
+    fn assert_search_is_exact(w: &Workload, search: &MprSearch, max_m: u64) {
+        let u = w.utilization();
+        for (period, found) in &search.per_period {
+            let passes =
+                |b, m| gedf_schedulable(w, &Mpr::new(*period, b, m).unwrap()).is_schedulable();
+            let candidates = |m: u64| ((m - 1) * period + 1)..=(m * period);
+            let first_m = u.to_ratio().map_or(1, |r| r.ceil().max(1));
+            let stop = found.map_or(max_m, |f| f.concurrency());
+            for m in first_m..stop {
+                assert!(candidates(m).all(|b| !passes(b, m)), "Π={period} m′={m}");
+            }
+            if let Some(f) = found {
+                assert!(passes(f.budget(), f.concurrency()));
+                let m = f.concurrency();
+                assert!(candidates(m)
+                    .filter(|&b| b < f.budget())
+                    .all(|b| !passes(b, m)));
+                assert!(search.best.bandwidth() <= f.bandwidth());
+            } else {
+                assert!(candidates(max_m).all(|b| !passes(b, max_m)));
+            }
+        }
+    }
+
+    #[test]
+    fn search_is_exact_on_small_components() {
+        for pairs in [
+            vec![(10u64, 2u64), (20, 3)],
+            vec![(7, 2), (8, 1), (10, 1)],
+            vec![(10, 3), (10, 3), (20, 6), (20, 6)],
+            vec![(6, 4), (9, 5), (12, 5)],
+        ] {
+            let w = Workload::from_pairs(&pairs).unwrap();
+            let max_m = w.len() as u64;
+            let search = optimal_mpr_interface(&w, 1, 12, None).unwrap();
+            assert_search_is_exact(&w, &search, max_m);
+        }
+    }
+
+    /// m′ = 1 against the one-pcpu EDF analysis (PRM, general sbf) at the same period: the
+    /// published MPR sbf is the PRM one less a unit at some instants, while DEM(t, 1) ≤
+    /// dbf(t); on these inputs the MPR budget is never below the PRM one, and once above
+    /// ({(7,2),(8,1),(10,1)} at Π = 5: 4 against 3).
+    #[test]
+    fn one_processor_against_the_prm_interface() {
+        // up: a test comparing with the one-pcpu interface search, which sits above mpr
+        use crate::interface::{fixed_period_interface, GuestScheduler};
+        use crate::prm::SbfMode;
+        for pairs in [
+            vec![(10u64, 2u64), (20, 3)],
+            vec![(25, 3), (50, 5), (100, 4)],
+            vec![(7, 2), (8, 1), (10, 1)],
+        ] {
+            let w = Workload::from_pairs(&pairs).unwrap();
+            for period in 1..=10 {
+                let mpr = mpr_interface_for_period(&w, period, 1).unwrap().0;
+                let prm = fixed_period_interface(&w, period, SbfMode::General, GuestScheduler::Edf);
+                if let (Some(mpr), Ok(prm)) = (mpr, prm) {
+                    assert!(mpr.budget() >= prm.budget, "{pairs:?} Π={period}");
+                }
+            }
+        }
+        let w = Workload::from_pairs(&[(7, 2), (8, 1), (10, 1)]).unwrap();
+        assert_eq!(
+            mpr_interface_for_period(&w, 5, 1)
+                .unwrap()
+                .0
+                .map(|m| m.budget()),
+            Some(4)
+        );
+    }
 }
