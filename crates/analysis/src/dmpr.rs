@@ -357,4 +357,41 @@ mod tests {
         }
         assert_eq!(search.best, Dmpr::new(1, 1, 1).unwrap());
     }
+
+    /// The interfaces CARTS prints for the gEDF components of the examples it ships (its
+    /// `MPR2` model with the published sbf and its default test, and its `DMPR` model), at
+    /// the component's fixed period, matched exactly — including the MPR→VCPU split CARTS
+    /// prints for ⟨50, 97, 2⟩, (50, 49) and (50, 48). CARTS writes DMPR as `(Π, Θ_total, m′)`.
+    #[test]
+    fn carts_reference_outputs() {
+        use crate::mpr::{mpr_interface_for_period, Mpr};
+        let c0 = Workload::from_pairs(&[(200, 80), (200, 100), (200, 100)]).unwrap();
+        let c1 = Workload::from_pairs(&[(200, 10), (200, 100)]).unwrap();
+        let mixed = Workload::from_pairs(&[(100, 50), (200, 50), (200, 50), (200, 51)]).unwrap();
+        let heavy = Workload::from_pairs(&[(200, 100); 3]).unwrap();
+        let mpr = |w: &Workload, period| {
+            let max = 10 * w.len() as u64; // CARTS tries m′ up to ten times the task count
+            mpr_interface_for_period(w, period, max).unwrap().0.unwrap()
+        };
+        let dmpr = |w: &Workload, period| {
+            let max = Some(10 * w.len() as u64);
+            optimal_dmpr_interface(w, period, period, max)
+                .unwrap()
+                .best
+                .carts_form()
+        };
+        assert_eq!(mpr(&c0, 50), Mpr::new(50, 97, 2).unwrap());
+        assert_eq!(
+            mpr(&c0, 50).to_vcpus(),
+            vec![Interface::new(50, 49), Interface::new(50, 48)]
+        );
+        assert_eq!(mpr(&c1, 50), Mpr::new(50, 33, 1).unwrap());
+        assert_eq!(mpr(&mixed, 80), Mpr::new(80, 144, 2).unwrap());
+        assert_eq!(mpr(&mixed, 40), Mpr::new(40, 68, 2).unwrap());
+        assert_eq!(dmpr(&c0, 50), (50, 96, 2));
+        assert_eq!(dmpr(&c1, 50), (50, 32, 1));
+        assert_eq!(dmpr(&mixed, 80), (80, 135, 2));
+        assert_eq!(dmpr(&mixed, 40), (40, 65, 2));
+        assert_eq!(dmpr(&heavy, 50), (50, 100, 2));
+    }
 }

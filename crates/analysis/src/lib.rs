@@ -20,6 +20,9 @@
 //! | [`rta`] | flat FP response times, Liu & Layland and hyperbolic bounds | Joseph & Pandya 1986; Audsley et al. 1993; Bini et al. 2003 |
 //! | [`hierarchical`] | task response times inside Periodic/Polling/Sporadic/Deferrable servers, bound tasks, merging Sporadic Servers | Davis & Burns, RTSS 2005 (derived; see its gaps) |
 //! | [`system`] | a VMM's whole system: the root model (fixed-priority servers, no root check, EDF, RM over interfaces) and a typed verdict per domain and per task, [`system::analyze`] | Shin & Lee 2008; Davis & Burns 2005 |
+//! | [`gedf`] | global EDF under a multiprocessor supply: `DEM(A_k + D_k, m′)`, the bounded range of `A_k` | Shin, Easwaran & Lee, ECRTS 2008 (Theorem 1); Baruah, RTSS 2007 |
+//! | [`mpr`] | MPR `⟨Π, Θ, m′⟩`: published sbf, gEDF test, minimum-bandwidth interface, MPR→VCPUs | Shin, Easwaran & Lee, ECRTS 2008 |
+//! | [`dmpr`] | DMPR: m full VCPUs + a partial `(Π, Θ)`: sbf, gEDF test, minimum-bandwidth interface | Xu et al., RTSS 2013 / RTS 2015 |
 //! | [`carts`] | CARTS XML input | CARTS (UPenn) |
 //!
 //! ## Conventions
