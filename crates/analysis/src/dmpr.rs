@@ -318,6 +318,11 @@ mod tests {
             Some(20)
         );
         assert_eq!(gedf_schedulable_dmpr(&w, &two), GedfVerdict::Schedulable);
+        // U = ρ exactly: two (10, 5) on one dedicated processor meet every deadline and the
+        // demand never exceeds t, but the test has no bound on A_k (ρ − U_T = 0).
+        let pair = Workload::new([Task::new(10, 5); 2]).unwrap();
+        let one = Dmpr::new(1, 5, 0).unwrap();
+        assert_eq!(gedf_schedulable_dmpr(&pair, &one), GedfVerdict::NoBound);
         let less = Dmpr::new(1, 2, 1).unwrap();
         assert_eq!(less.sbf(10), 14);
         assert!(!gedf_schedulable_dmpr(&w, &less).is_schedulable());

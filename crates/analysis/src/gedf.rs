@@ -75,6 +75,9 @@ pub struct LinearSupply {
     pub deficit: BigRational,
 }
 
+/// Rounds of `A_k` checked before the bound on `A_k` is computed (see [`gedf_test`]).
+const PRESCAN_ROUNDS: u64 = 64;
+
 /// The answer of [`gedf_test`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub enum GedfVerdict {
@@ -97,11 +100,12 @@ pub enum GedfVerdict {
         /// Declaration index.
         task_index: usize,
     },
-    /// `ρ ≤ U_T`: the supply's rate does not exceed the utilisation, so no finite range of
+    /// `ρ ≤ U_T` (and the first rounds of `A_k` found no violation): the supply's rate does not exceed the utilisation, so no finite range of
     /// `A_k` decides the test (the paper's condition `U_T < Θ/Π`). Not schedulable as far
     /// as this test can tell.
     NoBound,
-    /// More than [`GEDF_MAX_POINTS`] values of `A_k` would have to be checked.
+    /// More than [`GEDF_MAX_POINTS`] values of `A_k` would have to be checked (after the
+    /// first rounds found no violation).
     Limit,
 }
 
@@ -234,37 +238,49 @@ pub fn gedf_test(
             task_index: w.declared_at[k],
         };
     }
+    // A_k in rounds (A = 0 for every task, then 1, …): violations come early in the
+    // window, so a failing candidate is usually rejected within a few rounds. The first
+    // rounds run before the bound on A_k is computed (exact rationals over the lcm of the
+    // periods, the costly part of a test): a violation at any A_k ≥ 0 fails the condition,
+    // so checking a point the bound would have spared changes no verdict.
+    let mut scratch = Vec::with_capacity(w.tasks.len());
+    let mut check = |k: usize, a_k: u64| -> Option<GedfVerdict> {
+        let window = a_k + w.tasks[k].deadline;
+        let demand = w.demand(k, a_k, concurrency, &mut scratch);
+        let supply = sbf(window);
+        (demand.cmp(&supply) == Ordering::Greater).then(|| GedfVerdict::Violation {
+            task_index: w.declared_at[k],
+            window,
+            demand,
+            supply,
+        })
+    };
+    for a_k in 0..PRESCAN_ROUNDS {
+        for k in 0..w.tasks.len() {
+            if let Some(violation) = check(k, a_k) {
+                return violation;
+            }
+        }
+    }
     let mut ranges = Vec::with_capacity(w.tasks.len());
     let mut points: u64 = 0;
     for k in 0..w.tasks.len() {
         let Some(a_max) = w.max_a_k(k, concurrency, bound) else {
             return GedfVerdict::NoBound;
         };
-        points = points.saturating_add(a_max.saturating_add(1));
+        points = points.saturating_add(a_max.saturating_sub(PRESCAN_ROUNDS - 1));
         if points > GEDF_MAX_POINTS {
             return GedfVerdict::Limit;
         }
         ranges.push(a_max);
     }
-    // A_k in rounds (A = 0 for every task, then 1, …): violations come early in the
-    // window, so a failing candidate is usually rejected within a few rounds.
-    let mut scratch = Vec::with_capacity(w.tasks.len());
     let longest = ranges.iter().copied().max().unwrap_or(0);
-    for a_k in 0..=longest {
+    for a_k in PRESCAN_ROUNDS..=longest {
         for (k, &a_max) in ranges.iter().enumerate() {
-            if a_k > a_max {
-                continue;
-            }
-            let window = a_k + w.tasks[k].deadline;
-            let demand = w.demand(k, a_k, concurrency, &mut scratch);
-            let supply = sbf(window);
-            if demand.cmp(&supply) == Ordering::Greater {
-                return GedfVerdict::Violation {
-                    task_index: w.declared_at[k],
-                    window,
-                    demand,
-                    supply,
-                };
+            if a_k <= a_max {
+                if let Some(violation) = check(k, a_k) {
+                    return violation;
+                }
             }
         }
     }

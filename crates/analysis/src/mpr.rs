@@ -571,7 +571,16 @@ mod tests {
             Task::new(10, 6),
         ])
         .unwrap();
-        assert_eq!(gedf_schedulable(&heavy, &one), GedfVerdict::NoBound);
+        // (ρ = 1 < U: the first window already shows it, DEM(10, 1) = 2 + 4·2 + 6 = 16 > 9.)
+        assert_eq!(
+            gedf_schedulable(&heavy, &one),
+            GedfVerdict::Violation {
+                task_index: 0,
+                window: 10,
+                demand: 16,
+                supply: 9
+            }
+        );
     }
 
     /// C > D is a typed error in the search and a verdict in the test.
