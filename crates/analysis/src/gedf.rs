@@ -57,6 +57,7 @@ use num_rational::BigRational;
 use num_traits::{Signed, ToPrimitive, Zero};
 use serde::Serialize;
 
+use crate::ratio::gcd;
 use crate::workload::{Task, Workload};
 
 /// The most values of `A_k` one test examines over all tasks (about 20 ms of work for 20
@@ -123,8 +124,9 @@ pub struct GedfWorkload {
     declared_at: Vec<usize>,
     /// `U_T = Σ C_i/T_i`.
     utilization: BigRational,
-    /// `Ū = Σ (T_i − D_i)·C_i/T_i`.
-    slack_utilization: BigRational,
+    /// `U_T = N/L` and `Ū = N̄/L` over the common denominator `L = lcm T_i`, as integers
+    /// `(N, N̄, L)`: the bound on `A_k` is then integer arithmetic without any gcd.
+    over_lcm: (BigInt, BigInt, BigInt),
     /// WCETs, largest first (for `C_Σ`).
     wcets_descending: Vec<u64>,
 }
@@ -134,20 +136,27 @@ impl GedfWorkload {
     pub fn new(w: &Workload) -> GedfWorkload {
         let tasks = w.tasks().to_vec();
         let declared_at = (0..tasks.len()).map(|i| w.declaration_index(i)).collect();
-        let mut utilization = BigRational::zero();
-        let mut slack_utilization = BigRational::zero();
+        let mut lcm = BigInt::from(1u8);
         for task in &tasks {
-            let u = BigRational::new(BigInt::from(task.wcet), BigInt::from(task.period));
-            slack_utilization += &u * BigInt::from(task.period - task.deadline);
-            utilization += u;
+            let remainder = (&lcm % BigInt::from(task.period))
+                .to_u64()
+                .expect("below p");
+            lcm *= BigInt::from(task.period / gcd(remainder, task.period));
         }
+        let (mut load, mut slack_load) = (BigInt::zero(), BigInt::zero());
+        for task in &tasks {
+            let share = &lcm / BigInt::from(task.period) * BigInt::from(task.wcet);
+            slack_load += &share * BigInt::from(task.period - task.deadline);
+            load += share;
+        }
+        let utilization = BigRational::new(load.clone(), lcm.clone());
         let mut wcets_descending: Vec<u64> = tasks.iter().map(|t| t.wcet).collect();
         wcets_descending.sort_unstable_by(|a, b| b.cmp(a));
         GedfWorkload {
             tasks,
             declared_at,
             utilization,
-            slack_utilization,
+            over_lcm: (load, slack_load, lcm),
             wcets_descending,
         }
     }
@@ -187,14 +196,19 @@ impl GedfWorkload {
                 ((dbf + carry_in).min(cap), dbf.min(cap))
             };
             total += without_carry;
-            scratch.push(with_carry - without_carry);
-        }
-        let carried = (concurrency.saturating_sub(1) as usize).min(scratch.len());
-        if carried > 0 {
-            if carried < scratch.len() {
-                scratch.select_nth_unstable_by(carried - 1, |a, b| b.cmp(a));
+            if with_carry > without_carry {
+                scratch.push(with_carry - without_carry);
             }
-            total += scratch[..carried].iter().sum::<u64>();
+        }
+        // The m′ − 1 largest carry-in gains (only the positive ones are kept: most tasks
+        // have none at a given window, and then no selection is needed).
+        let carried = concurrency.saturating_sub(1) as usize;
+        if carried > 0 && carried < scratch.len() {
+            scratch.select_nth_unstable_by(carried - 1, |a, b| b.cmp(a));
+            scratch.truncate(carried);
+        }
+        if carried > 0 {
+            total += scratch.iter().sum::<u64>();
         }
         total
     }
@@ -202,22 +216,41 @@ impl GedfWorkload {
     /// The largest `A_k` that can violate the test for task `k` under a supply with linear
     /// lower bound `bound` (module docs), or `None` when `ρ ≤ U_T`. `0` when no `A_k` can.
     pub fn max_a_k(&self, k: usize, concurrency: u64, bound: &LinearSupply) -> Option<u64> {
-        let gap = &bound.rate - &self.utilization;
+        Some(self.a_k_ranges(concurrency, bound)?[k])
+    }
+
+    /// [`GedfWorkload::max_a_k`] for every task. With `ρ = a/b`, `δ = c/d`, `U_T = N/L`,
+    /// `Ū = N̄/L` and `X_k = C_Σ + m′C_k`, the bound of the module docs is
+    /// `⌊(X_k + Ū + δ)/(ρ − U_T)⌋ − D_k` (D_k is an integer), i.e.
+    /// `⌊(X_k·L·d + N̄·d + c·L)·b / ((a·L − N·b)·d)⌋ − D_k`, all in integers.
+    fn a_k_ranges(&self, concurrency: u64, bound: &LinearSupply) -> Option<Vec<u64>> {
+        let (load, slack_load, lcm) = &self.over_lcm;
+        let (a, b) = (bound.rate.numer(), bound.rate.denom());
+        let (c, d) = (bound.deficit.numer(), bound.deficit.denom());
+        let gap = a * lcm - load * b;
         if !gap.is_positive() {
             return None;
         }
-        let task_k = self.tasks[k];
+        let denominator = gap * d;
+        let lcm_d = lcm * d;
+        let constant = slack_load * d + c * lcm;
         let carried = (concurrency.saturating_sub(1) as usize).min(self.wcets_descending.len());
         let c_sigma: u64 = self.wcets_descending[..carried].iter().sum();
-        let integer = BigInt::from(c_sigma) + BigInt::from(concurrency) * BigInt::from(task_k.wcet);
-        let numerator = BigRational::from_integer(integer) - &gap * BigInt::from(task_k.deadline)
-            + &self.slack_utilization
-            + &bound.deficit;
-        let a_max = (numerator / gap).floor();
-        if a_max.is_negative() {
-            return Some(0);
-        }
-        Some(a_max.to_integer().to_u64().unwrap_or(u64::MAX))
+        let ranges = self
+            .tasks
+            .iter()
+            .map(|task| {
+                let x = BigInt::from(c_sigma) + BigInt::from(concurrency) * BigInt::from(task.wcet);
+                let quotient = ((x * &lcm_d + &constant) * b) / &denominator;
+                let a_max = quotient - BigInt::from(task.deadline);
+                if a_max.is_negative() {
+                    0
+                } else {
+                    a_max.to_u64().unwrap_or(u64::MAX)
+                }
+            })
+            .collect();
+        Some(ranges)
     }
 }
 
@@ -262,17 +295,14 @@ pub fn gedf_test(
             }
         }
     }
-    let mut ranges = Vec::with_capacity(w.tasks.len());
-    let mut points: u64 = 0;
-    for k in 0..w.tasks.len() {
-        let Some(a_max) = w.max_a_k(k, concurrency, bound) else {
-            return GedfVerdict::NoBound;
-        };
-        points = points.saturating_add(a_max.saturating_sub(PRESCAN_ROUNDS - 1));
-        if points > GEDF_MAX_POINTS {
-            return GedfVerdict::Limit;
-        }
-        ranges.push(a_max);
+    let Some(ranges) = w.a_k_ranges(concurrency, bound) else {
+        return GedfVerdict::NoBound;
+    };
+    let points = ranges.iter().fold(0u64, |sum, &a_max| {
+        sum.saturating_add(a_max.saturating_sub(PRESCAN_ROUNDS - 1))
+    });
+    if points > GEDF_MAX_POINTS {
+        return GedfVerdict::Limit;
     }
     let longest = ranges.iter().copied().max().unwrap_or(0);
     for a_k in PRESCAN_ROUNDS..=longest {
