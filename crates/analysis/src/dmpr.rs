@@ -399,4 +399,81 @@ mod tests {
         assert_eq!(dmpr(&mixed, 40), (40, 65, 2));
         assert_eq!(dmpr(&heavy, 50), (50, 100, 2));
     }
+
+    /// The bound on `A_k` loses nothing: on random small components and interfaces (MPR and
+    /// DMPR), whenever the test says schedulable, no violation exists even ten times past the
+    /// bound (plus 200); whenever it reports a violation, the violation is real.
+    #[test]
+    fn bounded_range_agrees_with_a_longer_scan() {
+        use crate::mpr::{gedf_schedulable, Mpr};
+        let mut seed = 0x5eed_u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % n
+        };
+        let mut scratch = Vec::new();
+        let mut checked = [0u32; 2];
+        for _ in 0..1000 {
+            let tasks: Vec<Task> = (0..1 + next(4))
+                .map(|_| {
+                    let period = 2 + next(12);
+                    let deadline = 1 + next(period);
+                    Task::with_deadline(period, 1 + next(deadline), deadline)
+                })
+                .collect();
+            let w = Workload::new(tasks).unwrap();
+            let g = GedfWorkload::new(&w);
+            let period = 1 + next(8);
+            let m = 1 + next(3);
+            let mpr = Mpr::new(period, next(m * period + 1), m).unwrap();
+            let dmpr = Dmpr::new(next(3), period, next(period + 1)).unwrap();
+            let cases: [(u64, &dyn Fn(u64) -> u64, LinearSupply, GedfVerdict); 2] = [
+                (
+                    m,
+                    &|t| mpr.sbf(t),
+                    mpr.linear_supply(),
+                    gedf_schedulable(&w, &mpr),
+                ),
+                (
+                    dmpr.concurrency(),
+                    &|t| dmpr.sbf(t),
+                    dmpr.linear_supply(),
+                    gedf_schedulable_dmpr(&w, &dmpr),
+                ),
+            ];
+            for (which, (concurrency, sbf, line, verdict)) in cases.into_iter().enumerate() {
+                if concurrency == 0 {
+                    continue;
+                }
+                match verdict {
+                    GedfVerdict::Schedulable => {
+                        checked[which] += 1;
+                        for k in 0..w.len() {
+                            let far = 10 * g.max_a_k(k, concurrency, &line).unwrap() + 200;
+                            for a_k in 0..=far {
+                                let t = a_k + w.tasks()[k].deadline;
+                                assert!(
+                                    g.demand(k, a_k, concurrency, &mut scratch) <= sbf(t),
+                                    "{w:?} {which} k={k} A={a_k}"
+                                );
+                            }
+                        }
+                    }
+                    GedfVerdict::Violation {
+                        window,
+                        demand,
+                        supply,
+                        ..
+                    } => {
+                        assert_eq!(sbf(window), supply);
+                        assert!(demand > supply);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(checked.iter().all(|&n| n > 20), "{checked:?}");
+    }
 }
