@@ -400,6 +400,9 @@ mod tests {
         assert_eq!(dmpr(&heavy, 50), (50, 100, 2));
     }
 
+    /// Concurrency, sbf, linear bound and verdict of one supply under test.
+    type SupplyCase<'a> = (u64, &'a dyn Fn(u64) -> u64, LinearSupply, GedfVerdict);
+
     /// The bound on `A_k` loses nothing: on random small components and interfaces (MPR and
     /// DMPR), whenever the test says schedulable, no violation exists even ten times past the
     /// bound (plus 200); whenever it reports a violation, the violation is real.
@@ -429,7 +432,7 @@ mod tests {
             let m = 1 + next(3);
             let mpr = Mpr::new(period, next(m * period + 1), m).unwrap();
             let dmpr = Dmpr::new(next(3), period, next(period + 1)).unwrap();
-            let cases: [(u64, &dyn Fn(u64) -> u64, LinearSupply, GedfVerdict); 2] = [
+            let cases: [SupplyCase; 2] = [
                 (
                     m,
                     &|t| mpr.sbf(t),
