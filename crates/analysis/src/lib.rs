@@ -1,7 +1,8 @@
 //! # rtvmm-analysis — compositional schedulability analysis
 //!
 //! Pure, integer-exact analyses for real-time workloads running in virtual machines on one
-//! physical CPU. No I/O, no dependency on the rest of rtvmm; time is a `u64` count of
+//! physical CPU, and the interfaces of domains of several VCPUs under global EDF ([`mpr`],
+//! [`dmpr`]). No I/O, no dependency on the rest of rtvmm; time is a `u64` count of
 //! whatever unit the caller chooses (normally the scheduling quantum: a VMM with a 1 ms
 //! quantum cannot deliver 0.54 ms, so periods and budgets are whole numbers). Every
 //! schedulability decision compares integers or exact rationals; `f64` appears only in
