@@ -41,13 +41,13 @@ use num_rational::BigRational;
 use serde::Serialize;
 
 use crate::gedf::{gedf_test, GedfVerdict, GedfWorkload, LinearSupply};
-use crate::mpr::MprError;
+use crate::mpr::{MprError, MAX_CONCURRENCY};
 use crate::prm::{sbf_general, Interface};
 use crate::ratio::Ratio;
 use crate::workload::{Workload, MAX_TIME};
 
 /// A DMPR interface: `full` dedicated VCPUs and one partial VCPU `(period, budget)`,
-/// valid by construction (`1 ≤ Π ≤ MAX_TIME`, `0 ≤ Θ ≤ Π`).
+/// valid by construction (`1 ≤ Π ≤ MAX_TIME`, `0 ≤ Θ ≤ Π`, `m < MAX_CONCURRENCY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Dmpr {
     full: u64,
@@ -60,6 +60,11 @@ impl Dmpr {
     pub fn new(full: u64, period: u64, budget: u64) -> Result<Dmpr, MprError> {
         if period == 0 || period > MAX_TIME {
             return Err(MprError::InvalidPeriod { period });
+        }
+        if full >= MAX_CONCURRENCY {
+            return Err(MprError::TooManyProcessors {
+                concurrency: full + 1,
+            });
         }
         if budget > period {
             return Err(MprError::BudgetExceedsCapacity {
@@ -222,6 +227,11 @@ pub fn optimal_dmpr_interface(
         utilization.ceil().to_integer().to_u64().unwrap_or(u64::MAX)
     };
     let max_vcpus = max_vcpus.unwrap_or(w.len() as u64);
+    if max_vcpus > MAX_CONCURRENCY {
+        return Err(MprError::TooManyProcessors {
+            concurrency: max_vcpus,
+        });
+    }
     let mut per_period = Vec::with_capacity((max - min + 1) as usize);
     let mut best: Option<Dmpr> = None;
     let mut limited = false;

@@ -129,6 +129,7 @@ pub use interface::{
 };
 pub use mpr::{
     gedf_schedulable, mpr_interface_for_period, optimal_mpr_interface, Mpr, MprError, MprSearch,
+    MAX_CONCURRENCY,
 };
 pub use prm::{
     harmonic_is_sound, lsbf, sbf, sbf_general, sbf_harmonic, sbf_inverse, usbf, Interface, SbfMode,

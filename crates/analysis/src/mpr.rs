@@ -96,6 +96,12 @@ pub enum MprError {
     /// `m′ = 0`.
     #[error("concurrency m' must be at least 1")]
     ZeroConcurrency,
+    /// More processors than [`MAX_CONCURRENCY`].
+    #[error("{concurrency} processors exceed the supported maximum {MAX_CONCURRENCY}")]
+    TooManyProcessors {
+        /// The number asked for.
+        concurrency: u64,
+    },
     /// `Θ > m′Π`.
     #[error("budget {budget} exceeds the capacity m'·Π = {capacity}")]
     BudgetExceedsCapacity {
@@ -133,8 +139,12 @@ pub enum MprError {
     },
 }
 
+/// The most processors (m′, or a DMPR's VCPUs) an interface may have: far more than any
+/// host, and small enough that `m′·Π` and `m′·C_k` stay exact in 64 bits.
+pub const MAX_CONCURRENCY: u64 = 1 << 16;
+
 /// A multiprocessor periodic resource `⟨Π, Θ, m′⟩`, valid by construction
-/// (`1 ≤ Π ≤ MAX_TIME`, `m′ ≥ 1`, `0 ≤ Θ ≤ m′Π`).
+/// (`1 ≤ Π ≤ MAX_TIME`, `1 ≤ m′ ≤ MAX_CONCURRENCY`, `0 ≤ Θ ≤ m′Π`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Mpr {
     period: u64,
@@ -151,7 +161,10 @@ impl Mpr {
         if concurrency == 0 {
             return Err(MprError::ZeroConcurrency);
         }
-        let capacity = concurrency.saturating_mul(period);
+        if concurrency > MAX_CONCURRENCY {
+            return Err(MprError::TooManyProcessors { concurrency });
+        }
+        let capacity = concurrency * period;
         if budget > capacity {
             return Err(MprError::BudgetExceedsCapacity { budget, capacity });
         }
@@ -274,7 +287,7 @@ pub fn mpr_interface_for_period(
 ) -> Result<(Option<Mpr>, bool), MprError> {
     let prepared = GedfWorkload::new(w);
     check_tasks(&prepared, w)?;
-    Mpr::new(period, 0, 1)?;
+    Mpr::new(period, 0, max_concurrency.max(1))?;
     Ok(search_period(&prepared, w, period, max_concurrency))
 }
 
@@ -340,6 +353,11 @@ pub fn optimal_mpr_interface(
     let prepared = GedfWorkload::new(w);
     check_tasks(&prepared, w)?;
     let max_concurrency = max_concurrency.unwrap_or(w.len() as u64);
+    if max_concurrency > MAX_CONCURRENCY {
+        return Err(MprError::TooManyProcessors {
+            concurrency: max_concurrency,
+        });
+    }
     let mut per_period = Vec::with_capacity((max - min + 1) as usize);
     let mut best: Option<Mpr> = None;
     let mut limited = false;
@@ -495,6 +513,12 @@ mod tests {
             })
         );
         assert!(Mpr::new(5, 10, 2).is_ok());
+        assert_eq!(
+            Mpr::new(5, 1, MAX_CONCURRENCY + 1),
+            Err(MprError::TooManyProcessors {
+                concurrency: MAX_CONCURRENCY + 1
+            })
+        );
     }
 
     /// ⟨10, 23, 3⟩: α = 7, β = 2 → (10, 8), (10, 8), (10, 7); ⟨10, 30, 3⟩ → three (10, 10);
