@@ -341,6 +341,18 @@ fn search_period(
 /// The minimum-bandwidth MPR interface of `w` (global EDF) over periods `min..=max`, with
 /// m′ at most `max_concurrency` (`None`: the number of tasks). See the module docs for the
 /// search and its tie rule.
+///
+/// ```
+/// use rtvmm_analysis::{optimal_mpr_interface, Interface, Mpr, Workload};
+///
+/// // One of CARTS's examples: three tasks of period 200, U = 1.4, at a fixed period of 50.
+/// let w = Workload::from_pairs(&[(200, 80), (200, 100), (200, 100)])?;
+/// let search = optimal_mpr_interface(&w, 50, 50, None)?;
+/// assert_eq!(search.best, Mpr::new(50, 97, 2)?); // what CARTS prints
+/// // Two VCPUs for the level above: α = 48, β = 1.
+/// assert_eq!(search.best.to_vcpus(), vec![Interface::new(50, 49), Interface::new(50, 48)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn optimal_mpr_interface(
     w: &Workload,
     min: u64,
