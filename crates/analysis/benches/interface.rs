@@ -13,12 +13,17 @@
 //!   with periods 40 ms and 10^9 s, a 1 ms task beside a one-day task (RM, at 10 µs and 1
 //!   ms units), and a CARTS-style period range 1..10^12 around one task (target < 1 s each).
 //!
+//! * `multiprocessor/{mpr,dmpr}_20_tasks_periods_1_100`: the minimum-bandwidth MPR and
+//!   DMPR interfaces (global EDF, Shin, Easwaran & Lee 2008; Xu et al. 2013) of one 20-task
+//!   component, utilisation ≈ 2.5, over Π ∈ 1..=100: every period, every m′ from ⌈U⌉ and
+//!   every budget until one passes.
+//!
 //! Inputs come from a tiny fixed LCG so every run measures the same workloads.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use rtvmm_analysis::{
-    analyze_system, optimal_interface, DomainSpec, GuestScheduler, InterfaceChoice, PeriodRange,
-    SbfMode, SearchOptions, Task, Workload,
+    analyze_system, optimal_dmpr_interface, optimal_interface, optimal_mpr_interface, DomainSpec,
+    GuestScheduler, InterfaceChoice, PeriodRange, SbfMode, SearchOptions, Task, Workload,
 };
 
 /// Knuth's MMIX LCG; only a bench input generator.
@@ -176,9 +181,37 @@ fn bench_pathological(c: &mut Criterion) {
     }
 }
 
+fn bench_multiprocessor(c: &mut Criterion) {
+    let w = workload(7, 20, 2.5);
+    let started = std::time::Instant::now();
+    let mpr = optimal_mpr_interface(&w, 1, 100, None).expect("an MPR interface");
+    let mpr_time = started.elapsed();
+    let started = std::time::Instant::now();
+    let dmpr = optimal_dmpr_interface(&w, 1, 100, None).expect("a DMPR interface");
+    eprintln!(
+        "20-task gEDF component (U = {:.4}): MPR {:?} (limited {}) in {mpr_time:?}; DMPR {:?} \
+         (limited {}) in {:?}",
+        w.utilization_f64(),
+        mpr.best,
+        mpr.limited,
+        dmpr.best,
+        dmpr.limited,
+        started.elapsed()
+    );
+    let mut group = c.benchmark_group("multiprocessor");
+    group.sample_size(10);
+    group.bench_function("mpr_20_tasks_periods_1_100", |b| {
+        b.iter(|| optimal_mpr_interface(black_box(&w), 1, 100, None))
+    });
+    group.bench_function("dmpr_20_tasks_periods_1_100", |b| {
+        b.iter(|| optimal_dmpr_interface(black_box(&w), 1, 100, None))
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = bench_interface, bench_system, bench_pathological
+    targets = bench_interface, bench_system, bench_pathological, bench_multiprocessor
 }
 criterion_main!(benches);

@@ -1,7 +1,8 @@
 //! # rtvmm-analysis — compositional schedulability analysis
 //!
 //! Pure, integer-exact analyses for real-time workloads running in virtual machines on one
-//! physical CPU. No I/O, no dependency on the rest of rtvmm; time is a `u64` count of
+//! physical CPU, and the interfaces of domains of several VCPUs under global EDF ([`mpr`],
+//! [`dmpr`]). No I/O, no dependency on the rest of rtvmm; time is a `u64` count of
 //! whatever unit the caller chooses (normally the scheduling quantum: a VMM with a 1 ms
 //! quantum cannot deliver 0.54 ms, so periods and budgets are whole numbers). Every
 //! schedulability decision compares integers or exact rationals; `f64` appears only in
@@ -20,6 +21,9 @@
 //! | [`rta`] | flat FP response times, Liu & Layland and hyperbolic bounds | Joseph & Pandya 1986; Audsley et al. 1993; Bini et al. 2003 |
 //! | [`hierarchical`] | task response times inside Periodic/Polling/Sporadic/Deferrable servers, bound tasks, merging Sporadic Servers | Davis & Burns, RTSS 2005 (derived; see its gaps) |
 //! | [`system`] | a VMM's whole system: the root model (fixed-priority servers, no root check, EDF, RM over interfaces) and a typed verdict per domain and per task, [`system::analyze`] | Shin & Lee 2008; Davis & Burns 2005 |
+//! | [`gedf`] | global EDF under a multiprocessor supply: `DEM(A_k + D_k, m′)`, the bounded range of `A_k` | Shin, Easwaran & Lee, ECRTS 2008 (Theorem 1); Baruah, RTSS 2007 |
+//! | [`mpr`] | MPR `⟨Π, Θ, m′⟩`: published sbf, gEDF test, minimum-bandwidth interface, MPR→VCPUs | Shin, Easwaran & Lee, ECRTS 2008 |
+//! | [`dmpr`] | DMPR: m full VCPUs + a partial `(Π, Θ)`: sbf, gEDF test, minimum-bandwidth interface | Xu et al., RTSS 2013 / RTS 2015 |
 //! | [`carts`] | CARTS XML input | CARTS (UPenn) |
 //!
 //! ## Conventions
@@ -97,11 +101,14 @@ pub mod workload;
 
 pub mod demand;
 pub mod error;
+pub mod gedf;
 pub mod prm;
 
 pub mod check;
+pub mod mpr;
 pub mod rta;
 
+pub mod dmpr;
 pub mod hierarchical;
 pub mod interface;
 
@@ -116,7 +123,9 @@ pub use compose::{
     DomainFailure, DomainSpec, InterfaceChoice, InterfaceOutcome, RootTask, SystemAnalysis,
 };
 pub use demand::{dbf, rbf, rm_test_points};
+pub use dmpr::{gedf_schedulable_dmpr, optimal_dmpr_interface, Dmpr, DmprSearch};
 pub use error::{InterfaceError, WorkloadError};
+pub use gedf::{gedf_test, GedfVerdict, GedfWorkload, LinearSupply, GEDF_MAX_POINTS};
 pub use hierarchical::{
     hierarchical_response_times, hierarchical_response_times_with, HierarchyError, RootCheck,
     Server, ServerAnalysis, ServerKind,
@@ -127,6 +136,10 @@ pub use interface::{
     optimal_interface_brute_force, rm_schedulable, GuestScheduler, InterfaceAnalyzer,
     OptimalInterface, PeriodRange, SearchOptions, Verdict, EDF_FALLBACK_FACTOR, MAX_SEARCH_STEPS,
     MAX_TEST_STEPS,
+};
+pub use mpr::{
+    gedf_schedulable, mpr_interface_for_period, optimal_mpr_interface, Mpr, MprError, MprSearch,
+    MAX_CONCURRENCY,
 };
 pub use prm::{
     harmonic_is_sound, lsbf, sbf, sbf_general, sbf_harmonic, sbf_inverse, usbf, Interface, SbfMode,
