@@ -580,9 +580,8 @@ impl Guest {
                 match &self.ready {
                     Some(ready) => heads.extend(ready.iter().take(chosen).map(|&(.., t)| t)),
                     None => {
-                        heads.extend(
-                            (0..self.queues.len()).filter(|&t| !self.queues[t].is_empty()),
-                        );
+                        heads
+                            .extend((0..self.queues.len()).filter(|&t| !self.queues[t].is_empty()));
                         heads.sort_unstable_by_key(|&t| self.head_key(t));
                         heads.truncate(chosen);
                     }
