@@ -63,7 +63,8 @@ impl LongRun {
     /// a progress bar when standard error is a terminal. `None` for a short run.
     pub fn start(estimate: &WorkEstimate, duration: Nanos) -> Option<LongRun> {
         let steps = estimate.steps();
-        let seconds = steps as f64 / STEPS_PER_SECOND as f64;
+        // A step of a large system costs more than one of a small one (its weight).
+        let seconds = estimate.cost() as f64 / STEPS_PER_SECOND as f64;
         if seconds < LONG.as_secs_f64() {
             return None;
         }

@@ -52,7 +52,7 @@
 //! A guest of one VCPU is the single-VCPU path above, unchanged: [`Guest::pick`],
 //! [`Guest::run`] and [`Guest::has_work`].
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use crate::rng::SimRng;
 use crate::time::Nanos;
@@ -199,6 +199,10 @@ pub struct Job {
     pub origin: Nanos,
 }
 
+/// From how many tasks a guest keeps its ready heads in a set instead of scanning its
+/// queues (`Guest::ready`): about where the set's upkeep starts to cost less than a scan.
+pub const READY_SET_FROM: usize = 32;
+
 /// The most VCPUs a domain may have (which of them run is a 64-bit mask).
 pub const MAX_VCPUS: u32 = 64;
 
@@ -280,8 +284,13 @@ pub struct Guest {
     pending: usize,
     /// What [`Self::pick`] returns, kept up to date instead of scanning every queue on each
     /// call. Only two things change the queue heads: `release` (the new job may become the
-    /// best head) and `run` finishing a job (the head leaves: rescan).
+    /// best head) and `run` finishing a job (the head leaves: the first of `ready`).
     picked: Option<usize>,
+    /// Guests of more than [`READY_SET_FROM`] tasks: the head key ([`Self::head_key`]) of
+    /// every task with a pending job, in the guest scheduler's order, so that a finished
+    /// job's successor finds its place in O(log tasks) instead of a scan of every queue.
+    /// Smaller guests scan: cheaper than keeping the set at their size.
+    ready: Option<BTreeSet<(u64, Nanos, usize)>>,
     /// `None` for a guest of one VCPU (the fast path).
     smp: Option<Box<Smp>>,
 }
@@ -312,6 +321,7 @@ impl Guest {
                 released: 0,
             })
             .collect();
+        let ready = (tasks.len() > READY_SET_FROM).then(BTreeSet::new);
         Guest {
             scheduler,
             queues: vec![VecDeque::new(); tasks.len()],
@@ -321,6 +331,7 @@ impl Guest {
             arrivals,
             pending: 0,
             picked: None,
+            ready,
             smp: None,
         }
     }
@@ -470,6 +481,10 @@ impl Guest {
         let becomes_head = self.queues[task].is_empty();
         self.queues[task].push_back(job);
         if becomes_head {
+            let key = self.head_key(task);
+            if let Some(ready) = &mut self.ready {
+                ready.insert(key);
+            }
             self.picked = match self.picked {
                 Some(best) if !self.head_before(task, best) => Some(best),
                 _ => Some(task),
@@ -540,13 +555,31 @@ impl Guest {
         debug_assert!(job.done + ran <= job.demand, "ran past the job's demand");
         job.done += ran;
         if job.done >= job.demand {
-            self.pending -= 1;
-            let finished = q.pop_front();
-            self.picked = self.scan_pick();
-            finished
+            Some(self.pop_head(task))
         } else {
             None
         }
+    }
+
+    /// The head job of `task` finished: it leaves, its successor (if any) takes its place
+    /// in `ready`, and the pick follows.
+    fn pop_head(&mut self, task: usize) -> Job {
+        let Some(mut ready) = self.ready.take() else {
+            self.pending -= 1;
+            let finished = self.queues[task].pop_front().expect("a head job");
+            self.picked = self.scan_pick();
+            return finished;
+        };
+        ready.remove(&self.head_key(task));
+        self.pending -= 1;
+        let finished = self.queues[task].pop_front().expect("a head job");
+        if !self.queues[task].is_empty() {
+            ready.insert(self.head_key(task));
+        }
+        self.picked = ready.first().map(|&(.., t)| t);
+        self.ready = Some(ready);
+        debug_assert_eq!(self.picked, self.scan_pick(), "stale pick after a finish");
+        finished
     }
 
     /// Every pending job, for the end-of-run count.
@@ -568,9 +601,16 @@ impl Guest {
             GuestSmp::Global => {
                 let mut heads = std::mem::take(&mut smp.heads);
                 heads.clear();
-                heads.extend((0..self.queues.len()).filter(|&t| !self.queues[t].is_empty()));
-                heads.sort_unstable_by_key(|&t| self.head_key(t));
-                heads.truncate(running.count_ones() as usize);
+                let chosen = running.count_ones() as usize;
+                match &self.ready {
+                    Some(ready) => heads.extend(ready.iter().take(chosen).map(|&(.., t)| t)),
+                    None => {
+                        heads
+                            .extend((0..self.queues.len()).filter(|&t| !self.queues[t].is_empty()));
+                        heads.sort_unstable_by_key(|&t| self.head_key(t));
+                        heads.truncate(chosen);
+                    }
+                }
                 // A chosen job keeps its VCPU while that VCPU runs; every other job leaves.
                 for j in 0..vcpus {
                     if let Some(t) = smp.slot[j] {
@@ -635,7 +675,10 @@ impl Guest {
                 smp.awake = awake;
             }
             GuestSmp::Global => {
-                let ready = self.queues.iter().filter(|q| !q.is_empty()).count() as u32;
+                let ready = match &self.ready {
+                    Some(ready) => ready.len(),
+                    None => self.queues.iter().filter(|q| !q.is_empty()).count(),
+                } as u32;
                 let mut with_job = 0u64;
                 for (j, s) in smp.slot.iter().enumerate() {
                     if s.is_some() {
@@ -700,11 +743,9 @@ impl Guest {
             return None;
         }
         smp.slot[vcpu as usize] = None;
-        self.pending -= 1;
-        let finished = q.pop_front();
-        self.picked = self.scan_pick();
+        let finished = self.pop_head(task);
         self.refresh_awake();
-        finished
+        Some(finished)
     }
 }
 

@@ -32,7 +32,7 @@
 //!   task whose backlog grows past that stops the run with [`SimError::Backlog`]).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::ops::ControlFlow;
 
 use rtvmm_core::guest::{Arrival, Guest, Job};
@@ -147,24 +147,25 @@ struct Trigger {
 /// in order of time, then of the finishes that caused them.
 type TriggeredRelease = (Nanos, u64, usize, usize, Nanos);
 
-/// The simulator's domains as the change path sees them.
-struct Table<'a>(&'a mut Vec<DomainRun>);
+/// The simulator's domains as the change path sees them, with the index of each present
+/// domain by name (present names are unique: the change path refuses a second one).
+struct Table<'a> {
+    domains: &'a mut Vec<DomainRun>,
+    present: &'a HashMap<String, usize>,
+}
 
 impl DomainTable for Table<'_> {
     fn find(&self, name: &str) -> Option<(usize, &[VcpuId])> {
-        let i = self
-            .0
-            .iter()
-            .position(|d| d.spec.name == name && d.removed_at.is_none())?;
-        Some((i, &self.0[i].vcpus))
+        let i = *self.present.get(name)?;
+        Some((i, &self.domains[i].vcpus))
     }
 
     fn joined(&self) -> usize {
-        self.0.len()
+        self.domains.len()
     }
 
     fn spec_mut(&mut self, index: usize) -> &mut DomainSpec {
-        &mut self.0[index].spec
+        &mut self.domains[index].spec
     }
 }
 
@@ -172,6 +173,9 @@ impl DomainTable for Table<'_> {
 pub struct Simulation {
     machine: Machine,
     domains: Vec<DomainRun>,
+    /// The index of each present domain (not removed) by name: lookups by name cost O(1),
+    /// so that adding n domains costs O(n), not O(n²).
+    present: HashMap<String, usize>,
     /// (domain index, VCPU index in the domain) of each VCPU id.
     domain_of_vcpu: Vec<(usize, u32)>,
     /// The domains of several VCPUs (present ones).
@@ -219,6 +223,7 @@ impl Simulation {
         let mut sim = Simulation {
             machine,
             domains: Vec::new(),
+            present: HashMap::new(),
             domain_of_vcpu: Vec::new(),
             multi: Vec::new(),
             running: Vec::new(),
@@ -250,9 +255,11 @@ impl Simulation {
             machine_due: Nanos::ZERO,
             machine_told: true,
         };
+        // Triggers and chains are resolved once, after every domain has joined.
         for d in &spec.domains {
-            sim.apply(&Change::AddDomain(d.clone()))?;
+            sim.apply_unlinked(&Change::AddDomain(d.clone()))?;
         }
+        sim.link();
         // The first step, at time 0, releases the first jobs and then lets the machine
         // schedule: one do_schedule with everything known.
         Ok(sim)
@@ -378,21 +385,39 @@ impl Simulation {
             guest,
             removed_at: None,
         });
-        self.link();
     }
 
     /// Resolves the triggers and the chains' last tasks by name among the present domains
     /// (after a domain joins or leaves).
     fn link(&mut self) {
+        let present = &self.present;
         let find = |domains: &[DomainRun], domain: &str, task: &str| {
-            domains
-                .iter()
-                .position(|d| d.spec.name == domain && d.removed_at.is_none())
-                .and_then(|d| {
-                    let t = domains[d].spec.tasks.iter().position(|t| t.name == task)?;
-                    Some((d, t))
-                })
+            present.get(domain).and_then(|&d| {
+                let t = domains[d].spec.tasks.iter().position(|t| t.name == task)?;
+                Some((d, t))
+            })
         };
+        let triggered = |run: &DomainRun| {
+            run.removed_at.is_none()
+                && run
+                    .spec
+                    .tasks
+                    .iter()
+                    .any(|t| matches!(t.arrival, Arrival::Triggered { .. }))
+        };
+        if !self.domains.iter().any(triggered) {
+            // Nothing to resolve: no table (a finish looks triggers up only when `linked`).
+            self.triggers = Vec::new();
+            self.linked = !self.chains.is_empty();
+            for chain in &mut self.chains {
+                chain.last = chain
+                    .spec
+                    .tasks
+                    .last()
+                    .and_then(|(d, t)| find(&self.domains, d, t));
+            }
+            return;
+        }
         let mut triggers: Vec<Vec<Vec<Trigger>>> = self
             .domains
             .iter()
@@ -432,9 +457,21 @@ impl Simulation {
 
     /// Applies `change` through the one change path, then acts on what it did.
     fn apply(&mut self, change: &Change) -> Result<(), SimError> {
+        if self.apply_unlinked(change)? {
+            self.link();
+        }
+        Ok(())
+    }
+
+    /// [`Self::apply`] without resolving the links again; returns whether a domain joined
+    /// or left (the links must then be resolved).
+    fn apply_unlinked(&mut self, change: &Change) -> Result<bool, SimError> {
         let now = self.now;
         self.machine_told = true;
-        let mut table = Table(&mut self.domains);
+        let mut table = Table {
+            domains: &mut self.domains,
+            present: &self.present,
+        };
         match apply_change(
             &mut self.machine,
             &mut table,
@@ -442,16 +479,20 @@ impl Simulation {
             change,
             &self.policy_settings,
         )? {
-            Applied::Added { spec, vcpus } => self.start_domain(spec, vcpus),
+            Applied::Added { spec, vcpus } => {
+                self.present.insert(spec.name.clone(), self.domains.len());
+                self.start_domain(spec, vcpus);
+                Ok(true)
+            }
             Applied::Removed { index, .. } => {
                 self.domains[index].removed_at = Some(now);
+                self.present.remove(&self.domains[index].spec.name);
                 self.multi.retain(|&d| d != index);
                 self.lone = self.one_pcpu && self.multi.is_empty();
-                self.link();
+                Ok(true)
             }
-            Applied::Reconfigured { .. } => {}
+            Applied::Reconfigured { .. } => Ok(false),
         }
-        Ok(())
     }
 
     /// Lets the machine handle everything due at `self.now`.

@@ -289,6 +289,16 @@ pub struct WorkEstimate {
     /// Whether `do_schedule` or a context switch costs time: each decision then takes a
     /// second step (the end of its overhead).
     pub overheads: bool,
+    /// What one step costs, in steps of a small system: the policies search their VCPUs
+    /// on a decision (the fixed-priority servers scan one array per pcpu, in priority
+    /// order), and on a pool of several pcpus every tick and decision asks which pcpus
+    /// must decide again (a pass over the pool's VCPUs and pcpus). With `vcpus` the VCPUs
+    /// the run may have (every domain's, added ones too) and `pcpus` those of its largest
+    /// pool: `1 + vcpus / 64` when every pool has one pcpu, `1 + vcpus + pcpus` otherwise
+    /// (measured on 2026-11-28: 64 pcpus and 128 VCPUs under CRPS cost about 150 small
+    /// steps a step, Periodic and Deferrable 20–30; 10,000 VCPUs on one pcpu about 110:
+    /// upper-leaning, see `docs/benchmarks.md`, "Scale"). 1 for the demo's sizes.
+    pub step_weight: u64,
 }
 
 impl WorkEstimate {
@@ -302,6 +312,12 @@ impl WorkEstimate {
             .saturating_add(self.policy_timers)
             .saturating_mul(per_decision)
             .saturating_add(self.jobs.saturating_mul(2))
+    }
+
+    /// The run's cost in steps of a small system: [`Self::steps`] × [`Self::step_weight`]
+    /// (what a driver divides by its speed to tell how long a run takes).
+    pub fn cost(&self) -> u64 {
+        self.steps().saturating_mul(self.step_weight.max(1))
     }
 }
 
@@ -360,6 +376,7 @@ impl SystemSpec {
         };
         let mut estimate = WorkEstimate {
             overheads: self.machine.overheads != Default::default(),
+            step_weight: 1,
             ..WorkEstimate::default()
         };
         // Every pool the run may have, with its quantum and pcpus: the declared ones (or the
@@ -437,11 +454,19 @@ impl SystemSpec {
             Change::AddDomain(d) => Some((d, c.at)),
             _ => None,
         });
+        let mut vcpus: u64 = 0;
         for (d, join) in self.domains.iter().map(|d| (d, Nanos::ZERO)).chain(added) {
             let (jobs, periods) = domain(d, join);
             estimate.jobs = estimate.jobs.saturating_add(jobs);
             estimate.periods = estimate.periods.saturating_add(periods);
+            vcpus = vcpus.saturating_add(u64::from(d.placement.vcpu_count()));
         }
+        let widest = pools.iter().map(|&(_, _, pcpus)| pcpus).max().unwrap_or(1);
+        estimate.step_weight = if widest <= 1 {
+            1 + vcpus / 64
+        } else {
+            vcpus.saturating_add(widest).saturating_add(1)
+        };
         estimate
     }
 }

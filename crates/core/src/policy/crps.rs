@@ -22,8 +22,7 @@
 //!   without work, H_p lends its budget on p to the best VCPU with work allowed on p and
 //!   named by no other plan (one with budget preferred, else any, even above H_p).
 
-use crate::model::VcpuId;
-use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
+use crate::policy::fp::{self, Candidates, PeriodicFamily, PeriodicRule, Plan};
 use crate::policy::PolicyKind;
 
 /// The CRPS decision rule.
@@ -32,8 +31,8 @@ pub struct CrpsRule;
 impl PeriodicRule for CrpsRule {
     const KIND: PolicyKind = PolicyKind::Crps;
 
-    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
-        servers.plan_crps_among(eligible)
+    fn plan(candidates: &impl Candidates) -> Plan {
+        fp::plan_crps(candidates)
     }
 }
 

@@ -106,17 +106,31 @@ impl ServerSet {
             (Nanos::ZERO, now + params.offset)
         };
         let queued = self.stamp();
-        self.servers.push(Server {
-            vcpu,
-            params: params.clone(),
-            pending: None,
-            remaining,
-            next_boundary,
-            has_work: false,
-            counters: BudgetCounters::default(),
-            queued,
-        });
-        self.reorder();
+        // The newest stamp: the server goes behind every server of its priority or above,
+        // found by a binary search (a sort per insertion made n insertions O(n² log n)).
+        let at = self
+            .servers
+            .partition_point(|s| s.params.priority <= params.priority);
+        self.servers.insert(
+            at,
+            Server {
+                vcpu,
+                params: params.clone(),
+                pending: None,
+                remaining,
+                next_boundary,
+                has_work: false,
+                counters: BudgetCounters::default(),
+                queued,
+            },
+        );
+        for i in at..self.servers.len() {
+            self.position.insert(self.servers[i].vcpu, i);
+        }
+        self.earliest_boundary = Some(
+            self.earliest_boundary
+                .map_or(next_boundary, |e| e.min(next_boundary)),
+        );
     }
 
     fn stamp(&mut self) -> u64 {
@@ -411,93 +425,154 @@ impl Plan {
     }
 }
 
-impl ServerSet {
-    /// `queuePick(RunQ)` as a plan (Deferrable, Sporadic): the highest-priority VCPU with
-    /// work and budget runs on its own budget; else IDLE, charging nobody.
-    pub fn plan_own_budget(&self) -> Plan {
-        self.plan_own_budget_among(|_| true)
-    }
+/// The three searches a plan makes, each for the highest-priority server (in
+/// [`ServerSet`]'s order) among the VCPUs it may use: on one pcpu every VCPU; on several,
+/// those eligible on the pcpu planning (see [`PeriodicFamily`]). A plan is a function of
+/// their answers alone, so a search may be answered by a scan ([`Among`]) or from answers
+/// prepared for every pcpu at once ([`PeriodicFamily`]'s `tickle`).
+pub trait Candidates {
+    /// H: the first server with budget left, with or without work.
+    fn highest_with_budget(&self) -> Option<&Server>;
+    /// `queuePick(RunQ)`: the first server with work and budget left.
+    fn pick_with_work(&self) -> Option<&Server>;
+    /// The first server with work, with or without budget (CRPS's last-resort borrower).
+    fn first_with_work(&self) -> Option<&Server>;
+}
 
-    /// PTPS: H with work runs; H without work idles its budget away; no H: IDLE.
-    pub fn plan_ptps(&self) -> Plan {
-        self.plan_ptps_among(|_| true)
-    }
+/// The servers `eligible` accepts, searched by a scan in priority order.
+pub struct Among<'a, F> {
+    pub servers: &'a ServerSet,
+    pub eligible: F,
+}
 
-    /// WCPS: H with work runs; else L — the highest-priority VCPU with work and budget,
-    /// necessarily of lower priority than H since nobody above H has budget — runs on
-    /// both budgets; no L: IDLE, H's budget idled away.
-    pub fn plan_wcps(&self) -> Plan {
-        self.plan_wcps_among(|_| true)
-    }
-
-    /// CRPS: H with work runs; else H lends its budget to the highest-priority VCPU with
-    /// work and budget, or failing that to the highest-priority VCPU with work (budget 0,
-    /// possibly above H); nobody with work: IDLE, H's budget idled away. No H at all: IDLE
-    /// even if some VCPU has work.
-    pub fn plan_crps(&self) -> Plan {
-        self.plan_crps_among(|_| true)
-    }
-
-    /// [`Self::plan_own_budget`] among the VCPUs `eligible` accepts (on several pcpus:
-    /// those allowed on the pcpu and in no other pcpu's plan; see [`PeriodicFamily`]).
+impl<F: Fn(VcpuId) -> bool> Candidates for Among<'_, F> {
     #[inline]
-    pub fn plan_own_budget_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Plan {
-        self.pick_with_work_among(eligible)
-            .map_or(Plan::IDLE, |s| Plan::own(s.vcpu))
+    fn highest_with_budget(&self) -> Option<&Server> {
+        self.servers.highest_with_budget_among(&self.eligible)
     }
 
-    /// [`Self::plan_ptps`] among the VCPUs `eligible` accepts.
     #[inline]
-    pub fn plan_ptps_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Plan {
-        match self.highest_with_budget_among(eligible) {
-            None => Plan::IDLE,
-            Some(h) if h.has_work => Plan::own(h.vcpu),
-            Some(h) => Plan::idled_away(h.vcpu),
+    fn pick_with_work(&self) -> Option<&Server> {
+        self.servers.pick_with_work_among(&self.eligible)
+    }
+
+    #[inline]
+    fn first_with_work(&self) -> Option<&Server> {
+        self.servers
+            .iter()
+            .find(|s| s.has_work && (self.eligible)(s.vcpu))
+    }
+}
+
+/// What each search asks of a server (see [`Candidates`]), in the order of [`Search::ALL`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Search {
+    WithBudget,
+    WorkAndBudget,
+    Work,
+}
+
+impl Search {
+    const ALL: [Search; 3] = [Search::WithBudget, Search::WorkAndBudget, Search::Work];
+
+    #[inline]
+    fn accepts(self, s: &Server) -> bool {
+        match self {
+            Search::WithBudget => !s.remaining.is_zero(),
+            Search::WorkAndBudget => s.has_work && !s.remaining.is_zero(),
+            Search::Work => s.has_work,
         }
     }
+}
 
-    /// [`Self::plan_wcps`] among the VCPUs `eligible` accepts: L is then behind H, since
-    /// every eligible VCPU above H has no budget.
-    #[inline]
-    pub fn plan_wcps_among(&self, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
-        match self.highest_with_budget_among(eligible) {
-            None => Plan::IDLE,
-            Some(h) if h.has_work => Plan::own(h.vcpu),
-            Some(h) => match self.pick_with_work_among(eligible) {
-                Some(l) => Plan {
-                    run: Some(l.vcpu),
-                    charge: Charge::Both {
-                        server: h.vcpu,
-                        runner: l.vcpu,
-                    },
+/// `queuePick(RunQ)` as a plan (Deferrable, Sporadic, Polling): the highest-priority VCPU
+/// with work and budget runs on its own budget; else IDLE, charging nobody.
+#[inline]
+pub fn plan_own_budget(c: &impl Candidates) -> Plan {
+    c.pick_with_work().map_or(Plan::IDLE, |s| Plan::own(s.vcpu))
+}
+
+/// PTPS: H with work runs; H without work idles its budget away; no H: IDLE.
+#[inline]
+pub fn plan_ptps(c: &impl Candidates) -> Plan {
+    match c.highest_with_budget() {
+        None => Plan::IDLE,
+        Some(h) if h.has_work => Plan::own(h.vcpu),
+        Some(h) => Plan::idled_away(h.vcpu),
+    }
+}
+
+/// WCPS: H with work runs; else L — the highest-priority VCPU with work and budget,
+/// necessarily of lower priority than H since nobody above H has budget — runs on both
+/// budgets; no L: IDLE, H's budget idled away.
+#[inline]
+pub fn plan_wcps(c: &impl Candidates) -> Plan {
+    match c.highest_with_budget() {
+        None => Plan::IDLE,
+        Some(h) if h.has_work => Plan::own(h.vcpu),
+        Some(h) => match c.pick_with_work() {
+            Some(l) => Plan {
+                run: Some(l.vcpu),
+                charge: Charge::Both {
+                    server: h.vcpu,
+                    runner: l.vcpu,
                 },
-                None => Plan::idled_away(h.vcpu),
             },
+            None => Plan::idled_away(h.vcpu),
+        },
+    }
+}
+
+/// CRPS: H with work runs; else H lends its budget to the highest-priority VCPU with work
+/// and budget, or failing that to the highest-priority VCPU with work (budget 0, possibly
+/// above H); nobody with work: IDLE, H's budget idled away. No H at all: IDLE even if some
+/// VCPU has work.
+#[inline]
+pub fn plan_crps(c: &impl Candidates) -> Plan {
+    match c.highest_with_budget() {
+        None => Plan::IDLE,
+        Some(h) if h.has_work => Plan::own(h.vcpu),
+        Some(h) => match c.pick_with_work().or_else(|| c.first_with_work()) {
+            Some(r) => Plan {
+                run: Some(r.vcpu),
+                charge: Charge::Lent {
+                    lender: h.vcpu,
+                    runner: r.vcpu,
+                },
+            },
+            None => Plan::idled_away(h.vcpu),
+        },
+    }
+}
+
+impl ServerSet {
+    /// The servers `eligible` accepts, for the plan functions.
+    #[inline]
+    pub fn among<F: Fn(VcpuId) -> bool>(&self, eligible: F) -> Among<'_, F> {
+        Among {
+            servers: self,
+            eligible,
         }
     }
 
-    /// [`Self::plan_crps`] among the VCPUs `eligible` accepts.
-    #[inline]
-    pub fn plan_crps_among(&self, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
-        match self.highest_with_budget_among(eligible) {
-            None => Plan::IDLE,
-            Some(h) if h.has_work => Plan::own(h.vcpu),
-            Some(h) => {
-                let borrower = self
-                    .pick_with_work_among(eligible)
-                    .or_else(|| self.servers.iter().find(|s| s.has_work && eligible(s.vcpu)));
-                match borrower {
-                    Some(r) => Plan {
-                        run: Some(r.vcpu),
-                        charge: Charge::Lent {
-                            lender: h.vcpu,
-                            runner: r.vcpu,
-                        },
-                    },
-                    None => Plan::idled_away(h.vcpu),
-                }
-            }
-        }
+    /// [`plan_own_budget`] among every VCPU.
+    pub fn plan_own_budget(&self) -> Plan {
+        plan_own_budget(&self.among(|_| true))
+    }
+
+    /// [`plan_ptps`] among every VCPU.
+    pub fn plan_ptps(&self) -> Plan {
+        plan_ptps(&self.among(|_| true))
+    }
+
+    /// [`plan_wcps`] among every VCPU.
+    pub fn plan_wcps(&self) -> Plan {
+        plan_wcps(&self.among(|_| true))
+    }
+
+    /// [`plan_crps`] among every VCPU.
+    pub fn plan_crps(&self) -> Plan {
+        plan_crps(&self.among(|_| true))
     }
 
     /// The slice of a plan: run time until the first budget it consumes runs out.
@@ -602,10 +677,10 @@ impl ServerSet {
 pub trait PeriodicRule: Send + 'static {
     const KIND: PolicyKind;
 
-    /// The decision for the current state among the VCPUs `eligible` accepts (on one pcpu:
-    /// every VCPU; on several: those allowed on the pcpu and in no other pcpu's plan). Must
-    /// be a pure function of `servers` and `eligible`.
-    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan;
+    /// The decision for the current state among the `candidates` (on one pcpu: every VCPU;
+    /// on several: those allowed on the pcpu and in no other pcpu's plan). Must be a pure
+    /// function of the answers of their searches.
+    fn plan(candidates: &impl Candidates) -> Plan;
 
     /// Called by `burn` before the plan's charge, with the plan that was in effect on the
     /// pcpu during the `ran` nanoseconds ending at `cx.now` and the same `eligible` as
@@ -664,6 +739,9 @@ pub struct PeriodicFamily<R> {
     /// Several pcpus: what the last `do_schedule` of each pcpu decided (empty on one pcpu,
     /// which keeps its plan in `active`, so that its hooks stay as small as before).
     plans: Vec<Plan>,
+    /// Several pcpus: how many plans of `plans` name each VCPU, kept with `plans` so that
+    /// eligibility costs one look-up instead of a scan of every pcpu's plan.
+    claims: Claims,
     /// Several pcpus: each VCPU's hard affinity.
     affinity: Affinities,
     /// Several pcpus: pcpus whose plan spends a budget `adjust` cut (the slice must
@@ -672,15 +750,87 @@ pub struct PeriodicFamily<R> {
     rule: std::marker::PhantomData<R>,
 }
 
+/// How many pcpus' plans name each VCPU (by VCPU index; a VCPU a plan names twice counts
+/// once). Kept up to date by every write to [`PeriodicFamily`]'s `plans`.
+#[derive(Clone, Debug, Default)]
+struct Claims(Vec<u16>);
+
+impl Claims {
+    /// The number of plans naming `vcpu`.
+    #[inline]
+    fn of(&self, vcpu: VcpuId) -> u16 {
+        self.0.get(vcpu.index()).copied().unwrap_or(0)
+    }
+
+    /// The VCPUs `plan` names, each once.
+    #[inline]
+    fn named(plan: Plan) -> impl Iterator<Item = VcpuId> {
+        let [first, second] = plan.charge.vcpus();
+        first
+            .into_iter()
+            .chain(second.filter(|&s| Some(s) != first))
+    }
+
+    fn add(&mut self, plan: Plan) {
+        for v in Self::named(plan) {
+            if self.0.len() <= v.index() {
+                self.0.resize(v.index() + 1, 0);
+            }
+            self.0[v.index()] += 1;
+        }
+    }
+
+    fn sub(&mut self, plan: Plan) {
+        for v in Self::named(plan) {
+            self.0[v.index()] -= 1;
+        }
+    }
+
+    /// Counted afresh from `plans` (after a change of several plans at once).
+    fn recount(&mut self, plans: &[Plan]) {
+        self.0.clear();
+        for &plan in plans {
+            self.add(plan);
+        }
+    }
+}
+
+/// The searches of one pcpu, answered beforehand (indices in `servers`, in the order of
+/// [`Search::ALL`]).
+struct Prepared<'a> {
+    servers: &'a ServerSet,
+    answers: [Option<usize>; 3],
+}
+
+impl Candidates for Prepared<'_> {
+    #[inline]
+    fn highest_with_budget(&self) -> Option<&Server> {
+        self.answers[0].map(|i| &self.servers.servers[i])
+    }
+
+    #[inline]
+    fn pick_with_work(&self) -> Option<&Server> {
+        self.answers[1].map(|i| &self.servers.servers[i])
+    }
+
+    #[inline]
+    fn first_with_work(&self) -> Option<&Server> {
+        self.answers[2].map(|i| &self.servers.servers[i])
+    }
+}
+
 /// Whether `vcpu` is eligible on pcpu `pcpu`: allowed there and named by no other pcpu's
-/// plan.
+/// plan (every plan naming it, if any, is `pcpu`'s own).
 #[inline]
-fn eligible_on(plans: &[Plan], affinity: &Affinities, pcpu: usize, vcpu: VcpuId) -> bool {
+fn eligible_on(
+    plans: &[Plan],
+    claims: &Claims,
+    affinity: &Affinities,
+    pcpu: usize,
+    vcpu: VcpuId,
+) -> bool {
     affinity.allows(vcpu, pcpu as u32)
-        && !plans
-            .iter()
-            .enumerate()
-            .any(|(q, plan)| q != pcpu && plan.charge.involves(vcpu))
+        && claims.of(vcpu) == u16::from(plans[pcpu].charge.involves(vcpu))
 }
 
 impl<R: PeriodicRule> PeriodicFamily<R> {
@@ -695,6 +845,7 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
             active: Plan::IDLE,
             reschedule_owed: false,
             plans,
+            claims: Claims::default(),
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
             rule: std::marker::PhantomData,
@@ -728,13 +879,17 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
     /// One pcpu: the plan it would make now.
     #[inline]
     fn plan(&self) -> Plan {
-        R::plan(&self.servers, |_| true)
+        R::plan(&self.servers.among(|_| true))
     }
 
     /// Several pcpus: the plan pcpu `pcpu` would make now.
     fn plan_on(&self, pcpu: usize) -> Plan {
-        let (plans, affinity) = (&self.plans, &self.affinity);
-        R::plan(&self.servers, |v| eligible_on(plans, affinity, pcpu, v))
+        let (plans, claims, affinity) = (&self.plans, &self.claims, &self.affinity);
+        R::plan(
+            &self
+                .servers
+                .among(|v| eligible_on(plans, claims, affinity, pcpu, v)),
+        )
     }
 
     /// One pcpu: whether the decision must be made again now; remembers a "yes".
@@ -758,9 +913,9 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
     #[inline(never)]
     fn burn_on(&mut self, cx: &mut Cx, pcpu: usize, ran: Nanos, spent: Spent) {
         let plan = self.plans[pcpu];
-        let (plans, affinity) = (&self.plans, &self.affinity);
+        let (plans, claims, affinity) = (&self.plans, &self.claims, &self.affinity);
         R::time_passed(&mut self.servers, cx, plan, ran, |v| {
-            eligible_on(plans, affinity, pcpu, v)
+            eligible_on(plans, claims, affinity, pcpu, v)
         });
         self.servers.charge(cx, plan.charge, ran, spent);
     }
@@ -770,13 +925,80 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
     fn do_schedule_on(&mut self, pcpu: usize) -> Decision {
         self.asked.remove(pcpu as u32);
         self.servers.put_back(self.plans[pcpu].charge);
-        self.plans[pcpu] = self.plan_on(pcpu);
-        self.servers.decision(self.plans[pcpu])
+        let plan = self.plan_on(pcpu);
+        self.set_plan(pcpu, plan);
+        self.servers.decision(plan)
+    }
+
+    /// Several pcpus: for each pcpu and each [`Search`], the index in `servers` of the
+    /// search's answer among the VCPUs that no plan names and that are allowed on the pcpu:
+    /// one pass over the servers per search, each server's affinity settling the pcpus still
+    /// without an answer.
+    fn unclaimed_answers(&self) -> [[Option<usize>; 3]; CpuSet::MAX as usize] {
+        let mut answers = [[None; 3]; CpuSet::MAX as usize];
+        for (k, search) in Search::ALL.into_iter().enumerate() {
+            let mut open = CpuSet::first(self.plans.len() as u32);
+            for (i, s) in self.servers.iter().enumerate() {
+                if open.is_empty() {
+                    break;
+                }
+                if self.claims.of(s.vcpu) != 0 || !search.accepts(s) {
+                    continue;
+                }
+                let settled = self.affinity.get(s.vcpu).intersection(open);
+                for p in settled.iter() {
+                    answers[p as usize][k] = Some(i);
+                }
+                open = open.intersection(settled.complement());
+            }
+        }
+        answers
+    }
+
+    /// Several pcpus: the searches of pcpu `pcpu` (as [`Self::plan_on`] makes them), from
+    /// the answers among the unclaimed VCPUs and the VCPUs of its own plan: its eligible
+    /// VCPUs are exactly those two groups, so each answer is the first of the two.
+    fn prepared(&self, pcpu: usize, unclaimed: [Option<usize>; 3]) -> Prepared<'_> {
+        let mut answers = unclaimed;
+        for v in Claims::named(self.plans[pcpu]) {
+            let Some(&i) = self.servers.position.try_get(v) else {
+                continue;
+            };
+            if !eligible_on(&self.plans, &self.claims, &self.affinity, pcpu, v) {
+                continue;
+            }
+            let server = &self.servers.servers[i];
+            for (k, search) in Search::ALL.into_iter().enumerate() {
+                if search.accepts(server) && answers[k].is_none_or(|a| i < a) {
+                    answers[k] = Some(i);
+                }
+            }
+        }
+        Prepared {
+            servers: &self.servers,
+            answers,
+        }
+    }
+
+    /// Several pcpus: pcpu `pcpu`'s plan in effect becomes `plan`.
+    #[inline]
+    fn set_plan(&mut self, pcpu: usize, plan: Plan) {
+        self.claims.sub(self.plans[pcpu]);
+        self.claims.add(plan);
+        self.plans[pcpu] = plan;
     }
 
     /// Several pcpus: every VCPU a plan names is known and allowed on that pcpu, and no
     /// VCPU is named by two pcpus' plans.
     fn check_plans(&self) -> Result<(), String> {
+        let mut counted = Claims::default();
+        counted.recount(&self.plans);
+        let len = counted.0.len().max(self.claims.0.len());
+        if let Some(i) =
+            (0..len).find(|&i| counted.of(VcpuId(i as u32)) != self.claims.of(VcpuId(i as u32)))
+        {
+            return Err(format!("vcpu {i}: the plans' claims are out of date"));
+        }
         for (p, plan) in self.plans.iter().enumerate() {
             for v in plan.charge.vcpus().into_iter().flatten() {
                 if !self.servers.contains(v) {
@@ -787,7 +1009,7 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
                         "pcpu {p}'s plan {plan:?} names vcpu {v:?} outside its affinity"
                     ));
                 }
-                if !eligible_on(&self.plans, &self.affinity, p, v) {
+                if !eligible_on(&self.plans, &self.claims, &self.affinity, p, v) {
                     return Err(format!("vcpu {v:?} is in the plans of two pcpus"));
                 }
             }
@@ -819,6 +1041,7 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
         for plan in &mut self.plans {
             *plan = plan.without(vcpu);
         }
+        self.claims.recount(&self.plans);
         self.affinity.remove(vcpu);
         self.servers.remove(vcpu);
     }
@@ -867,8 +1090,8 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
         if self.several() {
-            let plans = &self.plans;
-            let in_effect = |v| plans.iter().any(|plan| plan.charge.involves(v));
+            let claims = &self.claims;
+            let in_effect = |v| claims.of(v) > 0;
             self.servers.replenish_due(cx, in_effect, |_| {});
             return !self.tickle().is_empty();
         }
@@ -905,6 +1128,7 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
                 *plan = plan.without(vcpu);
             }
         }
+        self.claims.recount(&self.plans);
         !self.tickle().is_empty()
     }
 
@@ -921,18 +1145,27 @@ impl<R: PeriodicRule> Policy for PeriodicFamily<R> {
         }
         self.asked = change.renumber_set(self.asked);
         if plans.len() > 1 {
+            self.claims.recount(&plans);
             self.plans = plans;
             self.active = Plan::IDLE;
             return false;
         }
+        self.claims = Claims::default();
         self.active = plans[0];
         self.must_reschedule(false)
     }
 
     fn tickle(&self) -> CpuSet {
         let mut targets = self.asked;
+        if !self.several() {
+            return targets;
+        }
+        // Every pcpu plans again: the searches over the VCPUs no plan names are answered for
+        // all pcpus in one pass each, so that this costs O(VCPUs + pcpus), not their product
+        // (it runs after every tick and every decision of every pcpu).
+        let unclaimed = self.unclaimed_answers();
         for (p, plan) in self.plans.iter().enumerate() {
-            if self.plan_on(p) != *plan {
+            if R::plan(&self.prepared(p, unclaimed[p])) != *plan {
                 targets.insert(p as u32);
             }
         }

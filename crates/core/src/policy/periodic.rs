@@ -27,8 +27,7 @@
 //!   let go that beats its H, ...). With every VCPU pinned to one pcpu this is exactly the
 //!   partitioned PTPS, one per pcpu.
 
-use crate::model::VcpuId;
-use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
+use crate::policy::fp::{self, Candidates, PeriodicFamily, PeriodicRule, Plan};
 use crate::policy::PolicyKind;
 
 /// The PTPS decision rule.
@@ -37,8 +36,8 @@ pub struct Ptps;
 impl PeriodicRule for Ptps {
     const KIND: PolicyKind = PolicyKind::Periodic;
 
-    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
-        servers.plan_ptps_among(eligible)
+    fn plan(candidates: &impl Candidates) -> Plan {
+        fp::plan_ptps(candidates)
     }
 }
 

@@ -32,7 +32,7 @@
 
 use crate::event::Cx;
 use crate::model::VcpuId;
-use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
+use crate::policy::fp::{self, Candidates, PeriodicFamily, PeriodicRule, Plan, ServerSet};
 use crate::policy::PolicyKind;
 use crate::time::Nanos;
 
@@ -42,8 +42,8 @@ pub struct PollingRule;
 impl PeriodicRule for PollingRule {
     const KIND: PolicyKind = PolicyKind::Polling;
 
-    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
-        servers.plan_own_budget_among(eligible)
+    fn plan(candidates: &impl Candidates) -> Plan {
+        fp::plan_own_budget(candidates)
     }
 
     fn time_passed(

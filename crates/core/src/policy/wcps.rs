@@ -23,8 +23,7 @@
 //!   chosen by the pcpu that decides first: a VCPU that could run on its own budget on an
 //!   idle pcpu may be taken by another pcpu's H first (greedy, pcpu by pcpu).
 
-use crate::model::VcpuId;
-use crate::policy::fp::{PeriodicFamily, PeriodicRule, Plan, ServerSet};
+use crate::policy::fp::{self, Candidates, PeriodicFamily, PeriodicRule, Plan};
 use crate::policy::PolicyKind;
 
 /// The WCPS decision rule.
@@ -33,8 +32,8 @@ pub struct WcpsRule;
 impl PeriodicRule for WcpsRule {
     const KIND: PolicyKind = PolicyKind::Wcps;
 
-    fn plan(servers: &ServerSet, eligible: impl Fn(VcpuId) -> bool + Copy) -> Plan {
-        servers.plan_wcps_among(eligible)
+    fn plan(candidates: &impl Candidates) -> Plan {
+        fp::plan_wcps(candidates)
     }
 }
 

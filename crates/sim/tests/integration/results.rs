@@ -396,11 +396,58 @@ fn the_work_estimate_counts_ticks_jobs_and_periods() {
             periods: 101 + 26,
             policy_timers: 0,
             overheads: false,
+            step_weight: 1,
         }
     );
     assert_eq!(estimate.steps(), 1000 + 127 + 2 * 28);
+    assert_eq!(
+        estimate.cost(),
+        estimate.steps(),
+        "two VCPUs on one pcpu weigh 1"
+    );
     spec.machine.overheads.do_schedule = Nanos(100);
     assert_eq!(spec.estimate_work(ms(1000)).steps(), 2 * 1127 + 56);
+}
+
+/// Issue 23's wide system: 64 pcpus in one CRPS pool, 64 domains of two VCPUs (2 ms every
+/// 10 ms) with one task of 1 ms every 20 ms, for 1 s. By hand: ticks 64 × 1000 = 64,000;
+/// VCPU periods 101 × 128 = 12,928; jobs 51 × 64 = 3,264, two steps each; steps 83,456.
+/// Each step weighs 1 + 128 VCPUs + 64 pcpus = 193 (it took 48 s with a weight of 1 in
+/// the estimate, which then said under 3 s): cost 16,107,008 small steps. The same
+/// VCPUs on one pcpu weigh 1 + 128 / 64 = 3.
+#[test]
+fn the_work_estimate_weighs_each_step_by_the_vcpus_and_pcpus_it_searches() {
+    let domains: Vec<_> = (0..64)
+        .map(|d| {
+            let mut spec = domain(
+                &format!("d{d}"),
+                2,
+                10,
+                d % 16 + 1,
+                vec![periodic("t", 20, 1)],
+            );
+            spec.placement.vcpus = 2;
+            spec
+        })
+        .collect();
+    let wide = |pcpus| rtvmm_system::SystemSpec {
+        domains: Vec::clone(&domains),
+        ..rtvmm_system::SystemSpec::one_pool(
+            rtvmm_core::machine::MachineConfig { pcpus, ..machine() },
+            PolicyConfig::Crps,
+        )
+    };
+    let estimate = wide(64).estimate_work(ms(1000));
+    assert_eq!(
+        (estimate.ticks, estimate.periods, estimate.jobs),
+        (64_000, 12_928, 3_264)
+    );
+    assert_eq!(estimate.steps(), 83_456);
+    assert_eq!(estimate.step_weight, 193);
+    assert_eq!(estimate.cost(), 83_456 * 193);
+    let estimate = wide(1).estimate_work(ms(1000));
+    assert_eq!(estimate.step_weight, 3);
+    assert_eq!(estimate.ticks, 1000);
 }
 
 /// Found by the fuzzing harness: Credit's tick is its own, not the quantum, so a scenario
