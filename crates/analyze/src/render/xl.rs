@@ -21,10 +21,15 @@ impl Report {
             "# Xen RTDS parameters from `rtvmm analyze {}` (period and budget in µs).",
             self.input
         );
+        // Not a guarantee under RTDS: an RTDS VCPU keeps its budget to the end of its period,
+        // so one that wakes late can take it all just before its deadline, and a total
+        // bandwidth at most 1 does not give every VCPU its budget (docs/analysis.md, "Ties
+        // and fields the analysis does not model").
         let _ = writeln!(
             out,
-            "# RTDS schedules VCPUs by EDF: each gets its budget in every period while the \
-             total bandwidth is at most 1 (here U_RM = {:.4}).",
+            "# The interfaces analysed under {} (total bandwidth U_RM = {:.4}). RTDS serves them \
+             by EDF, which rtvmm does not analyse: check with `rtvmm sim --policy rtds`.",
+            self.policy.name(),
             self.u_rm
         );
         if !self.schedulable {
