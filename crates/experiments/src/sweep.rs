@@ -10,7 +10,7 @@
 //! # Interruption
 //! When the caller sets [`Options::cancel`] (the binary does on SIGINT and SIGTERM), runs
 //! not yet started are skipped (their slot is `None`), runs in progress — simulated
-//! (they check the flag every few thousand steps, see [`crate::cancel`]) or real-time
+//! (they check the flag every few thousand steps, see [`crate::Cancel`]) or real-time
 //! ([`crate::driver`]) — stop within moments and are dropped, and the experiment writes
 //! what it has, marked partial (see [`crate::report`]). No signal handler is installed
 //! here.
