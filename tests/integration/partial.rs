@@ -135,24 +135,30 @@ fn a_complete_sim_carries_no_partial_mark() {
     }
 }
 
+/// `rtxen-capacity --quick` with runs of 100000000s (years of simulated time each), on
+/// `jobs` threads, into `out`.
+fn endless_capacity(out: &std::path::Path, jobs: &str) -> Reaped {
+    spawn(&[
+        "experiment",
+        "rtxen-capacity",
+        "--quick",
+        "--no-progress",
+        "-j",
+        jobs,
+        "--duration",
+        "100000000s",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
 /// An experiment of runs of 100000000s (years of simulated time each): the first SIGINT
 /// stops the runs in progress, and the experiment writes its files, marked partial.
 #[test]
 fn an_experiments_first_signal_stops_even_endless_runs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cap");
-    let mut run = spawn(&[
-        "experiment",
-        "rtxen-capacity",
-        "--quick",
-        "--no-progress",
-        "-j",
-        "2",
-        "--duration",
-        "100000000s",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let mut run = endless_capacity(&out, "2");
     // Let the first runs start.
     std::thread::sleep(Duration::from_millis(1500));
     let child = run.0.as_mut().unwrap();
@@ -191,18 +197,7 @@ fn an_experiments_first_signal_stops_even_endless_runs() {
 fn an_experiments_second_signal_stops_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("cap");
-    let mut run = spawn(&[
-        "experiment",
-        "rtxen-capacity",
-        "--quick",
-        "--no-progress",
-        "-j",
-        "1",
-        "--duration",
-        "100000000s",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let mut run = endless_capacity(&out, "1");
     std::thread::sleep(Duration::from_millis(1500));
     let child = run.0.as_mut().unwrap();
     kill(child, "-TERM");

@@ -316,19 +316,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn set_params_and_sched_rtds_without_v_reach_every_vcpu() {
+    /// Two pcpus under RTDS with `web`, a domain of two VCPUs, joined at 0.
+    fn web_on_two_pcpus() -> (Machine, Domains) {
         let mut m = two_pcpus();
         let mut table = Domains::default();
-        let none = PolicySettings::default();
+        let web = Change::AddDomain(domain("web", 2));
         table
-            .apply(
-                &mut m,
-                Nanos::ZERO,
-                &Change::AddDomain(domain("web", 2)),
-                &none,
-            )
+            .apply(&mut m, Nanos::ZERO, &web, &PolicySettings::default())
             .unwrap();
+        (m, table)
+    }
+
+    #[test]
+    fn set_params_and_sched_rtds_without_v_reach_every_vcpu() {
+        let (mut m, mut table) = web_on_two_pcpus();
+        let none = PolicySettings::default();
         let vcpus = table.domains[0].1.clone();
         let params = VcpuParams::server(ms(3), ms(6), 1);
         let applied = table
@@ -362,17 +364,8 @@ mod tests {
 
     #[test]
     fn a_refused_change_changes_nothing() {
-        let mut m = two_pcpus();
-        let mut table = Domains::default();
+        let (mut m, mut table) = web_on_two_pcpus();
         let none = PolicySettings::default();
-        table
-            .apply(
-                &mut m,
-                Nanos::ZERO,
-                &Change::AddDomain(domain("web", 2)),
-                &none,
-            )
-            .unwrap();
         // A budget above the period: refused by RTDS for the first VCPU checked, before
         // either is adjusted.
         let bad = VcpuParams::server(ms(20), ms(10), 1);

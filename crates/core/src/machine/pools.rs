@@ -56,12 +56,8 @@ impl PoolSpec {
     /// estimate of a run's work counts: the one answer to "how often does this pool
     /// tick".
     pub fn tick_of(policy: &PolicyConfig, quantum: Nanos) -> Option<(Nanos, bool)> {
-        match policy.build(1).tick_interval() {
-            TickInterval::Quantum => Some((quantum, true)),
-            // A zero interval (refused when a configuration is validated) would loop.
-            TickInterval::Every(every) => Some((every.max(Nanos(1)), false)),
-            TickInterval::None => None,
-        }
+        let (tick, quantum_tick) = Machine::resolve_tick(policy.build(1).tick_interval(), quantum);
+        tick.map(|every| (every, quantum_tick))
     }
 }
 
@@ -394,8 +390,8 @@ impl Machine {
         self.refresh_lone();
     }
 
-    /// The tick interval of a policy (None: no tick) and whether it is the quantum tick
-    /// ([`PoolSpec::tick_of`]'s answer, for a policy already built).
+    /// The tick interval of a policy (None: no tick) and whether it is the quantum tick:
+    /// the one rule, which [`PoolSpec::tick_of`] answers for a policy not yet built.
     pub(super) fn resolve_tick(interval: TickInterval, quantum: Nanos) -> (Option<Nanos>, bool) {
         match interval {
             TickInterval::Quantum => (Some(quantum), true),
