@@ -164,6 +164,25 @@ pub(crate) fn analyze(scenario: &Scenario, options: &Options) -> Result<Report, 
         affinities.push(sets);
     }
 
+    // A domain the analysis does not take still runs its VCPUs: under fixed priority
+    // nothing bounds what they take from the others on their pcpus.
+    for (d, domain) in system.domains.iter().enumerate() {
+        let p = pool_of[d];
+        if let (Plan::NotCovered(why), true, None) = (
+            &plans[d],
+            system.pools[p].policy.kind().is_server(),
+            &pool_problem[p],
+        ) {
+            pool_problem[p] = Some(format!(
+                "pool '{}' ({}): {why}; its VCPUs still compete with every other domain of \
+                 the pool (domain '{}')",
+                system.pools[p].name,
+                system.pools[p].policy.kind(),
+                domain.name
+            ));
+        }
+    }
+
     // Components and MPR interfaces.
     let mut outcomes: Vec<Outcome> = Vec::new();
     for (d, domain) in system.domains.iter().enumerate() {
@@ -812,14 +831,17 @@ fn mpr(
             outcome.vcpus.push(vcpu_report(j as u32, Some(interface), unit));
         }
         outcome.interfaces.truncate(m as usize);
+        outcome.model = Some(format!("mpr ⟨{}, {}, {m}⟩", best.period(), best.budget()));
         Mpr::new(best.period(), per_vcpu * m, m).expect("within m′ processors")
     };
-    outcome.model = Some(format!(
-        "mpr ⟨{}, {}, {}⟩",
-        mpr.period(),
-        mpr.budget(),
-        mpr.concurrency()
-    ));
+    if outcome.model.is_none() {
+        outcome.model = Some(format!(
+            "mpr ⟨{}, {}, {}⟩",
+            mpr.period(),
+            mpr.budget(),
+            mpr.concurrency()
+        ));
+    }
     if let GedfVerdict::Violation { task_index, window, demand, supply } =
         gedf_schedulable(&workload, &mpr)
     {
@@ -1056,6 +1078,7 @@ mod tests {
     use crate::tests::{run_on, scenario};
     use crate::{analyze, emit_scenario, Input, Options, Report};
     use rtvmm_analysis::{gedf_schedulable, optimal_mpr_interface, GedfVerdict, Mpr, Workload};
+    use rtvmm_analysis::{gedf_schedulable_dmpr, optimal_dmpr_interface};
 
     fn given() -> Options {
         Options {
@@ -1075,8 +1098,11 @@ mod tests {
         }
         for (t, p, e, v) in tasks {
             s.push_str(&format!(
-                "[[domain.task]]\nname = \"{t}\"\nperiod = \"{p}ms\"\nwcet = \"{e}ms\"\nvcpu = {v}\n"
+                "[[domain.task]]\nname = \"{t}\"\nperiod = \"{p}ms\"\nwcet = \"{e}ms\"\n"
             ));
+            if extra.contains("partitioned") {
+                s.push_str(&format!("vcpu = {v}\n"));
+            }
         }
         s
     }
@@ -1128,7 +1154,7 @@ mod tests {
 
     /// Pinned one to a pcpu each, the same three (10 ms, 6 ms) VCPUs are three clusters of
     /// one pcpu: each alone, served. Pinned a and b to pcpu 0: 6 + min(6, 5) > 10 → both
-    /// refused, c alone on pcpu 1 served. Affinities {0, 1} and {1} overlap without being
+    /// refused, c alone on pcpu 1 served. Affinities {0} and {0, 1} overlap without being
     /// equal: the pool is not covered, by name.
     #[test]
     fn affinity_clusters_partition_the_pool() {
@@ -1146,7 +1172,7 @@ mod tests {
         };
         let report = run_on(&system(["0", "1", "0-1"]), &given());
         let why = report.pools[0].not_covered.as_deref().unwrap();
-        assert!(why.contains("'b' VCPU 0 (pcpus 1) and 'c' VCPU 0 (pcpus 0-1) overlap"), "{why}");
+        assert!(why.contains("'a' VCPU 0 (pcpus 0) and 'c' VCPU 0 (pcpus 0-1) overlap"), "{why}");
         assert!(report.domains.iter().all(|d| !d.guaranteed));
         assert_eq!(report.pools[0].schedulable, None);
 
@@ -1199,29 +1225,37 @@ mod tests {
         assert!(report.schedulable, "{report:#?}");
     }
 
-    /// A global EDF guest of two VCPUs gets the minimum-bandwidth MPR interface ⟨Π, Θ, m′⟩
-    /// with m′ ≤ 2 (the library's search), as m′ VCPUs of (Π, ⌈Θ/m′⌉), which pass the gEDF
-    /// test; a global fixed-priority guest is not covered, named.
+    /// The guest of `examples/multicore-rtds.toml`'s `video` (U = 1.1), three VCPUs.
+    const VIDEO: [(&str, u64, u64, u32); 4] =
+        [("a", 10, 3, 0), ("b", 10, 3, 0), ("c", 20, 6, 0), ("d", 40, 8, 0)];
+
+    fn video_pairs() -> Workload {
+        Workload::from_pairs(&[(10, 3), (10, 3), (20, 6), (40, 8)]).unwrap()
+    }
+
+    /// `--model mpr`: a global EDF guest of up to three VCPUs gets the library's
+    /// minimum-bandwidth MPR interface ⟨Π, Θ, m′⟩ (here ⟨3, 5, 2⟩), as m′ VCPUs of
+    /// (Π, ⌈Θ/m′⌉) = two (3, 3), which pass the gEDF test as ⟨3, 6, 2⟩. On four pcpus with f's two VCPUs
+    /// (10, 5): each (3, 3) has L = 1 and three others contributing 1, 3 < 4: served. A
+    /// global fixed-priority guest is not covered, named — its VCPUs still compete.
     #[test]
     fn global_guests_mpr_or_not_covered() {
-        let tasks = [("a", 10, 6, 0), ("b", 10, 6, 0), ("c", 20, 4, 0)];
         let mut text = rtds(4);
-        text.push_str(&domain("g", "vcpus = 2\nsmp = \"global\"\nguest = \"edf\"", None, &tasks));
-        text.push_str(&domain("f", "vcpus = 2\nsmp = \"global\"\nguest = \"rm\"", Some((5, 10)), &tasks));
-        let report = run_on(&text, &Options::default());
-        let w = Workload::from_pairs(&[(10, 6), (10, 6), (20, 4)]).unwrap();
-        let best = optimal_mpr_interface(&w, 1, 10, Some(2)).unwrap().best;
+        text.push_str(&domain("g", "vcpus = 3\nsmp = \"global\"\nguest = \"edf\"", None, &VIDEO));
+        text.push_str(&domain("f", "vcpus = 2\nsmp = \"global\"\nguest = \"rm\"", Some((5, 10)), &VIDEO));
+        let mpr = Options {
+            model: crate::MulticoreModel::Mpr,
+            ..Options::default()
+        };
+        let report = run_on(&text, &mpr);
+        let w = video_pairs();
+        let best = optimal_mpr_interface(&w, 1, 10, Some(3)).unwrap().best;
+        assert_eq!((best.period(), best.budget(), best.concurrency()), (3, 5, 2));
         let g = &report.domains[0];
-        let m = best.concurrency();
-        assert_eq!(
-            g.model.as_deref(),
-            Some(format!("mpr ⟨{}, {}, {m}⟩", best.period(), best.budget().div_ceil(m) * m).as_str())
-        );
-        assert_eq!(g.vcpus.len() as u64, m);
-        let per_vcpu = best.budget().div_ceil(m);
-        assert!(g.vcpus.iter().all(|v| v.period == Some(best.period()) && v.budget == Some(per_vcpu)));
-        let realised = Mpr::new(best.period(), per_vcpu * m, m).unwrap();
-        assert_eq!(gedf_schedulable(&w, &realised), GedfVerdict::Schedulable);
+        assert_eq!(g.model.as_deref(), Some("mpr ⟨3, 5, 2⟩"));
+        let vcpus: Vec<(Option<u64>, Option<u64>)> = g.vcpus.iter().map(|v| (v.period, v.budget)).collect();
+        assert_eq!(vcpus, vec![(Some(3), Some(3)); 2]);
+        assert_eq!(gedf_schedulable(&w, &Mpr::new(3, 6, 2).unwrap()), GedfVerdict::Schedulable);
         assert!(g.guaranteed, "{g:#?}");
         let f = &report.domains[1];
         assert!(!f.guaranteed);
@@ -1230,6 +1264,48 @@ mod tests {
         assert!(f.vcpus.is_empty());
         assert!(!report.schedulable);
         assert!(report.not_covered.is_empty(), "only the domain is not covered");
+    }
+
+    /// DMPR (the default): the same guest gets the library's minimum-bandwidth DMPR
+    /// interface, one full VCPU and a partial (3, 2). The hybrid root gives the full VCPU
+    /// pcpu 3 of its own — alone there, L = 1 and no interference: served — and moves every
+    /// VCPU free to run anywhere to pcpus 0–2: the partial (3, 2) and h's (10, 5) there,
+    /// BCL on m = 3 (for (3, 2): L = 2, min(W_(10,5)(3) = 3, 2) = 2 < 6; for (10, 5): L = 6,
+    /// W_(3,2)(10) = 3·2 + min(2, 1) = 7, min(7, 6) = 6 < 18).
+    #[test]
+    fn dmpr_hybrid_root_gives_the_full_vcpu_a_pcpu_of_its_own() {
+        let mut text = rtds(4);
+        text.push_str(&domain("g", "vcpus = 3\nsmp = \"global\"\nguest = \"edf\"", None, &VIDEO));
+        text.push_str(&domain("h", "", Some((5, 10)), &[("t", 20, 1, 0)]));
+        let report = run_on(&text, &Options::default());
+        let best = optimal_dmpr_interface(&video_pairs(), 1, 10, Some(3)).unwrap().best;
+        assert_eq!((best.full(), best.period(), best.budget()), (1, 3, 2));
+        assert_eq!(gedf_schedulable_dmpr(&video_pairs(), &best), GedfVerdict::Schedulable);
+        let g = &report.domains[0];
+        assert_eq!(g.model.as_deref(), Some("dmpr 1 full + (3, 2)"));
+        let vcpus: Vec<(Option<u64>, Option<u64>, Vec<u32>, Option<bool>)> = g
+            .vcpus
+            .iter()
+            .map(|v| (v.period, v.budget, v.pcpus.clone(), v.served))
+            .collect();
+        assert_eq!(
+            vcpus,
+            vec![
+                (Some(3), Some(3), vec![3], Some(true)),
+                (Some(3), Some(2), vec![0, 1, 2], Some(true))
+            ]
+        );
+        assert_eq!(report.domains[1].vcpus[0].pcpus, vec![0, 1, 2]);
+        assert!(report.schedulable, "{report:#?}");
+        // The emitted scenario pins them, and `--given` reads the same hybrid back.
+        let input = Input::Scenario(scenario(&text));
+        let computed = analyze(&input, &Options::default()).unwrap();
+        let emitted = emit_scenario(&input, &computed).unwrap();
+        assert!(emitted.contains("affinity = [\"3\", \"0-2\"]"), "{emitted}");
+        let back = rtvmm_scenario::Scenario::from_toml(&emitted, "emitted.toml").unwrap();
+        let again = analyze(&Input::Scenario(back), &given()).unwrap();
+        assert_eq!(again.domains[0].model.as_deref(), Some("dmpr 1 full + (3, 2)"));
+        assert!(again.schedulable, "{again:#?}");
     }
 
     /// A Credit pool is named not covered; the domains of the RTDS pool beside it keep
@@ -1293,14 +1369,14 @@ mod tests {
             "p",
             "vcpus = 2\nsmp = \"partitioned\"",
             None,
-            &[("a", 10, 1, 0), ("b", 10, 5, 1)],
+            &[("sense", 5, 1, 0), ("act", 10, 1, 0), ("plan", 20, 4, 1), ("log", 40, 2, 1)],
         ));
         let input = Input::Scenario(scenario(&text));
         let report = analyze(&input, &Options::default()).unwrap();
         let budgets: Vec<Option<u64>> = report.domains[0].vcpus.iter().map(|v| v.budget_ns).collect();
         assert_ne!(budgets[0], budgets[1], "{report:#?}");
         let emitted = emit_scenario(&input, &report).unwrap();
-        assert!(emitted.contains("xl = \"sched-rtds -d p -v 0"), "{emitted}");
+        assert!(emitted.contains("xl = \"sched-rtds -d p -v 1 -p 4000 -b 1000\""), "{emitted}");
         let back = rtvmm_scenario::Scenario::from_toml(&emitted, "emitted.toml").unwrap();
         let again = analyze(&Input::Scenario(back), &given()).unwrap();
         let budgets_again: Vec<Option<u64>> = again.domains[0].vcpus.iter().map(|v| v.budget_ns).collect();
