@@ -326,7 +326,11 @@ pub(crate) fn analyze(scenario: &Scenario, options: &Options) -> Result<Report, 
                         for (&v, ok) in group.iter().zip(bcl_served(&servers, u64::from(set.len()))) {
                             served[vcpus[v].domain][vcpus[v].index as usize] = Some(ok);
                         }
-                        described.push(format!("pcpus {set} ({} VCPUs)", group.len()));
+                        let count = match group.len() {
+                            1 => "1 VCPU".to_string(),
+                            n => format!("{n} VCPUs"),
+                        };
+                        described.push(format!("pcpus {set} ({count})"));
                     }
                     root_test = format!(
                         "global EDF over budget-keeping VCPUs per cluster of equal affinity \
