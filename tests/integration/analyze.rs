@@ -503,7 +503,10 @@ fn multicore_table_and_xl_lines_size_and_pin_each_vcpu() {
     let out = stdout(&o);
     assert!(out.contains("xl vcpu-pin video 0 3\n"), "{out}");
     assert!(out.contains("xl vcpu-pin video 1 0-2\n"), "{out}");
-    assert!(out.contains("xl sched-rtds -d video -v 0 -p 3000 -b 3000\n"), "{out}");
+    assert!(
+        out.contains("xl sched-rtds -d video -v 0 -p 3000 -b 3000\n"),
+        "{out}"
+    );
 }
 
 /// Two pools: `--emit xl` creates the second, moves its pcpus out of `Pool-0` and its
@@ -572,11 +575,15 @@ wcet = "1ms"
         out.contains("pool batch (credit, pcpus 2): NOT COVERED (pool 'batch' (credit): it does not enforce a budget per period"),
         "{out}"
     );
-    assert!(out.contains("pool rt (rtds, pcpus 1): schedulable"), "{out}");
+    assert!(
+        out.contains("pool rt (rtds, pcpus 1): schedulable"),
+        "{out}"
+    );
     let admit = rtvmm(&["check", "--admit", &path]);
     assert_exit(&admit, 2);
     assert!(
-        stderr(&admit).contains("domain 'bulk' cannot be guaranteed: not covered: pool 'batch' (credit)"),
+        stderr(&admit)
+            .contains("domain 'bulk' cannot be guaranteed: not covered: pool 'batch' (credit)"),
         "{}",
         stderr(&admit)
     );

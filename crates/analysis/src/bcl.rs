@@ -121,7 +121,10 @@ mod tests {
     /// 3·1 + min(1, 2) = 4 < 11: served.
     #[test]
     fn budget_keeping_counter_example_is_refused() {
-        assert_eq!(bcl_served(&servers(&[(4, 1), (14, 4)]), 1), vec![false, true]);
+        assert_eq!(
+            bcl_served(&servers(&[(4, 1), (14, 4)]), 1),
+            vec![false, true]
+        );
     }
 
     /// One pcpu, (10, 2) and (20, 5): for (10, 2), L = 9 and W_(20,5)(10) = min(5, 10) = 5,
@@ -130,7 +133,10 @@ mod tests {
     /// W_(10,6)(20) = 12 < 16 → served.
     #[test]
     fn one_pcpu_by_hand() {
-        assert_eq!(bcl_served(&servers(&[(10, 2), (20, 5)]), 1), vec![true, true]);
+        assert_eq!(
+            bcl_served(&servers(&[(10, 2), (20, 5)]), 1),
+            vec![true, true]
+        );
         assert_eq!(
             bcl_served(&servers(&[(10, 6), (20, 5)]), 1),
             vec![false, true]
@@ -156,7 +162,10 @@ mod tests {
     #[test]
     fn full_servers_and_degenerate_input() {
         assert_eq!(bcl_served(&servers(&[(5, 5)]), 1), vec![true]);
-        assert_eq!(bcl_served(&servers(&[(5, 5), (100, 1)]), 1), vec![false, false]);
+        assert_eq!(
+            bcl_served(&servers(&[(5, 5), (100, 1)]), 1),
+            vec![false, false]
+        );
         assert_eq!(bcl_served(&servers(&[(5, 6)]), 1), vec![false]);
         assert_eq!(bcl_served(&servers(&[(5, 1)]), 0), vec![false]);
         assert_eq!(bcl_served(&servers(&[(5, 0), (5, 5)]), 1), vec![true, true]);

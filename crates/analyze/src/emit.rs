@@ -20,9 +20,15 @@ use rtvmm_scenario::{weight_from_share, Scenario, DEFAULT_SEED};
 /// Θ·unit, period Π·unit, the report's RM priority) under the policy the analysis assumed,
 /// validated, as normalised TOML.
 pub fn emit_scenario(input: &Input, report: &Report) -> Result<String, AnalyzeError> {
+    let vcpus = if report.pools.is_empty() {
+        "each domain's VCPU is its interface (budget Θ, period Π, priority rate-monotonic by \
+         period)"
+    } else {
+        "each domain's VCPUs are its interface (period Π, the largest budget Θ, smaller \
+         budgets set by `xl sched-rtds -v` at time 0, pcpus as analysed)"
+    };
     let header = format!(
-        "# Emitted by `rtvmm analyze {}`: each domain's VCPU is its interface (budget Θ, \
-         period Π, priority rate-monotonic by period).\n# Verdict of the analysis: {}; \
+        "# Emitted by `rtvmm analyze {}`: {vcpus}.\n# Verdict of the analysis: {}; \
          U_RM = {:.4}, U_W = {:.4}.\n",
         report.input,
         if report.schedulable {

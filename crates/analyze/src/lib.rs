@@ -79,6 +79,14 @@
 //!   or `smp` (unless the multicore analysis below covers them), events, tick
 //!   replenishment, scheduling overhead, SEDF, or a policy that enforces no budget per period (Credit,
 //!   ARINC 653) ([`Report::not_covered`]).
+//! - **Several pcpus** (`multicore`; `docs/analysis.md`, "Many pcpus"): a file with
+//!   several pcpus, pools, VCPUs, affinity or `smp` gets an interface per domain realised
+//!   as VCPUs — the analysis below per one-pcpu component (a one-VCPU domain, or a VCPU of
+//!   a partitioned guest), DMPR (default) or MPR (`--model`) for a global EDF guest — and a
+//!   root verdict per pool: RTDS by the Bertogna–Cirinei–Lipari test per cluster of equal
+//!   affinity (DMPR's full VCPUs on pcpus of their own), the fixed-priority servers per
+//!   pcpu. Each [`DomainReport`] says whether it is `guaranteed`; what is not covered is
+//!   named per pool or domain.
 //! - **Guests.** Lemma 1 is the rate-monotonic test: `rm` guests, and `dm`/`fp` guests
 //!   whose priority order is rate-monotonic (the workload is built in the guest's own
 //!   priority order); `edf` guests get the dbf test. **Equal priorities** — equal periods
@@ -177,8 +185,7 @@ pub use emit::emit_scenario;
 pub use error::AnalyzeError;
 pub use input::Input;
 pub use options::{
-    parse_guest, parse_model, parse_sbf, FixedPeriod, Length, MulticoreModel, Options,
-    PeriodBounds,
+    parse_guest, parse_model, parse_sbf, FixedPeriod, Length, MulticoreModel, Options, PeriodBounds,
 };
 pub use report::{
     DomainReport, InterfaceSource, PoolReport, Refusal, Report, RtaStatus, TaskKind, TaskReport,

@@ -165,16 +165,18 @@ pub struct Report {
     pub u_w_exact: String,
     pub u_rm_minus_u_w: f64,
     pub root_schedulable: bool,
-    /// Every domain is schedulable and the input holds nothing the analysis does not
-    /// model (`not_covered` is empty).
+    /// Every domain is guaranteed: schedulable, and the input holds nothing the analysis
+    /// does not model (`not_covered` is empty).
     pub schedulable: bool,
     pub domains: Vec<DomainReport>,
     /// The cpupools, each with its own verdict (empty on one pcpu: the root above is the
     /// pool's).
     pub pools: Vec<PoolReport>,
-    /// What the input holds that the analysis does not model (several pcpus, cpupools,
-    /// placement, several VCPUs, events), one reason each: with any, nothing is
-    /// guaranteed, whatever the domains' verdicts.
+    /// What the input holds that the analysis does not model for the whole input (events,
+    /// tick replenishment, overhead, a policy not covered on one pcpu), one reason each:
+    /// with any, nothing is guaranteed, whatever the domains' verdicts. On several pcpus
+    /// what concerns one pool or domain is in its [`PoolReport::not_covered`] or
+    /// [`DomainReport::not_covered`] instead.
     pub not_covered: Vec<String>,
     pub notes: Vec<String>,
 }

@@ -25,11 +25,7 @@ pub(super) struct Root {
     pub(super) error: Option<HierarchyError>,
 }
 
-pub(super) fn root(
-    system: &System,
-    steps: &[Step1],
-    priorities: &[Option<u32>],
-) -> Root {
+pub(super) fn root(system: &System, steps: &[Step1], priorities: &[Option<u32>]) -> Root {
     let mut servers: Vec<ServerState> = steps
         .iter()
         .zip(priorities)

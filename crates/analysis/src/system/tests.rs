@@ -165,8 +165,14 @@ fn edf_root_by_hand() {
     }
     let late_waker = analyze(&system(2, 8));
     assert_eq!(late_waker.u_rm.to_fraction_string(), "7/8");
-    assert_eq!(late_waker.domains[0].root.and_then(|r| r.served), Some(false));
-    assert_eq!(late_waker.domains[1].root.and_then(|r| r.served), Some(true));
+    assert_eq!(
+        late_waker.domains[0].root.and_then(|r| r.served),
+        Some(false)
+    );
+    assert_eq!(
+        late_waker.domains[1].root.and_then(|r| r.served),
+        Some(true)
+    );
     let fits = analyze(&system(1, 8));
     assert_eq!(fits.u_rm.to_fraction_string(), "5/8");
     assert!(fits.schedulable());

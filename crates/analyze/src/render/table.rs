@@ -145,9 +145,11 @@ impl Report {
                 let _ = writeln!(out, "  root: {}", pool.root_test);
             }
         }
-        let mut rows = vec![["domain", "model", "vcpu", "Π", "Θ", "period", "budget", "pcpus", "served"]
-            .map(String::from)
-            .to_vec()];
+        let mut rows = vec![[
+            "domain", "model", "vcpu", "Π", "Θ", "period", "budget", "pcpus", "served",
+        ]
+        .map(String::from)
+        .to_vec()];
         for d in &self.domains {
             for v in &d.vcpus {
                 let dash = || "-".to_string();

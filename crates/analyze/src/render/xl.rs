@@ -116,7 +116,11 @@ impl Report {
                 "# WARNING: not every domain is guaranteed (see `rtvmm analyze`)."
             );
         }
-        let first = self.pools.first().map(|p| p.name.as_str()).unwrap_or("Pool-0");
+        let first = self
+            .pools
+            .first()
+            .map(|p| p.name.as_str())
+            .unwrap_or("Pool-0");
         for pool in self.pools.iter().skip(1) {
             let _ = writeln!(
                 out,
@@ -131,11 +135,7 @@ impl Report {
         }
         for d in &self.domains {
             let name = shell_word(&d.name);
-            let Some(pool) = self
-                .pools
-                .iter()
-                .find(|p| Some(&p.name) == d.pool.as_ref())
-            else {
+            let Some(pool) = self.pools.iter().find(|p| Some(&p.name) == d.pool.as_ref()) else {
                 continue;
             };
             if pool.name != first {
