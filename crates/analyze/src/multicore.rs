@@ -490,6 +490,27 @@ fn global_not_covered(scenario: &Scenario) -> Vec<String> {
             !(c.at.is_zero() && matches!(c.change, Change::Xl(XlCommand::SchedRtds { .. })))
         })
         .count();
+    for change in system.changes.iter().filter(|c| c.at.is_zero()) {
+        let Change::Xl(
+            command @ XlCommand::SchedRtds {
+                domain, period_us, ..
+            },
+        ) = &change.change
+        else {
+            continue;
+        };
+        let changes_period = system
+            .domains
+            .iter()
+            .find(|d| &d.name == domain)
+            .is_some_and(|d| d.vcpu.period != Nanos::from_us(*period_us));
+        if changes_period {
+            reasons.push(format!(
+                "[[event]] at 0: `{command}` changes the VCPU period of domain '{domain}', \
+                 whose first period keeps the old one; only a budget set this way is read"
+            ));
+        }
+    }
     if other > 0 {
         reasons.push(format!(
             "[[event]]: {other} event(s) change the system (only `xl sched-rtds` at time 0 is \
@@ -1501,5 +1522,44 @@ mod tests {
         assert_eq!(budgets, budgets_again);
         assert_eq!(report.schedulable, again.schedulable);
         assert!(again.schedulable, "{again:#?}");
+    }
+
+    /// `xl sched-rtds -d D -v i` at time 0 is VCPU i's budget for `--given` (the smaller
+    /// of the two: the core cuts the budget at once, and a larger one waits for the next
+    /// period); one that changes the period is not covered, by the command.
+    #[test]
+    fn time_zero_sched_rtds_sets_a_vcpu_budget_and_a_period_change_is_not_covered() {
+        let mut text = rtds(2);
+        text.push_str(&domain(
+            "p",
+            "vcpus = 2\nsmp = \"partitioned\"",
+            Some((4, 10)),
+            &[("a", 20, 1, 0), ("b", 20, 1, 1)],
+        ));
+        let event = |p: u64, b: u64| {
+            format!("[[event]]\nat = \"0ms\"\nxl = \"sched-rtds -d p -v 1 -p {p} -b {b}\"\n")
+        };
+        let report = run_on(&format!("{text}{}", event(10_000, 2_000)), &given());
+        let budgets: Vec<Option<u64>> = report.domains[0]
+            .vcpus
+            .iter()
+            .map(|v| v.budget_ns)
+            .collect();
+        assert_eq!(budgets, vec![Some(4_000_000), Some(2_000_000)]);
+        assert!(
+            report.not_covered.is_empty() && report.schedulable,
+            "{report:#?}"
+        );
+        let raised = run_on(&format!("{text}{}", event(10_000, 6_000)), &given());
+        assert_eq!(raised.domains[0].vcpus[1].budget_ns, Some(4_000_000));
+        let moved = run_on(&format!("{text}{}", event(5_000, 2_000)), &given());
+        assert_eq!(moved.not_covered.len(), 1, "{:?}", moved.not_covered);
+        assert!(
+            moved.not_covered[0]
+                .contains("`sched-rtds -d p -v 1 -p 5000 -b 2000` changes the VCPU period"),
+            "{}",
+            moved.not_covered[0]
+        );
+        assert!(!moved.schedulable && moved.domains.iter().all(|d| !d.guaranteed));
     }
 }
