@@ -561,11 +561,11 @@ wcet = "1ms"
     assert_exit(&o, 0);
     let out = stdout(&o);
     for line in [
-        "xl cpupool-create rt sched=rtds",
+        "xl cpupool-create name=\"rt\" sched=\"rtds\"",
         "xl cpupool-cpu-remove Pool-0 1",
         "xl cpupool-cpu-add rt 1",
         "xl cpupool-migrate web rt",
-        "xl cpupool-create batch sched=credit",
+        "xl cpupool-create name=\"batch\" sched=\"credit\"",
     ] {
         assert!(out.lines().any(|l| l == line), "{line} missing in\n{out}");
     }

@@ -1439,6 +1439,15 @@ mod tests {
         assert_eq!(web.not_covered.as_deref(), Some(why));
         let refusal = report.refusal().unwrap();
         assert_eq!(refusal.domain.as_deref(), Some("web"));
+        // Every `xl` line is one rtvmm's own `xl` reader takes.
+        let xl = report.xl_commands();
+        assert!(
+            xl.contains("xl cpupool-create name=\"batch\" sched=\"credit\"\n"),
+            "{xl}"
+        );
+        for line in xl.lines().filter_map(|l| l.strip_prefix("xl ")) {
+            rtvmm_core::xl::XlCommand::parse(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
         assert!(
             refusal.reason.contains("pool 'batch' (credit)"),
             "{}",

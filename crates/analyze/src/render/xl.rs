@@ -122,10 +122,11 @@ impl Report {
             .map(|p| p.name.as_str())
             .unwrap_or("Pool-0");
         for pool in self.pools.iter().skip(1) {
+            // xl's own `VARIABLE=VALUE` form (rtvmm's `xl` reader takes it too).
             let _ = writeln!(
                 out,
-                "xl cpupool-create {} sched={}",
-                shell_word(&pool.name),
+                "xl cpupool-create name=\"{}\" sched=\"{}\"",
+                pool.name.replace(['"', '\\'], ""),
                 pool.policy
             );
             for cpu in &pool.pcpus {
