@@ -23,9 +23,9 @@
 //! An RTDS VCPU is not a periodic task: it keeps unused budget until its deadline, so a
 //! VCPU that wakes late can claim all of its budget just before its deadline, and
 //! `Σ Θ/Π ≤ 1` is not enough (`crates/analyze/tests/agreement.rs`: a (4, 1) VCPU misses
-//! behind a (14, 4) VCPU that woke late; the example of [`bcl_served`] shows this test refuses it). The
-//! interference bound above does not depend on release times, only on three facts that
-//! RTDS keeps:
+//! behind a (14, 4) VCPU that woke late; the example of [`bcl_served`] shows this test
+//! refuses it). The interference bound above does not depend on release times, only on
+//! three facts that RTDS keeps:
 //! 1. each server runs at most its budget per period (RTDS charges every unit it runs);
 //! 2. a server's budget of one period can only be used before that period's deadline (RTDS
 //!    drops the budget and moves the deadline on at each period boundary), and its periods
