@@ -77,8 +77,8 @@
 //!   and `analyze`'s verdict is "NOT schedulable" (the domains are still analysed, as if on
 //!   one pcpu) — with several pcpus, cpupools, a domain of several VCPUs or with affinity
 //!   or `smp` (unless the multicore analysis below covers them), events, tick
-//!   replenishment, scheduling overhead, SEDF, or a policy that enforces no budget per period (Credit,
-//!   ARINC 653) ([`Report::not_covered`]).
+//!   replenishment, scheduling overhead, SEDF, or a policy that enforces no budget per
+//!   period (Credit, ARINC 653) ([`Report::not_covered`]).
 //! - **Several pcpus** (`multicore`; `docs/analysis.md`, "Many pcpus"): a file with
 //!   several pcpus, pools, VCPUs, affinity or `smp` gets an interface per domain realised
 //!   as VCPUs — the analysis below per one-pcpu component (a one-VCPU domain, or a VCPU of

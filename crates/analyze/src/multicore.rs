@@ -925,7 +925,8 @@ fn dmpr(
         let partial: Vec<&(Nanos, Nanos)> = given.iter().filter(|g| g.0 != g.1).collect();
         if partial.len() > 1 || given.iter().any(|g| g.0.is_zero()) {
             outcome.not_covered = Some(format!(
-                "domain '{}': {} VCPUs whose budget is below their period; DMPR has one                  (--model mpr checks equal VCPUs)",
+                "domain '{}': {} VCPUs whose budget is below their period; DMPR has one \
+                 (--model mpr checks equal VCPUs)",
                 report.name,
                 partial.len()
             ));
@@ -1308,9 +1309,10 @@ mod tests {
 
     /// `--model mpr`: a global EDF guest of up to three VCPUs gets the library's
     /// minimum-bandwidth MPR interface ⟨Π, Θ, m′⟩ (here ⟨3, 5, 2⟩), as m′ VCPUs of
-    /// (Π, ⌈Θ/m′⌉) = two (3, 3), which pass the gEDF test as ⟨3, 6, 2⟩. On four pcpus with f's two VCPUs
-    /// (10, 5): each (3, 3) has L = 1 and three others contributing 1, 3 < 4: served. A
-    /// global fixed-priority guest is not covered, named — its VCPUs still compete.
+    /// (Π, ⌈Θ/m′⌉) = two (3, 3), which pass the gEDF test as ⟨3, 6, 2⟩. On four pcpus with
+    /// f's two VCPUs (10, 5): each (3, 3) has L = 1 and three others contributing 1, 3 < 4:
+    /// served. A global fixed-priority guest is not covered, named — its VCPUs still
+    /// compete.
     #[test]
     fn global_guests_mpr_or_not_covered() {
         let mut text = rtds(4);
