@@ -787,11 +787,14 @@ fn mpr(
     unit: u64,
     outcome: &mut Outcome,
 ) {
+    // What the one-pcpu conversion refuses a domain for (a VCPU offset, an aperiodic task,
+    // a time below the unit) holds for any number of VCPUs.
     if let Some(why) = &report.reason {
-        if report
-            .tasks
-            .iter()
-            .any(|t| t.period.is_none() || t.kind == TaskKind::Aperiodic)
+        if !domain.vcpu.offset.is_zero()
+            || report
+                .tasks
+                .iter()
+                .any(|t| t.period.is_none() || t.kind == TaskKind::Aperiodic)
         {
             outcome.reason = Some(why.clone());
             outcome.failed_task = report.failed_task.clone();
@@ -1572,5 +1575,32 @@ mod tests {
             moved.not_covered[0]
         );
         assert!(!moved.schedulable && moved.domains.iter().all(|d| !d.guaranteed));
+    }
+
+    /// What the one-pcpu analysis refuses a domain for holds for a global guest too: a
+    /// VCPU offset (no budget before it, tasks released from 0) and an aperiodic task.
+    #[test]
+    fn a_global_guest_with_a_vcpu_offset_or_an_aperiodic_task_is_refused() {
+        let mut text = rtds(4);
+        text.push_str(&domain(
+            "g",
+            "vcpus = 3\nsmp = \"global\"\nguest = \"edf\"",
+            None,
+            &VIDEO,
+        ));
+        let offset = text.replace(
+            "guest = \"edf\"\n",
+            "guest = \"edf\"\nvcpu = { budget = \"2ms\", period = \"3ms\", offset = \"1ms\" }\n",
+        );
+        let report = run_on(&offset, &Options::default());
+        let why = report.domains[0].reason.as_deref().unwrap();
+        assert!(why.contains("vcpu.offset"), "{why}");
+        assert!(!report.domains[0].guaranteed);
+        let aperiodic = format!(
+            "{text}[[domain.task]]\nname = \"irq\"\nkind = \"aperiodic\"\nreleases = [\"0ms\"]\nperiod = \"100ms\"\nwcet = \"1ms\"\n"
+        );
+        let report = run_on(&aperiodic, &Options::default());
+        assert!(!report.domains[0].guaranteed, "{:#?}", report.domains[0]);
+        assert_eq!(report.domains[0].failed_task.as_deref(), Some("irq"));
     }
 }
