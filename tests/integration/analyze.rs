@@ -588,3 +588,29 @@ wcet = "1ms"
         stderr(&admit)
     );
 }
+
+/// `--model mpr` on the same example: `video`'s MPR interface ⟨3, 5, 2⟩ becomes two
+/// (3 ms, 3 ms) VCPUs in one cluster of four pcpus with three others; each has
+/// `Π − Θ + 1 = 1` and four other VCPUs interfering 1 each, 4 ≮ 4·1: not served — which is
+/// why DMPR, whose full VCPU gets a pcpu of its own, is the default. A model that does not
+/// exist is bad input.
+#[test]
+fn multicore_model_mpr_leaves_full_vcpus_unserved_and_a_bad_model_exits_2() {
+    let o = rtvmm(&["analyze", &example("multicore-rtds.toml"), "--model", "mpr"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for needle in [
+        "video    mpr ⟨3, 5, 2⟩  0     3   3  3ms     3ms     0,1,2,3  NO",
+        "video: VCPU 0 (3ms, 3ms) is not given its budget in every period by its pool's root test on pcpus 0-3",
+        "verdict: NOT schedulable",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in\n{out}");
+    }
+    let o = rtvmm(&["analyze", &example("multicore-rtds.toml"), "--model", "xyz"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("unknown model 'xyz': expected mpr or dmpr"),
+        "{}",
+        stderr(&o)
+    );
+}
