@@ -275,8 +275,8 @@ pub(crate) fn analyze(scenario: &Scenario, options: &Options) -> Result<Report, 
             .collect();
         let mut root_test = String::new();
         if pool.policy.kind() == PolicyKind::Rtds && pool_problem[p].is_none() {
-            if let Err(why) = dedicate(pool, &members, &outcomes, &mut affinities) {
-                pool_problem[p] = Some(why);
+            if let Some(note) = dedicate(pool, &members, &outcomes, &mut affinities) {
+                base.notes.push(note);
             }
         }
         if pool.policy.kind() == PolicyKind::Rtds && pool_problem[p].is_none() {
@@ -997,33 +997,49 @@ fn dmpr(
 }
 
 /// DMPR's hybrid root: each full VCPU free to run anywhere in the pool gets a pcpu of its
-/// own, from the highest down; every other VCPU free to run anywhere gets the pcpus left.
+/// own, from the highest down, and every other VCPU free to run anywhere gets the pcpus
+/// left. When that leaves no pcpu for the others, nothing is dedicated (the root test then
+/// judges the full VCPUs among the others) and the returned note says so.
 fn dedicate(
     pool: &PoolSpec,
     members: &[usize],
     outcomes: &[Outcome],
     affinities: &mut [Vec<CpuSet>],
-) -> Result<(), String> {
+) -> Option<String> {
     let mut left = pool.pcpus;
     let mut dedicated = Vec::new();
+    let mut others = 0;
     for &d in members {
-        for (j, &full) in outcomes[d].full.iter().enumerate() {
+        let count = if outcomes[d].vcpus.is_empty() {
+            affinities[d].len()
+        } else {
+            outcomes[d].vcpus.len()
+        };
+        for j in 0..count {
+            let full = outcomes[d].full.get(j).copied().unwrap_or(false);
             if !full || affinities[d][j] != pool.pcpus {
+                others += 1;
                 continue;
             }
-            let Some(pcpu) = left.iter().last() else {
-                return Err(format!(
-                    "pool '{}' (rtds): its full DMPR VCPUs need more pcpus than its {}",
-                    pool.name,
-                    pool.pcpus.len()
-                ));
-            };
-            left.remove(pcpu);
-            dedicated.push((d, j, pcpu));
+            match left.iter().last() {
+                Some(pcpu) => {
+                    left.remove(pcpu);
+                    dedicated.push((d, j, pcpu));
+                }
+                None => others += 1,
+            }
         }
     }
     if dedicated.is_empty() {
-        return Ok(());
+        return None;
+    }
+    if left.is_empty() && others > 0 {
+        return Some(format!(
+            "pool '{}': its {} pcpu(s) cannot each hold a full DMPR VCPU and leave one for the \
+             other VCPUs; the full VCPUs are scheduled with the others",
+            pool.name,
+            pool.pcpus.len()
+        ));
     }
     for &d in members {
         for set in affinities[d].iter_mut() {
@@ -1035,16 +1051,7 @@ fn dedicate(
     for (d, j, pcpu) in dedicated {
         affinities[d][j] = CpuSet::one(pcpu);
     }
-    let crowded = members
-        .iter()
-        .any(|&d| affinities[d].iter().any(|s| s.is_empty()) && !outcomes[d].interfaces.is_empty());
-    if crowded {
-        return Err(format!(
-            "pool '{}' (rtds): the full DMPR VCPUs take every pcpu, none is left for the others",
-            pool.name
-        ));
-    }
-    Ok(())
+    None
 }
 
 /// The interfaces a domain's VCPUs compete with at the root: the analysed ones, and for a
@@ -1602,5 +1609,33 @@ mod tests {
         let report = run_on(&aperiodic, &Options::default());
         assert!(!report.domains[0].guaranteed, "{:#?}", report.domains[0]);
         assert_eq!(report.domains[0].failed_task.as_deref(), Some("irq"));
+    }
+
+    /// On one pcpu the full DMPR VCPU cannot have a pcpu of its own and leave one for the
+    /// partial VCPU: nothing is dedicated, a note says so, and the root judges them
+    /// together — (3, 3) has L = 1 and W_(3,2)(3) = 2, min(2, 1) = 1 ≮ 1: not served.
+    #[test]
+    fn a_full_dmpr_vcpu_without_a_pcpu_to_spare_is_judged_with_the_others() {
+        let mut text = rtds(1);
+        text.push_str(&domain(
+            "g",
+            "vcpus = 3\nsmp = \"global\"\nguest = \"edf\"",
+            None,
+            &VIDEO,
+        ));
+        let report = run_on(&text, &Options::default());
+        let g = &report.domains[0];
+        assert_eq!(g.model.as_deref(), Some("dmpr 1 full + (3, 2)"));
+        assert!(g.vcpus.iter().all(|v| v.pcpus == vec![0]));
+        assert_eq!(g.vcpus[0].served, Some(false));
+        assert!(!g.guaranteed);
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.contains("cannot each hold a full DMPR VCPU")),
+            "{:?}",
+            report.notes
+        );
     }
 }
