@@ -11,18 +11,26 @@
 //!   the bounds), by the single-pcpu analysis on a scenario holding it alone. A partitioned
 //!   guest's VCPUs share one period (a scenario gives every VCPU of a domain one period):
 //!   when their optimal periods differ, each gets `(Π, MinExec(Π))` at the smallest of them.
-//! - **Global EDF guests** (`smp = "global"`, several VCPUs, `guest = "edf"`): the
-//!   minimum-bandwidth MPR interface `⟨Π, Θ, m′⟩` with `m′` at most the domain's VCPUs
-//!   (Shin, Easwaran & Lee, ECRTS 2008; [`rtvmm_analysis::mpr`]), realised as `m′` VCPUs of
-//!   `(Π, ⌈Θ/m′⌉)`: they supply at least `⟨Π, m′⌈Θ/m′⌉, m′⟩`, whose sbf is at least that
-//!   of `⟨Π, Θ, m′⟩`. With `--given`, the VCPUs' own `(Π, Θ_j)` are checked as
-//!   `⟨Π, ΣΘ_j, k⟩` by the same test. **Global fixed priority** inside a guest has no
-//!   sound test here: such a domain is not covered, by name.
+//! - **Global EDF guests** (`smp = "global"`, several VCPUs, `guest = "edf"`), by
+//!   `--model`. **DMPR** (default; Xu et al., RTSS 2013; [`rtvmm_analysis::dmpr`]): the
+//!   minimum-bandwidth m full VCPUs `(Π, Π)` and one partial `(Π, Θ)`, at most the
+//!   domain's VCPUs; its hybrid root gives each full VCPU a pcpu of its own (below).
+//!   **MPR** (Shin, Easwaran & Lee, ECRTS 2008; [`rtvmm_analysis::mpr`]): the
+//!   minimum-bandwidth `⟨Π, Θ, m′⟩`, realised as `m′` VCPUs of `(Π, ⌈Θ/m′⌉)`, which supply
+//!   at least `⟨Π, m′⌈Θ/m′⌉, m′⟩`, whose sbf is at least that of `⟨Π, Θ, m′⟩` (the gEDF
+//!   test runs again on it). With `--given` the VCPUs' own `(Π, Θ_j)` are checked: DMPR
+//!   takes those with `Θ = Π` as the full ones and at most one other; MPR takes
+//!   `⟨Π, ΣΘ_j, k⟩`. **Global fixed priority** inside a guest has no sound test here: such
+//!   a domain is not covered, by name.
 //! - **Root, per pool.** RTDS: the VCPUs' affinities must split the pool into clusters
 //!   (two VCPUs' pcpu sets are equal or disjoint); each cluster is global EDF over
 //!   budget-keeping servers on its m pcpus, checked by the Bertogna–Cirinei–Lipari test
 //!   ([`rtvmm_analysis::bcl`], which argues why it holds for servers that keep their
-//!   budget); m = 1 is the partitioned case. The fixed-priority servers (Deferrable,
+//!   budget); m = 1 is the partitioned case. DMPR's hybrid root: each full VCPU free to
+//!   run anywhere gets a pcpu of its own (the highest first) and every other VCPU free to
+//!   run anywhere the pcpus left — clusters the test then checks (a full VCPU alone on its
+//!   pcpu is always served); when that would leave no pcpu for the others, nothing is
+//!   dedicated and a note says so. The fixed-priority servers (Deferrable,
 //!   Periodic, Polling, Sporadic, WCPS, CRPS): every VCPU pinned to one pcpu, one VCPU per
 //!   domain, and per pcpu the single-pcpu root test of the policy on the domains pinned
 //!   there. Credit, ARINC 653, SEDF, global fixed priority at the root and overlapping
@@ -33,7 +41,8 @@
 //!   domain different budgets: the core cuts the budget at once, so with `--given` VCPU i's
 //!   budget is the smaller of the two.
 //! - **Verdict.** A domain is guaranteed iff nothing about it or its pool is not covered,
-//!   every component (or the MPR test) passes, and its pool's root serves every VCPU.
+//!   every component (or the MPR or DMPR test) passes, and its pool's root serves every
+//!   VCPU.
 
 use rtvmm_analysis::bcl::bcl_served;
 use rtvmm_analysis::{gedf_schedulable, optimal_mpr_interface, GedfVerdict, Interface, Mpr};
