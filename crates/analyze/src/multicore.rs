@@ -1024,9 +1024,9 @@ fn dedicate(
         } else {
             outcomes[d].vcpus.len()
         };
-        for j in 0..count {
+        for (j, &set) in affinities[d].iter().enumerate().take(count) {
             let full = outcomes[d].full.get(j).copied().unwrap_or(false);
-            if !full || affinities[d][j] != pool.pcpus {
+            if !full || set != pool.pcpus {
                 others += 1;
                 continue;
             }
