@@ -363,6 +363,11 @@ pub(crate) fn analyze(scenario: &Scenario, options: &Options) -> Result<Report, 
         let domain = &system.domains[d];
         let report = &mut base.domains[d];
         report.pool = Some(system.pools[pool_of[d]].name.clone());
+        if !system.pools[pool_of[d]].policy.kind().is_server() {
+            // Fixed priorities at the root only under the servers (set per pcpu above).
+            report.priority = None;
+            report.root_response_time = None;
+        }
         if outcome.not_covered.is_none() {
             outcome.not_covered = pool_problem[pool_of[d]].clone();
         }
