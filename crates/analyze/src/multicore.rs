@@ -1069,24 +1069,28 @@ fn dedicate(
 }
 
 /// The interfaces a domain's VCPUs compete with at the root: the analysed ones, and for a
-/// domain without them its VCPUs as written (budget up, period down to units).
+/// VCPU without one (its tasks refused, or no analysis) its parameters as written (budget
+/// up, period down to units) — it still runs.
 fn root_interfaces(
     outcome: &Outcome,
     given: &[(Nanos, Nanos)],
     unit: u64,
 ) -> Vec<Option<Interface>> {
-    if outcome.interfaces.iter().any(Option::is_some) {
-        return outcome.interfaces.clone();
-    }
-    given
-        .iter()
-        .map(|&(period, budget)| {
-            (!period.is_zero()).then(|| {
-                let period = (period.as_ns() / unit).max(1);
-                Interface::new(period, budget.as_ns().div_ceil(unit).min(period))
-            })
+    let written = |&(period, budget): &(Nanos, Nanos)| {
+        (!period.is_zero()).then(|| {
+            let period = (period.as_ns() / unit).max(1);
+            Interface::new(period, budget.as_ns().div_ceil(unit).min(period))
         })
-        .collect()
+    };
+    if outcome.interfaces.iter().any(Option::is_some) {
+        return outcome
+            .interfaces
+            .iter()
+            .enumerate()
+            .map(|(j, i)| i.or_else(|| given.get(j).and_then(written)))
+            .collect();
+    }
+    given.iter().map(written).collect()
 }
 
 /// The VCPUs grouped by pcpu set, sets in order of their lowest pcpu; `Err` names two
@@ -1651,5 +1655,25 @@ mod tests {
             "{:?}",
             report.notes
         );
+    }
+
+    /// A VCPU whose tasks the analysis refuses still runs: `p`'s VCPU 0 (10 ms, 5 ms) holds
+    /// an aperiodic task that keeps it busy. With it at the root, `s` (10, 5) has L = 6 and
+    /// W_p0(10) + W_p1(10) = 5 + 1 = 6 ≮ 6: not served (without it, 1 < 6 would have been).
+    #[test]
+    fn a_refused_vcpu_still_competes_at_the_root() {
+        let mut text = rtds(1);
+        text.push_str(
+            "[[domain]]\nname = \"p\"\nvcpus = 2\nsmp = \"partitioned\"\nvcpu = { budget = \"5ms\", period = \"10ms\" }\n\
+             [[domain.task]]\nname = \"busy\"\nkind = \"aperiodic\"\nreleases = [\"0ms\"]\nperiod = \"1000ms\"\nwcet = \"900ms\"\nvcpu = 0\n\
+             [[domain.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"1ms\"\nvcpu = 1\n\
+             [[event]]\nat = \"0ms\"\nxl = \"sched-rtds -d p -v 1 -p 10000 -b 1000\"\n",
+        );
+        text.push_str(&domain("s", "", Some((5, 10)), &[("t", 10, 5, 0)]));
+        let report = run_on(&text, &given());
+        let s = &report.domains[1];
+        assert_eq!(s.vcpus[0].served, Some(false), "{report:#?}");
+        assert!(!s.guaranteed);
+        assert!(!report.domains[0].guaranteed);
     }
 }
