@@ -102,6 +102,11 @@ pub struct HostRunArgs {
     /// not real-time
     #[arg(long)]
     best_effort: bool,
+    /// If the watchdog process dies during the run, warn and run on without it (by
+    /// default the run stops, undoes everything itself and exits with an error: nothing
+    /// would undo the run if the executor then died)
+    #[arg(long)]
+    carry_on_without_watchdog: bool,
     /// Serve live control on a Unix socket (mode 0600) while running: `rtvmm ctl
     /// --socket PATH sched-show|sched-set|sched-rtds|policy|domain add|domain remove`.
     /// Without PATH: $XDG_RUNTIME_DIR/rtvmm/NAME.sock, or /run/rtvmm/NAME.sock (NAME: the
@@ -199,6 +204,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         cpus,
         enforce,
         best_effort,
+        carry_on_without_watchdog,
         ctl,
     } = args;
     let trace_format = flags
@@ -219,6 +225,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     options.cpus = cpus.map(|c| c.0).unwrap_or_default();
     options.backend = enforce;
     options.best_effort = best_effort;
+    options.carry_on_without_watchdog = carry_on_without_watchdog;
     options.record_trace = flags.trace.is_some();
     options.record_jobs = flags.jobs.is_some();
     options.stop = stop;

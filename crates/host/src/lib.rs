@@ -213,6 +213,19 @@ pub enum HostError {
     Machine(String),
     #[error("the executor panicked (a bug in rtvmm); everything it changed was undone")]
     Panicked,
+    /// The watchdog process died while the run needed it (killed alone): the run was
+    /// stopped and the executor undid everything itself.
+    #[error(
+        "the watchdog (pid {pid}) died ({how}) at {at} into the run: the run was stopped, \
+         its guests killed and reaped, its cgroups thawed and removed, RT throttling \
+         restored and its record removed by the executor (nothing would undo them if it \
+         died now; --carry-on-without-watchdog runs on with a warning instead)"
+    )]
+    WatchdogDied {
+        pid: u32,
+        how: String,
+        at: rtvmm_core::Nanos,
+    },
 }
 
 #[cfg(target_os = "linux")]

@@ -70,6 +70,7 @@
 pub mod control;
 mod domains;
 mod guard;
+pub mod plan;
 mod preflight;
 mod seat;
 
@@ -114,6 +115,7 @@ pub use preflight::check;
 use domains::{Domain, Slot, Slots, Target};
 use guard::Guard;
 use preflight::{driven, preflight, Allowed};
+use plan::{Runs, SeatView, Step};
 use seat::{hold, Measures, Seat};
 
 /// The longest the loop sleeps while nothing is due (so that a stop waits at most this
@@ -148,6 +150,9 @@ pub struct HostOptions {
     /// The external domains by name ([`Scenario::external`](rtvmm_scenario::Scenario)):
     /// each is a domain of the system (or one an event adds) attached, not started.
     pub external: BTreeMap<String, External>,
+    /// Run on, with a warning, if the watchdog dies (`--carry-on-without-watchdog`);
+    /// by default the run stops and undoes everything ([`HostError::WatchdogDied`]).
+    pub carry_on_without_watchdog: bool,
     /// Fault injection for the safety tests: the scheduler thread panics once the run
     /// reaches this instant. Not a user setting (no flag sets it).
     #[doc(hidden)]
@@ -169,6 +174,7 @@ impl HostOptions {
             stop: Arc::new(AtomicBool::new(false)),
             control: None,
             external: BTreeMap::new(),
+            carry_on_without_watchdog: false,
             test_panic_at: None,
         }
     }
@@ -194,19 +200,19 @@ pub fn run(
     seed: u64,
     options: HostOptions,
 ) -> Result<HostRun, HostError> {
-    let (cpu, allowed) = preflight(system, &options)?;
-    // Everything but the scheduler thread (and the guests and the spinner) stays off the
-    // managed cpu; the caller's affinity comes back at the end.
+    let (cpus, allowed) = preflight(system, &options)?;
+    // Everything but the scheduler thread (and the guests and the spinners) stays off the
+    // managed cpus; the caller's affinity comes back at the end.
     let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
-    let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
+    let _ = sys::set_affinity(0, &sys::cpus_except_all(&cpus));
     if let Some(control) = &options.control {
-        control.keep_off(cpu);
+        control.keep_off(&cpus);
     }
     let system = system.clone();
     let scenario = scenario.to_string();
     let outcome = std::thread::Builder::new()
         .name("rtvmm-sched".into())
-        .spawn(move || execute(&system, &scenario, seed, options, cpu, allowed))
+        .spawn(move || execute(&system, &scenario, seed, options, &cpus, allowed))
         .map_err(HostError::io("starting the scheduler thread"))?
         .join();
     if let Some(set) = before {
@@ -253,6 +259,19 @@ struct Run {
     /// the run), and every wake-up of the loop.
     lateness: Vec<u64>,
     wakeups: u64,
+    /// The host cpu each VCPU's guest is pinned to, by VCPU index (`None`: not yet placed
+    /// by a run, or not a VCPU of this run's).
+    pinned: Vec<Option<usize>>,
+    /// The seats as the plan sees them, and the plan's steps (room kept between
+    /// iterations: the loop allocates nothing).
+    views: Vec<SeatView>,
+    steps: Vec<Step>,
+    /// Each seat's `do_schedule` count before a decision (several seats; room kept).
+    calls_before: Vec<u64>,
+    /// The watchdog's exit descriptor rang (checked at the top of the next iteration).
+    watchdog_rang: bool,
+    /// The watchdog died and the run carries on without it (warned once).
+    without_watchdog: bool,
 }
 
 fn execute(
@@ -260,11 +279,11 @@ fn execute(
     scenario: &str,
     seed: u64,
     mut options: HostOptions,
-    cpu: usize,
+    cpus: &[usize],
     allowed: Allowed,
 ) -> Result<HostRun, HostError> {
     let control = options.control.take();
-    let mut run = Run::set_up(system, seed, &options, control, &[cpu], allowed)?;
+    let mut run = Run::set_up(system, seed, &options, control, cpus, allowed)?;
     let reached = run.run_loop(&options)?;
     run.finish(scenario, seed, &options, reached)
 }
@@ -278,8 +297,7 @@ impl Run {
         cpus: &[usize],
         allowed: Allowed,
     ) -> Result<Run, HostError> {
-        // The first managed cpu's lock and record stand for the run's.
-        let guard = Guard::take(cpus[0], &allowed, options, control.as_ref())?;
+        let guard = Guard::take(cpus, &allowed, options, control.as_ref())?;
         let notify =
             EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
                 .map_err(|e| HostError::io("eventfd")(e.into()))?;
@@ -328,13 +346,28 @@ impl Run {
             cpu_at_start: 0,
             lateness: Measures::room(options.duration, system.machine.quantum),
             wakeups: 0,
+            pinned: Vec::new(),
+            views: Vec::with_capacity(cpus.len()),
+            steps: Vec::with_capacity(4 * cpus.len()),
+            calls_before: Vec::with_capacity(cpus.len()),
+            watchdog_rang: false,
+            without_watchdog: false,
         };
         for spec in &system.domains {
             run.change(Nanos::ZERO, &Change::AddDomain(spec.clone()))?;
         }
         // The scheduler thread becomes real-time, then time 0 is set and everyone starts.
+        // One seat: on its cpu, beside its guests (the cheapest switches measured). Several:
+        // on the cores to spare, off every seat (see the design note).
         let cpu = run.guest_cpu();
-        sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?;
+        match run.seats.len() {
+            1 => sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?,
+            _ => {
+                let spare = run.off_seats();
+                sys::set_affinity(0, &spare)
+                    .map_err(HostError::io(format!("pinning to the spare cpus {spare:?}")))?
+            }
+        }
         if run.allowed.fifo {
             sys::set_fifo(0, SCHEDULER_PRIORITY)
                 .map_err(HostError::io("SCHED_FIFO 99 for the scheduler thread"))?;
@@ -430,13 +463,18 @@ impl Run {
         Ok(())
     }
 
-    /// Records that `vcpus` (in VCPU order) are domain `index`'s.
+    /// Records that `vcpus` (in VCPU order) are domain `index`'s, their guests started on
+    /// the first seat's cpu: placed there for good with one seat, to be placed by their
+    /// first run with several.
     fn map_vcpus(&mut self, index: usize, vcpus: &[VcpuId]) {
+        let placed = (self.seats.len() == 1).then(|| self.guest_cpu());
         for (j, v) in vcpus.iter().enumerate() {
             if self.domain_of_vcpu.len() <= v.index() {
                 self.domain_of_vcpu.resize(v.index() + 1, None);
+                self.pinned.resize(v.index() + 1, None);
             }
             self.domain_of_vcpu[v.index()] = Some((index, j));
+            self.pinned[v.index()] = placed;
         }
     }
 
@@ -558,8 +596,9 @@ impl Run {
         }
     }
 
-    /// The host cpu the guests and the scheduler thread run on: the one seat's (a run of
-    /// several pcpus is refused before it starts: `preflight`).
+    /// The host cpu guests start on (stopped): the first seat's. With one seat the
+    /// scheduler thread runs there too; with several, each guest is moved to the seat
+    /// that runs its VCPU ([`plan`]).
     fn guest_cpu(&self) -> usize {
         self.seats[0].cpu
     }
@@ -601,6 +640,7 @@ impl Run {
             if options.test_panic_at.is_some_and(|at| now >= at) {
                 panic!("test_panic_at: a fault injected by a test");
             }
+            self.check_watchdog(now, options)?;
             self.read_probes();
             self.observe_guests(now)?;
             self.apply_due_changes(now)?;
@@ -613,6 +653,32 @@ impl Run {
             }
             self.wait(now, end);
         }
+    }
+
+    /// 0. Whether the watchdog still lives: its pidfd rang (or, on a kernel without
+    ///    pidfds, it is asked each iteration). A dead watchdog stops the run — the error
+    ///    unwinds `Run`, whose drop undoes everything and, the watchdog being gone,
+    ///    removes the record — unless `carry_on_without_watchdog`, which warns once.
+    fn check_watchdog(&mut self, now: Nanos, options: &HostOptions) -> Result<(), HostError> {
+        let watchdog = &mut self.guard.watchdog;
+        if self.without_watchdog || !(self.watchdog_rang || watchdog.exit_fd().is_none()) {
+            return Ok(());
+        }
+        self.watchdog_rang = false;
+        let Some(how) = watchdog.death().map(str::to_string) else {
+            return Ok(());
+        };
+        let pid = watchdog.pid();
+        if options.carry_on_without_watchdog {
+            eprintln!(
+                "rtvmm: warning: the watchdog (pid {pid}) died ({how}) at {now} into the \
+                 run; carrying on without it (--carry-on-without-watchdog): if the executor \
+                 dies now, `rtvmm host cleanup` must undo what it changed"
+            );
+            self.without_watchdog = true;
+            return Ok(());
+        }
+        Err(HostError::WatchdogDied { pid, how, at: now })
     }
 
     /// 1. The answers to the last switch probes, if any.
@@ -863,22 +929,74 @@ impl Run {
         while self.machine.poll_timeout() <= now {
             match self.seats.as_mut_slice() {
                 [seat] => seat.timed(&mut self.machine, |m| m.handle_timeout(now)),
-                _ => self.machine.handle_timeout(now),
+                seats => {
+                    // Several: the call's time goes to the first seat whose pcpu ran
+                    // `do_schedule` in it (one sample per call, as with one seat).
+                    let calls = |m: &Machine, s: &Seat| m.pcpu_stats(s.pcpu).do_schedule_calls;
+                    let counted = &mut self.calls_before;
+                    counted.clear();
+                    counted.extend(seats.iter().map(|s| calls(&self.machine, s)));
+                    let before = sys::mono_ns();
+                    self.machine.handle_timeout(now);
+                    let took = sys::mono_ns() - before;
+                    let ran = seats
+                        .iter_mut()
+                        .zip(counted.iter())
+                        .find(|(s, &c)| calls(&self.machine, s) != c);
+                    if let Some((seat, _)) = ran {
+                        seat.measures.do_schedule.push(took);
+                    }
+                }
             }
         }
     }
 
     /// Step 5: makes each seat's pcpu run what the core decided; holds every external
     /// domain that does not run as its work says (stopped with work, parked without).
+    ///
+    /// The plan ([`plan::plan`]) says, over all seats: who leaves, which guests move to
+    /// another seat's cpu, who enters; each seat carries its steps out.
     fn enforce(&mut self, now: Nanos) -> Result<(), HostError> {
-        for seat in &mut self.seats {
-            seat.enforce(
-                now,
-                &self.machine,
-                &mut self.slots,
-                self.enforcer.as_mut(),
-                &self.domain_of_vcpu,
-            )?;
+        self.views.clear();
+        for seat in &self.seats {
+            let runs = seat.current.map(|t| match t {
+                Target::Idle => Runs::Idle,
+                Target::Vcpu { domain, vcpu } => Runs::Vcpu(self.slots[domain].domain.vcpus()[vcpu]),
+            });
+            self.views.push(SeatView {
+                pcpu: seat.pcpu,
+                cpu: seat.cpu,
+                runs,
+            });
+        }
+        let pinned = &self.pinned;
+        plan::plan(
+            &self.machine,
+            &self.views,
+            |v| pinned.get(v.index()).copied().flatten(),
+            &mut self.steps,
+        );
+        for i in 0..self.steps.len() {
+            match self.steps[i] {
+                Step::Stop { seat, .. } | Step::Park { seat } => self.seats[seat].leave(
+                    &self.machine,
+                    &mut self.slots,
+                    self.enforcer.as_mut(),
+                )?,
+                Step::Move { vcpu, to, .. } => self.move_guest(vcpu, to)?,
+                Step::Resume { seat, vcpu } => {
+                    let (domain, vcpu) =
+                        self.domain_of_vcpu[vcpu.index()].expect("a VCPU of the run");
+                    let target = Target::Vcpu { domain, vcpu };
+                    self.seats[seat].enter(now, target, &mut self.slots, self.enforcer.as_mut())?
+                }
+                Step::Spin { seat } => self.seats[seat].enter(
+                    now,
+                    Target::Idle,
+                    &mut self.slots,
+                    self.enforcer.as_mut(),
+                )?,
+            }
         }
         for d in 0..self.slots.len() {
             let external = matches!(self.slots[d].domain, Domain::External(_));
@@ -890,6 +1008,24 @@ impl Run {
                 hold(&self.machine, &mut self.slots, self.enforcer.as_mut(), d, 0)?;
             }
         }
+        Ok(())
+    }
+
+    /// Re-pins the guest of `vcpu` (stopped) to host cpu `to`, the seat that runs it next:
+    /// every thread of its guest process (an affinity change).
+    fn move_guest(&mut self, vcpu: VcpuId, to: usize) -> Result<(), HostError> {
+        let (d, j) = self.domain_of_vcpu[vcpu.index()].expect("a VCPU of the run");
+        if let Domain::Process(p) = &self.slots[d].domain {
+            // Errors are built only on error (no allocation in the loop otherwise).
+            sys::pin_process(p.guest(j).pid(), to).map_err(|e| {
+                HostError::io(format!(
+                    "domain '{}': moving VCPU {j}'s guest to cpu {to}",
+                    p.spec.name
+                ))(e)
+            })?;
+        }
+        // An external domain never moves: it runs on one pcpu only (`preflight`).
+        self.pinned[vcpu.index()] = Some(to);
         Ok(())
     }
 
@@ -937,16 +1073,23 @@ impl Run {
             .control
             .as_ref()
             .map_or(self.notify.as_fd(), LiveControl::wake_fd);
+        // The watchdog's pidfd likewise, once it is known dead or without pidfds.
+        let watchdog = match self.guard.watchdog.exit_fd() {
+            Some(fd) if !self.without_watchdog => fd,
+            _ => self.notify.as_fd(),
+        };
         let mut fds = [
             PollFd::new(self.timer.as_fd(), PollFlags::POLLIN),
             PollFd::new(self.notify.as_fd(), PollFlags::POLLIN),
             PollFd::new(command, PollFlags::POLLIN),
+            PollFd::new(watchdog, PollFlags::POLLIN),
         ];
         let _ = poll(&mut fds, PollTimeout::NONE);
         let woke = sys::mono_ns();
         self.wakeups += 1;
         let ready = |fd: &PollFd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLIN));
         let (timer_fired, rung) = (ready(&fds[0]), ready(&fds[1]));
+        self.watchdog_rang = ready(&fds[3]);
         if timer_fired {
             self.lateness.push(woke.saturating_sub(at));
             let _ = self.timer.wait();

@@ -16,7 +16,8 @@
 //! - [`safety`]: `kill -9`, SIGTERM and a panic of the executor leave nothing behind,
 //!   every backend, several times; the executor and its watchdog killed together are
 //!   recovered by the next run or a clean-up; a stop flag ends a run with its results; a
-//!   second run on a managed cpu is refused.
+//!   second run on a managed cpu is refused; a watchdog killed alone stops the run, which
+//!   undoes everything itself and names what happened.
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         safety::an_executor_killed_with_its_watchdog_is_recovered_by_the_next_run_or_a_cleanup,
         safety::a_second_run_on_the_same_cpu_is_refused_naming_the_holder,
         safety::a_stopped_run_keeps_its_results_and_cleans_up,
+        safety::a_killed_watchdog_stops_the_run_and_the_executor_undoes_everything,
         privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
         protocol::every_released_job_is_counted_once_with_its_deadline,
         external::a_busy_process_attached_by_pid_gets_its_budget_under_every_policy,
