@@ -352,8 +352,14 @@ mod tests {
     /// A seat per pcpu: as many managed cpus as pcpus, else refused naming both.
     #[test]
     fn a_system_needs_one_managed_cpu_per_pcpu() {
-        let mut two = system();
-        two.machine.pcpus = 2;
+        let machine = MachineConfig {
+            pcpus: 2,
+            ..MachineConfig::default()
+        };
+        let two = SystemSpec {
+            domains: system().domains,
+            ..SystemSpec::one_pool(machine, PolicyConfig::Deferrable)
+        };
         assert!(seats_for(&two, &[0, 1]).is_ok());
         assert!(seats_for(&system(), &[1]).is_ok());
         let why = match seats_for(&two, &[1]) {

@@ -117,6 +117,8 @@ fn main() -> ExitCode {
         multi_vcpu::the_enforcement_units_of_a_multi_vcpu_domain_hold_their_vcpus_threads,
         multi_vcpu::a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an_xl_event,
         several_pcpus::a_system_of_two_pcpus_needs_a_core_to_spare_beyond_its_cpus,
+        several_pcpus::a_global_rtds_system_of_two_pcpus_is_planned_as_the_simulator_schedules_it,
+        several_pcpus::a_partitioned_system_of_two_pcpus_never_moves_a_guest,
     ];
     util::run_tests(tests, &args)
 }
