@@ -3,7 +3,7 @@
 //! The simulator says what would happen; this crate makes it happen. It drives the very
 //! same [`Machine`](rtvmm_core::machine::Machine) — no second implementation of any
 //! policy — with the real clock, and enforces each decision on real processes pinned to
-//! one core, the way RT-Xen's scheduler did inside Xen (`docs/host.md`). It stands on the
+//! one core per pcpu, the way RT-Xen's scheduler did inside Xen (`docs/host.md`). It stands on the
 //! core and on the vocabulary both drivers share ([`rtvmm_system`]: systems, changes,
 //! results, traces), never on the simulator; every change to the machine — a scenario's
 //! timed event or a live-control command — goes through the one change path the
@@ -16,9 +16,10 @@
 //!
 //! - [`executor`]: the run — a resource guard (what the run changes on the machine and
 //!   must undo), a seat per managed pcpu (its IDLE spinner, the enforcement of
-//!   `activity(pcpu)`, switch probes, timing samples), and the loop (`SCHED_FIFO` 99,
-//!   pinned, memory locked): sleep until `poll_timeout` (absolute), `handle_timeout(now)`,
-//!   enforce each seat; the paravirtual block/wake protocol per VCPU; the results in the
+//!   `activity(pcpu)`, switch probes, timing samples), the plan that orders every seat's
+//!   switch and the guests' moves between seats ([`executor::plan`]), and the loop (one
+//!   thread, `SCHED_FIFO` 99, pinned, memory locked): sleep until `poll_timeout`
+//!   (absolute), `handle_timeout(now)`, enforce each seat; stop if the watchdog died; the paravirtual block/wake protocol per VCPU; the results in the
 //!   simulator's format; live control of the run ([`executor::control`]: the control
 //!   socket served between two decisions, commands applied by [`ctl::apply`]).
 //! - [`domain`]: process domains — one guest process per VCPU (a domain of one VCPU, or

@@ -1,10 +1,16 @@
 //! The executor: the scheduling core driven by the real clock, its decisions enforced.
 //!
 //! # Design note
-//! One scheduler thread per managed pcpu (one today): `SCHED_FIFO` 99, pinned to the
-//! managed cpu, memory locked. Time 0 of the run is an absolute `CLOCK_MONOTONIC` instant
+//! One scheduler thread drives every seat: `SCHED_FIFO` 99, memory locked; with one
+//! pcpu it is pinned to that pcpu's cpu (beside its guests: the cheapest switches
+//! measured), with several to the cores to spare beyond them (see "Several pcpus"
+//! below). Time 0 of the run is an absolute `CLOCK_MONOTONIC` instant
 //! (`start`); the core is always told `now = clock − start`, so budgets are charged with
 //! measured time, not the nominal quantum. One iteration of the loop, at `now`:
+//! 0. **Watchdog**: if the watchdog's pidfd rang (it exited), the run stops with
+//!    [`HostError::WatchdogDied`] and everything is undone by the executor itself (the
+//!    drop of `Run`; the record removed last, the watchdog being gone) — or, with
+//!    `carry_on_without_watchdog`, a warning and the run goes on.
 //! 1. **Switch probe**: if the domain switched to last time has answered, the switch
 //!    latency is its own timestamp of running − the decision instant.
 //! 2. **Guests** (the paravirtual block/wake protocol, [`crate::shm`]): per VCPU, one with
@@ -22,9 +28,12 @@
 //!    reaped).
 //! 4. **Decide**: `handle_timeout(now)` while `poll_timeout() <= now`; the calls that ran
 //!    `do_schedule` are timed.
-//! 5. **Enforce** the pcpu's `activity`: switching means stopping the previous VCPU's
-//!    guest process and resuming the next's ([`crate::enforce`]); IDLE, and modelled
-//!    overhead, keep every domain stopped and run the IDLE spinner ([`crate::idle`]).
+//! 5. **Enforce** each pcpu's `activity`, by the [`plan`]: every seat that switches
+//!    first leaves what it ran (stops the VCPU's guest process, [`crate::enforce`], or
+//!    parks its IDLE spinner, [`crate::idle`]), then the guests of VCPUs that run on a
+//!    seat other than the one whose cpu they are pinned to are moved there (an affinity
+//!    change of every thread), then every such seat enters its new VCPU (resumes its
+//!    guest) or spins; IDLE, and modelled overhead, run the spinner.
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
 //!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
@@ -52,11 +61,35 @@
 //! - The run's **domains** (`domains.rs`): a slot per domain that joined (its index is
 //!   the change path's), a guest process per VCPU or an external domain.
 //! - **Preflight** (`preflight.rs`): everything refused before anything changes, by name.
+//! - The **plan** (`plan.rs`): what the seats do after a decision, in which order —
+//!   pure, tested against the simulator without real time.
 //! - The **loop** (this file): the steps above, and the results.
 //!
-//! Today a run has one seat: several pcpus (`--cpus`) are refused before the run, by
-//! name, where the machine has no core to spare beyond them, and otherwise because each
-//! seat needs its own scheduler thread (not built yet).
+//! # Several pcpus
+//! A system of N pcpus runs on N managed cpus (`--cpus`, one per pcpu in pcpu order),
+//! only where the machine has at least one core to spare beyond them; else it is refused
+//! before anything changes, naming the cores (`preflight`). One seat per pcpu, each with
+//! its spinner on its cpu; **one scheduler thread, on the spare cores**, drives them all:
+//! it sleeps until the earliest next event of any pcpu (the core's one `poll_timeout`),
+//! calls `handle_timeout`, and enforces every seat's `activity` from there (cgroup
+//! freezes, priority changes and signals all act on another core's threads).
+//!
+//! Why one thread and not one per seat: the core is one `Machine` that decides for all
+//! its pcpus at once — a global policy's decision (a tickle, a replenishment) changes
+//! several pcpus in one call, and its run queue is shared. Threads per seat would each
+//! need the machine, under a lock that every decision of every pcpu takes (Xen's global
+//! run-queue lock, which RTDS pays for) and that a seat's thread would hold while another
+//! seat's switch waits; the plan's order (no guest resumed on two seats) would then span
+//! threads. One thread keeps the core sans-I/O and every decision enforced whole, at the
+//! price measured on one pcpu: a scheduler on another core than the guests it switches
+//! had millisecond tails where it had microseconds beside them (`docs/host.md`). Its own
+//! core is also what keeps the seats' cores for the guests and the spinners only.
+//!
+//! Global policies (RTDS, the global fixed-priority servers, Credit) move a VCPU between
+//! pcpus; its guest process follows (re-pinned while stopped, before it resumes), and
+//! each such move is one the core counts as a migration. Partitioned ones (SEDF,
+//! ARINC 653) never move a guest once it ran. An external domain runs on one pcpu only
+//! (its threads are not moved; refused by name on several).
 //!
 //! # Cost per wake-up
 //! The loop's own work is kept off the syscall path where nothing changes: the timer is
