@@ -45,9 +45,14 @@ pub use crate::undo::{start_time, stat_of, undo_domains, Undo};
 /// the run's record in the state directory ([`crate::runs`]), removed once everything is
 /// undone. Returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    // Off the managed cpu; deaf to the terminal's signals (its own process group already).
-    if let Some(cpu) = args.first().and_then(|c| c.parse::<usize>().ok()) {
-        let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
+    // Off the managed cpus (`CPUS`: one, or several comma-separated); deaf to the
+    // terminal's signals (its own process group already).
+    let managed: Option<Vec<usize>> = args
+        .first()
+        .map(|list| list.split(',').map(str::parse::<usize>).collect())
+        .and_then(Result::ok);
+    if let Some(managed) = managed {
+        let _ = sys::set_affinity(0, &sys::cpus_except_all(&managed));
     }
     for signal in [
         Signal::SIGINT,
@@ -129,7 +134,7 @@ impl Watchdog {
     /// descriptors the watchdog keeps open for its life (the managed cpus' locks).
     pub fn spawn(
         helper: &HelperCommand,
-        cpu: usize,
+        cpus: &[usize],
         state: Option<&runs::StateDir>,
         inherit: &[RawFd],
     ) -> io::Result<Watchdog> {
@@ -139,7 +144,12 @@ impl Watchdog {
         command
             .args(&helper.args)
             .arg("watchdog")
-            .arg(cpu.to_string())
+            .arg(
+                cpus.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
             .args(record_path.iter())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
@@ -179,7 +189,8 @@ impl Watchdog {
             let pid = watchdog.child.id() as i32;
             // Its start time is there as soon as the process exists.
             let it = runs::Proc::of(pid).ok_or_else(|| io::Error::other("the watchdog died"))?;
-            watchdog.record = Some(RunRecord::create(state, me, it, cpu)?);
+            // The first managed cpu stands for the run in its record.
+            watchdog.record = Some(RunRecord::create(state, me, it, cpus[0])?);
         }
         Ok(watchdog)
     }

@@ -57,7 +57,6 @@ impl Guard {
             }
         }
         let state = usable;
-        let cpu = cpus[0];
         if let Some(state) = &state {
             let mount = sys::cgroup2_mount();
             let recovered = runs::recover(state, mount.as_deref())
@@ -68,7 +67,7 @@ impl Guard {
         }
         let mut watchdog = Watchdog::spawn(
             &options.helper,
-            cpu,
+            cpus,
             state.as_ref(),
             &cpu_locks.iter().map(CpuLock::raw_fd).collect::<Vec<_>>(),
         )
