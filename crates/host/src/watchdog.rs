@@ -308,6 +308,33 @@ mod tests {
         assert_eq!(Undo::from_line("reboot now"), None);
     }
 
+    /// A watchdog that dies is seen through its pidfd and named with how it ended (a
+    /// shell standing in for the helper; no state directory, so no record).
+    #[test]
+    fn a_dead_watchdog_rings_its_exit_fd_and_says_how_it_died() {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let helper = HelperCommand {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), "exec sleep 30".into(), "sh".into()],
+        };
+        let mut watchdog = Watchdog::spawn(&helper, &[0], None, &[]).expect("spawned");
+        assert_eq!(watchdog.death(), None, "alive");
+        let Some(fd) = watchdog.exit_fd() else {
+            eprintln!("skipped: no pidfd_open on this kernel");
+            return;
+        };
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        assert_eq!(poll(&mut fds, PollTimeout::ZERO).unwrap(), 0, "alive");
+        let pid = nix::unistd::Pid::from_raw(watchdog.pid() as i32);
+        nix::sys::signal::kill(pid, Signal::SIGKILL).unwrap();
+        let fd = watchdog.exit_fd().expect("a pidfd");
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        assert_eq!(poll(&mut fds, PollTimeout::from(5000u16)).unwrap(), 1);
+        assert_eq!(watchdog.death(), Some("killed by SIGKILL"));
+        assert_eq!(watchdog.death(), Some("killed by SIGKILL"), "remembered");
+        watchdog.finish();
+    }
+
     #[test]
     fn a_process_start_time_is_read_past_a_name_with_spaces() {
         let me = std::process::id() as i32;

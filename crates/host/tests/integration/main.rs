@@ -90,6 +90,7 @@ fn main() -> ExitCode {
         safety::a_second_run_on_the_same_cpu_is_refused_naming_the_holder,
         safety::a_stopped_run_keeps_its_results_and_cleans_up,
         safety::a_killed_watchdog_stops_the_run_and_the_executor_undoes_everything,
+        safety::with_carry_on_a_killed_watchdog_is_a_warning_and_the_run_ends_clean,
         privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
         protocol::every_released_job_is_counted_once_with_its_deadline,
         external::a_busy_process_attached_by_pid_gets_its_budget_under_every_policy,

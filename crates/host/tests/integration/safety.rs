@@ -20,7 +20,7 @@ use rtvmm_host::executor;
 
 use crate::util::{
     eventually, exists, leftovers, ms, options, rt_runtime_at_start, rtvmm_threads, run_cgroup,
-    run_records, skip, twenty_percent, PANIC_AT_ENV, RUN_ARG,
+    run_records, skip, twenty_percent, CARRY_ON_ENV, PANIC_AT_ENV, RUN_ARG,
 };
 
 fn rt_runtime() -> String {
@@ -352,4 +352,33 @@ pub fn a_killed_watchdog_stops_the_run_and_the_executor_undoes_everything() {
         assert_eq!(rt_runtime(), rt_runtime_at_start(), "{what}");
         eprintln!("{what}: executor stopped {took:?} after its watchdog was killed");
     }
+}
+
+/// With `--carry-on-without-watchdog` a killed watchdog is a warning: the run goes on to
+/// its end (exit 0, its results printed), cleans up after itself as usual and removes the
+/// record the watchdog would have.
+pub fn with_carry_on_a_killed_watchdog_is_a_warning_and_the_run_ends_clean() {
+    if skip("safety, watchdog killed, carry on") {
+        return;
+    }
+    let mut child = start_executor(Backend::Freeze, 1_500, &[(CARRY_ON_ENV, "1".into())]);
+    let pid = child.id();
+    let cgroup = run_cgroup(pid);
+    wait_running(&mut child, "carry on");
+    let watchdog = watchdog_of(pid).expect("its watchdog");
+    kill(Pid::from_raw(watchdog), Signal::SIGKILL).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "rtvmm: warning: the watchdog (pid {watchdog}) died (killed by SIGKILL) at "
+        )) && stderr.contains("carrying on without it"),
+        "{stderr}"
+    );
+    assert!(
+        leftovers().is_empty() && !exists(&cgroup) && run_records().is_empty(),
+        "left behind {:?}",
+        leftovers()
+    );
 }
