@@ -147,8 +147,8 @@ pub use preflight::check;
 
 use domains::{Domain, Slot, Slots, Target};
 use guard::Guard;
-use preflight::{driven, preflight, Allowed};
 use plan::{Runs, SeatView, Step};
+use preflight::{driven, preflight, Allowed};
 use seat::{hold, Measures, Seat};
 
 /// The longest the loop sleeps while nothing is due (so that a stop waits at most this
@@ -397,8 +397,9 @@ impl Run {
             1 => sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?,
             _ => {
                 let spare = run.off_seats();
-                sys::set_affinity(0, &spare)
-                    .map_err(HostError::io(format!("pinning to the spare cpus {spare:?}")))?
+                sys::set_affinity(0, &spare).map_err(HostError::io(format!(
+                    "pinning to the spare cpus {spare:?}"
+                )))?
             }
         }
         if run.allowed.fifo {
@@ -994,7 +995,9 @@ impl Run {
         for seat in &self.seats {
             let runs = seat.current.map(|t| match t {
                 Target::Idle => Runs::Idle,
-                Target::Vcpu { domain, vcpu } => Runs::Vcpu(self.slots[domain].domain.vcpus()[vcpu]),
+                Target::Vcpu { domain, vcpu } => {
+                    Runs::Vcpu(self.slots[domain].domain.vcpus()[vcpu])
+                }
             });
             self.views.push(SeatView {
                 pcpu: seat.pcpu,

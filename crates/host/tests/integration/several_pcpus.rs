@@ -79,7 +79,10 @@ pub fn a_system_of_two_pcpus_needs_a_core_to_spare_beyond_its_cpus() {
         .flat_map(|d| &d.vcpus)
         .filter_map(|v| v.migrations)
         .sum();
-    assert!(migrations > 0, "global servers on two pcpus migrated nothing");
+    assert!(
+        migrations > 0,
+        "global servers on two pcpus migrated nothing"
+    );
 }
 
 /// Three single-VCPU domains on two pcpus, `POLICY` in the `[scheduler]` table; the
@@ -127,7 +130,8 @@ period = "20ms"
 wcet = "4ms"
 "#
     );
-    rtvmm_scenario::Scenario::from_toml(&text, "three-on-two.toml").unwrap_or_else(|e| panic!("{e}"))
+    rtvmm_scenario::Scenario::from_toml(&text, "three-on-two.toml")
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// What the plan's steps do to stand-in guests: each VCPU's guest stopped or running, and
@@ -230,7 +234,10 @@ fn planned(policy: &str, pinned: bool) -> (StandInGuests, Simulation) {
             .count();
         assert_eq!(running, seated, "{at}: a guest running on no seat");
     }
-    assert!(decisions > 100, "{policy}: only {decisions} decisions in 400 ms");
+    assert!(
+        decisions > 100,
+        "{policy}: only {decisions} decisions in 400 ms"
+    );
     (stand_in, sim)
 }
 
