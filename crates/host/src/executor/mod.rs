@@ -129,7 +129,7 @@ use rtvmm_system::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
 use crate::ctl::{self, Applied, Command, Domains, Effect, ErrorCode, Reply, SchedShow};
-use crate::domain::{check_runnable, JobBook, ProcessDomain};
+use crate::domain::{JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
 use crate::external::{AttachContext, ExternalDomain, Hold};
 use crate::idle::IdleSpinner;
@@ -831,9 +831,11 @@ impl Run {
     fn change(&mut self, now: Nanos, change: &Change) -> Result<(), HostError> {
         match change {
             Change::AddDomain(spec) if !self.external.contains_key(&spec.name) => {
-                check_runnable(spec).map_err(|reason| HostError::Domain {
-                    domain: spec.name.clone(),
-                    reason,
+                preflight::runnable_on(spec, self.seats.len()).map_err(|reason| {
+                    HostError::Domain {
+                        domain: spec.name.clone(),
+                        reason,
+                    }
                 })?
             }
             Change::Xl(command) => {
@@ -900,7 +902,7 @@ impl Run {
     /// ([`rtvmm_scenario::live`]).
     fn command(&mut self, now: Nanos, command: Command) -> Reply {
         if let Command::AddDomain(spec) = &command {
-            if let Err(reason) = check_runnable(spec) {
+            if let Err(reason) = preflight::runnable_on(spec, self.seats.len()) {
                 return Reply::error(
                     ErrorCode::Refused,
                     format!("{}: domain '{}': {reason}", control::ORIGIN, spec.name),

@@ -3,6 +3,7 @@
 //! `xl` events), the control socket's path, the privileges, the enforcement backend.
 
 use rtvmm_core::cpuset::CpuSet;
+use rtvmm_core::guest::GuestSmp;
 use rtvmm_system::{Change, SystemSpec};
 
 use super::HostOptions;
@@ -108,7 +109,7 @@ pub(super) fn preflight(
         if options.external.contains_key(&d.name) {
             continue;
         }
-        check_runnable(d).map_err(|reason| HostError::Domain {
+        runnable_on(d, cpus.len()).map_err(|reason| HostError::Domain {
             domain: d.name.clone(),
             reason,
         })?;
@@ -160,6 +161,26 @@ pub(super) fn preflight(
         }
     }
     Ok((cpus, allowed(options)?))
+}
+
+/// Whether the executor can run domain `spec` as guest processes on `seats` seats: what
+/// any run refuses ([`check_runnable`]), and, on several seats, a global guest of several
+/// VCPUs — one process for all its tasks, which cannot run on two seats' cores at once
+/// while the core may run two of its VCPUs on two pcpus.
+pub(super) fn runnable_on(
+    spec: &rtvmm_core::model::DomainSpec,
+    seats: usize,
+) -> Result<(), String> {
+    check_runnable(spec)?;
+    let vcpus = spec.placement.vcpu_count();
+    if seats > 1 && vcpus > 1 && spec.placement.smp == GuestSmp::Global {
+        return Err(format!(
+            "a global guest of {vcpus} VCPUs on {seats} pcpus: its one guest process cannot \
+             run on two cores at once; give it smp = \"partitioned\" (a guest process per \
+             VCPU) or run it on one pcpu"
+        ));
+    }
+    Ok(())
 }
 
 /// The machine's pcpus, all driven by the executor.
@@ -374,6 +395,16 @@ mod tests {
             "{why}"
         );
         assert!(what_it_runs(&two).is_ok(), "several pcpus of one pool run");
+        let mut pair = system().domains[0].clone();
+        pair.placement.vcpus = 2;
+        assert_eq!(runnable_on(&pair, 1), Ok(()), "a global guest on one pcpu");
+        let why = runnable_on(&pair, 2).unwrap_err();
+        assert!(
+            why.starts_with("a global guest of 2 VCPUs on 2 pcpus"),
+            "{why}"
+        );
+        pair.placement.smp = GuestSmp::Partitioned;
+        assert_eq!(runnable_on(&pair, 2), Ok(()), "a partitioned guest");
     }
 
     #[test]
