@@ -396,7 +396,8 @@ impl Run {
         match run.seats.len() {
             1 => sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?,
             _ => {
-                let spare = run.off_seats();
+                let seats: Vec<usize> = run.seats.iter().map(|s| s.cpu).collect();
+                let spare = sys::cpus_except_all(&seats);
                 sys::set_affinity(0, &spare).map_err(HostError::io(format!(
                     "pinning to the spare cpus {spare:?}"
                 )))?
