@@ -34,8 +34,8 @@ pub fn check(options: &HostOptions) -> Result<(), HostError> {
 
 /// The managed cpus, one per pcpu: `options.cpus` (`--cpus`), else `options.cpu`, else
 /// the last cpu. Several are accepted only where the machine has at least one core to
-/// spare beyond them (for the system and the executor's other threads: the watchdog, the
-/// control socket's), and each at most once.
+/// spare beyond them (for the scheduler thread that drives them all, the watchdog, the
+/// control socket's threads and the rest of the system), and each at most once.
 pub(super) fn managed_cpus(options: &HostOptions) -> Result<Vec<usize>, HostError> {
     let count = sys::cpu_count();
     let cpus = match options.cpus.as_slice() {
@@ -65,8 +65,8 @@ pub(super) fn managed_cpus(options: &HostOptions) -> Result<Vec<usize>, HostErro
     if cpus.len() > 1 && cpus.len() >= count {
         return Err(HostError::Unsupported(format!(
             "--cpus {}: this machine has {count} cores (0-{}), and a run of {} pcpus needs at \
-             least one core to spare beyond them (for the system and the executor's other \
-             threads); give fewer cpus",
+             least one core to spare beyond them (for the scheduler thread that drives every \
+             pcpu, the watchdog and the rest of the system); give fewer cpus",
             list(),
             count - 1,
             cpus.len()
