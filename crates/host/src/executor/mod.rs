@@ -1008,10 +1008,10 @@ impl Run {
                 runs,
             });
         }
-        let pinned = &self.pinned;
+        let (machine, pinned) = (&self.machine, &self.pinned);
         plan::plan(
-            &self.machine,
             &self.views,
+            |p| plan::target(machine, p),
             |v| pinned.get(v.index()).copied().flatten(),
             &mut self.steps,
         );

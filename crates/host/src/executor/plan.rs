@@ -71,17 +71,18 @@ pub fn target(machine: &Machine, pcpu: PcpuId) -> Runs {
     }
 }
 
-/// The steps that make `seats` run what `machine` decided, appended to `steps` (cleared
-/// first; the caller keeps its room between calls, so the loop allocates nothing).
-/// `pinned(v)`: the host cpu the guest of `v` is pinned to (`None`: not placed by a run).
+/// The steps that make `seats` run what the core decided — `target(pcpu)`, normally
+/// [`target`] of the machine — appended to `steps` (cleared first; the caller keeps its
+/// room between calls, so the loop allocates nothing). `pinned(v)`: the host cpu the
+/// guest of `v` is pinned to (`None`: not placed by a run).
 pub fn plan(
-    machine: &Machine,
     seats: &[SeatView],
+    target: impl Fn(PcpuId) -> Runs,
     pinned: impl Fn(VcpuId) -> Option<usize>,
     steps: &mut Vec<Step>,
 ) {
     steps.clear();
-    let switching = |s: &SeatView| s.runs != Some(target(machine, s.pcpu));
+    let switching = |s: &SeatView| s.runs != Some(target(s.pcpu));
     for (seat, s) in seats.iter().enumerate().filter(|(_, s)| switching(s)) {
         match s.runs {
             Some(Runs::Vcpu(vcpu)) => steps.push(Step::Stop { seat, vcpu }),
@@ -90,7 +91,7 @@ pub fn plan(
         }
     }
     for s in seats.iter().filter(|s| switching(s)) {
-        if let Runs::Vcpu(vcpu) = target(machine, s.pcpu) {
+        if let Runs::Vcpu(vcpu) = target(s.pcpu) {
             let from = pinned(vcpu);
             if from != Some(s.cpu) {
                 steps.push(Step::Move {
@@ -102,9 +103,94 @@ pub fn plan(
         }
     }
     for (seat, s) in seats.iter().enumerate().filter(|(_, s)| switching(s)) {
-        steps.push(match target(machine, s.pcpu) {
+        steps.push(match target(s.pcpu) {
             Runs::Vcpu(vcpu) => Step::Resume { seat, vcpu },
             Runs::Idle => Step::Spin { seat },
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V0: VcpuId = VcpuId(0);
+    const V1: VcpuId = VcpuId(1);
+    const V2: VcpuId = VcpuId(2);
+
+    fn seat(p: u32, cpu: usize, runs: Option<Runs>) -> SeatView {
+        SeatView {
+            pcpu: PcpuId(p),
+            cpu,
+            runs,
+        }
+    }
+
+    /// Global EDF hands pcpu 0's VCPU to the other pcpu (a tickle):
+    /// ```text
+    ///            before        after
+    /// pcpu 0     v0 (cpu 4)    v1
+    /// pcpu 1     v1 (cpu 6)    v2 (never ran)
+    /// ```
+    /// Both seats leave first, then v1 moves 6 → 4 and v2 is placed on 6, then both
+    /// enter: v1 is never resumed while seat 1 still runs it.
+    #[test]
+    fn a_vcpu_handed_to_another_pcpu_is_stopped_moved_and_resumed_once() {
+        let seats = [
+            seat(0, 4, Some(Runs::Vcpu(V0))),
+            seat(1, 6, Some(Runs::Vcpu(V1))),
+        ];
+        let after = |p: PcpuId| [Runs::Vcpu(V1), Runs::Vcpu(V2)][p.0 as usize];
+        let pinned = |v: VcpuId| [Some(4), Some(6), None][v.index()];
+        let mut steps = Vec::new();
+        plan(&seats, after, pinned, &mut steps);
+        assert_eq!(
+            steps,
+            [
+                Step::Stop { seat: 0, vcpu: V0 },
+                Step::Stop { seat: 1, vcpu: V1 },
+                Step::Move {
+                    vcpu: V1,
+                    from: Some(6),
+                    to: 4
+                },
+                Step::Move {
+                    vcpu: V2,
+                    from: None,
+                    to: 6
+                },
+                Step::Resume { seat: 0, vcpu: V1 },
+                Step::Resume { seat: 1, vcpu: V2 },
+            ]
+        );
+    }
+
+    /// Nothing changes: no step. Then pcpu 1 goes from IDLE to v2, already pinned there
+    /// (a partitioned VCPU): park, resume, no move; pcpu 0 untouched.
+    #[test]
+    fn only_switching_seats_act_and_a_guest_where_it_is_is_not_moved() {
+        let mut seats = [
+            seat(0, 4, Some(Runs::Vcpu(V0))),
+            seat(1, 6, Some(Runs::Idle)),
+        ];
+        let pinned = |v: VcpuId| [Some(4), None, Some(6)][v.index()];
+        let mut steps = vec![Step::Spin { seat: 9 }];
+        plan(
+            &seats,
+            |p| seats[p.0 as usize].runs.unwrap(),
+            pinned,
+            &mut steps,
+        );
+        assert_eq!(steps, [], "cleared, nothing to do");
+        let after = |p: PcpuId| [Runs::Vcpu(V0), Runs::Vcpu(V2)][p.0 as usize];
+        plan(&seats, after, pinned, &mut steps);
+        assert_eq!(
+            steps,
+            [Step::Park { seat: 1 }, Step::Resume { seat: 1, vcpu: V2 }]
+        );
+        // The first decision of a run: nothing to leave.
+        seats[0].runs = None;
+        plan(&seats[..1], |_| Runs::Idle, pinned, &mut steps);
+        assert_eq!(steps, [Step::Spin { seat: 0 }]);
     }
 }

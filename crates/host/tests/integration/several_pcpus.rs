@@ -185,7 +185,8 @@ fn planned(policy: &str, pinned: bool) -> (StandInGuests, Simulation) {
         stand_in.migrations.resize(vcpus, 0);
         stand_in.run.resize(vcpus, Nanos::ZERO);
         let guests = &stand_in.guests;
-        plan::plan(machine, &seats, |v| guests[v.index()].1, &mut steps);
+        let decided = |p| plan::target(machine, p);
+        plan::plan(&seats, decided, |v| guests[v.index()].1, &mut steps);
         decisions += usize::from(!steps.is_empty());
         for step in &steps {
             match *step {
