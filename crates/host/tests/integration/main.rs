@@ -38,8 +38,11 @@
 //! - [`multi_vcpu`]: a partitioned guest of several VCPUs is one guest process per VCPU
 //!   holding that VCPU's threads; a 2-VCPU domain gets the simulator's per-VCPU shares
 //!   before and after an `xl sched-rtds -v` event.
-//! - [`several_pcpus`]: `--cpus` of several cpus is refused, naming the cores, where the
-//!   machine has no core to spare beyond them (skipped here, with the reason).
+//! - [`several_pcpus`]: a run of two pcpus where a third core is spare (each domain its
+//!   budget, VCPUs migrating), refused naming the cores where none is (then skipped, with
+//!   the reason); the plan of every decision of a 2-pcpu global RTDS system agrees with
+//!   the simulator (run time per VCPU, guest moves = migrations), a partitioned one never
+//!   moves a guest (no real time).
 //! - [`replay`]: one event list through the simulator and through the host's control
 //!   path leaves the same machine after each event (no real time).
 

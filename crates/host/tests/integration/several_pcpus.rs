@@ -1,6 +1,9 @@
 //! A system of several pcpus on several managed cpus (`--cpus`): accepted only where the
 //! machine has a core to spare beyond them. On a machine of two cores the run is refused,
-//! naming the cores, and the real-time test is skipped with the reason.
+//! naming the cores, and the real-time test is skipped with the reason. The plan that
+//! turns each decision into the seats' switches and the guests' moves is tested here
+//! without real time, on every decision of the simulator's runs of two pcpus (the
+//! executor's own plan, carried out on stand-in guests).
 
 use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::{PcpuId, VcpuId};
