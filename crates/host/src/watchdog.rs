@@ -248,7 +248,18 @@ impl Watchdog {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
+                Ok(Some(status)) => {
+                    // Killed before it was done (between the executor's last look and
+                    // now): the executor has undone everything already; the record is
+                    // left to it.
+                    if status.code().is_none() {
+                        if let Some(record) = &self.record {
+                            let _ = fs::remove_file(record.path());
+                        }
+                    }
+                    return;
+                }
+                Err(_) => return,
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             }
         }
