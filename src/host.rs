@@ -92,9 +92,9 @@ pub struct HostRunArgs {
     /// The managed cpu (default: the last one)
     #[arg(long)]
     cpu: Option<usize>,
-    /// The managed cpus, one per pcpu of the scenario's machine in pcpu order, as xl
-    /// writes them (0-2,5); several only where the machine has at least one core to spare
-    /// beyond them (the scheduler thread, which drives every pcpu, runs there)
+    /// The managed cpus, one per pcpu of the scenario's machine (pcpu i on the i-th
+    /// lowest), as xl writes them (0-2,5); several only where the machine has at least one
+    /// core to spare beyond them (the scheduler thread, which drives every pcpu, runs there)
     #[arg(long, value_name = "LIST", value_parser = parse_cpus, conflicts_with = "cpu")]
     cpus: Option<CpuList>,
     /// How domains are stopped: freeze (cgroup v2), band (SCHED_FIFO priority band) or

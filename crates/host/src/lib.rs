@@ -217,10 +217,12 @@ pub enum HostError {
     /// The watchdog process died while the run needed it (killed alone): the run was
     /// stopped and the executor undid everything itself.
     #[error(
-        "the watchdog (pid {pid}) died ({how}) at {at} into the run: the run was stopped, \
+        "the watchdog (pid {pid}) died ({how}) at {:.1} ms into the run: the run was stopped, \
          its guests killed and reaped, its cgroups thawed and removed, RT throttling \
-         restored and its record removed by the executor (nothing would undo them if it \
-         died now; --carry-on-without-watchdog runs on with a warning instead)"
+         restored and its record removed by the executor (without a watchdog nothing \
+         would undo the run if the executor died; --carry-on-without-watchdog runs on \
+         with a warning instead)",
+        .at.as_ns() as f64 / 1e6
     )]
     WatchdogDied {
         pid: u32,

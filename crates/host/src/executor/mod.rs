@@ -706,9 +706,10 @@ impl Run {
         let pid = watchdog.pid();
         if options.carry_on_without_watchdog {
             eprintln!(
-                "rtvmm: warning: the watchdog (pid {pid}) died ({how}) at {now} into the \
+                "rtvmm: warning: the watchdog (pid {pid}) died ({how}) at {:.1} ms into the \
                  run; carrying on without it (--carry-on-without-watchdog): if the executor \
-                 dies now, `rtvmm host cleanup` must undo what it changed"
+                 dies now, `rtvmm host cleanup` must undo what it changed",
+                now.as_ns() as f64 / 1e6
             );
             self.without_watchdog = true;
             return Ok(());
