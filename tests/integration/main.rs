@@ -12,7 +12,8 @@
 //!   exit codes, refusals that change nothing, another user refused; and against a live
 //!   `rtvmm host run --ctl` (real time: skipped without the privileges).
 //! - `host`: `rtvmm host run` stopped by SIGINT and SIGTERM keeps its results, exits 130
-//!   and 143, and leaves nothing behind (real time: skipped without root); `host cleanup`.
+//!   and 143, and leaves nothing behind; a killed watchdog stops it (exit 1) unless
+//!   `--carry-on-without-watchdog` (real time: skipped without root); `host cleanup`.
 //! - `host_experiments`: `rtvmm experiment rtxen-overhead|rtxen-isolation --host` in
 //!   real time (root; skipped with the reason otherwise; run under
 //!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
