@@ -302,7 +302,10 @@ pub fn a_stopped_run_keeps_its_results_and_cleans_up() {
         .expect("the run");
     stopper.join().unwrap();
     let at = run.stopped_at.expect("stopped early");
-    assert!(at >= ms(600) && at <= ms(2_000), "stopped at {at}");
+    // The flag is set 700 ms after the call; the run's clock starts after its set-up,
+    // which a loaded machine stretches (557 ms seen at load 20), so the lower bound
+    // only says the run ran a good while before it stopped.
+    assert!(at >= ms(300) && at <= ms(2_000), "stopped at {at}");
     assert_eq!(run.results.duration_ns, at.as_ns());
     assert!(run.results.domains[0].jobs > 0, "jobs were counted");
     assert!(leftovers().is_empty(), "{:?}", leftovers());
