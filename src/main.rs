@@ -254,13 +254,7 @@ fn parse_time(text: &str) -> Result<Nanos, String> {
 }
 
 fn parse_policy(text: &str) -> Result<PolicyKind, String> {
-    PolicyKind::from_name(text).ok_or_else(|| {
-        let names: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
-        format!(
-            "unknown policy '{text}': expected one of {} (or an alias; see `rtvmm policies`)",
-            names.join(", ")
-        )
-    })
+    PolicyKind::parse(text).map_err(|e| e.to_string())
 }
 
 /// An error and the exit code it maps to.
@@ -427,9 +421,10 @@ fn load(
     duration: Option<Nanos>,
     seed: Option<u64>,
 ) -> Result<Scenario, Failure> {
-    let mut scenario = Scenario::load(path).map_err(bad_input)?;
+    let scenario = Scenario::load(path)
+        .and_then(|s| s.with_overrides(policy, duration, seed))
+        .map_err(bad_input)?;
     if let Some(kind) = policy {
-        scenario = scenario.with_policy(kind).map_err(bad_input)?;
         if scenario.system.pools.len() > 1 {
             eprintln!(
                 "note: --policy {kind} replaces the policy of the first cpupool ('{}') only; \
@@ -437,12 +432,6 @@ fn load(
                 scenario.system.pools[0].name
             );
         }
-    }
-    if let Some(duration) = duration {
-        scenario = scenario.with_duration(duration).map_err(bad_input)?;
-    }
-    if let Some(seed) = seed {
-        scenario = scenario.with_seed(seed);
     }
     Ok(scenario)
 }

@@ -51,6 +51,8 @@ pub mod driver;
 
 pub mod options;
 
+pub mod generate;
+
 pub mod sweep;
 
 pub mod report;
