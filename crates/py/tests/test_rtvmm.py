@@ -253,12 +253,12 @@ def test_a_run_releases_the_gil():
 def test_a_thread_pool_runs_simulations_in_parallel_with_the_same_results():
     policies = ["deferrable", "periodic", "polling", "sporadic", "rtds", "credit"]
     started = time.perf_counter()
-    alone = [rtvmm.simulate(EVEN, policy=p, duration="3s", jobs=False).json for p in policies]
+    alone = [rtvmm.simulate(EVEN, policy=p, duration="30s", jobs=False).json for p in policies]
     serial = time.perf_counter() - started
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=2) as pool:
         together = list(
-            pool.map(lambda p: rtvmm.simulate(EVEN, policy=p, duration="3s", jobs=False).json, policies)
+            pool.map(lambda p: rtvmm.simulate(EVEN, policy=p, duration="30s", jobs=False).json, policies)
         )
     parallel = time.perf_counter() - started
     assert together == alone
