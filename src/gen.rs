@@ -227,7 +227,8 @@ mod tests {
     #[test]
     fn flag_defaults_are_the_generators_defaults() {
         for name in rtvmm_experiments::generate::GENERATORS {
-            let (generator, common) = parsed(&[name]).kind.split();
+            let args = parsed(&[name]);
+            let (generator, common) = args.kind.split();
             assert_eq!(Some(generator), Generator::with_defaults(name), "{name}");
             assert_eq!(common.seed, Common::default().seed);
             assert_eq!(common.duration, Common::default().duration);

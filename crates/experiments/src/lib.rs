@@ -51,14 +51,14 @@ pub mod driver;
 
 pub mod options;
 
-pub mod generate;
-
 pub mod sweep;
 
 pub mod report;
 
 pub mod compare;
 pub mod rtxen;
+
+pub mod generate;
 
 pub mod experiments;
 

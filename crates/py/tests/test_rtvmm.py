@@ -3,7 +3,7 @@ bytes and the same error messages."""
 
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 
@@ -265,3 +265,11 @@ def test_a_thread_pool_runs_simulations_in_parallel_with_the_same_results():
     # Not asserted (the machine may be busy); shown with `pytest -s`.
     print("%d runs: %.2fs one by one, %.2fs on 2 threads" % (len(policies), serial, parallel))
 
+
+
+def test_a_process_pool_runs_simulations_too():
+    policies = ["deferrable", "rtds"]
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(rtvmm.simulate, [EVEN] * 2, policies))
+    assert [r.policy for r in results] == policies
+    assert results[1].json == rtvmm.simulate(EVEN, policy="rtds").json
