@@ -135,6 +135,7 @@ fn install_wheel(python: &Path) -> Result<(), String> {
         .args([
             "build",
             "--quiet",
+            "--strip",
             "--manifest-path",
             "crates/py/Cargo.toml",
             "--out",
