@@ -124,23 +124,29 @@ fn environment(python: &str) -> Result<PathBuf, String> {
     Ok(bin)
 }
 
-/// The wheel of this checkout, built by maturin in the debug profile and the workspace's
-/// target directory, so that it reuses what `cargo test` compiled; installed.
+/// The wheel of this checkout, built by maturin in the profile (debug or release) and the
+/// target directory of this test, so that it reuses what `cargo test` compiled; installed.
 fn install_wheel(python: &Path) -> Result<(), String> {
     let wheels = work_dir().join("wheels");
     let _ = std::fs::remove_dir_all(&wheels);
     let maturin = python.with_file_name("maturin");
-    let built = run(Command::new(&maturin)
+    // The target directory and profile of this test binary's build.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory holds tmp/");
+    let mut build = Command::new(&maturin);
+    build
         .current_dir(repo())
-        .args([
-            "build",
-            "--quiet",
-            "--strip",
-            "--manifest-path",
-            "crates/py/Cargo.toml",
-            "--out",
-        ])
-        .arg(&wheels))?;
+        .args(["build", "--quiet", "--strip"])
+        .args(["--manifest-path", "crates/py/Cargo.toml"])
+        .arg("--target-dir")
+        .arg(target)
+        .arg("--out")
+        .arg(&wheels);
+    if !cfg!(debug_assertions) {
+        build.arg("--release");
+    }
+    let built = run(&mut build)?;
     assert!(
         built.status.success(),
         "maturin build failed:\n{}",

@@ -2,6 +2,7 @@
 bytes and the same error messages."""
 
 import json
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -238,16 +239,25 @@ def test_without_pandas_the_tables_are_lists_of_dicts(monkeypatch):
 
 
 def test_a_run_releases_the_gil():
-    """The main thread keeps running Python while a simulation runs in another thread:
-    with the GIL held for the whole run it could not count at all meanwhile."""
+    """While a simulation runs in one thread, Python runs in another. Had the run held the
+    GIL, the main thread, woken just before the run starts, could only go on once it
+    ended (as it does around a call that holds the GIL, such as a long `re.match`)."""
+    from rtvmm import _rtvmm
+
+    about_to_run = threading.Event()
+
+    def native_run():
+        about_to_run.set()
+        _rtvmm.simulate("path", EVEN, None, "100s", None, False)
+        return time.perf_counter()
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        future = pool.submit(rtvmm.simulate, EVEN, duration="20s", jobs=False)
-        ticks = 0
-        while not future.done():
-            ticks += 1
-        results = future.result()
-    assert results.raw["jobs"] > 0
-    assert ticks > 1000, ticks
+        future = pool.submit(native_run)
+        about_to_run.wait()
+        assert sum(range(1000)) == 499500  # Python, in this thread
+        main_done = time.perf_counter()
+        run_ended = future.result()
+    assert run_ended - main_done > 0.01, "the main thread waited for the run to end"
 
 
 def test_a_thread_pool_runs_simulations_in_parallel_with_the_same_results():
