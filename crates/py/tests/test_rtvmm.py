@@ -20,10 +20,12 @@ def at_repo_root(repo, monkeypatch):
 
 def test_simulate_gives_the_bytes_of_sim_json_and_sim_jobs(cli, tmp_path):
     out, jobs = tmp_path / "r.json", tmp_path / "jobs.csv"
-    code, _, err = cli("sim", EVEN, "--policy", "polling", "--json", out, "--jobs", jobs)
+    code, stdout, err = cli("sim", EVEN, "--policy", "polling", "--json", out, "--jobs", jobs)
     assert code == 0, err
     results = rtvmm.simulate(EVEN, policy="polling")
     assert results.json + "\n" == out.read_text()
+    assert stdout.startswith(results.summary)
+    assert stdout[len(results.summary) :].startswith("simulated 10s in ")
     assert results.jobs_csv == jobs.read_text()
     # The per-domain table holds the JSON's numbers, domain by domain.
     expected = json.loads(out.read_text())["domains"]
@@ -283,3 +285,18 @@ def test_a_process_pool_runs_simulations_too():
         results = list(pool.map(rtvmm.simulate, [EVEN] * 2, policies))
     assert [r.policy for r in results] == policies
     assert results[1].json == rtvmm.simulate(EVEN, policy="rtds").json
+
+
+def test_an_experiment_writes_the_files_the_cli_writes(cli, tmp_path):
+    code, stdout, err = cli("experiment", "rtxen-overhead", "--quick", "--out", tmp_path / "cli")
+    assert code == 0, err
+    done = rtvmm.experiment("rtxen-overhead", tmp_path / "py", quick=True)
+    assert not done.interrupted
+    assert stdout.splitlines()[0] == done.summary.splitlines()[0]
+    written = sorted(p.name for p in (tmp_path / "cli").iterdir())
+    assert sorted(p.name for p in (tmp_path / "py").iterdir()) == written
+    assert set(done.files) <= set(written) and "report.md" in done.files
+    # Same seed, same CSV bytes.
+    for name in written:
+        if name.endswith(".csv"):
+            assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
