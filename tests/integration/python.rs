@@ -2,7 +2,8 @@
 //! environment in the target directory (`target/tmp/python/venv`) with maturin (pinned),
 //! pytest, pandas and matplotlib; the wheel built from this checkout, installed; pytest
 //! run against it and this build of the `rtvmm` binary (`RTVMM_BIN`), its output the
-//! failure message.
+//! failure message — twice: as installed, then with pandas and matplotlib hidden
+//! (`RTVMM_TEST_WITHOUT`), the tables as lists and docs/python.md's plot skipped.
 //!
 //! Skipped, with a `skipped: python: …` line saying why, when there is no Python 3.8 or
 //! later with `venv`, when pip cannot install the tools (no network), or when
@@ -191,29 +192,38 @@ fn pytest() {
         return say_skipped(&format!("python: {why}"));
     }
     let built = started.elapsed();
-    let tests = run(Command::new(&python)
-        .current_dir(repo())
-        .args([
-            "-m",
-            "pytest",
-            "-q",
-            "-rs",
-            "-p",
-            "no:cacheprovider",
-            "crates/py/tests",
-        ])
-        .env("RTVMM_BIN", env!("CARGO_BIN_EXE_rtvmm"))
-        .env("MPLBACKEND", "Agg"))
-    .expect("pytest starts");
-    let output = text(&tests);
-    assert!(tests.status.success(), "pytest failed:\n{output}");
-    // What it cost, and what pytest skipped (it says why).
+    // Twice: as installed, then as on a machine without pandas and matplotlib.
+    let mut said = Vec::new();
+    for without in ["", "pandas,matplotlib"] {
+        let tests = run(Command::new(&python)
+            .current_dir(repo())
+            .args([
+                "-m",
+                "pytest",
+                "-q",
+                "-rs",
+                "-p",
+                "no:cacheprovider",
+                "crates/py/tests",
+            ])
+            .env("RTVMM_BIN", env!("CARGO_BIN_EXE_rtvmm"))
+            .env("RTVMM_TEST_WITHOUT", without)
+            .env("MPLBACKEND", "Agg"))
+        .expect("pytest starts");
+        let output = text(&tests);
+        assert!(
+            tests.status.success(),
+            "pytest (RTVMM_TEST_WITHOUT={without:?}) failed:\n{output}"
+        );
+        said.push(output.lines().last().unwrap_or("").to_string());
+    }
+    // What it cost, and pytest's last lines (skips say why above them with `-rs`).
     let _ = writeln!(
         std::io::stderr(),
         "python: environment {:.1}s, wheel {:.1}s, pytest {:.1}s; {}",
         ready.as_secs_f64(),
         (built - ready).as_secs_f64(),
         (started.elapsed() - built).as_secs_f64(),
-        output.lines().last().unwrap_or("")
+        said.join("; without pandas and matplotlib: ")
     );
 }
