@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 use std::error::Error;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::create_exception;
@@ -72,60 +72,55 @@ fn input_message(text: impl Into<String>) -> PyErr {
 /// Where a scenario comes from, as the Python layer resolved its argument.
 enum Source {
     Path(PathBuf),
-    /// Scenario TOML, named in messages as `<string>`.
-    Toml(String),
-    /// A dict as JSON (the Python layer's `json.dumps`), named in messages as `<dict>`.
-    Json(String),
+    /// TOML text: a string, named `<string>` in messages, or a dict turned into TOML,
+    /// named `<dict>`.
+    Text {
+        toml: String,
+        name: &'static str,
+    },
 }
 
 impl Source {
+    /// `kind` is `path`, `toml`, or `json` (a dict as the Python layer's `json.dumps`).
     fn new(kind: &str, value: String) -> PyResult<Source> {
         match kind {
             "path" => Ok(Source::Path(PathBuf::from(value))),
-            "toml" => Ok(Source::Toml(value)),
-            "json" => Ok(Source::Json(value)),
+            "toml" => Ok(Source::Text {
+                toml: value,
+                name: "<string>",
+            }),
+            "json" => {
+                let value: serde_json::Value = serde_json::from_str(&value)
+                    .map_err(|e| input_message(format!("<dict>: {e}")))?;
+                let toml = toml::to_string(&value).map_err(|e| {
+                    input_message(format!("<dict>: not a scenario as TOML: {}", message(&e)))
+                })?;
+                Ok(Source::Text {
+                    toml,
+                    name: "<dict>",
+                })
+            }
             _ => Err(input_message(format!("unknown scenario source '{kind}'"))),
         }
     }
 
-    /// The name messages give it, and its TOML text (`None` for a file: read by the
-    /// reader the command line uses, with its size limit).
-    fn text(&self) -> PyResult<(String, Option<String>)> {
-        match self {
-            Source::Path(path) => Ok((path.display().to_string(), None)),
-            Source::Toml(text) => Ok(("<string>".to_string(), Some(text.clone()))),
-            Source::Json(json) => {
-                let value: serde_json::Value = serde_json::from_str(json)
-                    .map_err(|e| input_message(format!("<dict>: {e}")))?;
-                let text = toml::to_string(&value).map_err(|e| {
-                    input_message(format!("<dict>: not a scenario as TOML: {}", message(&e)))
-                })?;
-                Ok(("<dict>".to_string(), Some(text)))
-            }
-        }
-    }
-
+    /// The scenario, read as `rtvmm sim` reads it (a file through the size-limited reader).
     fn scenario(&self) -> PyResult<Scenario> {
-        match self.text()? {
-            (_, None) => Scenario::load(self.path()),
-            (name, Some(text)) => Scenario::from_toml(&text, &name),
+        match self {
+            Source::Path(path) => Scenario::load(path),
+            Source::Text { toml, name } => Scenario::from_toml(toml, name),
         }
         .map_err(input_error)
     }
 
+    /// The input of `rtvmm analyze`: a scenario (VCPU parameters optional) or, for a path
+    /// ending in `.xml`, a CARTS file.
     fn analysis_input(&self) -> PyResult<analyze::Input> {
-        match self.text()? {
-            (_, None) => analyze::Input::load(self.path()).map_err(input_error),
-            (name, Some(text)) => Scenario::from_toml_for_analysis(&text, &name)
+        match self {
+            Source::Path(path) => analyze::Input::load(path).map_err(input_error),
+            Source::Text { toml, name } => Scenario::from_toml_for_analysis(toml, name)
                 .map(analyze::Input::Scenario)
                 .map_err(input_error),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        match self {
-            Source::Path(path) => path,
-            Source::Toml(_) | Source::Json(_) => Path::new(""),
         }
     }
 }
@@ -369,7 +364,6 @@ fn experiment(
         .map(parse_overheads)
         .transpose()
         .map_err(input_error)?;
-    experiments::find(name).map_err(input_error)?;
     let report = py
         .detach(|| rtvmm_experiments::run_experiment(name, &options))
         .map_err(|e| {

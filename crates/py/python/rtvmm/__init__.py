@@ -21,6 +21,7 @@ import csv
 import io
 import json
 import os
+from collections.abc import Mapping as _MappingABC
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _rtvmm
@@ -64,7 +65,7 @@ Table = Any
 
 def _source(scenario: ScenarioLike) -> Tuple[str, str]:
     """Which reader a scenario argument goes to, and what it hands it."""
-    if isinstance(scenario, Mapping):
+    if isinstance(scenario, _MappingABC):
         return "json", json.dumps(scenario)
     if isinstance(scenario, os.PathLike):
         return "path", os.fspath(scenario)
@@ -87,7 +88,7 @@ def _flatten(row: Mapping[str, Any], prefix: str = "") -> Dict[str, Any]:
     """One table row: nested figures as ``response_ns_mean``; lists left out."""
     flat: Dict[str, Any] = {}
     for key, value in row.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, _MappingABC):
             flat.update(_flatten(value, prefix + key + "_"))
         elif not isinstance(value, list):
             flat[prefix + key] = value
