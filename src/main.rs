@@ -355,29 +355,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
 /// Bad options, unknown names, unreadable inputs and unusable output paths are the
 /// user's to fix (exit 2); the rest happened while running (exit 1).
 fn experiment_failure(e: ExperimentError) -> Failure {
-    match e {
-        ExperimentError::UnknownExperiment { .. }
-        | ExperimentError::NotImplemented(_)
-        | ExperimentError::InvalidOption { .. }
-        | ExperimentError::UnsupportedPolicy { .. }
-        | ExperimentError::Read { .. }
-        | ExperimentError::Json { .. }
-        | ExperimentError::Output(_)
-        | ExperimentError::Gen(_) => bad_input(e),
-        ExperimentError::Write(_)
-        | ExperimentError::Plot { .. }
-        | ExperimentError::Font(_)
-        | ExperimentError::Sim { .. }
-        | ExperimentError::RunPanicked { .. }
-        | ExperimentError::Analysis(_)
-        | ExperimentError::Stopped { .. } => runtime(e),
-        ExperimentError::Host { refused, .. } => {
-            if refused {
-                bad_input(e)
-            } else {
-                runtime(e)
-            }
-        }
+    if e.is_bad_input() {
+        bad_input(e)
+    } else {
+        runtime(e)
     }
 }
 

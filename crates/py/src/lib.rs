@@ -28,6 +28,7 @@ use rtvmm_core::Nanos;
 use rtvmm_experiments::experiments;
 use rtvmm_experiments::generate::{self, GenCommon, Generator};
 use rtvmm_experiments::options::{parse_duration, parse_overheads, parse_policies};
+use rtvmm_experiments::ExperimentError;
 use rtvmm_scenario::Scenario;
 
 create_exception!(
@@ -67,6 +68,15 @@ fn input_error(error: impl Error) -> PyErr {
 
 fn input_message(text: impl Into<String>) -> PyErr {
     InputError::new_err(text.into())
+}
+
+/// The command line's split of the experiments' errors: exit code 2 or 1.
+fn experiment_error(error: ExperimentError) -> PyErr {
+    if error.is_bad_input() {
+        InputError::new_err(message(&error))
+    } else {
+        RunError::new_err(message(&error))
+    }
 }
 
 /// Where a scenario comes from, as the Python layer resolved its argument.
@@ -307,7 +317,7 @@ fn generate_scenario(py: Python<'_>, name: &str, options: &Bound<'_, PyDict>) ->
         )));
     }
     py.detach(|| generate::generate(&generator, &common))
-        .map_err(input_error)
+        .map_err(experiment_error)
 }
 
 /// Sets `field` from a Python value; a value of the wrong type names the option.
@@ -366,22 +376,7 @@ fn experiment(
         .map_err(input_error)?;
     let report = py
         .detach(|| rtvmm_experiments::run_experiment(name, &options))
-        .map_err(|e| {
-            // The command line's split: exit code 2 for what the user can fix.
-            use rtvmm_experiments::ExperimentError as E;
-            let text = message(&e);
-            match e {
-                E::UnknownExperiment { .. }
-                | E::NotImplemented(_)
-                | E::InvalidOption { .. }
-                | E::UnsupportedPolicy { .. }
-                | E::Read { .. }
-                | E::Json { .. }
-                | E::Output(_)
-                | E::Gen(_) => InputError::new_err(text),
-                _ => RunError::new_err(text),
-            }
-        })?;
+        .map_err(experiment_error)?;
     Ok((report.summary(), report.files(), report.interrupted()))
 }
 
