@@ -28,7 +28,7 @@ from . import _rtvmm
 from ._rtvmm import DEFAULT_SEED, InputError, RtvmmError, RunError
 
 try:  # pandas is optional: the tables are lists of dicts without it
-    import pandas as _pandas
+    import pandas as _pandas  # type: ignore  # (no stubs needed to use the package)
 except ImportError:  # pragma: no cover - depends on the environment
     _pandas = None
 
