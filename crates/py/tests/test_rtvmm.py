@@ -300,3 +300,12 @@ def test_an_experiment_writes_the_files_the_cli_writes(cli, tmp_path):
     for name in written:
         if name.endswith(".csv"):
             assert (tmp_path / "py" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+
+
+def test_analyze_reads_carts_xml_as_the_cli_does(cli, tmp_path):
+    out = tmp_path / "carts.json"
+    code, stdout, err = cli("analyze", "examples/carts.xml", "--json", out)
+    assert code == 0, err
+    analysis = rtvmm.analyze("examples/carts.xml")
+    assert analysis.json + "\n" == out.read_text()
+    assert stdout == analysis.text + "report: %s\n" % out
