@@ -24,6 +24,9 @@
 //! - `partial`: a `sim` stopped by a signal marks its JSON, jobs CSV and trace partial (a
 //!   complete one carries no mark); an experiment's first signal stops even endless runs
 //!   and writes what finished, marked partial; a second stops at once.
+//! - `python`: the Python package's pytest suite (`crates/py/tests`), against a wheel built
+//!   from this checkout, in a virtual environment under the target directory (skipped,
+//!   saying why, without Python 3.8+ or pip's network).
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -40,4 +43,5 @@ mod layers;
 mod long_runs;
 mod msrv;
 mod partial;
+mod python;
 mod readme;

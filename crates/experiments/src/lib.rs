@@ -21,6 +21,8 @@
 //! - [`driver`]: where runs happen — the simulator, or real time on this machine through
 //!   a [`driver::RealTime`] the caller provides (`--host`).
 //! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
+//! - [`generate`]: the generated scenarios of `rtvmm gen` (rtxen, csa, arinc, uunifast),
+//!   which the Python package makes too.
 //!
 //! The library parses no flags, draws nothing and installs no signal handler: the `rtvmm`
 //! binary owns flags (clap), the progress bar and SIGINT/SIGTERM, and passes
@@ -57,6 +59,8 @@ pub mod report;
 
 pub mod compare;
 pub mod rtxen;
+
+pub mod generate;
 
 pub mod experiments;
 
