@@ -281,6 +281,18 @@ impl SystemDraw {
     }
 }
 
+impl SystemDraw {
+    /// The same system with every job running its wcet and every task periodic: the
+    /// demand the analysis assumes, for measuring the least bandwidth that serves it.
+    pub fn worst_case(mut self) -> SystemDraw {
+        for t in self.domains.iter_mut().flat_map(|d| &mut d.tasks) {
+            t.min_per_mille = 1000;
+            t.sporadic = false;
+        }
+        self
+    }
+}
+
 /// A domain's guest, placement and VCPU (its tasks come from [`size_domain`]).
 fn decode_domain(
     tape: &mut Tape,
