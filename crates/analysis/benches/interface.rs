@@ -20,7 +20,7 @@
 //!
 //! * `multiprocessor/system_4_pools_16_domains_{mpr,dmpr}`: what `rtvmm analyze` does on a
 //!   multicore system (issue 24): 4 pools of 4 pcpus, 4 domains each, every domain a
-//!   global-EDF component of 3–5 tasks (utilisation 0.3–0.9), its minimum-bandwidth MPR (or
+//!   global-EDF component of 3–5 tasks (utilisation 0.2–1.1), its minimum-bandwidth MPR (or
 //!   DMPR) interface over Π ∈ 1..=100, then per pool a root check of the resulting VCPUs —
 //!   for MPR every VCPU as an implicit-deadline periodic task under Theorem 1 with the
 //!   pool's 4 pcpus as a dedicated supply; for DMPR the hybrid root, the full VCPUs on
@@ -226,14 +226,15 @@ const POOL_PCPUS: u64 = 4;
 const POOL_DOMAINS: usize = 4;
 
 /// The 16 gEDF components, pool by pool: domain k has 3 + k mod 3 tasks and utilisation
-/// 0.3 + 0.2·(k mod 4).
+/// 0.2, 0.45, 0.7 or 1.1 (by k mod 4) — 2.45 per pool of 4 pcpus, a quarter of the
+/// domains above 1, so that their interfaces need two VCPUs.
 fn multicore_components() -> Vec<Vec<Workload>> {
     (0..POOLS)
         .map(|pool| {
             (0..POOL_DOMAINS)
                 .map(|d| {
                     let k = pool * POOL_DOMAINS + d;
-                    workload(300 + k as u64, 3 + k % 3, 0.3 + 0.2 * (k % 4) as f64)
+                    workload(300 + k as u64, 3 + k % 3, [0.2, 0.45, 0.7, 1.1][k % 4])
                 })
                 .collect()
         })
@@ -310,13 +311,19 @@ fn bench_multicore_system(c: &mut Criterion) {
                 .iter()
                 .map(|t| format!("{} {}", t.period, t.wcet))
                 .collect();
+            let started = std::time::Instant::now();
             let mpr = optimal_mpr_interface(w, 1, 100, None).expect("an MPR interface");
+            let mpr_time = started.elapsed();
+            let started = std::time::Instant::now();
             let dmpr = optimal_dmpr_interface(w, 1, 100, None).expect("a DMPR interface");
             eprintln!(
-                "component pool{p}/d{d}: {} | MPR {:?} | DMPR {:?}",
+                "component pool{p}/d{d}: {} | MPR {:?} | DMPR {:?} | U {:.3}, {mpr_time:?} and \
+                 {:?}",
                 tasks.join("; "),
                 (mpr.best.period(), mpr.best.budget(), mpr.best.concurrency()),
-                dmpr.best.carts_form()
+                dmpr.best.carts_form(),
+                w.utilization_f64(),
+                started.elapsed()
             );
         }
     }
