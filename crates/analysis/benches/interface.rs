@@ -33,7 +33,7 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use rtvmm_analysis::{
     analyze_system, gedf_schedulable_dmpr, optimal_dmpr_interface, optimal_interface,
-    optimal_mpr_interface, DomainSpec, Dmpr, GuestScheduler, Interface, InterfaceChoice,
+    optimal_mpr_interface, Dmpr, DomainSpec, GuestScheduler, Interface, InterfaceChoice,
     PeriodRange, SbfMode, SearchOptions, Task, Workload,
 };
 
@@ -301,7 +301,11 @@ fn multicore_dmpr(components: &[Vec<Workload>]) -> (f64, usize) {
 
 fn bench_multicore_system(c: &mut Criterion) {
     let components = multicore_components();
-    let u: f64 = components.iter().flatten().map(Workload::utilization_f64).sum();
+    let u: f64 = components
+        .iter()
+        .flatten()
+        .map(Workload::utilization_f64)
+        .sum();
     // The components as `p e` pairs (rate-monotonic order) with their interfaces — MPR as
     // (Π, Θ, m′), DMPR in CARTS's form — for running the same input through CARTS.
     for (p, pool) in components.iter().enumerate() {

@@ -36,8 +36,8 @@ use rtvmm_analysis::SbfMode;
 use rtvmm_analyze::{analyze, emit_scenario, Input, Options};
 use rtvmm_scenario::Scenario;
 use support::{
-    guarantees, misses, mix, rephase, scale_budgets, scenario_text, tape_from_seed,
-    vcpu_bandwidth, Shape, SystemDraw,
+    guarantees, misses, mix, rephase, scale_budgets, scenario_text, tape_from_seed, vcpu_bandwidth,
+    Shape, SystemDraw,
 };
 
 struct Args {
@@ -157,7 +157,10 @@ fn measure(system: &SystemDraw, steps: u32) -> Row {
             .flat_map(|s| misses(s).into_iter().filter(|(_, m)| *m > 0))
             .map(|(d, m)| format!("{d}: {m}"))
             .collect::<Vec<_>>();
-        return Row::Unsound(format!("MISS at the analysed interfaces ({})", missed.join(", ")));
+        return Row::Unsound(format!(
+            "MISS at the analysed interfaces ({})",
+            missed.join(", ")
+        ));
     }
     let (mut lo, mut hi) = (0.0, 1.0);
     for _ in 0..steps {

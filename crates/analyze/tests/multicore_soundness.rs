@@ -31,14 +31,12 @@ mod support;
 use std::cell::Cell;
 
 use proptest::prelude::*;
-use proptest::test_runner::{
-    Config, FileFailurePersistence, RngSeed, TestError, TestRunner,
-};
+use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestError, TestRunner};
 use rtvmm_analyze::{admit, analyze, emit_scenario, Input, Options};
 use rtvmm_scenario::Scenario;
 use support::{
-    check_guarantees, guarantees, misses, scale_budgets, scenario_text, Layout, Shape,
-    SystemDraw, TAPE_LEN,
+    check_guarantees, guarantees, misses, scale_budgets, scenario_text, Layout, Shape, SystemDraw,
+    TAPE_LEN,
 };
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -78,7 +76,9 @@ fn check_phasing(
     let scenario = Scenario::from_toml(&text, "multicore.toml")
         .unwrap_or_else(|e| panic!("the generator wrote an invalid scenario: {e}\n{text}"));
     let fail = |e: String, scenario_text: &str| {
-        TestCaseError::fail(format!("{e}\n--- drawn system ---\n{text}\n--- simulated ---\n{scenario_text}"))
+        TestCaseError::fail(format!(
+            "{e}\n--- drawn system ---\n{text}\n--- simulated ---\n{scenario_text}"
+        ))
     };
 
     // `check --admit`: the file's own VCPUs.
@@ -109,11 +109,14 @@ fn check_phasing(
             return Ok(());
         }
     };
-    let scenario = Scenario::from_toml(&emitted, "emitted.toml")
-        .map_err(|e| fail(format!("the emitted scenario does not validate: {e}"), &emitted))?;
+    let scenario = Scenario::from_toml(&emitted, "emitted.toml").map_err(|e| {
+        fail(
+            format!("the emitted scenario does not validate: {e}"),
+            &emitted,
+        )
+    })?;
     Tally::add(&tally.guaranteed, computed.len() as u64);
-    check_guarantees(&scenario, &computed, "analyze --emit scenario")
-        .map_err(|e| fail(e, &emitted))
+    check_guarantees(&scenario, &computed, "analyze --emit scenario").map_err(|e| fail(e, &emitted))
 }
 
 /// Runs `cases` systems of `shape` through both paths in three phasings each; panics with
@@ -192,7 +195,11 @@ fn the_pipeline_checks_guaranteed_domains_on_one_pcpu() {
         tally.guaranteed.get()
     );
     assert_eq!(tally.phasings.get(), 36);
-    assert_eq!(tally.covered.get(), 72, "one pcpu, Periodic Server: covered");
+    assert_eq!(
+        tally.covered.get(),
+        72,
+        "one pcpu, Periodic Server: covered"
+    );
     assert!(
         tally.guaranteed.get() >= 12,
         "only {} guaranteed domains",
@@ -227,7 +234,10 @@ fn a_guaranteed_domain_that_misses_fails_the_check() {
     let guaranteed = guarantees(&report);
     assert_eq!(guaranteed.len(), 1);
     let emitted = Scenario::from_toml(&emit_scenario(&input, &report).unwrap(), "e.toml").unwrap();
-    assert_eq!(check_guarantees(&emitted, &guaranteed, "as emitted"), Ok(()));
+    assert_eq!(
+        check_guarantees(&emitted, &guaranteed, "as emitted"),
+        Ok(())
+    );
     let starved = scale_budgets(&emitted, 0.1);
     assert!(misses(&starved)[0].1 > 0);
     let refusal = check_guarantees(&starved, &guaranteed, "starved").unwrap_err();

@@ -373,7 +373,9 @@ fn size_domain(tape: &mut Tape, d: &mut DomainDraw, share_pm: u64) {
         });
     }
     let vcpu_share_pm = (share_pm * 13 / 10).min(1000);
-    d.budget_ms = (d.period_ms * vcpu_share_pm).div_ceil(1000).clamp(1, d.period_ms);
+    d.budget_ms = (d.period_ms * vcpu_share_pm)
+        .div_ceil(1000)
+        .clamp(1, d.period_ms);
 }
 
 /// splitmix64: offsets from a phasing seed, tapes from a seed.
@@ -414,9 +416,10 @@ fn cpu_list(pcpus: &[u32]) -> String {
 
 /// The system as scenario text under a phasing ([`offset_of`]).
 pub fn scenario_text(system: &SystemDraw, phasing: Option<u64>) -> String {
-    let periods = system.domains.iter().flat_map(|d| {
-        std::iter::once(d.period_ms).chain(d.tasks.iter().map(|t| t.period_ms))
-    });
+    let periods = system
+        .domains
+        .iter()
+        .flat_map(|d| std::iter::once(d.period_ms).chain(d.tasks.iter().map(|t| t.period_ms)));
     let mut text = format!(
         "duration = \"{}ms\"\nseed = {}\n[machine]\npcpus = {}\n[scheduler]\npolicy = \"{}\"\n",
         run_length_ms(periods),
