@@ -33,7 +33,9 @@ use std::cell::Cell;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestError, TestRunner};
 use rtvmm_analyze::{admit, analyze, emit_scenario, Input, Options};
+use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
+use rtvmm_sim::Simulation;
 use support::{
     check_guarantees, guarantees, misses, scale_budgets, scenario_text, Layout, Shape, SystemDraw,
     TAPE_LEN,
@@ -248,8 +250,9 @@ fn a_guaranteed_domain_that_misses_fails_the_check() {
 }
 
 /// The generator draws what the property is about, and every drawn file is a valid
-/// scenario: over 200 seeds, every layout, 2 and 8 pcpus, domains of 4 VCPUs, global-EDF
-/// and partitioned guests, pinned and global pools, RTDS and server pools.
+/// scenario that runs: over 200 seeds, every layout, 2 and 8 pcpus, domains of 4 VCPUs,
+/// global-EDF, partitioned and (rarely) global fixed-priority guests, pinned and global
+/// pools, RTDS and server pools.
 #[test]
 fn the_generator_draws_every_kind_of_multicore_system() {
     let shape = Shape::multicore();
@@ -257,11 +260,18 @@ fn the_generator_draws_every_kind_of_multicore_system() {
     let (mut two, mut eight, mut four_vcpus, mut gedf, mut partitioned) =
         (false, false, false, false, false);
     let (mut pinned, mut global, mut rtds, mut server) = (false, false, false, false);
+    let mut global_fp = false;
     for seed in 0..200 {
         let system = SystemDraw::decode(&shape, &support::tape_from_seed(seed));
         let text = scenario_text(&system, Some(seed));
-        Scenario::from_toml(&text, "drawn.toml")
+        let scenario = Scenario::from_toml(&text, "drawn.toml")
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+        if seed % 10 == 0 {
+            // And it runs (the `check --admit` path simulates the file itself).
+            let mut sim = Simulation::new(&scenario.system, scenario.seed, false)
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{text}"));
+            sim.run_until(Nanos::from_ms(50)).expect("runs");
+        }
         if !layouts.contains(&system.layout) {
             layouts.push(system.layout);
         }
@@ -271,6 +281,7 @@ fn the_generator_draws_every_kind_of_multicore_system() {
             four_vcpus |= d.vcpus == 4;
             gedf |= d.vcpus > 1 && d.guest == "edf" && !d.partitioned;
             partitioned |= d.vcpus > 1 && d.partitioned;
+            global_fp |= d.vcpus > 1 && d.guest != "edf" && !d.partitioned;
         }
         for p in &system.pools {
             pinned |= p.pinned;
@@ -284,7 +295,7 @@ fn the_generator_draws_every_kind_of_multicore_system() {
         layouts,
         [Layout::Global, Layout::Partitioned, Layout::Pooled]
     );
-    assert!(two && eight && four_vcpus && gedf && partitioned);
+    assert!(two && eight && four_vcpus && gedf && partitioned && global_fp);
     assert!(pinned && global && rtds && server);
     // A tape of zeros is the simplest system.
     let simplest = SystemDraw::decode(&shape, &[]);

@@ -21,6 +21,14 @@
 //!
 //! Times are whole milliseconds (the analysis unit is the scenario's 1 ms quantum), task
 //! offsets whole microseconds.
+//!
+//! **Where the multicore front-end meets this module.** Only [`guarantees`] reads a
+//! report's verdicts (today: nothing while `not_covered` is non-empty, else every
+//! schedulable domain); per-pool verdicts, if the report grows them, belong there. Domains
+//! are matched to the simulation by name, so an emitted file may add VCPUs, pins and pools.
+//! [`vcpu_bandwidth`] reads every VCPU's parameters from the simulated machine as built;
+//! [`scale_budgets`] scales each domain's `vcpu` budget — VCPU budgets that an emitted file
+//! sets one by one through `[[event]]`s would have to be scaled there too.
 
 // Each user of this module uses a part of it.
 #![allow(dead_code)]
