@@ -15,6 +15,11 @@
 //!   as not covered and the property holds vacuously; the test prints how many domains
 //!   were guaranteed and simulated, and `RTVMM_MULTICORE_REQUIRE_GUARANTEES=1` makes it
 //!   fail when none was.
+//! - **Below the front-end** (`interfaces_serve_gedf_guests_in_simulation`, ignored until
+//!   the fix): the library's MPR and DMPR interfaces of random global-EDF components, as
+//!   VCPUs on pcpus of their own, in simulation. It found that the global-EDF test accepts
+//!   a component that misses when EDF breaks a tie against a task
+//!   (`gedf_test_accepts_a_tie_that_makes_a_task_miss`, ignored too: run with `--ignored`).
 //! - **The check bites**: the same pipeline on one pcpu, which today's analysis covers,
 //!   guarantees and simulates domains (`the_pipeline_checks_guaranteed_domains_on_one_pcpu`),
 //!   and a guaranteed domain whose budget is cut below its interface fails the check
@@ -196,10 +201,11 @@ fn the_pipeline_checks_guaranteed_domains_on_one_pcpu() {
         tally.phasings.get(),
         tally.guaranteed.get()
     );
-    assert_eq!(tally.phasings.get(), 36);
+    // 12 cases, and any tape a failure left in the regressions file, tried first.
+    assert!(tally.phasings.get() >= 36);
     assert_eq!(
         tally.covered.get(),
-        72,
+        2 * tally.phasings.get(),
         "one pcpu, Periodic Server: covered"
     );
     assert!(
@@ -301,4 +307,158 @@ fn the_generator_draws_every_kind_of_multicore_system() {
     let simplest = SystemDraw::decode(&shape, &[]);
     assert_eq!((simplest.pcpus, simplest.domains.len()), (2, 1));
     assert_eq!(simplest.domains[0].tasks.len(), 1);
+}
+
+/// A global-EDF component for [`interfaces_serve_gedf_guests_in_simulation`]: tasks in
+/// whole ms, `(period, wcet, deadline)`.
+fn gedf_component() -> impl Strategy<Value = Vec<(u64, u64, u64)>> {
+    let task = (
+        0usize..support::PERIODS_MS.len(),
+        50u64..=900,
+        0u64..=1000,
+        any::<bool>(),
+    );
+    (prop::collection::vec(task, 2..=5), 300u64..=2500).prop_map(|(tasks, total_pm)| {
+        let weights: u64 = tasks.iter().map(|t| t.1).sum();
+        tasks
+            .into_iter()
+            .map(|(p, weight, deadline_pm, constrained)| {
+                let period = support::PERIODS_MS[p];
+                let util_pm = (total_pm * weight / weights).min(900);
+                let wcet = (period * util_pm / 1000).clamp(1, period);
+                let deadline = if constrained {
+                    wcet + (period - wcet) * deadline_pm / 1000
+                } else {
+                    period
+                };
+                (period, wcet, deadline)
+            })
+            .collect()
+    })
+}
+
+/// A global-EDF guest on the VCPUs of `budgets` (all of period `period`, each pinned to a
+/// pcpu of its own under RTDS, without extratime: each supplies its budget in every
+/// period and nothing more), its tasks offset by `phasing`.
+fn gedf_on_vcpus(
+    tasks: &[(u64, u64, u64)],
+    period: u64,
+    budgets: &[u64],
+    phasing: Option<u64>,
+) -> String {
+    let vcpus = budgets.len();
+    let periods = tasks.iter().map(|t| t.0).chain(std::iter::once(period));
+    let affinity: Vec<String> = (0..vcpus).map(|i| format!("\"{i}\"")).collect();
+    let mut text = format!(
+        "duration = \"{}ms\"\n[machine]\npcpus = {vcpus}\n[scheduler]\npolicy = \"rtds\"\n\
+         [[domain]]\nname = \"g\"\nguest = \"edf\"\nvcpus = {vcpus}\nsmp = \"global\"\n\
+         affinity = [{}]\nvcpu = {{ budget = \"{}ms\", period = \"{period}ms\", extratime = false }}\n",
+        support::run_length_ms(periods),
+        affinity.join(", "),
+        budgets[0]
+    );
+    for (i, &(p, e, d)) in tasks.iter().enumerate() {
+        let offset = support::offset_of(phasing, 0, i, Nanos::from_ms(p));
+        text.push_str(&format!(
+            "[[domain.task]]\nname = \"t{i}\"\nperiod = \"{p}ms\"\nwcet = \"{e}ms\"\n\
+             deadline = \"{d}ms\"\noffset = \"{}us\"\n",
+            offset.as_ns() / 1000
+        ));
+    }
+    for (v, &budget) in budgets.iter().enumerate().skip(1) {
+        if budget != budgets[0] {
+            text.push_str(&format!(
+                "[[event]]\nat = \"0ms\"\nxl = \"sched-rtds -d g -v {v} -p {} -b {}\"\n",
+                period * 1000,
+                budget * 1000
+            ));
+        }
+    }
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: env_u64("RTVMM_MULTICORE_CASES", 24) as u32,
+        rng_seed: RngSeed::Fixed(env_u64("RTVMM_MULTICORE_SEED", 24)),
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..ProptestConfig::default()
+    })]
+
+    /// Below the front-end: the library's MPR and DMPR interfaces (`rtvmm_analysis`, the
+    /// interfaces `analyze` will emit) of a random global-EDF component over Π ∈ 1..=20,
+    /// turned into VCPUs as the papers do — MPR's β VCPUs of α + 1 and m′ − β of α, DMPR's
+    /// m full VCPUs and its partial one — each on a pcpu of its own. The guest misses
+    /// nothing, synchronous and in two random phasings. (Each VCPU here gets its budget at
+    /// the start of its period: a supply above the interface's worst case, so this checks
+    /// the component test and the transformation, not the worst-case supply.) It fails
+    /// today: the global-EDF test accepts components that miss when EDF breaks a tie
+    /// against a task (`gedf_test_accepts_a_tie_that_makes_a_task_miss`).
+    #[test]
+    #[ignore = "the library's global-EDF test accepts components that miss on ties (issue 24 report); run with --ignored"]
+    fn interfaces_serve_gedf_guests_in_simulation(
+        tasks in gedf_component(),
+        phasings in any::<[u64; 2]>(),
+    ) {
+        let w = rtvmm_analysis::Workload::new(
+            tasks.iter().map(|&(p, e, d)| rtvmm_analysis::Task::with_deadline(p, e, d)),
+        )
+        .expect("valid tasks");
+        let mut supplies = Vec::new();
+        if let Ok(mpr) = rtvmm_analysis::optimal_mpr_interface(&w, 1, 20, None) {
+            let budgets: Vec<u64> = mpr.best.to_vcpus().iter().map(|v| v.budget).filter(|&b| b > 0).collect();
+            supplies.push((format!("MPR {:?}", mpr.best), mpr.best.period(), budgets));
+        }
+        if let Ok(dmpr) = rtvmm_analysis::optimal_dmpr_interface(&w, 1, 20, None) {
+            let budgets: Vec<u64> = dmpr.best.to_vcpus().iter().map(|v| v.budget).filter(|&b| b > 0).collect();
+            supplies.push((format!("DMPR {:?}", dmpr.best), dmpr.best.period(), budgets));
+        }
+        for (what, period, budgets) in supplies {
+            for phasing in [None, Some(phasings[0]), Some(phasings[1])] {
+                let text = gedf_on_vcpus(&tasks, period, &budgets, phasing);
+                let scenario = Scenario::from_toml(&text, "gedf.toml")
+                    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+                let missed = misses(&scenario);
+                prop_assert_eq!(missed[0].1, 0, "{}: the guest missed\n{}", what, text);
+            }
+        }
+    }
+}
+
+/// Found by `interfaces_serve_gedf_guests_in_simulation`: the global-EDF test
+/// (`rtvmm_analysis::gedf`, Theorem 1 of Shin, Easwaran & Lee) accepts, at `DEM = sbf`,
+/// a component that global EDF can make miss when it breaks a tie against the task. Two
+/// dedicated pcpus (a DMPR of one full VCPU and a full partial one, `sbf(t) = 2t`) and
+/// three tasks released together, all due at 2: `a` and `b` (1 ms each) and `k` (2 ms).
+/// EDF serves the tie first-in, first-out (declaration order here), so `k` waits a unit:
+///
+/// ```text
+///   pcpu 0  | a | k | k |        k: released 0, done 3 > deadline 2
+///   pcpu 1  | b |   |
+///           0   1   2   3
+/// ```
+/// The test for `k` at `A_k = 0` caps every interference at `t − C_k = 0`, so
+/// `DEM(2) = 2·C_k = 4 = sbf(2)` and it passes; for `a` (and `b`), `DEM(2) = 2 + 1 + 1 = 4`
+/// passes too. But `k` misses as soon as it is blocked for one unit: in whole time units
+/// the cap of a blocked interval longer than `t − C_k` is `t − C_k + 1`.
+#[test]
+#[ignore = "the library's global-EDF test accepts this component (issue 24 report); run with --ignored"]
+fn gedf_test_accepts_a_tie_that_makes_a_task_miss() {
+    let tasks = [(10, 1, 2), (10, 1, 2), (10, 2, 2)];
+    let w = rtvmm_analysis::Workload::new(
+        tasks
+            .iter()
+            .map(|&(p, e, d)| rtvmm_analysis::Task::with_deadline(p, e, d)),
+    )
+    .unwrap();
+    let two_pcpus = rtvmm_analysis::Dmpr::new(1, 1, 1).unwrap();
+    let text = gedf_on_vcpus(&tasks, 1, &[1, 1], None);
+    let missed = misses(&Scenario::from_toml(&text, "tie.toml").unwrap())[0].1;
+    assert!(missed > 0, "the tie goes against k in every period");
+    assert!(
+        !rtvmm_analysis::gedf_schedulable_dmpr(&w, &two_pcpus).is_schedulable(),
+        "the test accepts a component whose task k missed {missed} deadlines"
+    );
 }

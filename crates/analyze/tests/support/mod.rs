@@ -107,7 +107,7 @@ impl Shape {
 }
 
 /// Task periods in ms, drawn from here three times in four: their hyperperiod is 600 ms.
-const PERIODS_MS: [u64; 10] = [10, 12, 15, 20, 24, 25, 30, 40, 50, 60];
+pub const PERIODS_MS: [u64; 10] = [10, 12, 15, 20, 24, 25, 30, 40, 50, 60];
 /// VCPU periods in ms, as written in the file (the analysis computes its own).
 const VCPU_PERIODS_MS: [u64; 5] = [2, 4, 5, 10, 20];
 const GUESTS: [&str; 4] = ["rm", "dm", "fp", "edf"];
@@ -498,7 +498,7 @@ pub fn scenario_text(system: &SystemDraw, phasing: Option<u64>) -> String {
 
 /// Three hyperperiods of `periods_ms`, at least 240 ms and at most 600 ms, plus 60 ms (the
 /// longest drawn period, so that a late first release still meets a deadline in the run).
-fn run_length_ms(periods_ms: impl Iterator<Item = u64>) -> u64 {
+pub fn run_length_ms(periods_ms: impl Iterator<Item = u64>) -> u64 {
     let hyper = periods_ms.fold(1u64, |acc, p| {
         let g = Nanos(acc).gcd(Nanos(p)).as_ns();
         (acc / g).saturating_mul(p).min(1_000_000)
