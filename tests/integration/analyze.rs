@@ -419,3 +419,198 @@ fn bad_options_exit_2() {
     }
     assert_exit(&rtvmm(&["analyze", "/nonexistent/x.toml"]), 2);
 }
+
+/// Issue 24: `examples/multicore-rtds.toml` (four pcpus, one RTDS pool). The report
+/// guarantees every domain and gives each VCPU its interface and pcpus; the scenario it
+/// emits is admitted by `check --admit` (which reads the per-VCPU budgets back) and runs
+/// 2 s without a miss.
+#[test]
+fn multicore_example_emits_a_scenario_that_runs_without_misses() {
+    let report = json_report(&[&example("multicore-rtds.toml")]);
+    assert_eq!(report["schedulable"], Value::Bool(true), "{report}");
+    let pools = report["pools"].as_array().unwrap();
+    assert_eq!(pools.len(), 1);
+    assert_eq!(pools[0]["schedulable"], Value::Bool(true));
+    for d in report["domains"].as_array().unwrap() {
+        assert_eq!(d["guaranteed"], Value::Bool(true), "{d}");
+        for v in d["vcpus"].as_array().unwrap() {
+            assert_eq!(v["served"], Value::Bool(true), "{v}");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let emitted = dir.path().join("out.toml");
+    let o = rtvmm(&[
+        "analyze",
+        &example("multicore-rtds.toml"),
+        "--emit",
+        "scenario",
+        emitted.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let admit = rtvmm(&["check", "--admit", emitted.to_str().unwrap()]);
+    assert_exit(&admit, 0);
+    let results = dir.path().join("r.json");
+    let sim = rtvmm(&[
+        "sim",
+        emitted.to_str().unwrap(),
+        "--json",
+        results.to_str().unwrap(),
+    ]);
+    assert_exit(&sim, 0);
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
+    assert_eq!(results["missed"], Value::from(0u64), "{results}");
+}
+
+/// The table names the pool's verdict and test and lists every VCPU; `--emit xl` writes a
+/// `vcpu-pin` where a VCPU's pcpus are narrower than its pool and a `sched-rtds -v i` per
+/// VCPU, in µs, as the JSON gives them. `video`'s DMPR interface is one full VCPU (3 ms,
+/// 3 ms) on pcpu 3 of its own and a partial one (3 ms, 2 ms) on pcpus 0–2.
+#[test]
+fn multicore_table_and_xl_lines_size_and_pin_each_vcpu() {
+    let o = rtvmm(&["analyze", &example("multicore-rtds.toml")]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for needle in [
+        "pool Pool-0 (rtds, pcpus 0,1,2,3): schedulable",
+        "(Bertogna, Cirinei & Lipari 2005)",
+        "video    dmpr 1 full + (3, 2)  0     3   3  3ms     3ms     3      yes",
+        "video    dmpr 1 full + (3, 2)  1     3   2  3ms     2ms     0,1,2  yes",
+        "verdict: schedulable",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in\n{out}");
+    }
+    let report = json_report(&[&example("multicore-rtds.toml")]);
+    let o = rtvmm(&["analyze", &example("multicore-rtds.toml"), "--emit", "xl"]);
+    assert_exit(&o, 0);
+    let lines: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| l.starts_with("xl sched-rtds"))
+        .map(str::to_string)
+        .collect();
+    let mut expected = Vec::new();
+    for d in report["domains"].as_array().unwrap() {
+        for v in d["vcpus"].as_array().unwrap() {
+            expected.push(format!(
+                "xl sched-rtds -d {} -v {} -p {} -b {}",
+                d["name"].as_str().unwrap(),
+                v["index"],
+                v["period_ns"].as_u64().unwrap() / 1000,
+                v["budget_ns"].as_u64().unwrap() / 1000
+            ));
+        }
+    }
+    assert_eq!(lines, expected);
+    let out = stdout(&o);
+    assert!(out.contains("xl vcpu-pin video 0 3\n"), "{out}");
+    assert!(out.contains("xl vcpu-pin video 1 0-2\n"), "{out}");
+    assert!(
+        out.contains("xl sched-rtds -d video -v 0 -p 3000 -b 3000\n"),
+        "{out}"
+    );
+}
+
+/// Two pools: `--emit xl` creates the second, moves its pcpus out of `Pool-0` and its
+/// domain into it; a Credit pool beside them is named not covered, and `check --admit`
+/// refuses naming its domain and the pool.
+#[test]
+fn multicore_pools_get_cpupool_lines_and_a_credit_pool_is_not_covered() {
+    let text = r#"
+name = "pools"
+duration = "1s"
+[machine]
+pcpus = 3
+[[pool]]
+name = "Pool-0"
+pcpus = "0"
+policy = "rtds"
+[[pool]]
+name = "rt"
+pcpus = "1"
+policy = "rtds"
+[[pool]]
+name = "batch"
+pcpus = "2"
+policy = "credit"
+[[domain]]
+name = "a"
+vcpu = { budget = "2ms", period = "5ms" }
+[[domain.task]]
+name = "t"
+period = "10ms"
+wcet = "1ms"
+[[domain]]
+name = "web"
+pool = "rt"
+vcpu = { budget = "2ms", period = "5ms" }
+[[domain.task]]
+name = "t"
+period = "10ms"
+wcet = "1ms"
+[[domain]]
+name = "bulk"
+pool = "batch"
+vcpu = { budget = "2ms", period = "5ms" }
+[[domain.task]]
+name = "t"
+period = "10ms"
+wcet = "1ms"
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "pools.toml", text);
+    let o = rtvmm(&["analyze", &path, "--emit", "xl"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for line in [
+        "xl cpupool-create name=\"rt\" sched=\"rtds\"",
+        "xl cpupool-cpu-remove Pool-0 1",
+        "xl cpupool-cpu-add rt 1",
+        "xl cpupool-migrate web rt",
+        "xl cpupool-create name=\"batch\" sched=\"credit\"",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line} missing in\n{out}");
+    }
+    let o = rtvmm(&["analyze", &path]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("pool batch (credit, pcpus 2): NOT COVERED (pool 'batch' (credit): it does not enforce a budget per period"),
+        "{out}"
+    );
+    assert!(
+        out.contains("pool rt (rtds, pcpus 1): schedulable"),
+        "{out}"
+    );
+    let admit = rtvmm(&["check", "--admit", &path]);
+    assert_exit(&admit, 2);
+    assert!(
+        stderr(&admit)
+            .contains("domain 'bulk' cannot be guaranteed: not covered: pool 'batch' (credit)"),
+        "{}",
+        stderr(&admit)
+    );
+}
+
+/// `--model mpr` on the same example: `video`'s MPR interface ⟨3, 5, 2⟩ becomes two
+/// (3 ms, 3 ms) VCPUs in one cluster of four pcpus with three others; each has
+/// `Π − Θ + 1 = 1` and four other VCPUs interfering 1 each, 4 ≮ 4·1: not served — which is
+/// why DMPR, whose full VCPU gets a pcpu of its own, is the default. A model that does not
+/// exist is bad input.
+#[test]
+fn multicore_model_mpr_leaves_full_vcpus_unserved_and_a_bad_model_exits_2() {
+    let o = rtvmm(&["analyze", &example("multicore-rtds.toml"), "--model", "mpr"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for needle in [
+        "video    mpr ⟨3, 5, 2⟩  0     3   3  3ms     3ms     0,1,2,3  NO",
+        "video: VCPU 0 (3ms, 3ms) is not given its budget in every period by its pool's root test on pcpus 0-3",
+        "verdict: NOT schedulable",
+    ] {
+        assert!(out.contains(needle), "{needle} missing in\n{out}");
+    }
+    let o = rtvmm(&["analyze", &example("multicore-rtds.toml"), "--model", "xyz"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("unknown model 'xyz': expected mpr or dmpr"),
+        "{}",
+        stderr(&o)
+    );
+}

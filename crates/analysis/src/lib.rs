@@ -23,6 +23,7 @@
 //! | [`system`] | a VMM's whole system: the root model (fixed-priority servers, no root check, EDF, RM over interfaces) and a typed verdict per domain and per task, [`system::analyze`] | Shin & Lee 2008; Davis & Burns 2005 |
 //! | [`gedf`] | global EDF under a multiprocessor supply: `DEM(A_k + D_k, m′)`, the bounded range of `A_k` | Shin, Easwaran & Lee, ECRTS 2008 (Theorem 1); Baruah, RTSS 2007 |
 //! | [`mpr`] | MPR `⟨Π, Θ, m′⟩`: published sbf, gEDF test, minimum-bandwidth interface, MPR→VCPUs | Shin, Easwaran & Lee, ECRTS 2008 |
+//! | [`bcl`] | global EDF over budget-keeping servers (RTDS VCPUs) on m pcpus: which get their budget | Bertogna, Cirinei & Lipari, ECRTS 2005 |
 //! | [`dmpr`] | DMPR: m full VCPUs + a partial `(Π, Θ)`: sbf, gEDF test, minimum-bandwidth interface | Xu et al., RTSS 2013 / RTS 2015 |
 //! | [`carts`] | CARTS XML input | CARTS (UPenn) |
 //!
@@ -104,6 +105,7 @@ pub mod error;
 pub mod gedf;
 pub mod prm;
 
+pub mod bcl;
 pub mod check;
 pub mod mpr;
 pub mod rta;

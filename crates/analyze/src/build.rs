@@ -7,7 +7,7 @@ use rtvmm_core::policy::PolicyKind;
 
 use crate::convert::{Converted, DomainInput, Refused, Role, TaskInput};
 use crate::names::InterfaceSource;
-use crate::report::{DomainReport, Report, RtaStatus, TaskReport};
+use crate::report::{DomainReport, Report, RtaStatus, TaskReport, VcpuReport};
 use crate::words;
 
 /// The report of `result`, the analysis of `converted.system`.
@@ -33,7 +33,7 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
             Role::Refused(_) => None,
         })
         .collect();
-    let domains: Vec<DomainReport> = inputs
+    let mut domains: Vec<DomainReport> = inputs
         .iter()
         .map(|input| match &input.role {
             Role::Analysed { index, order } => {
@@ -46,6 +46,9 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         &domains, result, &servers, model, policy,
     ));
 
+    for d in &mut domains {
+        d.guaranteed = d.schedulable && not_covered.is_empty();
+    }
     let u_w = utilization(domains.iter().flat_map(|d| &d.tasks));
     let u_rm = &result.u_rm;
     Report {
@@ -68,6 +71,7 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         root_schedulable: domains.iter().all(|d| d.root_schedulable.unwrap_or(true)),
         schedulable: not_covered.is_empty() && domains.iter().all(|d| d.schedulable),
         domains,
+        pools: Vec::new(),
         not_covered,
         notes,
     }
@@ -142,6 +146,11 @@ fn refused(input: &DomainInput, why: &Refused, model: RootModel, unit: u64) -> D
         schedulable: false,
         reason: Some(words::refused(why, unit)),
         failed_task: why.task().map(|task| input.tasks[task].name.clone()),
+        guaranteed: false,
+        pool: None,
+        model: None,
+        vcpus: Vec::new(),
+        not_covered: None,
         tasks,
     }
 }
@@ -201,6 +210,22 @@ fn analysed(
         schedulable: result.verdict.is_schedulable(),
         reason: blame.as_ref().map(|b| b.0.clone()),
         failed_task: blame.and_then(|b| b.1),
+        guaranteed: false,
+        pool: None,
+        model: interface.map(|_| "prm".to_string()),
+        vcpus: interface
+            .map(|i| VcpuReport {
+                index: 0,
+                period: Some(i.period),
+                budget: Some(i.budget),
+                period_ns: Some(i.period.saturating_mul(unit)),
+                budget_ns: Some(i.budget.saturating_mul(unit)),
+                pcpus: vec![0],
+                served: result.root.and_then(|r| r.served),
+            })
+            .into_iter()
+            .collect(),
+        not_covered: None,
         tasks,
     }
 }

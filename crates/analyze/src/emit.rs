@@ -6,8 +6,10 @@ use std::path::Path;
 use rtvmm_analysis::CartsSystem;
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::model::{VcpuParams, DEFAULT_WEIGHT};
+use rtvmm_core::xl::{VcpuSel, XlCommand};
 use rtvmm_core::Nanos;
 use rtvmm_gen::{ServerDomain, ServerSystem};
+use rtvmm_system::{Change, TimedChange};
 
 use super::report::{DomainReport, Report};
 use super::{AnalyzeError, Input};
@@ -18,9 +20,15 @@ use rtvmm_scenario::{weight_from_share, Scenario, DEFAULT_SEED};
 /// Θ·unit, period Π·unit, the report's RM priority) under the policy the analysis assumed,
 /// validated, as normalised TOML.
 pub fn emit_scenario(input: &Input, report: &Report) -> Result<String, AnalyzeError> {
+    let vcpus = if report.pools.is_empty() {
+        "each domain's VCPU is its interface (budget Θ, period Π, priority rate-monotonic by \
+         period)"
+    } else {
+        "each domain's VCPUs are its interface (period Π, the largest budget Θ, smaller \
+         budgets set by `xl sched-rtds -v` at time 0, pcpus as analysed)"
+    };
     let header = format!(
-        "# Emitted by `rtvmm analyze {}`: each domain's VCPU is its interface (budget Θ, \
-         period Π, priority rate-monotonic by period).\n# Verdict of the analysis: {}; \
+        "# Emitted by `rtvmm analyze {}`: {vcpus}.\n# Verdict of the analysis: {}; \
          U_RM = {:.4}, U_W = {:.4}.\n",
         report.input,
         if report.schedulable {
@@ -49,6 +57,9 @@ fn no_interface(d: &DomainReport) -> AnalyzeError {
 }
 
 fn with_interfaces(scenario: &Scenario, report: &Report) -> Result<Scenario, AnalyzeError> {
+    if !report.pools.is_empty() {
+        return multicore(scenario, report);
+    }
     let mut out = scenario.clone();
     for (domain, d) in out.system.domains.iter_mut().zip(&report.domains) {
         let (Some(budget), Some(period), Some(priority)) = (d.budget_ns, d.period_ns, d.priority)
@@ -70,6 +81,97 @@ fn with_interfaces(scenario: &Scenario, report: &Report) -> Result<Scenario, Ana
             .policy_config(report.policy)
             .map_err(|e| AnalyzeError::Emit(e.to_string()))?;
     }
+    out.validate()
+        .map_err(|e| AnalyzeError::Emit(format!("the emitted scenario does not validate: {e}")))?;
+    Ok(out)
+}
+
+/// Several pcpus: every domain gets its VCPUs — as many as its interface has, each with its
+/// affinity as written — the common period and the largest budget as its `vcpu`, and an
+/// `xl sched-rtds -d D -v i` at time 0 for each VCPU whose budget is smaller (the core cuts
+/// the budget at once, and the multicore analysis reads it back: `--given` checks the same
+/// VCPUs). Earlier `xl sched-rtds` events at time 0 are dropped: the interfaces replace them.
+fn multicore(scenario: &Scenario, report: &Report) -> Result<Scenario, AnalyzeError> {
+    let mut out = scenario.clone();
+    let mut events = Vec::new();
+    for (domain, d) in out.system.domains.iter_mut().zip(&report.domains) {
+        if d.vcpus.is_empty() || d.vcpus.iter().any(|v| v.budget_ns.is_none()) {
+            return Err(no_interface(d));
+        }
+        let (Some(budget), Some(period)) = (d.budget_ns, d.period_ns) else {
+            return Err(no_interface(d));
+        };
+        let derived = derived_weight(&domain.vcpu);
+        domain.vcpu.budget = ns(budget);
+        domain.vcpu.period = ns(period);
+        if let Some(priority) = d.priority {
+            domain.vcpu.priority = priority;
+        }
+        if domain.vcpu.weight == derived {
+            domain.vcpu.weight = weight_from_share(domain.vcpu.budget, domain.vcpu.period);
+        }
+        let count = d.vcpus.len() as u32;
+        if count != domain.placement.vcpu_count() {
+            domain.placement.vcpus = count;
+        }
+        // Each VCPU's pcpus as analysed (DMPR's full VCPUs get pcpus of their own, which
+        // moves the others off them): written where narrower than the pool.
+        let pool = report
+            .pools
+            .iter()
+            .find(|p| Some(&p.name) == d.pool.as_ref());
+        domain.placement.affinity = d
+            .vcpus
+            .iter()
+            .map(|v| {
+                let whole = pool.is_some_and(|p| p.pcpus == v.pcpus);
+                (!whole && !v.pcpus.is_empty()).then(|| v.pcpus.clone())
+            })
+            .collect();
+        if domain.placement.affinity.iter().all(Option::is_none) {
+            domain.placement.affinity.clear();
+        }
+        for v in &d.vcpus {
+            let own = v.budget_ns.unwrap_or(budget);
+            if v.period_ns != Some(period) {
+                return Err(AnalyzeError::Emit(format!(
+                    "domain '{}': VCPU {} has period {}, not the domain's {}; a scenario gives \
+                     every VCPU of a domain one period",
+                    d.name,
+                    v.index,
+                    ns(v.period_ns.unwrap_or(0)),
+                    ns(period)
+                )));
+            }
+            if own == budget {
+                continue;
+            }
+            if own % 1000 != 0 || period % 1000 != 0 {
+                return Err(AnalyzeError::Emit(format!(
+                    "domain '{}': VCPU {}'s budget {} is not a whole number of µs, which \
+                     `xl sched-rtds` needs",
+                    d.name,
+                    v.index,
+                    ns(own)
+                )));
+            }
+            events.push(TimedChange {
+                at: Nanos::ZERO,
+                change: Change::Xl(XlCommand::SchedRtds {
+                    domain: d.name.clone(),
+                    vcpu: VcpuSel::One(v.index),
+                    period_us: period / 1000,
+                    budget_us: own / 1000,
+                    extratime: None,
+                }),
+            });
+        }
+    }
+    out.system.changes.retain(|c| {
+        !(c.at.is_zero() && matches!(c.change, Change::Xl(XlCommand::SchedRtds { .. })))
+    });
+    events.append(&mut out.system.changes);
+    out.system.changes = events;
     out.validate()
         .map_err(|e| AnalyzeError::Emit(format!("the emitted scenario does not validate: {e}")))?;
     Ok(out)

@@ -15,6 +15,7 @@
 //! | `report` | the [`Report`]: what was analysed and found, per domain and task (the JSON) |
 //! | `words` | the verdicts put into words |
 //! | `build` | the report, built at the end from the converted input and the analysis's result |
+//! | `multicore` | several pcpus, pools, VCPUs: components, MPR interfaces, a root per pool |
 //! | `render` | the table, JSON and `xl` lines |
 //! | `emit` | `--emit scenario`: a runnable scenario whose VCPUs are the interfaces |
 //! | `error` | [`AnalyzeError`] |
@@ -75,9 +76,17 @@
 //!   **not covered** — no verdict is a guarantee, `check --admit` refuses naming the field,
 //!   and `analyze`'s verdict is "NOT schedulable" (the domains are still analysed, as if on
 //!   one pcpu) — with several pcpus, cpupools, a domain of several VCPUs or with affinity
-//!   or `smp`, events, tick replenishment, scheduling overhead, EDF over servers that keep
-//!   their budget (RTDS, SEDF), or a policy that enforces no budget per period (Credit,
-//!   ARINC 653) ([`Report::not_covered`]).
+//!   or `smp` (unless the multicore analysis below covers them), events, tick
+//!   replenishment, scheduling overhead, SEDF, or a policy that enforces no budget per
+//!   period (Credit, ARINC 653) ([`Report::not_covered`]).
+//! - **Several pcpus** (`multicore`; `docs/analysis.md`, "Many pcpus"): a file with
+//!   several pcpus, pools, VCPUs, affinity or `smp` gets an interface per domain realised
+//!   as VCPUs — the analysis below per one-pcpu component (a one-VCPU domain, or a VCPU of
+//!   a partitioned guest), DMPR (default) or MPR (`--model`) for a global EDF guest — and a
+//!   root verdict per pool: RTDS by the Bertogna–Cirinei–Lipari test per cluster of equal
+//!   affinity (DMPR's full VCPUs on pcpus of their own), the fixed-priority servers per
+//!   pcpu. Each [`DomainReport`] says whether it is `guaranteed`; what is not covered is
+//!   named per pool or domain.
 //! - **Guests.** Lemma 1 is the rate-monotonic test: `rm` guests, and `dm`/`fp` guests
 //!   whose priority order is rate-monotonic (the workload is built in the guest's own
 //!   priority order); `edf` guests get the dbf test. **Equal priorities** — equal periods
@@ -112,10 +121,11 @@
 //!   up to `2Π − Θ`, more than the model's `2(Π − Θ)`: under Polling, Lemma 1 is not used
 //!   and the verdict rests on the hierarchical response-time bounds. The same holds for a
 //!   Sporadic Server that can merge replenishments (below).
-//!   RTDS and SEDF (EDF over servers) are checked by `Σ Θ/Π ≤ 1`, which is not enough for
-//!   servers that keep unused budget to the end of the period, as both do (a server that
-//!   wakes late claims all of Θ just before its deadline): the input is **not covered**
-//!   (below), the verdict shown for what it is. Credit and ARINC 653 do not enforce a
+//!   RTDS servers keep unused budget to the end of the period (a server that wakes late
+//!   claims all of Θ just before its deadline), so `Σ Θ/Π ≤ 1` is not enough: the root is
+//!   the test of Bertogna, Cirinei and Lipari, which holds for such servers
+//!   ([`rtvmm_analysis::bcl`]). SEDF is checked the same way but not covered (its rules
+//!   are not the ones that argument is made for). Credit and ARINC 653 do not enforce a
 //!   budget per period: the verdict then assumes a server that does (the root is checked
 //!   as RM, the interfaces as periodic tasks), the notes say so, and the input is not
 //!   covered either.
@@ -162,6 +172,8 @@ mod words;
 
 mod build;
 
+mod multicore;
+
 mod render;
 
 mod emit;
@@ -172,14 +184,29 @@ pub use convert::CARTS_DEFAULT_UNIT;
 pub use emit::emit_scenario;
 pub use error::AnalyzeError;
 pub use input::Input;
-pub use options::{parse_guest, parse_sbf, FixedPeriod, Length, Options, PeriodBounds};
-pub use report::{DomainReport, InterfaceSource, Refusal, Report, RtaStatus, TaskKind, TaskReport};
+pub use options::{
+    parse_guest, parse_model, parse_sbf, FixedPeriod, Length, MulticoreModel, Options, PeriodBounds,
+};
+pub use report::{
+    DomainReport, InterfaceSource, PoolReport, Refusal, Report, RtaStatus, TaskKind, TaskReport,
+    VcpuReport,
+};
 
 use rtvmm_scenario::Scenario;
 
 /// Runs the analysis: the input converted, the system analysed, the report built from the
 /// result.
 pub fn analyze(input: &Input, options: &Options) -> Result<Report, AnalyzeError> {
+    match input {
+        Input::Scenario(scenario) if multicore::applies(scenario) => {
+            multicore::analyze(scenario, options)
+        }
+        _ => analyze_one_pcpu(input, options),
+    }
+}
+
+/// The single-pcpu analysis, which [`multicore`] also runs on each one-pcpu piece.
+fn analyze_one_pcpu(input: &Input, options: &Options) -> Result<Report, AnalyzeError> {
     let converted = convert::convert(input, options)?;
     let result = system::analyze(&converted.system);
     Ok(build::build(converted, &result))

@@ -137,6 +137,29 @@ pub fn parse_guest(text: &str) -> Result<AnalysisGuest, String> {
     }
 }
 
+/// `--model`: the interface of a global EDF guest of several VCPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MulticoreModel {
+    /// MPR `⟨Π, Θ, m′⟩` (Shin, Easwaran & Lee 2008) as m′ equal VCPUs, all scheduled by
+    /// global EDF with the rest of their pool.
+    Mpr,
+    /// DMPR (Xu et al. 2013): m full VCPUs, each on a pcpu of its own, and one partial VCPU
+    /// `(Π, Θ)` scheduled by global EDF on the pool's other pcpus — what RT-Xen sizes RTDS
+    /// VCPUs with, and the default: a full VCPU beside others in one EDF cluster is never
+    /// sure of its whole period, while on its own pcpu it is.
+    #[default]
+    Dmpr,
+}
+
+/// `--model mpr|dmpr`.
+pub fn parse_model(text: &str) -> Result<MulticoreModel, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "mpr" => Ok(MulticoreModel::Mpr),
+        "dmpr" => Ok(MulticoreModel::Dmpr),
+        _ => Err(format!("unknown model '{text}': expected mpr or dmpr")),
+    }
+}
+
 /// How to analyse (the command line's options).
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -153,6 +176,8 @@ pub struct Options {
     pub policy: Option<PolicyKind>,
     /// Check the domains' own VCPU budgets and periods instead of computing interfaces.
     pub given: bool,
+    /// The interface of a global EDF guest of several VCPUs (several pcpus only).
+    pub model: MulticoreModel,
 }
 
 #[cfg(test)]

@@ -89,7 +89,54 @@ pub struct DomainReport {
     pub reason: Option<String>,
     /// The task that cannot be guaranteed, when one is to blame.
     pub failed_task: Option<String>,
+    /// Every task of the domain is guaranteed: it is [`DomainReport::schedulable`] and
+    /// nothing the analysis does not model touches it (the report's
+    /// [`Report::not_covered`] is empty, and so are its pool's and its own).
+    pub guaranteed: bool,
+    /// Its cpupool (several pcpus; `None` on one pcpu).
+    pub pool: Option<String>,
+    /// The interface model: `prm` (one VCPU, or one per VCPU of a partitioned guest),
+    /// `mpr ⟨Π, Θ, m′⟩` (a global EDF guest); `None` without an interface.
+    pub model: Option<String>,
+    /// Its VCPUs with the interface each must deliver, in VCPU order.
+    pub vcpus: Vec<VcpuReport>,
+    /// What about this domain the analysis does not model (several pcpus).
+    pub not_covered: Option<String>,
     pub tasks: Vec<TaskReport>,
+}
+
+/// One VCPU: the `(Π, Θ)` it must deliver, where it may run, and whether its pool's root
+/// test gives it `Θ` in every `Π`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct VcpuReport {
+    /// Its index in the domain (as `xl` numbers VCPUs).
+    pub index: u32,
+    /// Π and Θ in units.
+    pub period: Option<u64>,
+    pub budget: Option<u64>,
+    pub period_ns: Option<u64>,
+    pub budget_ns: Option<u64>,
+    /// The pcpus it may run on (machine numbers).
+    pub pcpus: Vec<u32>,
+    /// The root gives it its budget in every period (`None`: not checked).
+    pub served: Option<bool>,
+}
+
+/// One cpupool (several pcpus): its policy, its root test and verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PoolReport {
+    pub name: String,
+    pub policy: String,
+    pub pcpus: Vec<u32>,
+    /// The domains in it, in input order.
+    pub domains: Vec<String>,
+    /// How its root was checked.
+    pub root_test: String,
+    /// Every VCPU of the pool is served and every domain in it guaranteed; `None` when the
+    /// pool is not covered.
+    pub schedulable: Option<bool>,
+    /// Why the analysis does not cover this pool.
+    pub not_covered: Option<String>,
 }
 
 /// The whole analysis.
@@ -118,13 +165,18 @@ pub struct Report {
     pub u_w_exact: String,
     pub u_rm_minus_u_w: f64,
     pub root_schedulable: bool,
-    /// Every domain is schedulable and the input holds nothing the analysis does not
-    /// model (`not_covered` is empty).
+    /// Every domain is guaranteed: schedulable, and the input holds nothing the analysis
+    /// does not model (`not_covered` is empty).
     pub schedulable: bool,
     pub domains: Vec<DomainReport>,
-    /// What the input holds that the analysis does not model (several pcpus, cpupools,
-    /// placement, several VCPUs, events), one reason each: with any, nothing is
-    /// guaranteed, whatever the domains' verdicts.
+    /// The cpupools, each with its own verdict (empty on one pcpu: the root above is the
+    /// pool's).
+    pub pools: Vec<PoolReport>,
+    /// What the input holds that the analysis does not model for the whole input (events,
+    /// tick replenishment, overhead, a policy not covered on one pcpu), one reason each:
+    /// with any, nothing is guaranteed, whatever the domains' verdicts. On several pcpus
+    /// what concerns one pool or domain is in its [`PoolReport::not_covered`] or
+    /// [`DomainReport::not_covered`] instead.
     pub not_covered: Vec<String>,
     pub notes: Vec<String>,
 }

@@ -202,7 +202,11 @@ pub(crate) fn root_test(model: RootModel, policy: PolicyKind) -> String {
                 policy.name()
             )
         }
-        RootModel::Edf => format!("1 pcpu, {} (EDF over servers): Σ Θ/Π ≤ 1", policy.name()),
+        RootModel::Edf => format!(
+            "1 pcpu, {} (EDF over budget-keeping servers): Θ_k + Σ_{{i≠k}} W_i(Π_k) ≤ Π_k for \
+             every server (Bertogna, Cirinei & Lipari 2005, m = 1)",
+            policy.name()
+        ),
         RootModel::RateMonotonic => {
             "1 pcpu, interfaces as rate-monotonic periodic tasks (exact RTA)".to_string()
         }

@@ -3,8 +3,9 @@
 //!
 //! - **The property** (`admitted_domains_never_miss_in_simulation`): random small systems
 //!   on one pcpu, written as scenario text — every policy the analysis gives a root test
-//!   for (Deferrable, Periodic, Polling, Sporadic, WCPS, CRPS; RTDS and SEDF too, which
-//!   the front-end now names as not covered: `edf_over_budget_keeping_servers_is_not_covered`), `rm`/`dm`/`fp`/
+//!   for (Deferrable, Periodic, Polling, Sporadic, WCPS, CRPS, RTDS by the
+//!   Bertogna–Cirinei–Lipari root; SEDF too, which the front-end names as not covered:
+//!   `edf_over_budget_keeping_servers_needs_more_than_their_bandwidth`), `rm`/`dm`/`fp`/
 //!   `edf` guests, equal priorities (ties in period, deadline and `fp` priority, and between
 //!   VCPUs), VCPU offsets, `extratime` on and off and RTDS's two modes, periodic and sporadic
 //!   tasks, tasks on their server's release grid (bound) and off it, random execution
@@ -469,8 +470,8 @@ fn a_vcpu_offset_is_refused_not_admitted() {
         let (verdict, missed) = admit_and_run(text, policy);
         assert_eq!(missed[0] > 0, policy != "rtds", "{policy}: the run misses");
         let refusal = verdict.unwrap_err();
-        // Under RTDS and SEDF the EDF root itself is named first (not covered).
-        let edf_root = matches!(policy, "rtds" | "sedf");
+        // Under SEDF the policy itself is named first (not covered).
+        let edf_root = policy == "sedf";
         assert!(
             edf_root
                 || (refusal.contains("domain 'late'") && refusal.contains("vcpu.offset = 6ms")),
@@ -615,11 +616,12 @@ fn several_vcpus_pcpus_and_events_are_refused_not_admitted() {
 ///   20   21        23.7                 27.7 28  28.7
 ///   |tick|   idle   |late ........ late |tick|tick|      tick's job of 24: done 28.7 > 28
 /// ```
-/// With `Σ Θ/Π = 4/14 + 1/4 ≤ 1` and `tick`'s dbf test on (4, 1) this was admitted. No
-/// sound root test for such servers is implemented, so the EDF root is not covered:
-/// `check --admit` refuses naming the policy, and `analyze` says NOT schedulable.
+/// With `Σ Θ/Π = 4/14 + 1/4 ≤ 1` and `tick`'s dbf test on (4, 1) this was admitted. The
+/// root is now the Bertogna–Cirinei–Lipari test with m = 1, which refuses `tick`: 1 +
+/// W_(14,4)(4) = 1 + min(4, 4) > 4. Under RTDS `check --admit` refuses naming `tick`; SEDF
+/// stays not covered, named by its policy.
 #[test]
-fn edf_over_budget_keeping_servers_is_not_covered() {
+fn edf_over_budget_keeping_servers_needs_more_than_their_bandwidth() {
     let text = r#"
         duration = "100ms"
         [scheduler]
@@ -647,10 +649,12 @@ fn edf_over_budget_keeping_servers_is_not_covered() {
         let (verdict, missed) = admit_and_run(text, policy);
         assert!(missed[1] > 0, "{policy}: the run misses");
         let refusal = verdict.unwrap_err();
-        assert!(
-            refusal.contains(&format!("scheduler.policy = {policy}")),
-            "{policy}: {refusal}"
-        );
+        let named = if policy == "rtds" {
+            "domain 'tick' cannot be guaranteed".to_string()
+        } else {
+            format!("scheduler.policy = {policy}")
+        };
+        assert!(refusal.contains(&named), "{policy}: {refusal}");
         let input = Input::Scenario(
             Scenario::from_toml(&text.replace("POLICY", policy), "edf.toml").unwrap(),
         );
@@ -659,10 +663,9 @@ fn edf_over_budget_keeping_servers_is_not_covered() {
             ..Options::default()
         };
         let report = analyze(&input, &given).unwrap();
-        assert!(
-            report.domains[1].schedulable,
-            "{policy}: Σ Θ/Π ≤ 1 and the dbf test hold"
-        );
+        assert_eq!(report.domains[1].root_schedulable, Some(false), "{policy}");
+        assert_eq!(report.domains[0].root_schedulable, Some(true), "{policy}");
+        assert!(!report.domains[1].schedulable, "{policy}");
         assert!(!report.schedulable, "{policy}");
     }
 }

@@ -35,16 +35,13 @@
 //!   higher-priority servers interfering, but (5.1) not checked: every task gets its bound
 //!   ([`RootCheck::Skipped`](crate::RootCheck::Skipped)). Not sound — it is how the 2011 RT-Xen evaluation applied
 //!   the analysis, kept for comparison.
-//! * [`RootModel::Edf`] — EDF over servers (RTDS, SEDF): `Σ Θ/Π ≤ 1` (Liu & Layland's EDF
-//!   bound, on the servers as implicit-deadline periodic tasks). **Known gap**: that is
-//!   enough only for servers that run their budget as soon as it is replenished. RTDS and
-//!   SEDF keep unused budget to the end of the period (deferrable servers under EDF): one
-//!   that wakes late claims all of Θ just before its deadline, and a server that was
-//!   backlogged all along can lose its budget to it — issue 23's property test found an
+//! * [`RootModel::Edf`] — EDF over servers that keep unused budget to the end of the
+//!   period (RTDS, SEDF) on one pcpu: the test of Bertogna, Cirinei and Lipari with m = 1
+//!   ([`crate::bcl`]), `Θ_k + Σ_{i≠k} W_i(Π_k) ≤ Π_k`, which holds whenever each server
+//!   wakes. `Σ Θ/Π ≤ 1` is not enough for such servers: issue 23's property test found an
 //!   RTDS server (4, 1) missing behind a server (14, 4) that woke 4.3 ms before their
 //!   common deadline (`crates/analyze/tests/agreement.rs`,
-//!   `edf_over_budget_keeping_servers_needs_more_than_their_bandwidth`). No sound root test
-//!   for such servers is implemented; `rtvmm analyze` names the EDF root as not covered.
+//!   `edf_over_budget_keeping_servers_needs_more_than_their_bandwidth`); this test refuses it.
 //! * [`RootModel::RateMonotonic`] — the interfaces as rate-monotonic periodic tasks, by
 //!   exact response-time analysis ([`rate_monotonic_root`](crate::rate_monotonic_root)), for VMMs that do not enforce a
 //!   budget per period (Credit, ARINC 653): the verdict holds for servers that deliver
@@ -105,8 +102,8 @@ pub enum RootModel {
         /// The servers' policy.
         server: ServerKind,
     },
-    /// EDF over servers: `Σ Θ/Π ≤ 1` (not sufficient for servers that keep unused budget;
-    /// see the module docs).
+    /// EDF over servers that keep unused budget (RTDS, SEDF) on one pcpu: the test of
+    /// Bertogna, Cirinei and Lipari with m = 1 ([`crate::bcl`]).
     Edf,
     /// The interfaces as rate-monotonic periodic tasks (exact response-time analysis).
     RateMonotonic,
@@ -285,7 +282,7 @@ pub fn analyze(system: &System) -> SystemResult {
     }
 
     // Step 3: the root.
-    let root = root::root(system, &steps, &priorities, &u_rm);
+    let root = root::root(system, &steps, &priorities);
 
     // Step 4: task by task.
     let domains = steps

@@ -1,16 +1,14 @@
 //! Step 3: the root — the servers checked under the system's [`RootModel`], and, for the
 //! fixed-priority roots, the tasks' response-time bounds.
 
-use std::cmp::Ordering;
-
 use super::domain::{Prepared, Step1};
 use super::{AtRoot, GuestTask, RootModel, System};
+use crate::bcl::bcl_served;
 use crate::compose::rate_monotonic_root;
 use crate::hierarchical::{
     hierarchical_response_times_with, HierarchyError, RootCheck, Server, ServerKind,
 };
 use crate::prm::Interface;
-use crate::ratio::{ExactSum, Ratio};
 use crate::rta::ResponseBound;
 
 /// A server's state after step 3.
@@ -27,12 +25,7 @@ pub(super) struct Root {
     pub(super) error: Option<HierarchyError>,
 }
 
-pub(super) fn root(
-    system: &System,
-    steps: &[Step1],
-    priorities: &[Option<u32>],
-    u_rm: &ExactSum,
-) -> Root {
+pub(super) fn root(system: &System, steps: &[Step1], priorities: &[Option<u32>]) -> Root {
     let mut servers: Vec<ServerState> = steps
         .iter()
         .zip(priorities)
@@ -129,9 +122,17 @@ pub(super) fn root(
             }
         }
         RootModel::Edf => {
-            let fits = u_rm.cmp_ratio(Ratio::from_integer(1)) != Ordering::Greater;
-            for at_root in servers.iter_mut().filter_map(|s| s.at_root.as_mut()) {
-                at_root.served = Some(fits);
+            let members: Vec<usize> = (0..steps.len())
+                .filter(|&k| steps[k].interface.is_some())
+                .collect();
+            let list: Vec<Interface> = members
+                .iter()
+                .map(|&k| steps[k].interface.expect("a server"))
+                .collect();
+            for (&k, served) in members.iter().zip(bcl_served(&list, 1)) {
+                if let Some(at_root) = &mut servers[k].at_root {
+                    at_root.served = Some(served);
+                }
             }
         }
         RootModel::RateMonotonic => {

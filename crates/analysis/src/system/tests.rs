@@ -140,27 +140,41 @@ fn a_server_the_root_cannot_serve_gets_bounds_only_without_the_root_check() {
     assert!(unchecked.schedulable());
 }
 
-/// EDF over servers: (4, 2) and (4, 3) need 5/4 of the pcpu, so neither is served;
-/// (4, 2) and (8, 3) need 7/8, so both are, and the task (40, 3) passes Lemma 1 on
+/// EDF over budget-keeping servers on one pcpu (Bertogna–Cirinei–Lipari with m = 1:
+/// `Θ_k + Σ_{i≠k} W_i(Π_k) ≤ Π_k`, `W_i(L) = ⌊L/Π_i⌋Θ_i + min(Θ_i, L mod Π_i)`).
+/// (4, 2) and (4, 3): 2 + 3 > 4 and 3 + 2 > 4, neither served. (4, 2) and (8, 3): bandwidth
+/// 7/8, yet (4, 2) is refused — 2 + min(3, 4) = 5 > 4: (8, 3) may wake late and claim its
+/// 3 units in (4, 2)'s second period — while (8, 3) is served (3 + 2·2 ≤ 8). (4, 1) and
+/// (8, 3): 1 + 3 ≤ 4 and 3 + 2 ≤ 8, both served, and the task (40, 3) passes Lemma 1 on
 /// (8, 3) (blackout 10, sbf(13) = 3). No response times under EDF.
 #[test]
 fn edf_root_by_hand() {
-    let system = |second: u64| System {
+    let system = |first: u64, second: u64| System {
         root: RootModel::Edf,
         domains: vec![
-            domain("a", rm(vec![fp_task(40, 2, 1, None)]), given(4, 2)),
+            domain("a", rm(vec![fp_task(40, 2, 1, None)]), given(4, first)),
             domain("b", rm(vec![fp_task(40, 3, 1, None)]), given(second, 3)),
         ],
     };
-    let over = analyze(&system(4));
+    let over = analyze(&system(2, 4));
     assert_eq!(over.u_rm.to_fraction_string(), "5/4");
     for d in &over.domains {
         assert_eq!(d.root.and_then(|r| r.served), Some(false));
         assert_eq!(d.verdict, DomainVerdict::ServerUnschedulable);
         assert_eq!(d.tasks[0].response, Response::NotApplicable);
     }
-    let fits = analyze(&system(8));
-    assert_eq!(fits.u_rm.to_fraction_string(), "7/8");
+    let late_waker = analyze(&system(2, 8));
+    assert_eq!(late_waker.u_rm.to_fraction_string(), "7/8");
+    assert_eq!(
+        late_waker.domains[0].root.and_then(|r| r.served),
+        Some(false)
+    );
+    assert_eq!(
+        late_waker.domains[1].root.and_then(|r| r.served),
+        Some(true)
+    );
+    let fits = analyze(&system(1, 8));
+    assert_eq!(fits.u_rm.to_fraction_string(), "5/8");
     assert!(fits.schedulable());
     assert_eq!(fits.domains[1].tasks[0].verdict, TaskVerdict::ByLemma1);
     assert_eq!(fits.domains[1].root.and_then(|r| r.server), None);

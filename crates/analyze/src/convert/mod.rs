@@ -175,11 +175,11 @@ pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, Ana
              analysis assumes",
             policy.name()
         )),
+        // RTDS: the Bertogna–Cirinei–Lipari test with m = 1 (`rtvmm_analysis::bcl`).
+        RootModel::Edf if policy == PolicyKind::Rtds => {}
         RootModel::Edf => not_covered.push(format!(
-            "scheduler.policy = {}: EDF over servers that keep unused budget to the end of \
-             the period; Σ Θ/Π ≤ 1 does not guarantee every budget (a server that wakes late \
-             claims all of it just before its deadline), and no sound root test for them is \
-             implemented",
+            "scheduler.policy = {}: its rules (slice, extra time) are not the RTDS ones the \
+             EDF root test is argued for; only RTDS is analysed",
             policy.name()
         )),
         RootModel::FixedPriority { .. } | RootModel::NoRootCheck { .. } => {}

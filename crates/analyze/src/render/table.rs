@@ -76,6 +76,9 @@ impl Report {
             );
         }
         let _ = writeln!(out, "root: {}", self.root_test);
+        if !self.pools.is_empty() {
+            out.push_str(&self.pools_table());
+        }
         let _ = writeln!(
             out,
             "U_RM = {:.4} ({})   U_W = {:.4} ({})   U_RM − U_W = {:.4}",
@@ -113,6 +116,64 @@ impl Report {
             for note in &self.notes {
                 let _ = writeln!(out, "  - {note}");
             }
+        }
+        out
+    }
+
+    /// Several pcpus: each pool's verdict and root test, then every VCPU with its
+    /// interface, pcpus and whether its pool's root serves it.
+    fn pools_table(&self) -> String {
+        let mut out = String::new();
+        for pool in &self.pools {
+            let pcpus: Vec<String> = pool.pcpus.iter().map(u32::to_string).collect();
+            let verdict = match pool.schedulable {
+                Some(true) => "schedulable".to_string(),
+                Some(false) => "NOT schedulable".to_string(),
+                None => format!(
+                    "NOT COVERED ({})",
+                    pool.not_covered.as_deref().unwrap_or("not analysed")
+                ),
+            };
+            let _ = writeln!(
+                out,
+                "pool {} ({}, pcpus {}): {verdict}",
+                pool.name,
+                pool.policy,
+                pcpus.join(",")
+            );
+            if pool.schedulable.is_some() {
+                let _ = writeln!(out, "  root: {}", pool.root_test);
+            }
+        }
+        let mut rows = vec![[
+            "domain", "model", "vcpu", "Π", "Θ", "period", "budget", "pcpus", "served",
+        ]
+        .map(String::from)
+        .to_vec()];
+        for d in &self.domains {
+            for v in &d.vcpus {
+                let dash = || "-".to_string();
+                let pcpus: Vec<String> = v.pcpus.iter().map(u32::to_string).collect();
+                rows.push(vec![
+                    d.name.clone(),
+                    d.model.clone().unwrap_or_else(dash),
+                    v.index.to_string(),
+                    v.period.map_or_else(dash, |x| x.to_string()),
+                    v.budget.map_or_else(dash, |x| x.to_string()),
+                    v.period_ns.map_or_else(dash, |x| ns(x).to_string()),
+                    v.budget_ns.map_or_else(dash, |x| ns(x).to_string()),
+                    pcpus.join(","),
+                    match v.served {
+                        Some(true) => "yes",
+                        Some(false) => "NO",
+                        None => "-",
+                    }
+                    .to_string(),
+                ]);
+            }
+        }
+        if rows.len() > 1 {
+            out.push_str(&render(&rows));
         }
         out
     }
