@@ -26,17 +26,19 @@
 //! report's verdicts (today: nothing while `not_covered` is non-empty, else every
 //! schedulable domain); per-pool verdicts, if the report grows them, belong there. Domains
 //! are matched to the simulation by name, so an emitted file may add VCPUs, pins and pools.
-//! [`vcpu_bandwidth`] reads every VCPU's parameters from the simulated machine as built;
-//! [`scale_budgets`] scales each domain's `vcpu` budget — VCPU budgets that an emitted file
-//! sets one by one through `[[event]]`s would have to be scaled there too.
+//! [`vcpu_bandwidth`] reads every VCPU's parameters from the simulated machine once the
+//! changes of time 0 are applied; [`scale_budgets`] scales each domain's `vcpu` budget and
+//! the budgets its `[[event]]`s set (`sched-set`, `xl sched-rtds -v`).
 
 // Each user of this module uses a part of it.
 #![allow(dead_code)]
 
 use rtvmm_analyze::{Report, RtaStatus};
+use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::Simulation;
+use rtvmm_system::Change;
 
 /// How the pcpus are shared among pools and VCPUs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -625,10 +627,13 @@ pub fn check_guarantees(
     Ok(())
 }
 
-/// `Σ Θ/Π` over every VCPU of `scenario` as the simulated machine holds them at time 0.
+/// `Σ Θ/Π` over every VCPU of `scenario` as the simulated machine holds them once the
+/// changes due at time 0 are applied (an emitted file sets smaller budgets of a domain's
+/// VCPUs by `xl sched-rtds -v` at time 0).
 pub fn vcpu_bandwidth(scenario: &Scenario) -> f64 {
-    let sim = Simulation::new(&scenario.system, scenario.seed, false)
+    let mut sim = Simulation::new(&scenario.system, scenario.seed, false)
         .unwrap_or_else(|e| panic!("the scenario does not simulate: {e}"));
+    sim.run_until(Nanos::from_ns(1)).expect("runs");
     sim.domains()
         .iter()
         .flat_map(|d| d.vcpus.iter())
@@ -639,15 +644,46 @@ pub fn vcpu_bandwidth(scenario: &Scenario) -> f64 {
         .sum()
 }
 
-/// `scenario` with every domain's VCPU budget scaled by `factor` (at most 1), rounded up
-/// to a whole 10 µs and at least 10 µs.
-pub fn scale_budgets(scenario: &Scenario, factor: f64) -> Scenario {
+/// `budget` scaled by `factor` (at most 1), rounded up to a whole 10 µs, at least 10 µs,
+/// never above `budget`.
+fn scaled(budget: Nanos, factor: f64) -> Nanos {
     let step = 10_000u64;
+    let ns = (budget.as_ns() as f64 * factor).ceil() as u64;
+    Nanos::from_ns((ns.div_ceil(step).max(1) * step).min(budget.as_ns()))
+}
+
+/// `scenario` with every VCPU budget scaled by `factor` ([`scaled`]): each domain's own,
+/// and those its changes set (`sched-set`, `xl sched-rtds`).
+pub fn scale_budgets(scenario: &Scenario, factor: f64) -> Scenario {
     let mut out = scenario.clone();
     for d in &mut out.system.domains {
-        let scaled = (d.vcpu.budget.as_ns() as f64 * factor).ceil() as u64;
-        let budget = scaled.div_ceil(step).max(1) * step;
-        d.vcpu.budget = Nanos::from_ns(budget.min(d.vcpu.budget.as_ns()));
+        d.vcpu.budget = scaled(d.vcpu.budget, factor);
+    }
+    for change in &mut out.system.changes {
+        match &mut change.change {
+            Change::SetParams { params, .. } => params.budget = scaled(params.budget, factor),
+            Change::Xl(XlCommand::SchedRtds { budget_us, .. }) => {
+                *budget_us = scaled(Nanos::from_us(*budget_us), factor).as_ns() / 1000;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `scenario` with no VCPU running beyond its budget (`extratime = false` everywhere): the
+/// supply the analysis counts on, and no more.
+pub fn without_extratime(scenario: &Scenario) -> Scenario {
+    let mut out = scenario.clone();
+    for d in &mut out.system.domains {
+        d.vcpu.extratime = Some(false);
+    }
+    for change in &mut out.system.changes {
+        match &mut change.change {
+            Change::SetParams { params, .. } => params.extratime = Some(false),
+            Change::Xl(XlCommand::SchedRtds { extratime, .. }) => *extratime = Some(false),
+            _ => {}
+        }
     }
     out
 }
