@@ -8,7 +8,7 @@
 //!     [--systems N] [--seed S] [--policy P] [--steps K]
 //! ```
 //!
-//! - `--pcpus one` (default): the single-pcpu systems today's analysis covers, under
+//! - `--pcpus one` (default): single-pcpu systems, under
 //!   `--policy` (default `periodic`); `many`: 2–8 pcpus, pools, global and partitioned
 //!   guests (`tests/support`, as the multicore soundness property draws them). A system
 //!   whose report does not guarantee every domain (not covered, not schedulable) is

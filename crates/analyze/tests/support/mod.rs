@@ -13,7 +13,7 @@
 //!   policy), or two pools; domains of 1–4 VCPUs whose guests are global EDF (`guest =
 //!   "edf"`, `smp = "global"`) or partitioned (`smp = "partitioned"`, each task on one
 //!   VCPU), and, rarely, a global fixed-priority guest, which nothing analyses yet.
-//!   [`Shape::one_pcpu`]: the single-pcpu systems today's analysis covers.
+//!   [`Shape::one_pcpu`]: single-pcpu systems, which the analysis covered first.
 //! - **Checking** ([`check_guarantees`]): the domains a report guarantees
 //!   ([`guarantees`] — the one place that reads the report's verdicts; adapt it there when
 //!   the report changes) miss no deadline in a simulation of a given scenario, and no task
@@ -43,7 +43,7 @@ use rtvmm_system::Change;
 /// How the pcpus are shared among pools and VCPUs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
-    /// One pcpu, one pool (no `[[pool]]`, no placement): today's covered case.
+    /// One pcpu, one pool (no `[[pool]]`, no placement).
     Single,
     /// One pool of every pcpu under global RTDS.
     Global,
