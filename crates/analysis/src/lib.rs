@@ -24,7 +24,8 @@
 //! | [`gedf`] | global EDF under a multiprocessor supply: `DEM(A_k + D_k, m′)`, the bounded range of `A_k` | Shin, Easwaran & Lee, ECRTS 2008 (Theorem 1); Baruah, RTSS 2007 |
 //! | [`mpr`] | MPR `⟨Π, Θ, m′⟩`: published sbf, gEDF test, minimum-bandwidth interface, MPR→VCPUs | Shin, Easwaran & Lee, ECRTS 2008 |
 //! | [`dmpr`] | DMPR: m full VCPUs + a partial `(Π, Θ)`: sbf, gEDF test, minimum-bandwidth interface | Xu et al., RTSS 2013 / RTS 2015 |
-//! | [`carts`] | CARTS XML input | CARTS (UPenn) |
+//! | [`carts`] | CARTS XML input (PRM components and `gEDF` ones) | CARTS (UPenn) |
+//! | [`carts_models`] | a CARTS file under PRM, MPR or DMPR, period by period (CARTS's tables) | CARTS (UPenn) |
 //!
 //! ## Conventions
 //!
@@ -117,7 +118,13 @@ pub mod compose;
 pub mod carts;
 pub mod system;
 
+pub mod carts_models;
+
 pub use carts::{parse_carts, CartsComponent, CartsError, CartsErrorKind, CartsSystem, CartsTask};
+pub use carts_models::{
+    analyze_components, CartsModel, ComponentModel, ModelInterface, ModelOptions, PeriodRow,
+    MAX_MODEL_PERIODS,
+};
 pub use compose::{
     analyze_system, domain_interface, rate_monotonic_ranks, rate_monotonic_root, DomainAnalysis,
     DomainFailure, DomainSpec, InterfaceChoice, InterfaceOutcome, RootTask, SystemAnalysis,
