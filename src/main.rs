@@ -232,6 +232,10 @@ struct AnalyzeArgs {
     /// Check the scenario's own VCPU budgets and periods instead of computing interfaces
     #[arg(long)]
     given: bool,
+    /// The resource model of the interfaces: prm (one pcpu), mpr or dmpr (global EDF on
+    /// several VCPUs)
+    #[arg(long, value_parser = analyze::parse_model, default_value = "prm")]
+    model: analyze::Model,
     /// Add each task's worst-case response-time bound and slack under the server policy
     #[arg(long)]
     rta: bool,
@@ -498,6 +502,7 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
         fixed_periods: args.fixed_periods,
         policy: args.policy,
         given: args.given,
+        model: args.model,
     };
     let report = guarded("analysing", || {
         analyze::analyze(&input, &options).map_err(bad_input)

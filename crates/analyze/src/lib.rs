@@ -172,7 +172,9 @@ pub use convert::CARTS_DEFAULT_UNIT;
 pub use emit::emit_scenario;
 pub use error::AnalyzeError;
 pub use input::Input;
-pub use options::{parse_guest, parse_sbf, FixedPeriod, Length, Options, PeriodBounds};
+pub use options::{
+    parse_guest, parse_model, parse_sbf, FixedPeriod, Length, Model, Options, PeriodBounds,
+};
 pub use report::{DomainReport, InterfaceSource, Refusal, Report, RtaStatus, TaskKind, TaskReport};
 
 use rtvmm_scenario::Scenario;

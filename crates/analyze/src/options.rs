@@ -137,6 +137,38 @@ pub fn parse_guest(text: &str) -> Result<AnalysisGuest, String> {
     }
 }
 
+/// `--model prm|mpr|dmpr`: the resource model of the interfaces — the periodic resource
+/// on one processor (PRM), or the multiprocessor models MPR and DMPR of domains of several
+/// VCPUs under global EDF.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Model {
+    #[default]
+    Prm,
+    Mpr,
+    Dmpr,
+}
+
+impl Model {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Prm => "prm",
+            Model::Mpr => "mpr",
+            Model::Dmpr => "dmpr",
+        }
+    }
+}
+
+/// `--model prm|mpr|dmpr`.
+pub fn parse_model(text: &str) -> Result<Model, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "prm" => Ok(Model::Prm),
+        "mpr" => Ok(Model::Mpr),
+        "dmpr" => Ok(Model::Dmpr),
+        _ => Err(format!("unknown model '{text}': expected prm, mpr or dmpr")),
+    }
+}
+
 /// How to analyse (the command line's options).
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -153,6 +185,8 @@ pub struct Options {
     pub policy: Option<PolicyKind>,
     /// Check the domains' own VCPU budgets and periods instead of computing interfaces.
     pub given: bool,
+    /// The resource model of the interfaces (`--model`).
+    pub model: Model,
 }
 
 #[cfg(test)]
@@ -173,5 +207,8 @@ mod tests {
         let f: FixedPeriod = "d=1=10".parse().unwrap();
         assert_eq!(f.domain, "d=1");
         assert!("x".parse::<FixedPeriod>().is_err());
+        assert_eq!(parse_model("DMPR"), Ok(Model::Dmpr));
+        assert_eq!(Model::default(), Model::Prm);
+        assert!(parse_model("mpr2").is_err());
     }
 }
