@@ -52,6 +52,13 @@ pub struct CartsSystem {
     /// The root scheduler attribute, if given (the one-pcpu root here is always RM on the
     /// interfaces; this is kept for reporting).
     pub scheduler: Option<String>,
+    /// The root's `period` (CARTS's `MPR2` and `DMPR` models need one, or `min_period` equal
+    /// to `max_period`, for the interface of the system itself); kept for writing back.
+    pub period: Option<u64>,
+    /// The root's `min_period`, if given.
+    pub min_period: Option<u64>,
+    /// The root's `max_period`, if given.
+    pub max_period: Option<u64>,
     /// Top-level components: the domains.
     pub components: Vec<CartsComponent>,
 }
@@ -283,6 +290,9 @@ pub fn parse_carts(xml: &str) -> Result<CartsSystem, CartsError> {
         }
     }
     Ok(CartsSystem {
+        period: parser.number(root, "period")?,
+        min_period: parser.number(root, "min_period")?,
+        max_period: parser.number(root, "max_period")?,
         scheduler: root
             .attribute("os_scheduler")
             .or_else(|| root.attribute("scheduler"))
@@ -554,6 +564,40 @@ fn parse_whole(text: &str) -> Option<u64> {
 }
 
 impl CartsSystem {
+    /// The system as CARTS XML, in the form CARTS's own parsers read: every task with its
+    /// `name`, `p`, `d` and `e` (CARTS refuses a task without `d`), every component with its
+    /// `name` and `scheduler`, the root with `os_scheduler` (RM when the file gave none).
+    /// [`parse_carts`] reads it back to the same system, lines aside.
+    ///
+    /// ```
+    /// let xml = r#"<system><component name="c"><task p="10" e="2"/></component></system>"#;
+    /// let system = rtvmm_analysis::parse_carts(xml).unwrap();
+    /// let written = system.to_xml();
+    /// assert!(written.contains(r#"<task name="task@1" p="10" d="10" e="2"/>"#));
+    /// let again = rtvmm_analysis::parse_carts(&written).unwrap();
+    /// assert_eq!(again.components[0].tasks[0].task, system.components[0].tasks[0].task);
+    /// ```
+    pub fn to_xml(&self) -> String {
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<system");
+        let scheduler = self.scheduler.as_deref().unwrap_or("RM");
+        out.push_str(&format!(" os_scheduler=\"{}\"", escape(scheduler)));
+        for (attribute, value) in [
+            ("period", self.period),
+            ("min_period", self.min_period),
+            ("max_period", self.max_period),
+        ] {
+            if let Some(value) = value {
+                out.push_str(&format!(" {attribute}=\"{value}\""));
+            }
+        }
+        out.push_str(">\n");
+        for component in &self.components {
+            write_component(&mut out, component, 1);
+        }
+        out.push_str("</system>\n");
+        out
+    }
+
     /// The top-level components as domains for [`crate::analyze_system`].
     ///
     /// A component's interface choice: `period` + `budget` → given; `period` → fixed
@@ -592,6 +636,58 @@ impl CartsSystem {
             })
             .collect()
     }
+}
+
+fn write_component(out: &mut String, component: &CartsComponent, depth: usize) {
+    let indent = "  ".repeat(depth);
+    out.push_str(&format!(
+        "{indent}<component name=\"{}\" scheduler=\"{}\"",
+        escape(&component.name),
+        escape(&component.scheduler_written)
+    ));
+    for (attribute, value) in [
+        ("min_period", component.min_period),
+        ("max_period", component.max_period),
+        ("period", component.period),
+        ("budget", component.budget),
+    ] {
+        if let Some(value) = value {
+            out.push_str(&format!(" {attribute}=\"{value}\""));
+        }
+    }
+    out.push_str(">\n");
+    for task in &component.tasks {
+        out.push_str(&format!(
+            "{indent}  <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>\n",
+            escape(&task.name),
+            task.task.period,
+            task.task.deadline,
+            task.task.wcet
+        ));
+    }
+    for child in &component.children {
+        write_component(out, child, depth + 1);
+    }
+    out.push_str(&format!("{indent}</component>\n"));
+}
+
+/// Text for an XML attribute value.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' => out.push_str("&#9;"),
+            '\r' => out.push_str("&#13;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn interface_choice(component: &CartsComponent) -> InterfaceChoice {
