@@ -23,6 +23,7 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         domains: inputs,
         mut notes,
         not_covered,
+        warnings,
     } = converted;
     let model = system.root;
     // Each domain's server kind at the root, for the notes.
@@ -70,6 +71,7 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         domains,
         not_covered,
         notes,
+        warnings,
     }
 }
 

@@ -17,6 +17,7 @@
 //! | `build` | the report, built at the end from the converted input and the analysis's result |
 //! | `render` | the table, JSON and `xl` lines |
 //! | `emit` | `--emit scenario`: a runnable scenario whose VCPUs are the interfaces |
+//! | `models` | a CARTS file under `--model prm\|mpr\|dmpr`, `--table` (per period, as CARTS prints), `--emit carts` |
 //! | `error` | [`AnalyzeError`] |
 //!
 //! ```
@@ -166,12 +167,15 @@ mod render;
 
 mod emit;
 
+mod models;
+
 use rtvmm_analysis::system;
 
 pub use convert::CARTS_DEFAULT_UNIT;
 pub use emit::emit_scenario;
 pub use error::AnalyzeError;
 pub use input::Input;
+pub use models::{analyze_models, emit_carts, wants_models, ModelReport};
 pub use options::{
     parse_guest, parse_model, parse_sbf, FixedPeriod, Length, Model, Options, PeriodBounds,
 };
