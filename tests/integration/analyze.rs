@@ -297,6 +297,94 @@ fn carts_input_is_analysed_and_emitted() {
     assert_exit(&rtvmm(&["check", emitted.to_str().unwrap()]), 0);
 }
 
+/// `--model mpr|dmpr` on the gEDF example prints the interfaces CARTS's `MPR2` and `DMPR`
+/// print for it (run by hand, `docs/analysis.md`): vision ⟨10, 28, 3⟩ and control
+/// ⟨10, 7, 1⟩ under MPR; under DMPR CARTS's (cpus, Θ) = (2, 20) and (1, 7). `--table`
+/// gives PRM's rows per period, in the JSON too, and `--emit carts` writes a file that
+/// reads back to the same interfaces.
+#[test]
+fn carts_models_table_and_emit() {
+    let gedf = example("carts-gedf.xml");
+    let o = rtvmm(&["analyze", &gedf, "--model", "mpr"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("vision (Π = 10): ⟨Π, Θ, m′⟩ = ⟨10, 28, 3⟩"),
+        "{out}"
+    );
+    assert!(
+        out.contains("control (Π = 10): ⟨Π, Θ, m′⟩ = ⟨10, 7, 1⟩"),
+        "{out}"
+    );
+    let report = json_report(&[&gedf, "--model", "dmpr"]);
+    let carts_form = |c: &Value| {
+        (
+            c["best"]["carts_cpus"].as_u64(),
+            c["best"]["carts_execution_time"].as_u64(),
+        )
+    };
+    assert_eq!(carts_form(&report["components"][0]), (Some(2), Some(20)));
+    assert_eq!(carts_form(&report["components"][1]), (Some(1), Some(7)));
+    // The one-pcpu analysis refuses gEDF, naming the component.
+    let o = rtvmm(&["analyze", &gedf]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("\"vision\" is scheduled by gEDF"),
+        "{}",
+        stderr(&o)
+    );
+    // PRM's table: engine's range 5..15, one row each; CARTS prints Θ = 2 at Π = 5.
+    let report = json_report(&[&example("carts.xml"), "--table", "--sbf", "general"]);
+    let engine = &report["components"][1];
+    let rows = engine["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 11);
+    assert_eq!(rows[0]["interface"]["budget"].as_u64(), Some(2));
+    let o = rtvmm(&[
+        "analyze",
+        &example("carts.xml"),
+        "--table",
+        "--sbf",
+        "general",
+    ]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("engine (Π ∈ 5..=15)"), "{}", stdout(&o));
+    // --emit carts: read back, the same interfaces.
+    let dir = tempfile::tempdir().unwrap();
+    let written = dir.path().join("back.xml");
+    let o = rtvmm(&[
+        "analyze",
+        &gedf,
+        "--model",
+        "mpr",
+        "--emit",
+        "carts",
+        written.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let again = json_report(&[written.to_str().unwrap(), "--model", "mpr"]);
+    let first = json_report(&[&gedf, "--model", "mpr"]);
+    assert_eq!(again["components"], first["components"]);
+}
+
+/// `--fixed-period` outside the component's `min_period..max_period` warns on stderr,
+/// naming the component, the value and the range, and still analyses at that period.
+#[test]
+fn fixed_period_outside_the_range_warns_on_stderr() {
+    let carts = example("carts.xml");
+    let o = rtvmm(&["analyze", &carts, "--fixed-period", "engine=30"]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "warning: --fixed-period engine=30: 30 units lie outside engine's period range 5..=15"
+        ),
+        "{err}"
+    );
+    let o = rtvmm(&["analyze", &carts, "--fixed-period", "engine=10"]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
 #[test]
 fn bad_carts_input_names_the_line() {
     let dir = tempfile::tempdir().unwrap();
