@@ -319,7 +319,10 @@ pub fn emit_carts(
         note = note.replace("--", "- -");
     }
     let after_declaration = text.find('\n').map_or(0, |i| i + 1);
-    text.insert_str(after_declaration, &format!("<!-- {} -->\n", note.trim_end_matches('-')));
+    text.insert_str(
+        after_declaration,
+        &format!("<!-- {} -->\n", note.trim_end_matches('-')),
+    );
     Ok(text)
 }
 
