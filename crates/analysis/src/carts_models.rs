@@ -9,7 +9,12 @@
 //! * **MPR** ([`crate::mpr`]) and **DMPR** ([`crate::dmpr`]): a `gEDF` component's tasks
 //!   `(p, e, d)`; per Π, the least processor count with a passing budget and its least
 //!   budget; over the range, the least bandwidth (ties: fewer processors, then the smaller
-//!   Π), as [`optimal_mpr_interface`] and [`optimal_dmpr_interface`] search.
+//!   Π), as [`optimal_mpr_interface`] and [`optimal_dmpr_interface`] search — with CARTS's
+//!   bound on the processor count, ten times the number of tasks
+//!   ([`CARTS_PROCESSORS_PER_TASK`]), not the library's default of one per task: the
+//!   published MPR sbf can need more processors than tasks (a generated component of three
+//!   tasks, U ≈ 1.74, gets ⟨14, 209, 15⟩ from CARTS and from rtvmm, and none with at most
+//!   10), so a smaller bound would answer "no interface" where CARTS answers.
 //!
 //! The range of a component: a fixed period (the caller's, then the `period` attribute)
 //! alone; otherwise `min_period..=max_period`, where a missing `min_period` is 1 (or the
@@ -27,7 +32,7 @@ use serde::Serialize;
 use crate::carts::{CartsComponent, CartsError, CartsErrorKind, CartsSystem};
 use crate::dmpr::{optimal_dmpr_interface, Dmpr};
 use crate::interface::{InterfaceAnalyzer, PeriodRange};
-use crate::mpr::{optimal_mpr_interface, Mpr, MprError};
+use crate::mpr::{optimal_mpr_interface, Mpr, MprError, MAX_CONCURRENCY};
 use crate::prm::SbfMode;
 use crate::ratio::Ratio;
 use crate::workload::{Task, Workload};
@@ -36,6 +41,10 @@ use crate::workload::{Task, Workload};
 /// own (a 20-task MPR component costs about 2.5 ms per period), and the table prints a row
 /// per period.
 pub const MAX_MODEL_PERIODS: u64 = 10_000;
+
+/// CARTS's bound on the processors of an MPR or DMPR interface: `m_max` is ten times the
+/// number of tasks of the component (CARTS's DMPR notes; its MPR2 search uses the same).
+pub const CARTS_PROCESSORS_PER_TASK: u64 = 10;
 
 /// One of CARTS's resource models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -361,19 +370,26 @@ fn multiprocessor(
     min: u64,
     max: u64,
 ) -> ComponentModel {
+    let max_processors = Some(
+        (workload.len() as u64)
+            .saturating_mul(CARTS_PROCESSORS_PER_TASK)
+            .clamp(1, MAX_CONCURRENCY - 1),
+    );
     let result: Result<(ModelInterface, Vec<PeriodRow>, bool), MprError> = match model {
-        CartsModel::Mpr => optimal_mpr_interface(workload, min, max, None).map(|search| {
-            let rows = search
-                .per_period
-                .iter()
-                .map(|(period, found)| PeriodRow {
-                    period: *period,
-                    interface: found.as_ref().map(ModelInterface::mpr),
-                })
-                .collect();
-            (ModelInterface::mpr(&search.best), rows, search.limited)
-        }),
-        _ => optimal_dmpr_interface(workload, min, max, None).map(|search| {
+        CartsModel::Mpr => {
+            optimal_mpr_interface(workload, min, max, max_processors).map(|search| {
+                let rows = search
+                    .per_period
+                    .iter()
+                    .map(|(period, found)| PeriodRow {
+                        period: *period,
+                        interface: found.as_ref().map(ModelInterface::mpr),
+                    })
+                    .collect();
+                (ModelInterface::mpr(&search.best), rows, search.limited)
+            })
+        }
+        _ => optimal_dmpr_interface(workload, min, max, max_processors).map(|search| {
             let rows = search
                 .per_period
                 .iter()

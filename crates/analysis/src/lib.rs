@@ -123,7 +123,7 @@ pub mod carts_models;
 pub use carts::{parse_carts, CartsComponent, CartsError, CartsErrorKind, CartsSystem, CartsTask};
 pub use carts_models::{
     analyze_components, CartsModel, ComponentModel, ModelInterface, ModelOptions, PeriodRow,
-    MAX_MODEL_PERIODS,
+    CARTS_PROCESSORS_PER_TASK, MAX_MODEL_PERIODS,
 };
 pub use compose::{
     analyze_system, domain_interface, rate_monotonic_ranks, rate_monotonic_root, DomainAnalysis,

@@ -522,3 +522,24 @@ fn written_carts_reads_back_to_the_same_interfaces() {
     }
     assert_eq!(parse_carts(GLOBAL).unwrap().period, Some(20));
 }
+
+/// Found by `tools/carts_crosscheck.py` (seed 1, component 35): three gEDF tasks at Π = 14
+/// need 15 processors under the published MPR sbf; CARTS's `MPR2` prints `<model cpus="15"
+/// period="14" execution_time="209">`. With one processor per task (the library's default
+/// bound) there is none; with CARTS's bound, ten per task, the same interface.
+#[test]
+fn mpr_searches_up_to_carts_processor_bound() {
+    let xml = r#"<system os_scheduler="gEDF" period="14"><component name="c35" scheduler="gEDF" period="14">
+        <task name="t0" p="95" d="95" e="14"/><task name="t1" p="147" d="101" e="94"/>
+        <task name="t2" p="175" d="167" e="166"/></component></system>"#;
+    let system = parse_carts(xml).unwrap();
+    let found = analyze_components(&system, CartsModel::Mpr, &ModelOptions::default()).unwrap();
+    let best = found[0].best.unwrap();
+    assert_eq!(
+        (best.carts_cpus, best.period, best.carts_execution_time),
+        (15, 14, 209)
+    );
+    let w = Workload::new(system.components[0].tasks.iter().map(|t| t.task)).unwrap();
+    assert!(optimal_mpr_interface(&w, 14, 14, None).is_err());
+    assert!(optimal_mpr_interface(&w, 14, 14, Some(10)).is_err());
+}
