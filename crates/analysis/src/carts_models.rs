@@ -42,8 +42,9 @@ use crate::workload::{Task, Workload};
 /// per period.
 pub const MAX_MODEL_PERIODS: u64 = 10_000;
 
-/// CARTS's bound on the processors of an MPR or DMPR interface: `m_max` is ten times the
-/// number of tasks of the component (CARTS's DMPR notes; its MPR2 search uses the same).
+/// CARTS's bound on the processors of an MPR or DMPR interface: its `m_max` is ten times
+/// the number of tasks of the component, in both models (`docs/analysis.md`, "CARTS
+/// files", has the component that needs more processors than tasks).
 pub const CARTS_PROCESSORS_PER_TASK: u64 = 10;
 
 /// One of CARTS's resource models.
