@@ -27,6 +27,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,12 +78,17 @@ def run_carts(args, model: str, path: str, out: str):
         if not shutil.which("xvfb-run"):
             return None, "CARTS's PRM model needs a display: install xvfb (xvfb-run)"
         command = ["xvfb-run", "-a"] + command
+    # Its own process group, so that a timeout ends java and Xvfb too, not only xvfb-run.
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout)
+        stdout, stderr = process.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
         return None, f"CARTS timed out after {args.timeout} s"
     if not os.path.exists(out):
-        return None, (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        return None, (stderr or stdout).strip().splitlines()[-1:] or ["no output"]
     try:
         return ET.parse(out).getroot(), None
     except ET.ParseError as error:
