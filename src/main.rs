@@ -232,19 +232,24 @@ struct AnalyzeArgs {
     /// Check the scenario's own VCPU budgets and periods instead of computing interfaces
     #[arg(long)]
     given: bool,
-    /// Several pcpus: the interface of a global EDF guest of several VCPUs, dmpr (full
-    /// VCPUs on pcpus of their own and one partial VCPU) or mpr (equal VCPUs)
-    #[arg(long, value_parser = analyze::parse_model, default_value = "dmpr")]
-    model: analyze::MulticoreModel,
+    /// The resource model of the interfaces: prm (one processor), mpr or dmpr (a global
+    /// EDF guest of several VCPUs). Default: dmpr for such a guest in a scenario, prm for
+    /// a CARTS file
+    #[arg(long, value_parser = analyze::parse_model)]
+    model: Option<analyze::Model>,
+    /// CARTS input: per component, a row for every period of its range (PRM: Θ and the
+    /// bandwidth; MPR: Θ and m′; DMPR: m and Θ), as CARTS prints them; also in --json
+    #[arg(long)]
+    table: bool,
     /// Add each task's worst-case response-time bound and slack under the server policy
     #[arg(long)]
     rta: bool,
     /// Write the report as JSON to this file
     #[arg(long, value_name = "OUT")]
     json: Option<PathBuf>,
-    /// Emit the interfaces: `scenario [OUT.toml]` (a runnable scenario) or `xl [OUT]`
-    /// (`xl sched-rtds` commands); without OUT (or with -) to standard output instead of
-    /// the table
+    /// Emit the interfaces: `scenario [OUT.toml]` (a runnable scenario), `xl [OUT]`
+    /// (`xl sched-rtds` commands) or `carts [OUT.xml]` (the input as CARTS XML, which CARTS
+    /// reads); without OUT (or with -) to standard output instead of the table
     #[arg(long, num_args = 1..=2, value_names = ["KIND", "OUT"])]
     emit: Option<Vec<String>>,
 }
@@ -443,9 +448,10 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
     let emit = match args.emit.as_deref() {
         None => None,
         Some([kind, rest @ ..]) => {
-            if kind != "scenario" && kind != "xl" {
+            if kind != "scenario" && kind != "xl" && kind != "carts" {
                 return Err(bad_input(anyhow!(
-                    "--emit {kind}: expected `scenario [OUT.toml]` or `xl [OUT]`"
+                    "--emit {kind}: expected `scenario [OUT.toml]`, `xl [OUT]` or `carts \
+                     [OUT.xml]`"
                 )));
             }
             let out = rest
@@ -469,22 +475,26 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
         sbf: args.sbf,
         guest: args.guest,
         period_range: args.period_range,
-        fixed_periods: args.fixed_periods,
+        fixed_periods: args.fixed_periods.clone(),
         policy: args.policy,
         given: args.given,
         model: args.model,
     };
+    if analyze::wants_models(&input, &options, args.table) {
+        return analyze_models_command(&args, &input, &options, emit);
+    }
     let report = guarded("analysing", || {
         analyze::analyze(&input, &options).map_err(bad_input)
     })?;
+    warn(&report.warnings);
     // Everything is produced before any file is written.
     let emitted = match &emit {
         None => None,
         Some((kind, out)) => {
-            let text = if kind == "xl" {
-                report.xl_commands()
-            } else {
-                analyze::emit_scenario(&input, &report).map_err(bad_input)?
+            let text = match kind.as_str() {
+                "xl" => report.xl_commands(),
+                "carts" => analyze::emit_carts(&input, &report, &options).map_err(bad_input)?,
+                _ => analyze::emit_scenario(&input, &report).map_err(bad_input)?,
             };
             Some((kind, out, text))
         }
@@ -509,6 +519,72 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
         return print(&emitted);
     }
     let mut table = report.table(args.rta);
+    if let Some(out) = &args.json {
+        table.push_str(&format!("report: {}\n", out.display()));
+    }
+    print(&(table + &text))
+}
+
+/// Each warning on standard error, one line each.
+fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+}
+
+/// `analyze FILE.xml --model mpr|dmpr` or `--table`: the components under one of CARTS's
+/// models ([`analyze::ModelReport`]).
+fn analyze_models_command(
+    args: &AnalyzeArgs,
+    input: &analyze::Input,
+    options: &analyze::Options,
+    emit: Option<(String, Option<PathBuf>)>,
+) -> Result<(), Failure> {
+    if args.rta {
+        return Err(bad_input(anyhow!(
+            "--rta is the one-pcpu analysis's; it does not apply to --model {} or --table",
+            options.model.unwrap_or_default().name()
+        )));
+    }
+    let report = guarded("analysing", || {
+        analyze::analyze_models(input, options, args.table).map_err(bad_input)
+    })?;
+    warn(&report.warnings);
+    let emitted = match &emit {
+        None => None,
+        Some((kind, out)) if kind == "carts" => match input {
+            analyze::Input::Carts { system, .. } => Some((kind, out, system.to_xml())),
+            // analyze_models has refused a scenario already.
+            analyze::Input::Scenario(_) => None,
+        },
+        Some((kind, _)) => {
+            return Err(bad_input(anyhow!(
+                "--emit {kind} writes one-pcpu (PRM) interfaces; with --model {} or --table \
+                 only --emit carts is available",
+                options.model.unwrap_or_default().name()
+            )))
+        }
+    };
+    let mut written = Vec::new();
+    let mut text = String::new();
+    if let Some(out) = &args.json {
+        written.push(text_file(out, &report.to_json())?);
+    }
+    let mut stdout_only = None;
+    if let Some((kind, out, emitted)) = emitted {
+        match out {
+            None => stdout_only = Some(emitted),
+            Some(out) => {
+                written.push(text_file(out, &emitted)?);
+                text.push_str(&format!("{kind}: {}\n", out.display()));
+            }
+        }
+    }
+    files::commit_all(written).map_err(runtime)?;
+    if let Some(emitted) = stdout_only {
+        return print(&emitted);
+    }
+    let mut table = report.table();
     if let Some(out) = &args.json {
         table.push_str(&format!("report: {}\n", out.display()));
     }

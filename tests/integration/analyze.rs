@@ -297,6 +297,100 @@ fn carts_input_is_analysed_and_emitted() {
     assert_exit(&rtvmm(&["check", emitted.to_str().unwrap()]), 0);
 }
 
+/// `--model mpr|dmpr` on the gEDF example prints the interfaces CARTS's `MPR2` and `DMPR`
+/// print for it (run by hand, `docs/analysis.md`): vision ⟨10, 28, 3⟩ and control
+/// ⟨10, 7, 1⟩ under MPR; under DMPR CARTS's (cpus, Θ) = (2, 20) and (1, 7). `--table`
+/// gives PRM's rows per period, in the JSON too, and `--emit carts` writes a file that
+/// reads back to the same interfaces.
+#[test]
+fn carts_models_table_and_emit() {
+    let gedf = example("carts-gedf.xml");
+    let o = rtvmm(&["analyze", &gedf, "--model", "mpr"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("vision (Π = 10): ⟨Π, Θ, m′⟩ = ⟨10, 28, 3⟩"),
+        "{out}"
+    );
+    assert!(
+        out.contains("control (Π = 10): ⟨Π, Θ, m′⟩ = ⟨10, 7, 1⟩"),
+        "{out}"
+    );
+    let report = json_report(&[&gedf, "--model", "dmpr"]);
+    let carts_form = |c: &Value| {
+        (
+            c["best"]["carts_cpus"].as_u64(),
+            c["best"]["carts_execution_time"].as_u64(),
+        )
+    };
+    assert_eq!(carts_form(&report["components"][0]), (Some(2), Some(20)));
+    assert_eq!(carts_form(&report["components"][1]), (Some(1), Some(7)));
+    // The one-pcpu analysis refuses gEDF, naming the component.
+    let o = rtvmm(&["analyze", &gedf]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("\"vision\" is scheduled by gEDF"),
+        "{}",
+        stderr(&o)
+    );
+    // PRM's table: engine's range 5..15, one row each; CARTS prints Θ = 2 at Π = 5.
+    let report = json_report(&[&example("carts.xml"), "--table", "--sbf", "general"]);
+    let engine = &report["components"][1];
+    let rows = engine["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 11);
+    assert_eq!(rows[0]["interface"]["budget"].as_u64(), Some(2));
+    let o = rtvmm(&[
+        "analyze",
+        &example("carts.xml"),
+        "--table",
+        "--sbf",
+        "general",
+    ]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("engine (Π ∈ 5..=15)"), "{}", stdout(&o));
+    // --emit carts: read back, the same interfaces.
+    let dir = tempfile::tempdir().unwrap();
+    let written = dir.path().join("back.xml");
+    let o = rtvmm(&[
+        "analyze",
+        &gedf,
+        "--model",
+        "mpr",
+        "--emit",
+        "carts",
+        written.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let without_lines = |mut report: Value| {
+        for c in report["components"].as_array_mut().unwrap() {
+            c.as_object_mut().unwrap().remove("line");
+        }
+        report["components"].clone()
+    };
+    let again = json_report(&[written.to_str().unwrap(), "--model", "mpr"]);
+    let first = json_report(&[&gedf, "--model", "mpr"]);
+    assert_eq!(without_lines(again), without_lines(first));
+}
+
+/// `--fixed-period` outside the component's `min_period..max_period` warns on stderr,
+/// naming the component, the value and the range, and still analyses at that period.
+#[test]
+fn fixed_period_outside_the_range_warns_on_stderr() {
+    let carts = example("carts.xml");
+    let o = rtvmm(&["analyze", &carts, "--fixed-period", "engine=30"]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "warning: --fixed-period engine=30: 30 units lie outside engine's period range 5..=15"
+        ),
+        "{err}"
+    );
+    let o = rtvmm(&["analyze", &carts, "--fixed-period", "engine=10"]);
+    assert_exit(&o, 0);
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+}
+
 #[test]
 fn bad_carts_input_names_the_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -463,8 +557,8 @@ fn multicore_example_emits_a_scenario_that_runs_without_misses() {
 
 /// The table names the pool's verdict and test and lists every VCPU; `--emit xl` writes a
 /// `vcpu-pin` where a VCPU's pcpus are narrower than its pool and a `sched-rtds -v i` per
-/// VCPU, in µs, as the JSON gives them. `video`'s DMPR interface is one full VCPU (3 ms,
-/// 3 ms) on pcpu 3 of its own and a partial one (3 ms, 2 ms) on pcpus 0–2.
+/// VCPU, in µs, as the JSON gives them. `video`'s DMPR interface is one full VCPU (5 ms,
+/// 5 ms) on pcpu 3 of its own and a partial one (5 ms, 4 ms) on pcpus 0–2.
 #[test]
 fn multicore_table_and_xl_lines_size_and_pin_each_vcpu() {
     let o = rtvmm(&["analyze", &example("multicore-rtds.toml")]);
@@ -473,8 +567,8 @@ fn multicore_table_and_xl_lines_size_and_pin_each_vcpu() {
     for needle in [
         "pool Pool-0 (rtds, pcpus 0,1,2,3): schedulable",
         "(Bertogna, Cirinei & Lipari 2005)",
-        "video    dmpr 1 full + (3, 2)  0     3   3  3ms     3ms     3      yes",
-        "video    dmpr 1 full + (3, 2)  1     3   2  3ms     2ms     0,1,2  yes",
+        "video    dmpr 1 full + (5, 4)  0     5   5  5ms     5ms     3      yes",
+        "video    dmpr 1 full + (5, 4)  1     5   4  5ms     4ms     0,1,2  yes",
         "verdict: schedulable",
     ] {
         assert!(out.contains(needle), "{needle} missing in\n{out}");
@@ -589,8 +683,8 @@ wcet = "1ms"
     );
 }
 
-/// `--model mpr` on the same example: `video`'s MPR interface ⟨3, 5, 2⟩ becomes two
-/// (3 ms, 3 ms) VCPUs in one cluster of four pcpus with three others; each has
+/// `--model mpr` on the same example: `video`'s MPR interface ⟨5, 9, 2⟩ becomes two
+/// (5 ms, 5 ms) VCPUs in one cluster of four pcpus with three others; each has
 /// `Π − Θ + 1 = 1` and four other VCPUs interfering 1 each, 4 ≮ 4·1: not served — which is
 /// why DMPR, whose full VCPU gets a pcpu of its own, is the default. A model that does not
 /// exist is bad input.
@@ -600,8 +694,8 @@ fn multicore_model_mpr_leaves_full_vcpus_unserved_and_a_bad_model_exits_2() {
     assert_exit(&o, 0);
     let out = stdout(&o);
     for needle in [
-        "video    mpr ⟨3, 5, 2⟩  0     3   3  3ms     3ms     0,1,2,3  NO",
-        "video: VCPU 0 (3ms, 3ms) is not given its budget in every period by its pool's root test on pcpus 0-3",
+        "video    mpr ⟨5, 9, 2⟩  0     5   5  5ms     5ms     0,1,2,3  NO",
+        "video: VCPU 0 (5ms, 5ms) is not given its budget in every period by its pool's root test on pcpus 0-3",
         "verdict: NOT schedulable",
     ] {
         assert!(out.contains(needle), "{needle} missing in\n{out}");

@@ -15,7 +15,9 @@
 //! </system>
 //! ```
 //!
-//! * `scheduler` or `os_scheduler`: `RM`, `DM` or `EDF`; default RM. `DM` orders tasks by
+//! * `scheduler` or `os_scheduler`: `RM`, `DM`, `EDF` or `gEDF`; default RM. `gEDF` (global
+//!   EDF on several processors, what CARTS's `MPR2` and `DMPR` models analyse) is read here
+//!   and analysed by [`crate::carts_models`]; the one-processor analysis refuses it. `DM` orders tasks by
 //!   deadline (ties by period, then document order). `RM` with a task whose deadline is
 //!   below its period is read as CARTS reads it — tasks ordered by deadline, i.e. `DM` —
 //!   and [`CartsComponent::scheduler_written`] keeps what the file said so that reports can
@@ -50,6 +52,13 @@ pub struct CartsSystem {
     /// The root scheduler attribute, if given (the one-pcpu root here is always RM on the
     /// interfaces; this is kept for reporting).
     pub scheduler: Option<String>,
+    /// The root's `period` (CARTS's `MPR2` and `DMPR` models need one, or `min_period` equal
+    /// to `max_period`, for the interface of the system itself); kept for writing back.
+    pub period: Option<u64>,
+    /// The root's `min_period`, if given.
+    pub min_period: Option<u64>,
+    /// The root's `max_period`, if given.
+    pub max_period: Option<u64>,
     /// Top-level components: the domains.
     pub components: Vec<CartsComponent>,
 }
@@ -77,6 +86,13 @@ pub struct CartsComponent {
     pub children: Vec<CartsComponent>,
     /// Line of the `<component>` tag.
     pub line: u32,
+}
+
+impl CartsComponent {
+    /// Whether the component says `gEDF` (global EDF on several processors).
+    pub fn is_global_edf(&self) -> bool {
+        self.scheduler_written.eq_ignore_ascii_case("gedf")
+    }
 }
 
 /// A `<task>`.
@@ -147,6 +163,15 @@ pub enum CartsErrorKind {
         /// Line of the first component with it.
         first_line: u32,
     },
+    /// A `gEDF` component in the one-processor (PRM) analysis.
+    GlobalEdf(String),
+    /// A component the MPR/DMPR analysis cannot take (named, with the reason).
+    Multiprocessor {
+        /// The component.
+        component: String,
+        /// Why.
+        reason: String,
+    },
     /// A child component has no interface (its workload is unschedulable).
     ChildUnschedulable {
         /// Child name.
@@ -175,7 +200,7 @@ impl fmt::Display for CartsErrorKind {
             ),
             CartsErrorKind::BadScheduler(value) => write!(
                 f,
-                "unsupported scheduler \"{value}\" (expected RM, DM or EDF)"
+                "unsupported scheduler \"{value}\" (expected RM, DM, EDF or gEDF)"
             ),
             CartsErrorKind::BadTask(message) => write!(f, "invalid task: {message}"),
             CartsErrorKind::EmptyComponent(name) => {
@@ -192,6 +217,14 @@ impl fmt::Display for CartsErrorKind {
                  {first_line}; component names must be unique (each top-level component is a \
                  domain)"
             ),
+            CartsErrorKind::GlobalEdf(name) => write!(
+                f,
+                "component \"{name}\" is scheduled by gEDF (global EDF on several processors): \
+                 analyse it with a multiprocessor model (MPR or DMPR), not PRM"
+            ),
+            CartsErrorKind::Multiprocessor { component, reason } => {
+                write!(f, "component \"{component}\": {reason}")
+            }
             CartsErrorKind::ChildUnschedulable { child, reason } => {
                 write!(f, "child component \"{child}\" has no interface: {reason}")
             }
@@ -217,7 +250,7 @@ pub fn parse_carts(xml: &str) -> Result<CartsSystem, CartsError> {
         }
     })?;
     let parser = Parser {
-        document: &document,
+        lines: LineTable::new(xml),
     };
     let root = document.root_element();
     let root_name = root.tag_name().name();
@@ -257,6 +290,9 @@ pub fn parse_carts(xml: &str) -> Result<CartsSystem, CartsError> {
         }
     }
     Ok(CartsSystem {
+        period: parser.number(root, "period")?,
+        min_period: parser.number(root, "min_period")?,
+        max_period: parser.number(root, "max_period")?,
         scheduler: root
             .attribute("os_scheduler")
             .or_else(|| root.attribute("scheduler"))
@@ -265,14 +301,56 @@ pub fn parse_carts(xml: &str) -> Result<CartsSystem, CartsError> {
     })
 }
 
-struct Parser<'d, 'input> {
-    document: &'d roxmltree::Document<'input>,
+/// Line and column of a byte offset, by binary search in the offsets where lines start.
+///
+/// `roxmltree::Document::text_pos_at` counts from the start of the text at every call, so
+/// asking it once per component and task made reading N components O(N²): 174 s for
+/// 100,000 components (issue 23). This table is built once, in one pass; a look-up is
+/// O(log lines) plus the characters of its own line. Positions are the same as
+/// roxmltree's: lines counted by `\n`, columns in characters from 1.
+struct LineTable<'input> {
+    text: &'input str,
+    /// Byte offset of the first character of each line; `starts[0] = 0`.
+    starts: Vec<usize>,
 }
 
-impl<'d, 'input> Parser<'d, 'input> {
+impl<'input> LineTable<'input> {
+    fn new(text: &'input str) -> LineTable<'input> {
+        let starts = std::iter::once(0)
+            .chain(
+                text.bytes()
+                    .enumerate()
+                    .filter(|&(_, byte)| byte == b'\n')
+                    .map(|(offset, _)| offset + 1),
+            )
+            .collect();
+        LineTable { text, starts }
+    }
+
+    /// 1-based (line, column) of the byte `offset` (clamped to the text's end).
+    fn position(&self, offset: usize) -> (u32, u32) {
+        let offset = offset.min(self.text.len());
+        // The last line starting at or before `offset`; `starts[0] = 0` makes it exist.
+        let line = self.starts.partition_point(|&start| start <= offset);
+        let start = self.starts[line - 1];
+        let column = self
+            .text
+            .get(start..offset)
+            .map_or(0, |prefix| prefix.chars().count());
+        (
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column + 1).unwrap_or(u32::MAX),
+        )
+    }
+}
+
+struct Parser<'input> {
+    lines: LineTable<'input>,
+}
+
+impl Parser<'_> {
     fn position(&self, node: roxmltree::Node<'_, '_>) -> (u32, u32) {
-        let position = self.document.text_pos_at(node.range().start);
-        (position.row, position.col)
+        self.lines.position(node.range().start)
     }
 
     fn error(&self, node: roxmltree::Node<'_, '_>, kind: CartsErrorKind) -> CartsError {
@@ -289,12 +367,8 @@ impl<'d, 'input> Parser<'d, 'input> {
     ) -> CartsError {
         match node.attributes().find(|a| a.name() == attribute) {
             Some(found) => {
-                let position = self.document.text_pos_at(found.range_value().start);
-                CartsError {
-                    line: position.row,
-                    column: position.col,
-                    kind,
-                }
+                let (line, column) = self.lines.position(found.range_value().start);
+                CartsError { line, column, kind }
             }
             None => self.error(node, kind),
         }
@@ -377,7 +451,8 @@ impl<'d, 'input> Parser<'d, 'input> {
             "RM" if constrained => GuestScheduler::Dm,
             "RM" => GuestScheduler::Rm,
             "DM" => GuestScheduler::Dm,
-            "EDF" => GuestScheduler::Edf,
+            // Global EDF reads as EDF; `is_global_edf` keeps it apart (see the module docs).
+            "EDF" | "GEDF" => GuestScheduler::Edf,
             _ => {
                 return Err(self.attribute_error(
                     node,
@@ -489,6 +564,40 @@ fn parse_whole(text: &str) -> Option<u64> {
 }
 
 impl CartsSystem {
+    /// The system as CARTS XML, in the form CARTS's own parsers read: every task with its
+    /// `name`, `p`, `d` and `e` (CARTS refuses a task without `d`), every component with its
+    /// `name` and `scheduler`, the root with `os_scheduler` (RM when the file gave none).
+    /// [`parse_carts`] reads it back to the same system, lines aside.
+    ///
+    /// ```
+    /// let xml = r#"<system><component name="c"><task p="10" e="2"/></component></system>"#;
+    /// let system = rtvmm_analysis::parse_carts(xml).unwrap();
+    /// let written = system.to_xml();
+    /// assert!(written.contains(r#"<task name="task@1" p="10" d="10" e="2"/>"#));
+    /// let again = rtvmm_analysis::parse_carts(&written).unwrap();
+    /// assert_eq!(again.components[0].tasks[0].task, system.components[0].tasks[0].task);
+    /// ```
+    pub fn to_xml(&self) -> String {
+        let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<system");
+        let scheduler = self.scheduler.as_deref().unwrap_or("RM");
+        out.push_str(&format!(" os_scheduler=\"{}\"", escape(scheduler)));
+        for (attribute, value) in [
+            ("period", self.period),
+            ("min_period", self.min_period),
+            ("max_period", self.max_period),
+        ] {
+            if let Some(value) = value {
+                out.push_str(&format!(" {attribute}=\"{value}\""));
+            }
+        }
+        out.push_str(">\n");
+        for component in &self.components {
+            write_component(&mut out, component, 1);
+        }
+        out.push_str("</system>\n");
+        out
+    }
+
     /// The top-level components as domains for [`crate::analyze_system`].
     ///
     /// A component's interface choice: `period` + `budget` → given; `period` → fixed
@@ -499,6 +608,16 @@ impl CartsSystem {
         self.components
             .iter()
             .map(|component| {
+                if let Some(global) = std::iter::once(component)
+                    .chain(&component.children)
+                    .find(|c| c.is_global_edf())
+                {
+                    return Err(CartsError {
+                        line: global.line,
+                        column: 1,
+                        kind: CartsErrorKind::GlobalEdf(global.name.clone()),
+                    });
+                }
                 let mut tasks: Vec<Task> = component.tasks.iter().map(|t| t.task).collect();
                 for child in &component.children {
                     tasks.push(child_interface_task(child, mode)?);
@@ -517,6 +636,58 @@ impl CartsSystem {
             })
             .collect()
     }
+}
+
+fn write_component(out: &mut String, component: &CartsComponent, depth: usize) {
+    let indent = "  ".repeat(depth);
+    out.push_str(&format!(
+        "{indent}<component name=\"{}\" scheduler=\"{}\"",
+        escape(&component.name),
+        escape(&component.scheduler_written)
+    ));
+    for (attribute, value) in [
+        ("min_period", component.min_period),
+        ("max_period", component.max_period),
+        ("period", component.period),
+        ("budget", component.budget),
+    ] {
+        if let Some(value) = value {
+            out.push_str(&format!(" {attribute}=\"{value}\""));
+        }
+    }
+    out.push_str(">\n");
+    for task in &component.tasks {
+        out.push_str(&format!(
+            "{indent}  <task name=\"{}\" p=\"{}\" d=\"{}\" e=\"{}\"/>\n",
+            escape(&task.name),
+            task.task.period,
+            task.task.deadline,
+            task.task.wcet
+        ));
+    }
+    for child in &component.children {
+        write_component(out, child, depth + 1);
+    }
+    out.push_str(&format!("{indent}</component>\n"));
+}
+
+/// Text for an XML attribute value.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' => out.push_str("&#9;"),
+            '\r' => out.push_str("&#13;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn interface_choice(component: &CartsComponent) -> InterfaceChoice {
@@ -585,6 +756,25 @@ fn child_interface_task(child: &CartsComponent, mode: SbfMode) -> Result<Task, C
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The line table answers what roxmltree's own scan answers, at every byte offset that
+    /// starts a character: empty lines, CRLF, multi-byte characters, the text's end.
+    #[test]
+    fn line_table_agrees_with_roxmltree() {
+        let text = "<system>\r\n\n  <component name=\"été\">\n\t<task p=\"1\" e=\"1\"/>\
+                    </component>\n</system>\n";
+        let document = roxmltree::Document::parse(text).unwrap();
+        let table = LineTable::new(text);
+        for offset in (0..=text.len()).filter(|&o| text.is_char_boundary(o)) {
+            let expected = document.text_pos_at(offset);
+            assert_eq!(
+                table.position(offset),
+                (expected.row, expected.col),
+                "offset {offset}"
+            );
+        }
+        assert_eq!(table.position(text.len() + 5), table.position(text.len()));
+    }
 
     #[test]
     fn whole_numbers() {

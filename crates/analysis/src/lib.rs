@@ -25,7 +25,8 @@
 //! | [`mpr`] | MPR `⟨Π, Θ, m′⟩`: published sbf, gEDF test, minimum-bandwidth interface, MPR→VCPUs | Shin, Easwaran & Lee, ECRTS 2008 |
 //! | [`bcl`] | global EDF over budget-keeping servers (RTDS VCPUs) on m pcpus: which get their budget | Bertogna, Cirinei & Lipari, ECRTS 2005 |
 //! | [`dmpr`] | DMPR: m full VCPUs + a partial `(Π, Θ)`: sbf, gEDF test, minimum-bandwidth interface | Xu et al., RTSS 2013 / RTS 2015 |
-//! | [`carts`] | CARTS XML input | CARTS (UPenn) |
+//! | [`carts`] | CARTS XML input (PRM components and `gEDF` ones) | CARTS (UPenn) |
+//! | [`carts_models`] | a CARTS file under PRM, MPR or DMPR, period by period (CARTS's tables) | CARTS (UPenn) |
 //!
 //! ## Conventions
 //!
@@ -119,7 +120,13 @@ pub mod compose;
 pub mod carts;
 pub mod system;
 
+pub mod carts_models;
+
 pub use carts::{parse_carts, CartsComponent, CartsError, CartsErrorKind, CartsSystem, CartsTask};
+pub use carts_models::{
+    analyze_components, CartsModel, ComponentModel, ModelInterface, ModelOptions, PeriodRow,
+    CARTS_PROCESSORS_PER_TASK, MAX_MODEL_PERIODS,
+};
 pub use compose::{
     analyze_system, domain_interface, rate_monotonic_ranks, rate_monotonic_root, DomainAnalysis,
     DomainFailure, DomainSpec, InterfaceChoice, InterfaceOutcome, RootTask, SystemAnalysis,

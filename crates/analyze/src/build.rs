@@ -23,6 +23,7 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         domains: inputs,
         mut notes,
         not_covered,
+        warnings,
     } = converted;
     let model = system.root;
     // Each domain's server kind at the root, for the notes.
@@ -74,6 +75,7 @@ pub(crate) fn build(converted: Converted, result: &SystemResult) -> Report {
         pools: Vec::new(),
         not_covered,
         notes,
+        warnings,
     }
 }
 

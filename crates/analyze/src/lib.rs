@@ -18,6 +18,7 @@
 //! | `multicore` | several pcpus, pools, VCPUs: components, MPR interfaces, a root per pool |
 //! | `render` | the table, JSON and `xl` lines |
 //! | `emit` | `--emit scenario`: a runnable scenario whose VCPUs are the interfaces |
+//! | `models` | a CARTS file under `--model prm\|mpr\|dmpr`, `--table` (per period, as CARTS prints), `--emit carts` |
 //! | `error` | [`AnalyzeError`] |
 //!
 //! ```
@@ -178,14 +179,17 @@ mod render;
 
 mod emit;
 
+mod models;
+
 use rtvmm_analysis::system;
 
 pub use convert::CARTS_DEFAULT_UNIT;
 pub use emit::emit_scenario;
 pub use error::AnalyzeError;
 pub use input::Input;
+pub use models::{analyze_models, emit_carts, wants_models, ModelReport};
 pub use options::{
-    parse_guest, parse_model, parse_sbf, FixedPeriod, Length, MulticoreModel, Options, PeriodBounds,
+    parse_guest, parse_model, parse_sbf, FixedPeriod, Length, Model, Options, PeriodBounds,
 };
 pub use report::{
     DomainReport, InterfaceSource, PoolReport, Refusal, Report, RtaStatus, TaskKind, TaskReport,

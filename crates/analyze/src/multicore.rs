@@ -61,7 +61,7 @@ use rtvmm_system::Change;
 use crate::error::AnalyzeError;
 use crate::input::Input;
 use crate::names::TaskKind;
-use crate::options::{FixedPeriod, Length, MulticoreModel, Options};
+use crate::options::{FixedPeriod, Length, Model, Options};
 use crate::report::{DomainReport, PoolReport, Report, RtaStatus, VcpuReport};
 
 /// Whether the scenario needs the multicore analysis.
@@ -837,8 +837,19 @@ fn mpr(
         }
     };
     let k = u64::from(domain.placement.vcpu_count());
-    if options.model == MulticoreModel::Dmpr {
-        return dmpr(report, given, options, unit, &workload, k, outcome);
+    match options.model {
+        None | Some(Model::Dmpr) => {
+            return dmpr(report, given, options, unit, &workload, k, outcome);
+        }
+        Some(Model::Prm) => {
+            outcome.not_covered = Some(
+                "--model prm is the one-VCPU model: a global EDF guest of several VCPUs \
+                 needs --model dmpr (the default) or mpr"
+                    .to_string(),
+            );
+            return;
+        }
+        Some(Model::Mpr) => {}
     }
     let mpr = if options.given {
         let period = given[0].0;
@@ -1336,10 +1347,10 @@ mod tests {
     }
 
     /// `--model mpr`: a global EDF guest of up to three VCPUs gets the library's
-    /// minimum-bandwidth MPR interface ⟨Π, Θ, m′⟩ (here ⟨3, 5, 2⟩), as m′ VCPUs of
-    /// (Π, ⌈Θ/m′⌉) = two (3, 3), which pass the gEDF test as ⟨3, 6, 2⟩. On four pcpus with
-    /// f's two VCPUs (10, 5): each (3, 3) has L = 1 and three others contributing 1, 3 < 4:
-    /// served. A global fixed-priority guest is not covered, named — its VCPUs still
+    /// minimum-bandwidth MPR interface ⟨Π, Θ, m′⟩ (here ⟨5, 9, 2⟩), as m′ VCPUs of
+    /// (Π, ⌈Θ/m′⌉) = two (5, 5), which pass the gEDF test as ⟨5, 10, 2⟩. On four pcpus with
+    /// f's two VCPUs (10, 5): each (5, 5) has L = 1 and three others contributing 1
+    /// (W_(5,5)(5) = 5, W_(10,5)(5) = min(5, 5) = 5, each capped at 1), 3 < 4: served. A global fixed-priority guest is not covered, named — its VCPUs still
     /// compete.
     #[test]
     fn global_guests_mpr_or_not_covered() {
@@ -1357,7 +1368,7 @@ mod tests {
             &VIDEO,
         ));
         let mpr = Options {
-            model: crate::MulticoreModel::Mpr,
+            model: Some(crate::Model::Mpr),
             ..Options::default()
         };
         let report = run_on(&text, &mpr);
@@ -1365,15 +1376,15 @@ mod tests {
         let best = optimal_mpr_interface(&w, 1, 10, Some(3)).unwrap().best;
         assert_eq!(
             (best.period(), best.budget(), best.concurrency()),
-            (3, 5, 2)
+            (5, 9, 2)
         );
         let g = &report.domains[0];
-        assert_eq!(g.model.as_deref(), Some("mpr ⟨3, 5, 2⟩"));
+        assert_eq!(g.model.as_deref(), Some("mpr ⟨5, 9, 2⟩"));
         let vcpus: Vec<(Option<u64>, Option<u64>)> =
             g.vcpus.iter().map(|v| (v.period, v.budget)).collect();
-        assert_eq!(vcpus, vec![(Some(3), Some(3)); 2]);
+        assert_eq!(vcpus, vec![(Some(5), Some(5)); 2]);
         assert_eq!(
-            gedf_schedulable(&w, &Mpr::new(3, 6, 2).unwrap()),
+            gedf_schedulable(&w, &Mpr::new(5, 10, 2).unwrap()),
             GedfVerdict::Schedulable
         );
         assert!(g.guaranteed, "{g:#?}");
@@ -1393,11 +1404,11 @@ mod tests {
     }
 
     /// DMPR (the default): the same guest gets the library's minimum-bandwidth DMPR
-    /// interface, one full VCPU and a partial (3, 2). The hybrid root gives the full VCPU
+    /// interface, one full VCPU and a partial (5, 4). The hybrid root gives the full VCPU
     /// pcpu 3 of its own — alone there, L = 1 and no interference: served — and moves every
-    /// VCPU free to run anywhere to pcpus 0–2: the partial (3, 2) and h's (10, 5) there,
-    /// BCL on m = 3 (for (3, 2): L = 2, min(W_(10,5)(3) = 3, 2) = 2 < 6; for (10, 5): L = 6,
-    /// W_(3,2)(10) = 3·2 + min(2, 1) = 7, min(7, 6) = 6 < 18).
+    /// VCPU free to run anywhere to pcpus 0–2: the partial (5, 4) and h's (10, 5) there,
+    /// BCL on m = 3 (for (5, 4): L = 2, min(W_(10,5)(5) = 5, 2) = 2 < 6; for (10, 5): L = 6,
+    /// W_(5,4)(10) = 2·4 + min(4, 0) = 8, min(8, 6) = 6 < 18).
     #[test]
     fn dmpr_hybrid_root_gives_the_full_vcpu_a_pcpu_of_its_own() {
         let mut text = rtds(4);
@@ -1412,18 +1423,18 @@ mod tests {
         let best = optimal_dmpr_interface(&video_pairs(), 1, 10, Some(3))
             .unwrap()
             .best;
-        assert_eq!((best.full(), best.period(), best.budget()), (1, 3, 2));
+        assert_eq!((best.full(), best.period(), best.budget()), (1, 5, 4));
         assert_eq!(
             gedf_schedulable_dmpr(&video_pairs(), &best),
             GedfVerdict::Schedulable
         );
         let g = &report.domains[0];
-        assert_eq!(g.model.as_deref(), Some("dmpr 1 full + (3, 2)"));
+        assert_eq!(g.model.as_deref(), Some("dmpr 1 full + (5, 4)"));
         let shown = |v: &crate::VcpuReport| (v.period, v.budget, v.pcpus.clone(), v.served);
-        assert_eq!(shown(&g.vcpus[0]), (Some(3), Some(3), vec![3], Some(true)));
+        assert_eq!(shown(&g.vcpus[0]), (Some(5), Some(5), vec![3], Some(true)));
         assert_eq!(
             shown(&g.vcpus[1]),
-            (Some(3), Some(2), vec![0, 1, 2], Some(true))
+            (Some(5), Some(4), vec![0, 1, 2], Some(true))
         );
         assert_eq!(g.vcpus.len(), 2);
         assert_eq!(report.domains[1].vcpus[0].pcpus, vec![0, 1, 2]);
@@ -1437,7 +1448,7 @@ mod tests {
         let again = analyze(&Input::Scenario(back), &given()).unwrap();
         assert_eq!(
             again.domains[0].model.as_deref(),
-            Some("dmpr 1 full + (3, 2)")
+            Some("dmpr 1 full + (5, 4)")
         );
         assert!(again.schedulable, "{again:#?}");
     }
@@ -1631,7 +1642,7 @@ mod tests {
 
     /// On one pcpu the full DMPR VCPU cannot have a pcpu of its own and leave one for the
     /// partial VCPU: nothing is dedicated, a note says so, and the root judges them
-    /// together — (3, 3) has L = 1 and W_(3,2)(3) = 2, min(2, 1) = 1 ≮ 1: not served.
+    /// together — (5, 5) has L = 1 and W_(5,4)(5) = 4, min(4, 1) = 1 ≮ 1: not served.
     #[test]
     fn a_full_dmpr_vcpu_without_a_pcpu_to_spare_is_judged_with_the_others() {
         let mut text = rtds(1);
@@ -1643,7 +1654,7 @@ mod tests {
         ));
         let report = run_on(&text, &Options::default());
         let g = &report.domains[0];
-        assert_eq!(g.model.as_deref(), Some("dmpr 1 full + (3, 2)"));
+        assert_eq!(g.model.as_deref(), Some("dmpr 1 full + (5, 4)"));
         assert!(g.vcpus.iter().all(|v| v.pcpus == vec![0]));
         assert_eq!(g.vcpus[0].served, Some(false));
         assert!(!g.guaranteed);

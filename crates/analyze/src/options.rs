@@ -137,26 +137,37 @@ pub fn parse_guest(text: &str) -> Result<AnalysisGuest, String> {
     }
 }
 
-/// `--model`: the interface of a global EDF guest of several VCPUs.
+/// `--model prm|mpr|dmpr`: the resource model of the interfaces — the periodic resource
+/// on one processor (PRM), or the multiprocessor models of a global EDF guest of several
+/// VCPUs: MPR `⟨Π, Θ, m′⟩` (Shin, Easwaran & Lee 2008) as m′ equal VCPUs scheduled by
+/// global EDF with the rest of their pool, or DMPR (Xu et al. 2013): m full VCPUs, each on
+/// a pcpu of its own, and one partial VCPU `(Π, Θ)` by global EDF on the pool's other pcpus.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum MulticoreModel {
-    /// MPR `⟨Π, Θ, m′⟩` (Shin, Easwaran & Lee 2008) as m′ equal VCPUs, all scheduled by
-    /// global EDF with the rest of their pool.
-    Mpr,
-    /// DMPR (Xu et al. 2013): m full VCPUs, each on a pcpu of its own, and one partial VCPU
-    /// `(Π, Θ)` scheduled by global EDF on the pool's other pcpus — what RT-Xen sizes RTDS
-    /// VCPUs with, and the default: a full VCPU beside others in one EDF cluster is never
-    /// sure of its whole period, while on its own pcpu it is.
+pub enum Model {
     #[default]
+    Prm,
+    Mpr,
     Dmpr,
 }
 
-/// `--model mpr|dmpr`.
-pub fn parse_model(text: &str) -> Result<MulticoreModel, String> {
+impl Model {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Prm => "prm",
+            Model::Mpr => "mpr",
+            Model::Dmpr => "dmpr",
+        }
+    }
+}
+
+/// `--model prm|mpr|dmpr`.
+pub fn parse_model(text: &str) -> Result<Model, String> {
     match text.trim().to_ascii_lowercase().as_str() {
-        "mpr" => Ok(MulticoreModel::Mpr),
-        "dmpr" => Ok(MulticoreModel::Dmpr),
-        _ => Err(format!("unknown model '{text}': expected mpr or dmpr")),
+        "prm" => Ok(Model::Prm),
+        "mpr" => Ok(Model::Mpr),
+        "dmpr" => Ok(Model::Dmpr),
+        _ => Err(format!("unknown model '{text}': expected prm, mpr or dmpr")),
     }
 }
 
@@ -176,8 +187,11 @@ pub struct Options {
     pub policy: Option<PolicyKind>,
     /// Check the domains' own VCPU budgets and periods instead of computing interfaces.
     pub given: bool,
-    /// The interface of a global EDF guest of several VCPUs (several pcpus only).
-    pub model: MulticoreModel,
+    /// The resource model (`--model`); `None` is each input's default: PRM for a CARTS
+    /// file, DMPR for a global EDF guest of several VCPUs in a scenario (what suits RTDS:
+    /// a full VCPU beside others in one EDF cluster is never sure of its whole period,
+    /// while on its own pcpu it is).
+    pub model: Option<Model>,
 }
 
 #[cfg(test)]
@@ -198,5 +212,8 @@ mod tests {
         let f: FixedPeriod = "d=1=10".parse().unwrap();
         assert_eq!(f.domain, "d=1");
         assert!("x".parse::<FixedPeriod>().is_err());
+        assert_eq!(parse_model("DMPR"), Ok(Model::Dmpr));
+        assert_eq!(Model::default(), Model::Prm);
+        assert!(parse_model("mpr2").is_err());
     }
 }

@@ -179,6 +179,9 @@ pub struct Report {
     /// [`DomainReport::not_covered`] instead.
     pub not_covered: Vec<String>,
     pub notes: Vec<String>,
+    /// For stderr: an option that contradicts the input (a fixed period outside the
+    /// domain's period range). The analysis still runs as asked.
+    pub warnings: Vec<String>,
 }
 
 fn guest_label<S: Serializer>(guest: &Option<AnalysisGuest>, s: S) -> Result<S::Ok, S::Error> {

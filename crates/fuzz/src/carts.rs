@@ -2,8 +2,9 @@
 //!
 //! [`check`] reads a file with `parse_carts`. Refused: the error gives a line and reads
 //! well. Accepted: every component has tasks or child components, nesting is at most one
-//! level, every task is valid (0 < e ≤ p, 0 < d ≤ p), periods are positive and a budget
-//! comes with a period. Then, only for small systems (every number at most
+//! level, every task is valid (0 < e ≤ p, 0 < d ≤ p), periods are positive, a budget
+//! comes with a period, and what `CartsSystem::to_xml` writes reads back to the same
+//! system. Then, only for small systems (every number at most
 //! [`ANALYSIS_MAX_NUMBER`], at most [`ANALYSIS_MAX_TASKS`] tasks), the whole analysis of
 //! `rtvmm analyze` runs and must answer with a report or an error that reads well: the
 //! analysis of large numbers is bounded by its own tests and benchmark, not here.
@@ -41,6 +42,7 @@ pub fn check(text: &str) -> Checked {
     for c in &system.components {
         component_holds(c, 0)?;
     }
+    round_trip(&system)?;
     if small(&system) {
         let input = Input::Carts {
             file: "fuzz.xml".into(),
@@ -51,6 +53,31 @@ pub fn check(text: &str) -> Checked {
         }
     }
     Ok(Outcome::Accepted)
+}
+
+/// What `CartsSystem::to_xml` (`rtvmm analyze --emit carts`) writes reads back to the same
+/// system, lines aside (and a root without `os_scheduler` written as RM, which CARTS needs).
+fn round_trip(system: &CartsSystem) -> Result<(), Failure> {
+    fn without_lines(mut system: CartsSystem) -> CartsSystem {
+        system.scheduler.get_or_insert_with(|| "RM".to_string());
+        fn strip(c: &mut CartsComponent) {
+            c.line = 0;
+            c.tasks.iter_mut().for_each(|t| t.line = 0);
+            c.children.iter_mut().for_each(strip);
+        }
+        system.components.iter_mut().for_each(strip);
+        system
+    }
+    let written = system.to_xml();
+    match parse_carts(&written) {
+        Ok(again) if without_lines(again.clone()) == without_lines(system.clone()) => Ok(()),
+        Ok(_) => Err(Failure::wrong(format!(
+            "CARTS written by to_xml reads back to another system:\n{written}"
+        ))),
+        Err(error) => Err(Failure::wrong(format!(
+            "CARTS written by to_xml is refused ({error}):\n{written}"
+        ))),
+    }
 }
 
 fn component_holds(c: &CartsComponent, depth: usize) -> Result<(), Failure> {

@@ -126,10 +126,11 @@ pub const SCENARIO_TOKENS: &[&str] = &[
     "\n",
 ];
 
-/// The CARTS example of `examples/` and the format's documented examples.
+/// The CARTS examples of `examples/` and the format's documented examples.
 pub fn carts() -> Vec<String> {
     vec![
         include_str!("../../../examples/carts.xml").to_string(),
+        include_str!("../../../examples/carts-gedf.xml").to_string(),
         r#"<system os_scheduler="RM">
   <component name="C1" scheduler="RM" min_period="5" max_period="50">
     <task name="T1" p="25" d="25" e="3"/>

@@ -46,6 +46,8 @@ pub(crate) struct Converted {
     /// What the input holds that the analysis does not model at all (several pcpus, cpupools,
     /// placement, several VCPUs, events): with any of it no verdict is a guarantee.
     pub not_covered: Vec<String>,
+    /// What the user should see on stderr (a fixed period outside the period range).
+    pub warnings: Vec<String>,
 }
 
 /// One input domain, as the report shows it.
@@ -164,7 +166,8 @@ pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, Ana
             .collect::<Vec<_>>(),
         Input::Carts { file, system } => carts::drafts(file, system, unit, options, &mut notes)?,
     };
-    apply_interface_options(&mut drafts, unit, options, &mut notes)?;
+    let mut warnings = Vec::new();
+    apply_interface_options(&mut drafts, unit, options, &mut notes, &mut warnings)?;
     if let Input::Scenario(scenario) = input {
         scenario_notes(scenario, options, &mut notes);
         not_covered = scenario_not_covered(scenario);
@@ -207,6 +210,7 @@ pub(crate) fn convert(input: &Input, options: &Options) -> Result<Converted, Ana
         domains,
         notes,
         not_covered,
+        warnings,
     })
 }
 
@@ -274,7 +278,9 @@ fn apply_interface_options(
     unit: u64,
     options: &Options,
     notes: &mut Vec<String>,
+    warnings: &mut Vec<String>,
 ) -> Result<(), AnalyzeError> {
+    let mut ranged_by_option: Vec<String> = Vec::new();
     if let Some(bounds) = options.period_range {
         let min = bounds.min.ceil_units(unit).max(1);
         let max = bounds.max.floor_units(unit);
@@ -290,6 +296,7 @@ fn apply_interface_options(
             // A CARTS component's own min_period/max_period wins over the command line.
             if d.choice == InterfaceChoice::Optimal(PeriodRange::default()) {
                 d.choice = InterfaceChoice::Optimal(PeriodRange::new(min, max));
+                ranged_by_option.push(d.name.clone());
             }
         }
     }
@@ -334,10 +341,39 @@ fn apply_interface_options(
                 Nanos::from_ns(unit)
             ))
         })?;
+        if let InterfaceChoice::Optimal(range) = d.choice {
+            let origin = if ranged_by_option.contains(&d.name) {
+                "--period-range"
+            } else {
+                "the component's min_period/max_period"
+            };
+            warnings.extend(fixed_period_warning(
+                &d.name, period, range.min, range.max, origin,
+            ));
+        }
         d.choice = InterfaceChoice::FixedPeriod(period);
         d.source = InterfaceSource::FixedPeriod;
     }
     Ok(())
+}
+
+/// The warning for `--fixed-period NAME=PERIOD` outside the domain's (component's) period
+/// range `min..=max` (`max` `None`: unbounded), or `None` when it lies inside.
+pub(crate) fn fixed_period_warning(
+    name: &str,
+    period: u64,
+    min: u64,
+    max: Option<u64>,
+    origin: &str,
+) -> Option<String> {
+    let outside = period < min || max.is_some_and(|max| period > max);
+    outside.then(|| {
+        let max = max.map_or_else(|| "∞".to_string(), |max| max.to_string());
+        format!(
+            "--fixed-period {name}={period}: {period} units lie outside {name}'s period range \
+             {min}..={max} ({origin}); the interface is computed at {period} all the same"
+        )
+    })
 }
 
 /// What a scenario holds that the single-pcpu analysis does not model, one reason per
@@ -631,6 +667,50 @@ mod tests {
         };
         let err = analyze(&Input::Scenario(scenario(&text)), &unknown).unwrap_err();
         assert!(err.to_string().contains("no domain named 'nope'"), "{err}");
+    }
+
+    /// `--fixed-period` outside the period range warns, naming the domain, the value and
+    /// the range; inside it, or without a range, it does not. The interface is computed at
+    /// the fixed period all the same.
+    #[test]
+    fn fixed_period_outside_the_range_warns() {
+        let text = format!("{HEAD}{}", domain("d", "", &[("a", "25ms", "3ms")]));
+        let with = |range: Option<&str>, fixed: &str| {
+            let options = Options {
+                period_range: range.map(|r| r.parse().unwrap()),
+                fixed_periods: vec![fixed.parse().unwrap()],
+                ..Options::default()
+            };
+            run_on(&text, &options)
+        };
+        let outside = with(Some("5..8"), "d=10");
+        assert_eq!(
+            outside.warnings,
+            vec![
+                "--fixed-period d=10: 10 units lie outside d's period range 5..=8 \
+                 (--period-range); the interface is computed at 10 all the same"
+                    .to_string()
+            ]
+        );
+        assert_eq!(outside.domains[0].period, Some(10));
+        assert!(with(Some("5..8"), "d=4").warnings[0].contains("4 units lie outside"));
+        assert!(with(Some("5..10"), "d=10").warnings.is_empty());
+        assert!(with(None, "d=100").warnings.is_empty());
+        // A CARTS component's own range.
+        let xml = r#"<system><component name="c" scheduler="RM" min_period="5" max_period="15">
+                     <task p="20" d="20" e="2"/></component></system>"#;
+        let options = Options {
+            fixed_periods: vec!["c=20".parse().unwrap()],
+            ..Options::default()
+        };
+        let report = analyze(&super::super::tests::carts(xml), &options).unwrap();
+        assert_eq!(report.warnings.len(), 1);
+        assert!(
+            report.warnings[0]
+                .contains("c's period range 5..=15 (the component's min_period/max_period)"),
+            "{:?}",
+            report.warnings
+        );
     }
 
     #[test]
