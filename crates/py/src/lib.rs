@@ -202,7 +202,7 @@ type Analysis = (
 );
 
 /// analyze(kind, value, quantum=None, sbf="auto", guest=None, period_range=None,
-/// fixed_periods=(), policy=None, given=False)
+/// fixed_periods=(), policy=None, given=False, model=None)
 /// -> (report JSON, table, table with response times, emitted scenario, why there is
 /// none, xl lines)
 ///
@@ -210,7 +210,7 @@ type Analysis = (
 /// what it prints (without and with `--rta`), the scenario and the `xl` lines `--emit`'s.
 #[pyfunction]
 #[pyo3(name = "analyze", signature = (kind, value, quantum=None, sbf="auto", guest=None, period_range=None,
-                    fixed_periods=Vec::new(), policy=None, given=false))]
+                    fixed_periods=Vec::new(), policy=None, given=false, model=None))]
 #[allow(clippy::too_many_arguments)] // the command's flags, one argument each
 fn run_analysis(
     py: Python<'_>,
@@ -223,6 +223,7 @@ fn run_analysis(
     fixed_periods: Vec<String>,
     policy: Option<&str>,
     given: bool,
+    model: Option<&str>,
 ) -> PyResult<Analysis> {
     let flag = |name: &str, problem: String| input_message(format!("{name}: {problem}"));
     let options = analyze::Options {
@@ -243,8 +244,19 @@ fn run_analysis(
             .map_err(|e| flag("fixed_periods", e))?,
         policy: policy_option(policy)?,
         given,
+        model: model
+            .map(analyze::parse_model)
+            .transpose()
+            .map_err(|e| flag("model", e))?,
     };
     let input = Source::new(kind, value)?.analysis_input()?;
+    if analyze::wants_models(&input, &options, false) {
+        return Err(input_message(
+            "model: a CARTS file under mpr or dmpr gives a per-component report that this \
+             package does not return yet; use `rtvmm analyze FILE.xml --model mpr --json OUT`"
+                .to_string(),
+        ));
+    }
     py.detach(|| {
         let report = analyze::analyze(&input, &options).map_err(|e| message(&e))?;
         let (scenario, scenario_error) = match analyze::emit_scenario(&input, &report) {

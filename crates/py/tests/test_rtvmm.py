@@ -183,6 +183,23 @@ def test_analyze_options_are_the_flags(cli, tmp_path):
         rtvmm.analyze("examples/analysis.toml", sbf="x")
 
 
+def test_analyze_model_is_the_flag_on_many_pcpus(cli, tmp_path):
+    out = tmp_path / "report.json"
+    flags = ["--model", "mpr"]
+    code, _, err = cli("analyze", "examples/multicore-rtds.toml", *flags, "--json", out)
+    assert code == 0, err
+    analysis = rtvmm.analyze("examples/multicore-rtds.toml", model="mpr")
+    assert analysis.json + "\n" == out.read_text()
+    models = [d["model"] for d in json.loads(analysis.json)["domains"]]
+    assert models[0].startswith("mpr"), models
+    default = json.loads(rtvmm.analyze("examples/multicore-rtds.toml").json)
+    assert default["domains"][0]["model"].startswith("dmpr")
+    with pytest.raises(rtvmm.InputError, match="^model: unknown model 'x'"):
+        rtvmm.analyze("examples/multicore-rtds.toml", model="x")
+    with pytest.raises(rtvmm.InputError, match="^model: a CARTS file under mpr"):
+        rtvmm.analyze("examples/carts.xml", model="dmpr")
+
+
 def test_generate_prints_what_gen_prints(cli):
     code, stdout, err = cli("gen", "uunifast", "--tasks", "12", "--domains", "3", "--seed", "9")
     assert code == 0, err

@@ -272,6 +272,7 @@ def analyze(
     fixed_periods: Sequence[str] = (),
     policy: Optional[str] = None,
     given: bool = False,
+    model: Optional[str] = None,
 ) -> Analysis:
     """Analyses a scenario or a CARTS XML file (a path ending in ``.xml``), as
     ``rtvmm analyze`` does; each option is the flag of the same name.
@@ -286,6 +287,9 @@ def analyze(
         policy: the VMM policy instead of the file's.
         given: check the scenario's own VCPU budgets and periods instead of computing
             interfaces.
+        model: the interface of a global EDF guest of several VCPUs, ``"dmpr"`` (the
+            default) or ``"mpr"``; a CARTS file is analysed under ``"prm"`` here (its
+            per-component MPR/DMPR report is the command line's, ``--model``).
 
     Raises:
         InputError: the input or an option is refused.
@@ -293,7 +297,8 @@ def analyze(
     kind, value = _source(scenario)
     return Analysis(
         *_rtvmm.analyze(
-            kind, value, quantum, sbf, guest, period_range, list(fixed_periods), policy, given
+            kind, value, quantum, sbf, guest, period_range, list(fixed_periods), policy, given,
+            model,
         )
     )
 

@@ -26,6 +26,7 @@ def analyze(
     fixed_periods: Sequence[str] = (),
     policy: Optional[str] = None,
     given: bool = False,
+    model: Optional[str] = None,
 ) -> Tuple[str, str, str, Optional[str], Optional[str], str]: ...
 def generate(name: str, options: Mapping[str, Any]) -> str: ...
 def experiment(
