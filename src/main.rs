@@ -373,6 +373,7 @@ fn experiment_failure(e: ExperimentError) -> Failure {
         | ExperimentError::Read { .. }
         | ExperimentError::Json { .. }
         | ExperimentError::Output(_)
+        | ExperimentError::Shard(_)
         | ExperimentError::Gen(_) => bad_input(e),
         ExperimentError::Write(_)
         | ExperimentError::Plot { .. }

@@ -40,6 +40,7 @@ mod cancel;
 pub mod figures;
 pub mod files;
 pub mod host;
+pub mod shard;
 
 pub mod error;
 
@@ -60,6 +61,8 @@ pub mod rtxen;
 
 pub mod experiments;
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use driver::Driver;
@@ -79,6 +82,12 @@ pub fn run_experiment(name: &str, options: &Options) -> Result<Report, Experimen
     if let Driver::Host(host) = &options.driver {
         if !experiment.host {
             return Err(experiments::host_refused(experiment.name));
+        }
+        if !matches!(options.runs, shard::Runs::All) {
+            return Err(ExperimentError::option(
+                "--shard",
+                "real-time runs (--host) do not shard yet",
+            ));
         }
         if options.overheads.is_some() {
             return Err(ExperimentError::option(
@@ -105,4 +114,25 @@ pub fn run_experiment(name: &str, options: &Options) -> Result<Report, Experimen
     let mut output = Output::new(experiment.name, experiment.title, &description, options)?;
     run(&mut output)?;
     output.finish(started.elapsed(), Some(host::HostInfo::probe()))
+}
+
+/// `rtvmm experiment merge OUT DIR…`: the shards in `shard_dirs` (each written by
+/// `--shard I/N`, all N of them, each once) into `out`, as the unsharded run writes it:
+/// the experiment's finish on the shards' results (see [`shard`]). `base` gives the
+/// options that do not change results (jobs, cancel, progress); the others come from
+/// the shards' manifests.
+pub fn merge(
+    out: &Path,
+    shard_dirs: &[PathBuf],
+    base: &Options,
+) -> Result<Report, ExperimentError> {
+    let shards = shard_dirs
+        .iter()
+        .map(|dir| shard::read_shard(dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (experiment, result_options, replay) = shard::combine(shards)?;
+    let mut options = base.clone().with_result_options(&result_options)?;
+    options.out = out.to_path_buf();
+    options.runs = shard::Runs::Replay(Arc::new(replay));
+    run_experiment(&experiment, &options)
 }
