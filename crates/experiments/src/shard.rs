@@ -253,7 +253,7 @@ pub enum ShardError {
         first: PathBuf,
         second: PathBuf,
     },
-    #[error("shard {} of {count} missing (have: {})", missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", "), have.join(", "))]
+    #[error("shard {} missing (have: {})", missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", "), have.join(", "))]
     Missing {
         missing: Vec<usize>,
         count: usize,
