@@ -23,6 +23,9 @@
 //! - `partial`: a `sim` stopped by a signal marks its JSON, jobs CSV and trace partial (a
 //!   complete one carries no mark); an experiment's first signal stops even endless runs
 //!   and writes what finished, marked partial; a second stops at once.
+//! - `shard`: `experiment NAME --shard I/N` and `experiment merge OUT DIR…`: a bad shard
+//!   number refused, a shard stopped by a signal marked partial and named by merge's
+//!   refusal, merged shards equal to the unsharded run.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -40,3 +43,4 @@ mod long_runs;
 mod msrv;
 mod partial;
 mod readme;
+mod shard;
