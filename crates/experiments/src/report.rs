@@ -79,6 +79,9 @@ pub struct Report {
     pub runs_total: usize,
     pub wall_time: Duration,
     pub host: Option<HostInfo>,
+    /// `--shard`: which shard this was; it wrote its results and manifest
+    /// ([`crate::shard`]), not `report.md`, and its runs are the shard's.
+    pub shard: Option<crate::shard::Shard>,
 }
 
 impl Report {
@@ -163,7 +166,18 @@ impl Report {
         for f in &self.findings {
             let _ = writeln!(out, "  {f}");
         }
-        let _ = writeln!(out, "report: {}", self.out.join("report.md").display());
+        match self.shard {
+            Some(_) => {
+                let _ = writeln!(
+                    out,
+                    "shard: {}",
+                    self.out.join(crate::shard::SHARD_MANIFEST).display()
+                );
+            }
+            None => {
+                let _ = writeln!(out, "report: {}", self.out.join("report.md").display());
+            }
+        }
         out
     }
 
@@ -379,6 +393,7 @@ impl<'a> Output<'a> {
                 runs_total: 0,
                 wall_time: Duration::ZERO,
                 host: None,
+                shard: None,
             },
             pending: Vec::new(),
             stored: Vec::new(),
@@ -732,6 +747,7 @@ fn finish_shard(
         manifest(&report.experiment, &status, &names).as_bytes(),
     )?;
     report.sections.clear();
+    report.shard = Some(shard);
     report.findings = vec![format!(
         "shard {shard}: {} of the experiment's {runs_in_experiment} runs; merge every shard \
          with `rtvmm experiment merge OUT DIR…`",
