@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+use rtvmm_core::policy::PolicyKind;
+use rtvmm_core::Nanos;
 use rtvmm_experiments::shard::{Runs, Shard, SHARD_MANIFEST, SHARD_RUNS};
 use rtvmm_experiments::{merge, run_experiment, Options};
 
@@ -67,6 +70,59 @@ fn merge_error(out: &Path, dirs: &[PathBuf]) -> String {
         .to_string()
 }
 
+/// Runs `name` unsharded, then in `count` shards (each on `jobs` threads), merges them
+/// (given in `order`), and asserts every file is the unsharded run's bytes.
+fn assert_merge_is_unsharded(
+    name: &str,
+    count: usize,
+    jobs: usize,
+    order: &[usize],
+    tweak: impl Fn(&mut Options),
+) -> Result<(), TestCaseError> {
+    let root = tempfile::tempdir().unwrap();
+    // The unsharded run, moved aside: the merge then writes to the same `--out`, so that
+    // the report's command line is the same too.
+    let out = root.path().join("out");
+    let mut options = Options::quick(&out);
+    options.jobs = 2;
+    tweak(&mut options);
+    run_experiment(name, &options).unwrap();
+    let reference = root.path().join("reference");
+    std::fs::rename(&out, &reference).unwrap();
+    let dirs: Vec<PathBuf> = (1..=count)
+        .map(|i| {
+            let dir = root.path().join(format!("shard-{i}"));
+            shard(name, &dir, i, count, |o| {
+                o.jobs = jobs;
+                tweak(o);
+            });
+            dir
+        })
+        .collect();
+    let given: Vec<PathBuf> = order
+        .iter()
+        .filter(|&&i| i < count)
+        .map(|&i| dirs[i].clone())
+        .collect();
+    let report = merge(&out, &given, &Options::new(&out)).unwrap();
+    prop_assert!(!report.interrupted());
+    let (want, got) = (files(&reference), files(&out));
+    prop_assert_eq!(
+        want.keys().collect::<Vec<_>>(),
+        got.keys().collect::<Vec<_>>()
+    );
+    for (file, bytes) in &want {
+        prop_assert!(
+            &got[file] == bytes,
+            "{} differs ({} in {} shards)",
+            file,
+            name,
+            count
+        );
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
@@ -77,32 +133,18 @@ proptest! {
         jobs in prop::sample::select(vec![1usize, 2]),
         order in Just((0..5usize).collect::<Vec<_>>()).prop_shuffle(),
     ) {
-        let name = FAST[which];
-        let root = tempfile::tempdir().unwrap();
-        // The unsharded run, moved aside: the merge then writes to the same `--out`, so
-        // that the report's command line is the same too.
-        let out = root.path().join("out");
-        let mut options = Options::quick(&out);
-        options.jobs = 2;
-        run_experiment(name, &options).unwrap();
-        let reference = root.path().join("reference");
-        std::fs::rename(&out, &reference).unwrap();
-        let dirs: Vec<PathBuf> = (1..=count)
-            .map(|i| {
-                let dir = root.path().join(format!("shard-{i}"));
-                shard(name, &dir, i, count, |o| o.jobs = jobs);
-                dir
-            })
-            .collect();
-        let given: Vec<PathBuf> = order.iter().filter(|&&i| i < count).map(|&i| dirs[i].clone()).collect();
-        let report = merge(&out, &given, &Options::new(&out)).unwrap();
-        prop_assert!(!report.interrupted());
-        let (want, got) = (files(&reference), files(&out));
-        prop_assert_eq!(want.keys().collect::<Vec<_>>(), got.keys().collect::<Vec<_>>());
-        for (file, bytes) in &want {
-            prop_assert!(&got[file] == bytes, "{} differs ({} in {} shards)", file, name, count);
-        }
+        assert_merge_is_unsharded(FAST[which], count, jobs, &order, |_| {})?;
     }
+}
+
+/// The runs are numbered across sweeps: eval-contention's (b) then (c), cut short.
+#[test]
+fn an_experiment_of_two_sweeps_merges_too() {
+    assert_merge_is_unsharded("eval-contention", 3, 1, &[2, 0, 1], |o| {
+        o.duration = Some(Nanos::from_ms(50));
+        o.policies = Some(vec![PolicyKind::Deferrable, PolicyKind::Periodic]);
+    })
+    .unwrap();
 }
 
 #[test]
