@@ -127,6 +127,19 @@ impl ExperimentArgs {
         Ok(options)
     }
 
+    /// Whether a flag that changes results was given (`merge` takes them from the
+    /// shards).
+    fn changes_results(&self) -> bool {
+        self.quick
+            || self.seed != DEFAULT_SEED
+            || self.duration.is_some()
+            || self.policies.is_some()
+            || self.overhead.is_some()
+            || self.in_phase
+            || !self.workloads.is_empty()
+            || self.host
+    }
+
     /// The host executor as the experiments' real-time driver.
     #[cfg(target_os = "linux")]
     fn real_time(&self) -> Result<Arc<dyn RealTime>, ExperimentError> {
@@ -234,6 +247,13 @@ pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
                 "unexpected argument '{}' (only `merge OUT DIR…` takes directories)",
                 args.paths[0].display()
             ),
+        )));
+    }
+    if args.name == "merge" && args.changes_results() {
+        return Err(experiment_failure(ExperimentError::option(
+            "merge",
+            "takes the options that change results from the shards' manifests; only -j and \
+             --no-progress apply",
         )));
     }
     if args.name == "merge" && (args.paths.len() < 2 || args.shard.is_some() || args.out.is_some())

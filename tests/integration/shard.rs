@@ -146,4 +146,12 @@ fn merge_without_shards_shows_its_usage() {
         "{}",
         stderr(&o)
     );
+    // The options that change results are the shards'.
+    let o = rtvmm(&["experiment", "merge", "out", "a", "--seed", "3"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("only -j and --no-progress"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -288,6 +288,38 @@ mod tests {
     }
 
     #[test]
+    fn result_options_read_back_to_the_same_options() {
+        // (Options' own equality also compares the cancel flags, one per value.)
+        let fields = |o: &Options| {
+            (
+                o.quick,
+                o.seed,
+                o.duration,
+                o.policies.clone(),
+                o.overheads,
+                o.in_phase,
+                o.workloads.clone(),
+            )
+        };
+        let mut options = Options::quick("a");
+        options.seed = 9;
+        options.duration = Some(Nanos(1_500_001));
+        options.policies = Some(vec![PolicyKind::Credit, PolicyKind::Deferrable]);
+        options.overheads = Some(parse_overheads("150ns,1.5us").unwrap());
+        options.in_phase = true;
+        options.workloads = vec![PathBuf::from("w.toml")];
+        let back = Options::new("a")
+            .with_result_options(&options.result_options())
+            .unwrap();
+        assert_eq!(fields(&back), fields(&options));
+        let plain = Options::new("b");
+        let back = Options::quick("b")
+            .with_result_options(&plain.result_options())
+            .unwrap();
+        assert_eq!(fields(&back), fields(&plain));
+    }
+
+    #[test]
     fn overheads_parse_presets_and_pairs() {
         assert_eq!(parse_overheads("none").unwrap(), Overheads::default());
         assert_eq!(

@@ -258,3 +258,21 @@ fn merge_refuses_a_directory_that_holds_no_shard() {
     let e = merge_error(&root.path().join("out"), &[root.path().to_path_buf()]);
     assert!(e.contains("not a shard"), "{e}");
 }
+
+#[test]
+fn merge_refuses_a_run_that_is_not_the_one_the_experiment_asks_for() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = shards("rtxen-overhead", root.path(), 2);
+    // As if the shard had been run with other inputs: run 1 renamed, in both files.
+    for file in [SHARD_MANIFEST, SHARD_RUNS] {
+        let path = dirs[1].join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("rtxen-overhead-periodic"), "{file}");
+        std::fs::write(&path, text.replace("rtxen-overhead-periodic", "renamed")).unwrap();
+    }
+    let e = merge_error(&root.path().join("out"), &dirs);
+    assert!(
+        e.contains("run 1 is 'rtxen-overhead-periodic' now but the shard holds 'renamed'"),
+        "{e}"
+    );
+}
