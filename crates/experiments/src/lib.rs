@@ -21,6 +21,9 @@
 //! - [`driver`]: where runs happen — the simulator, or real time on this machine through
 //!   a [`driver::RealTime`] the caller provides (`--host`).
 //! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
+//! - [`shard`]: `--shard I/N` runs one slice of an experiment's runs and keeps their
+//!   results; [`merge`] runs the experiment's finish on the shards' results, which writes
+//!   what the unsharded run writes.
 //!
 //! The library parses no flags, draws nothing and installs no signal handler: the `rtvmm`
 //! binary owns flags (clap), the progress bar and SIGINT/SIGTERM, and passes
