@@ -459,10 +459,10 @@ impl<'a> Output<'a> {
         let outcome = match &self.options.runs {
             Runs::All => sweep(label, items, self.options, &self.counter, name, work)?,
             Runs::Shard(shard) => {
-                let mine: Vec<(usize, &T)> = items
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| shard.holds(first + i))
+                let mine: Vec<(usize, &T)> = shard
+                    .runs_of_sweep(first, items.len())
+                    .into_iter()
+                    .map(|i| (i, &items[i]))
                     .collect();
                 let part = sweep(
                     label,
