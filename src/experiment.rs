@@ -60,8 +60,8 @@ pub struct ExperimentArgs {
     /// Worker threads (0 = one per core).
     #[arg(long, short = 'j', default_value_t = 0)]
     pub jobs: usize,
-    /// Run only shard I of N (1 ≤ I ≤ N): every N-th run of the experiment, from its
-    /// I-th; the shard's results and manifest go to --out, and `rtvmm experiment merge
+    /// Run only shard I of N (1 ≤ I ≤ N): a fixed, balanced N-th of the experiment's
+    /// runs; the shard's results and manifest go to --out, and `rtvmm experiment merge
     /// OUT DIR…` turns the N shards into what the unsharded run writes.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
