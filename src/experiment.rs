@@ -11,10 +11,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use rtvmm_core::Nanos;
 use rtvmm_experiments::driver::{Driver, RealTime};
 use rtvmm_experiments::experiments::{self, REGISTRY};
-use rtvmm_experiments::options::{parse_overheads, parse_policies, DEFAULT_SEED};
+use rtvmm_experiments::options::{parse_duration, parse_overheads, parse_policies, DEFAULT_SEED};
 use rtvmm_experiments::shard::Runs;
 use rtvmm_experiments::{files, plot, Cancel, ExperimentError, Options, Progress, SweepEvent};
 
@@ -104,13 +103,7 @@ impl ExperimentArgs {
         options.jobs = self.jobs;
         options.workloads = self.workloads.clone();
         if let Some(d) = &self.duration {
-            let d: Nanos = d
-                .parse()
-                .map_err(|e| ExperimentError::option("--duration", format!("{e}")))?;
-            if d.is_zero() {
-                return Err(ExperimentError::option("--duration", "must be positive"));
-            }
-            options.duration = Some(d);
+            options.duration = Some(parse_duration(d)?);
         }
         if let Some(p) = &self.policies {
             options.policies = Some(parse_policies(p)?);
@@ -353,6 +346,7 @@ mod tests {
     use super::*;
     use clap::Parser;
     use rtvmm_core::policy::PolicyKind;
+    use rtvmm_core::Nanos;
 
     #[derive(Parser, Debug)]
     struct TestCli {

@@ -45,15 +45,17 @@ pub fn parse_backend(text: &str) -> Result<Backend, String> {
 #[derive(clap::Subcommand)]
 pub enum HostCommand {
     /// Run a scenario in real time: each domain a guest process whose tasks are SCHED_FIFO
-    /// threads, scheduled by the same core as `rtvmm sim` on one pinned cpu; prints the
-    /// same summary plus the executor's overhead, and writes the same JSON
+    /// threads, scheduled by the same core as `rtvmm sim`, each pcpu on a pinned cpu of
+    /// its own; prints the same summary plus the executor's overhead, and writes the same
+    /// JSON
     ///
     /// Needs root (SCHED_FIFO, lifting RT throttling, mlockall, cgroup v2 for `freeze`);
     /// without, it refuses and names what is missing, unless --best-effort. Ctrl-C stops
     /// the run and keeps what was measured (exit 130). Whatever happens to the executor, a
     /// watchdog process thaws, restores and removes what the run changed; if both are
     /// killed, the next run (or `rtvmm host cleanup`) does, from the run's record in
-    /// /run/rtvmm. One run per cpu: a second run on a managed cpu is refused.
+    /// /run/rtvmm; if the watchdog alone dies, the run stops and undoes everything itself
+    /// (exit 1). One run per cpu: a second run on a managed cpu is refused.
     Run(Box<HostRunArgs>),
     /// Undo what runs whose executor and watchdog are both gone left behind (a frozen
     /// domain cgroup, leftover guests, lifted RT throttling), from their records in
@@ -90,8 +92,9 @@ pub struct HostRunArgs {
     /// The managed cpu (default: the last one)
     #[arg(long)]
     cpu: Option<usize>,
-    /// The managed cpus, one per pcpu of the scenario's machine, as xl writes them
-    /// (0-2,5); accepted only where the machine has at least one core to spare beyond them
+    /// The managed cpus, one per pcpu of the scenario's machine (pcpu i on the i-th
+    /// lowest), as xl writes them (0-2,5); several only where the machine has at least one
+    /// core to spare beyond them (the scheduler thread, which drives every pcpu, runs there)
     #[arg(long, value_name = "LIST", value_parser = parse_cpus, conflicts_with = "cpu")]
     cpus: Option<CpuList>,
     /// How domains are stopped: freeze (cgroup v2), band (SCHED_FIFO priority band) or
@@ -102,6 +105,11 @@ pub struct HostRunArgs {
     /// not real-time
     #[arg(long)]
     best_effort: bool,
+    /// If the watchdog process dies during the run, warn and run on without it (by
+    /// default the run stops, undoes everything itself and exits with an error: nothing
+    /// would undo the run if the executor then died)
+    #[arg(long)]
+    carry_on_without_watchdog: bool,
     /// Serve live control on a Unix socket (mode 0600) while running: `rtvmm ctl
     /// --socket PATH sched-show|sched-set|sched-rtds|policy|domain add|domain remove`.
     /// Without PATH: $XDG_RUNTIME_DIR/rtvmm/NAME.sock, or /run/rtvmm/NAME.sock (NAME: the
@@ -199,6 +207,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
         cpus,
         enforce,
         best_effort,
+        carry_on_without_watchdog,
         ctl,
     } = args;
     let trace_format = flags
@@ -219,6 +228,7 @@ fn host_run(args: HostRunArgs) -> Result<(), Failure> {
     options.cpus = cpus.map(|c| c.0).unwrap_or_default();
     options.backend = enforce;
     options.best_effort = best_effort;
+    options.carry_on_without_watchdog = carry_on_without_watchdog;
     options.record_trace = flags.trace.is_some();
     options.record_jobs = flags.jobs.is_some();
     options.stop = stop;

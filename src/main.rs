@@ -258,13 +258,7 @@ fn parse_time(text: &str) -> Result<Nanos, String> {
 }
 
 fn parse_policy(text: &str) -> Result<PolicyKind, String> {
-    PolicyKind::from_name(text).ok_or_else(|| {
-        let names: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).collect();
-        format!(
-            "unknown policy '{text}': expected one of {} (or an alias; see `rtvmm policies`)",
-            names.join(", ")
-        )
-    })
+    PolicyKind::parse(text).map_err(|e| e.to_string())
 }
 
 /// An error and the exit code it maps to.
@@ -365,30 +359,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
 /// Bad options, unknown names, unreadable inputs and unusable output paths are the
 /// user's to fix (exit 2); the rest happened while running (exit 1).
 fn experiment_failure(e: ExperimentError) -> Failure {
-    match e {
-        ExperimentError::UnknownExperiment { .. }
-        | ExperimentError::NotImplemented(_)
-        | ExperimentError::InvalidOption { .. }
-        | ExperimentError::UnsupportedPolicy { .. }
-        | ExperimentError::Read { .. }
-        | ExperimentError::Json { .. }
-        | ExperimentError::Output(_)
-        | ExperimentError::Shard(_)
-        | ExperimentError::Gen(_) => bad_input(e),
-        ExperimentError::Write(_)
-        | ExperimentError::Plot { .. }
-        | ExperimentError::Font(_)
-        | ExperimentError::Sim { .. }
-        | ExperimentError::RunPanicked { .. }
-        | ExperimentError::Analysis(_)
-        | ExperimentError::Stopped { .. } => runtime(e),
-        ExperimentError::Host { refused, .. } => {
-            if refused {
-                bad_input(e)
-            } else {
-                runtime(e)
-            }
-        }
+    if e.is_bad_input() {
+        bad_input(e)
+    } else {
+        runtime(e)
     }
 }
 
@@ -432,9 +406,10 @@ fn load(
     duration: Option<Nanos>,
     seed: Option<u64>,
 ) -> Result<Scenario, Failure> {
-    let mut scenario = Scenario::load(path).map_err(bad_input)?;
+    let scenario = Scenario::load(path)
+        .and_then(|s| s.with_overrides(policy, duration, seed))
+        .map_err(bad_input)?;
     if let Some(kind) = policy {
-        scenario = scenario.with_policy(kind).map_err(bad_input)?;
         if scenario.system.pools.len() > 1 {
             eprintln!(
                 "note: --policy {kind} replaces the policy of the first cpupool ('{}') only; \
@@ -442,12 +417,6 @@ fn load(
                 scenario.system.pools[0].name
             );
         }
-    }
-    if let Some(duration) = duration {
-        scenario = scenario.with_duration(duration).map_err(bad_input)?;
-    }
-    if let Some(seed) = seed {
-        scenario = scenario.with_seed(seed);
     }
     Ok(scenario)
 }

@@ -1,8 +1,10 @@
 //! `rtvmm host run` stopped by a signal: SIGINT (Ctrl-C) and SIGTERM stop the run, print
 //! the results of what ran and exit 130 and 143; when the command returns, nothing is
 //! left behind (no rtvmm cgroup, RT throttling restored, no rtvmm thread, no run record).
-//! Every backend, twice each. Needs root, cgroup v2 and SCHED_FIFO: otherwise it prints
-//! `skipped: ...` with the reason. `rtvmm host cleanup` with nothing to do says so.
+//! Every backend, twice each. A watchdog killed alone stops the run (exit 1, nothing
+//! left), or is a warning with `--carry-on-without-watchdog`. Needs root, cgroup v2 and
+//! SCHED_FIFO: otherwise it prints `skipped: ...` with the reason. `rtvmm host cleanup`
+//! with nothing to do says so.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -142,4 +144,81 @@ fn sigint_and_sigterm_stop_host_run_with_its_results_and_leave_nothing_behind() 
         "{}",
         stdout(&out)
     );
+}
+
+/// The watchdog of `rtvmm host run` of pid `pid`: its child whose arguments name the
+/// watchdog.
+fn watchdog_of(pid: u32) -> Option<i32> {
+    for p in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(child) = p.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(p.path().join("stat")).unwrap_or_default();
+        let Some(after) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let ppid: Option<u32> = after.split_whitespace().nth(1).and_then(|v| v.parse().ok());
+        let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+        if ppid == Some(pid) && cmdline.split(|&b| b == 0).any(|a| a == b"watchdog") {
+            return Some(child);
+        }
+    }
+    None
+}
+
+/// `rtvmm host run` whose watchdog is killed alone: it stops, undoes everything itself
+/// and exits 1 naming the watchdog and how it died; with `--carry-on-without-watchdog`
+/// it warns, runs to its end (exit 0) and cleans up as usual.
+#[test]
+fn a_killed_watchdog_stops_host_run_unless_told_to_carry_on() {
+    if skip_real_time("host run whose watchdog is killed") {
+        return;
+    }
+    let _one_at_a_time = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let rt_before = rt_runtime();
+    for carry_on in [false, true] {
+        let child = Command::new(env!("CARGO_BIN_EXE_rtvmm"))
+            .args(["host", "run", &example("even-share.toml")])
+            .args(["--duration", if carry_on { "2s" } else { "60s" }])
+            .args(carry_on.then_some("--carry-on-without-watchdog"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("rtvmm host run");
+        let pid = child.id();
+        let cgroup = sys::cgroup2_mount().map(|m| m.join(format!("rtvmm-{pid}")));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !(rt_runtime() == "-1" && cgroup.as_deref().is_some_and(Path::exists))
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let watchdog = watchdog_of(pid).expect("the run's watchdog");
+        let sent = Command::new("kill")
+            .args(["-KILL", &watchdog.to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success(), "kill -KILL {watchdog}");
+        let out = child.wait_with_output().unwrap();
+        let said = stderr(&out);
+        let died = format!("the watchdog (pid {watchdog}) died (killed by SIGKILL) at ");
+        if carry_on {
+            assert_eq!(out.status.code(), Some(0), "{said}");
+            assert!(
+                said.contains(&format!("rtvmm: warning: {died}")),
+                "carry on: {said}"
+            );
+            assert!(stdout(&out).contains("do_schedule (ns)"), "the results");
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{said}");
+            assert!(
+                said.contains(&format!("rtvmm: error: {died}"))
+                    && said.contains("the run was stopped"),
+                "{said}"
+            );
+        }
+        let left = leftovers(pid, &rt_before);
+        assert!(left.is_empty(), "carry on {carry_on}: left behind {left:?}");
+    }
 }

@@ -12,7 +12,8 @@
 //!   exit codes, refusals that change nothing, another user refused; and against a live
 //!   `rtvmm host run --ctl` (real time: skipped without the privileges).
 //! - `host`: `rtvmm host run` stopped by SIGINT and SIGTERM keeps its results, exits 130
-//!   and 143, and leaves nothing behind (real time: skipped without root); `host cleanup`.
+//!   and 143, and leaves nothing behind; a killed watchdog stops it (exit 1) unless
+//!   `--carry-on-without-watchdog` (real time: skipped without root); `host cleanup`.
 //! - `host_experiments`: `rtvmm experiment rtxen-overhead|rtxen-isolation --host` in
 //!   real time (root; skipped with the reason otherwise; run under
 //!   `flock /tmp/rtvmm-rt.lock` when others share the machine), and its refusals.
@@ -23,6 +24,9 @@
 //! - `partial`: a `sim` stopped by a signal marks its JSON, jobs CSV and trace partial (a
 //!   complete one carries no mark); an experiment's first signal stops even endless runs
 //!   and writes what finished, marked partial; a second stops at once.
+//! - `python`: the Python package's pytest suite (`crates/py/tests`), against a wheel built
+//!   from this checkout, in a virtual environment under the target directory (skipped,
+//!   saying why, without Python 3.8+ or pip's network).
 //! - `shard`: `experiment NAME --shard I/N` and `experiment merge OUT DIR…`: a bad shard
 //!   number refused, a shard stopped by a signal marked partial and named by merge's
 //!   refusal, merged shards equal to the unsharded run.
@@ -42,5 +46,6 @@ mod layers;
 mod long_runs;
 mod msrv;
 mod partial;
+mod python;
 mod readme;
 mod shard;

@@ -21,13 +21,30 @@
 //!
 //! W_i(t)  = ⌊(t + T_i − D_i)/T_i⌋·C_i + CI_i(t)                 (work with carry-in)
 //! CI_i(t) = min(C_i, max(0, t − ⌊(t + T_i − D_i)/T_i⌋·T_i))      (the carry-in job)
-//! Ī_i = min(W_i(t), t − C_k),            Î_i = min(W_i(t) − CI_i(t), t − C_k)     (i ≠ k)
+//! Ī_i = min(W_i(t), t − C_k + 1),        Î_i = min(W_i(t) − CI_i(t), t − C_k + 1)     (i ≠ k)
 //! Ī_k = min(W_k(t) − C_k, A_k),          Î_k = min(W_k(t) − CI_k(t) − C_k, A_k)
 //! ```
 //!
-//! `W_i(t) − CI_i(t)` is `dbf_i(t)`. These are the quantities CARTS evaluates (its `MPR2`
-//! and `DMPR` models); time is discrete (supply and releases in whole units, the crate's
-//! convention), so checking integer `A_k` is exact.
+//! `W_i(t) − CI_i(t)` is `dbf_i(t)`. Time is discrete (supply and releases in whole units,
+//! the crate's convention), so checking integer `A_k` is exact.
+//!
+//! # The cap is `t − C_k + 1`, not the paper's `t − C_k` (where rtvmm parts from CARTS)
+//! The paper caps each task's interference at `t − C_k` and accepts `DEM ≤ sbf`; CARTS
+//! (`MPR2`, `DMPR`) evaluates exactly that. It accepts a component that misses: three tasks
+//! released together on two dedicated processors, `a = b = (T 10, C 1, D 2)` and
+//! `k = (10, 2, 2)`, give `DEM(2) = 2·C_k = 4 = sbf(2)` for `k` (every cap is 0), yet
+//! global EDF that serves `a` and `b` first finishes `k` at 3 (the test
+//! `the_papers_cap_accepts_a_tie_that_misses` below; found by the multicore soundness
+//! property). The proof's step that fails: a job of `k` that misses runs at most `C_k − 1`
+//! of the `t` slots, so it is blocked in `Ω ≥ t − C_k + 1` slots, in each of which every
+//! supplied processor runs another task, and no task runs in more than `Ω` of them. For
+//! `x ≤ Ω`, `min(I_i, x) ≥ (x/Ω)·min(I_i, Ω)`, so `Σ min(I_i, Ω) ≥ m′Ω` gives
+//! `Σ min(I_i, x) ≥ m′x` at `x = t − C_k + 1` — with `≥`, not `>`. The paper takes
+//! `x = t − C_k` and needs `>` to conclude; in whole units the right `x` is `t − C_k + 1`,
+//! and then `DEM ≤ sbf` excludes a miss (on a dedicated supply, a miss would give
+//! `DEM ≥ m′C_k + m′(t − C_k + 1) > m′t`). The price is one unit of cap: interfaces that
+//! CARTS prints can come out a unit of budget larger here (its example ⟨80, 144, 2⟩ is
+//! ⟨80, 145, 2⟩), and `docs/analysis.md` says so.
 //!
 //! # The range of `A_k` (proof)
 //! `Ī_i ≤ W_i(t) ≤ dbf_i(t) + C_i`, `dbf_i(t) ≤ U_i·(t + T_i − D_i)` and `Ī_k ≤ W_k(t) − C_k`, so
@@ -180,7 +197,8 @@ impl GedfWorkload {
         let task_k = self.tasks[k];
         assert!(task_k.wcet <= task_k.deadline, "C_k > D_k");
         let t = a_k + task_k.deadline;
-        let cap = t - task_k.wcet;
+        // One more than the paper's `t − C_k`: the module docs, "The cap".
+        let cap = t - task_k.wcet + 1;
         let mut total: u64 = concurrency * task_k.wcet;
         scratch.clear();
         for (i, task) in self.tasks.iter().enumerate() {
@@ -322,12 +340,12 @@ mod tests {
     use super::*;
 
     /// Two tasks τ_0 = (T 4, C 2, D 4), τ_1 = (T 6, C 3, D 6), m′ = 2, t = A_k + D_k.
-    /// For k = 0, A_0 = 0, t = 4 (cap t − C_0 = 2):
+    /// For k = 0, A_0 = 0, t = 4 (cap t − C_0 + 1 = 3):
     ///   τ_0 (i = k): jobs ⌊(4+0)/4⌋ = 1, dbf 2, CI = min(2, max(0, 4 − 4)) = 0 →
     ///     Ī = min(2 + 0 − 2, 0) = 0, Î = min(0, 0) = 0.
-    ///   τ_1: jobs ⌊(4+0)/6⌋ = 0, dbf 0, CI = min(3, 4) = 3 → Ī = min(3, 2) = 2, Î = 0.
-    ///   DEM = 2·2 + 0 + 0 + (top 1 of {0, 2}) = 6.
-    /// For k = 1, A_1 = 2, t = 8 (cap 5):
+    ///   τ_1: jobs ⌊(4+0)/6⌋ = 0, dbf 0, CI = min(3, 4) = 3 → Ī = min(3, 3) = 3, Î = 0.
+    ///   DEM = 2·2 + 0 + 0 + (top 1 of {0, 3}) = 7 (the paper's cap 2 gives 6).
+    /// For k = 1, A_1 = 2, t = 8 (cap 6):
     ///   τ_0: jobs 2, dbf 4, CI = min(2, 8 − 8) = 0 → Ī = Î = 4.
     ///   τ_1 (k): jobs 1, dbf 3, CI = min(3, 8 − 6) = 2 → Ī = min(3+2−3, 2) = 2, Î = min(0, 2) = 0.
     ///   DEM = 2·3 + 4 + 0 + 2 = 12.
@@ -336,10 +354,40 @@ mod tests {
         let w = Workload::new([Task::new(4, 2), Task::new(6, 3)]).unwrap();
         let g = GedfWorkload::new(&w);
         let mut scratch = Vec::new();
-        assert_eq!(g.demand(0, 0, 2, &mut scratch), 6);
+        assert_eq!(g.demand(0, 0, 2, &mut scratch), 7);
         assert_eq!(g.demand(1, 2, 2, &mut scratch), 12);
         // m′ = 1: no carry-in; k = 1, A_1 = 2: 3 + 4 + 0 = 7.
         assert_eq!(g.demand(1, 2, 1, &mut scratch), 7);
+    }
+
+    /// The paper's cap accepts this component; ours refuses it. `a = b = (10, 1, 2)`,
+    /// `k = (10, 2, 2)` on two dedicated processors (sbf(t) = 2t). Global EDF, ties
+    /// served first-in, first-out:
+    ///
+    /// ```text
+    /// cpu 0 | a |  k  |        k finishes at 3 > D_k = 2
+    /// cpu 1 | b |     |
+    ///       0   1   2   3
+    /// ```
+    ///
+    /// For k at A_k = 0 (t = 2): a and b have one job each (dbf 1, no carry-in).
+    /// Paper: cap t − C_k = 0 → DEM = 2·2 + 0 + 0 = 4 = sbf(2), accepted.
+    /// Here: cap 1 → DEM = 4 + 1 + 1 = 6 > 4, refused.
+    #[test]
+    fn the_papers_cap_accepts_a_tie_that_misses() {
+        let w = Workload::new([
+            Task::with_deadline(10, 1, 2),
+            Task::with_deadline(10, 1, 2),
+            Task::with_deadline(10, 2, 2),
+        ])
+        .unwrap();
+        let g = GedfWorkload::new(&w);
+        let mut scratch = Vec::new();
+        assert_eq!(g.demand(2, 0, 2, &mut scratch), 6);
+        // The two unit tasks alone on two processors are fine: for a, cap 2, b's 1 → 2 + 1 = 3 ≤ 4.
+        let pair =
+            Workload::new([Task::with_deadline(10, 1, 2), Task::with_deadline(10, 1, 2)]).unwrap();
+        assert_eq!(GedfWorkload::new(&pair).demand(0, 0, 2, &mut scratch), 3);
     }
 
     /// The `A_k` bound by hand for the same workload (U_T = 2/4 + 3/6 = 1, Ū = 0):

@@ -719,8 +719,11 @@ mod tests {
             vec![(6, 4), (9, 5), (12, 5)],
         ] {
             let w = Workload::from_pairs(&pairs).unwrap();
-            let max_m = w.len() as u64;
-            let search = optimal_mpr_interface(&w, 1, 12, None).unwrap();
+            // One VCPU more than tasks: the published sbf of ⟨1, 3, 3⟩ is 15 at t = 6,
+            // not 18, and with the cap of `gedf`'s module docs (6, 4), (9, 5), (12, 5)
+            // needs a fourth.
+            let max_m = w.len() as u64 + 1;
+            let search = optimal_mpr_interface(&w, 1, 12, Some(max_m)).unwrap();
             assert_search_is_exact(&w, &search, max_m);
         }
     }

@@ -277,7 +277,21 @@ impl PolicyKind {
             .into_iter()
             .find(|k| k.name() == lower || k.aliases().contains(&lower.as_str()))
     }
+
+    /// [`PolicyKind::from_name`], with an error that lists the names when none matches
+    /// (what `rtvmm --policy` and the Python package say).
+    pub fn parse(name: &str) -> Result<PolicyKind, UnknownPolicy> {
+        PolicyKind::from_name(name).ok_or_else(|| UnknownPolicy(name.to_string()))
+    }
 }
+
+/// A policy name that is none of the names or aliases ([`PolicyKind::parse`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown policy '{0}': expected one of {names} (or an alias; see `rtvmm policies`)",
+    names = PolicyKind::ALL.map(PolicyKind::name).join(", ")
+)]
+pub struct UnknownPolicy(pub String);
 
 impl std::fmt::Display for PolicyKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -108,4 +108,29 @@ impl ExperimentError {
             problem: problem.into(),
         }
     }
+
+    /// Whether the user is to fix it — a bad option or name, an unreadable input, an
+    /// unusable output path, a refused host run (the command line's exit code 2) — rather
+    /// than a failure while running (exit code 1).
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ExperimentError::UnknownExperiment { .. }
+            | ExperimentError::NotImplemented(_)
+            | ExperimentError::InvalidOption { .. }
+            | ExperimentError::UnsupportedPolicy { .. }
+            | ExperimentError::Read { .. }
+            | ExperimentError::Json { .. }
+            | ExperimentError::Output(_)
+            | ExperimentError::Shard(_)
+            | ExperimentError::Gen(_) => true,
+            ExperimentError::Write(_)
+            | ExperimentError::Plot { .. }
+            | ExperimentError::Font(_)
+            | ExperimentError::Sim { .. }
+            | ExperimentError::RunPanicked { .. }
+            | ExperimentError::Analysis(_)
+            | ExperimentError::Stopped { .. } => false,
+            ExperimentError::Host { refused, .. } => *refused,
+        }
+    }
 }

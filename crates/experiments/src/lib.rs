@@ -21,6 +21,8 @@
 //! - [`driver`]: where runs happen — the simulator, or real time on this machine through
 //!   a [`driver::RealTime`] the caller provides (`--host`).
 //! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
+//! - [`generate`]: the generated scenarios of `rtvmm gen` (rtxen, csa, arinc, uunifast),
+//!   which the Python package makes too.
 //! - [`shard`]: `--shard I/N` runs one slice of an experiment's runs and keeps their
 //!   results; [`merge`] runs the experiment's finish on the shards' results, which writes
 //!   what the unsharded run writes.
@@ -61,6 +63,8 @@ pub mod report;
 
 pub mod compare;
 pub mod rtxen;
+
+pub mod generate;
 
 pub mod experiments;
 

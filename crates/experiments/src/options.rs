@@ -172,6 +172,17 @@ impl Options {
     }
 }
 
+/// Parses `--duration`: a time with a unit, greater than 0.
+pub fn parse_duration(text: &str) -> Result<Nanos, ExperimentError> {
+    let d: Nanos = text
+        .parse()
+        .map_err(|e| ExperimentError::option("--duration", format!("{e}")))?;
+    if d.is_zero() {
+        return Err(ExperimentError::option("--duration", "must be positive"));
+    }
+    Ok(d)
+}
+
 /// Parses `deferrable,periodic,credit` (names or aliases) into policies, in that order,
 /// without duplicates.
 pub fn parse_policies(text: &str) -> Result<Vec<PolicyKind>, ExperimentError> {

@@ -3,7 +3,7 @@
 //! The simulator says what would happen; this crate makes it happen. It drives the very
 //! same [`Machine`](rtvmm_core::machine::Machine) — no second implementation of any
 //! policy — with the real clock, and enforces each decision on real processes pinned to
-//! one core, the way RT-Xen's scheduler did inside Xen (`docs/host.md`). It stands on the
+//! one core per pcpu, the way RT-Xen's scheduler did inside Xen (`docs/host.md`). It stands on the
 //! core and on the vocabulary both drivers share ([`rtvmm_system`]: systems, changes,
 //! results, traces), never on the simulator; every change to the machine — a scenario's
 //! timed event or a live-control command — goes through the one change path the
@@ -16,9 +16,10 @@
 //!
 //! - [`executor`]: the run — a resource guard (what the run changes on the machine and
 //!   must undo), a seat per managed pcpu (its IDLE spinner, the enforcement of
-//!   `activity(pcpu)`, switch probes, timing samples), and the loop (`SCHED_FIFO` 99,
-//!   pinned, memory locked): sleep until `poll_timeout` (absolute), `handle_timeout(now)`,
-//!   enforce each seat; the paravirtual block/wake protocol per VCPU; the results in the
+//!   `activity(pcpu)`, switch probes, timing samples), the plan that orders every seat's
+//!   switch and the guests' moves between seats ([`executor::plan`]), and the loop (one
+//!   thread, `SCHED_FIFO` 99, pinned, memory locked): sleep until `poll_timeout`
+//!   (absolute), `handle_timeout(now)`, enforce each seat; stop if the watchdog died; the paravirtual block/wake protocol per VCPU; the results in the
 //!   simulator's format; live control of the run ([`executor::control`]: the control
 //!   socket served between two decisions, commands applied by [`ctl::apply`]).
 //! - [`domain`]: process domains — one guest process per VCPU (a domain of one VCPU, or
@@ -213,6 +214,21 @@ pub enum HostError {
     Machine(String),
     #[error("the executor panicked (a bug in rtvmm); everything it changed was undone")]
     Panicked,
+    /// The watchdog process died while the run needed it (killed alone): the run was
+    /// stopped and the executor undid everything itself.
+    #[error(
+        "the watchdog (pid {pid}) died ({how}) at {:.1} ms into the run: the run was stopped, \
+         its guests killed and reaped, its cgroups thawed and removed, RT throttling \
+         restored and its record removed by the executor (without a watchdog nothing \
+         would undo the run if the executor died; --carry-on-without-watchdog runs on \
+         with a warning instead)",
+        .at.as_ns() as f64 / 1e6
+    )]
+    WatchdogDied {
+        pid: u32,
+        how: String,
+        at: rtvmm_core::Nanos,
+    },
 }
 
 #[cfg(target_os = "linux")]

@@ -109,13 +109,37 @@ pub fn pin_to(tid: i32, cpu: usize) -> io::Result<()> {
 /// Every cpu but `cpu` (all of them if it is the only one): where the executor's helper
 /// threads go, off the managed cpu.
 pub fn cpus_except(cpu: usize) -> Vec<usize> {
+    cpus_except_all(&[cpu])
+}
+
+/// Every cpu but `managed` (all of them if none is left): off the managed cpus.
+pub fn cpus_except_all(managed: &[usize]) -> Vec<usize> {
     let all: Vec<usize> = (0..cpu_count()).collect();
-    let others: Vec<usize> = all.iter().copied().filter(|&c| c != cpu).collect();
+    let others: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|c| !managed.contains(c))
+        .collect();
     if others.is_empty() {
         all
     } else {
         others
     }
+}
+
+/// Pins every thread of process `pid` to `cpu` (a guest moving to another pcpu's cpu).
+pub fn pin_process(pid: i32, cpu: usize) -> io::Result<()> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let tid = task?.file_name().to_string_lossy().parse::<i32>();
+        if let Ok(tid) = tid {
+            // A thread that exited meanwhile is no error.
+            match pin_to(tid, cpu) {
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                other => other?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Puts thread `tid` (0: the caller) in `SCHED_FIFO` at `priority` (1–99).

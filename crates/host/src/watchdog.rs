@@ -13,6 +13,12 @@
 //! the watchdog undoes everything announced, idempotently, and exits. The executor waits
 //! for it at a normal end, so that when `rtvmm host run` returns the machine is as it was.
 //!
+//! The executor watches the watchdog too: it holds a pidfd of it (`pidfd_open`), polled
+//! with the loop's timer, so a watchdog that dies (killed alone, by a user or the OOM
+//! killer) is noticed within one loop iteration. The executor then stops the run and
+//! undoes everything itself (see `executor`), and, the watchdog being gone, removes the
+//! run's record itself once that is done ([`Watchdog`]'s drop).
+//!
 //! The same lines go to the run's record in the state directory ([`crate::runs`]), for the
 //! case the watchdog cannot cover: both processes killed at once. The watchdog removes the
 //! record when it is done. The throttling setting is shared with other runs: it is
@@ -23,7 +29,7 @@
 
 use std::fs;
 use std::io::{self, BufRead, Write};
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,9 +45,14 @@ pub use crate::undo::{start_time, stat_of, undo_domains, Undo};
 /// the run's record in the state directory ([`crate::runs`]), removed once everything is
 /// undone. Returns the exit code.
 pub fn main(args: &[String]) -> i32 {
-    // Off the managed cpu; deaf to the terminal's signals (its own process group already).
-    if let Some(cpu) = args.first().and_then(|c| c.parse::<usize>().ok()) {
-        let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
+    // Off the managed cpus (`CPUS`: one, or several comma-separated); deaf to the
+    // terminal's signals (its own process group already).
+    let managed: Option<Vec<usize>> = args
+        .first()
+        .map(|list| list.split(',').map(str::parse::<usize>).collect())
+        .and_then(Result::ok);
+    if let Some(managed) = managed {
+        let _ = sys::set_affinity(0, &sys::cpus_except_all(&managed));
     }
     for signal in [
         Signal::SIGINT,
@@ -85,16 +96,47 @@ pub struct Watchdog {
     child: Child,
     pipe: Option<ChildStdin>,
     record: Option<RunRecord>,
+    /// A pidfd of the watchdog process: readable once it has exited (`None` where the
+    /// kernel has no `pidfd_open`, before 5.3: then its death is seen by [`Self::death`]
+    /// only).
+    pidfd: Option<OwnedFd>,
+    /// How the watchdog ended, once it is seen to have died while the run needed it.
+    died: Option<String>,
+}
+
+/// How a process ended, in words (`killed by SIGKILL`, `exit code 1`).
+fn ended(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(signal)) => match Signal::try_from(signal) {
+            Ok(s) => format!("killed by {}", s.as_str()),
+            Err(_) => format!("killed by signal {signal}"),
+        },
+        _ => status.to_string(),
+    }
+}
+
+/// A pidfd of process `pid` (`pidfd_open(2)`), if the kernel has them.
+fn pidfd_open(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1; it
+    // touches no memory of ours.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just returned by the kernel and is owned by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 impl Watchdog {
     /// Starts the watchdog process, and the run's record in `state` if given. `inherit`:
-    /// a descriptor the watchdog keeps open for its life (the cpu's lock).
+    /// descriptors the watchdog keeps open for its life (the managed cpus' locks).
     pub fn spawn(
         helper: &HelperCommand,
-        cpu: usize,
+        cpus: &[usize],
         state: Option<&runs::StateDir>,
-        inherit: Option<RawFd>,
+        inherit: &[RawFd],
     ) -> io::Result<Watchdog> {
         use std::os::unix::process::CommandExt;
         let record_path = state.map(|s| s.record_path(std::process::id() as i32));
@@ -102,18 +144,26 @@ impl Watchdog {
         command
             .args(&helper.args)
             .arg("watchdog")
-            .arg(cpu.to_string())
+            .arg(
+                cpus.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
             .args(record_path.iter())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .process_group(0);
-        if let Some(fd) = inherit {
-            // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec on a
-            // descriptor this process owns.
+        if !inherit.is_empty() {
+            let inherit = inherit.to_vec();
+            // SAFETY: fcntl is async-signal-safe; it only clears close-on-exec on
+            // descriptors this process owns (the closure allocates nothing).
             unsafe {
                 command.pre_exec(move || {
-                    if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
-                        return Err(io::Error::last_os_error());
+                    for &fd in &inherit {
+                        if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                            return Err(io::Error::last_os_error());
+                        }
                     }
                     Ok(())
                 });
@@ -126,17 +176,21 @@ impl Watchdog {
             )
         })?;
         let pipe = child.stdin.take();
+        let pidfd = pidfd_open(child.id());
         let mut watchdog = Watchdog {
             child,
             pipe,
             record: None,
+            pidfd,
+            died: None,
         };
         if let Some(state) = state {
             let me = runs::Proc::me();
             let pid = watchdog.child.id() as i32;
             // Its start time is there as soon as the process exists.
             let it = runs::Proc::of(pid).ok_or_else(|| io::Error::other("the watchdog died"))?;
-            watchdog.record = Some(RunRecord::create(state, me, it, cpu)?);
+            // The first managed cpu stands for the run in its record.
+            watchdog.record = Some(RunRecord::create(state, me, it, cpus[0])?);
         }
         Ok(watchdog)
     }
@@ -154,6 +208,28 @@ impl Watchdog {
         pipe.flush()
     }
 
+    /// The watchdog's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A descriptor that becomes readable when the watchdog exits (its pidfd), for the
+    /// executor's poll.
+    pub fn exit_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.pidfd.as_ref().map(AsFd::as_fd)
+    }
+
+    /// `Some(how it ended)` if the watchdog has exited (it must not before the run
+    /// ends): it is reaped, and from then on the record is the executor's to remove.
+    pub fn death(&mut self) -> Option<&str> {
+        if self.died.is_none() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.died = Some(ended(status));
+            }
+        }
+        self.died.as_deref()
+    }
+
     /// Closes the pipe and waits (bounded) for the watchdog to finish undoing.
     pub fn finish(mut self) {
         self.close_and_wait();
@@ -161,10 +237,29 @@ impl Watchdog {
 
     fn close_and_wait(&mut self) {
         self.pipe = None;
+        if self.died.is_some() {
+            // Nobody else will: everything the record names was undone by the executor
+            // before this (the guard drops the watchdog last).
+            if let Some(record) = &self.record {
+                let _ = fs::remove_file(record.path());
+            }
+            return;
+        }
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
+                Ok(Some(status)) => {
+                    // Killed before it was done (between the executor's last look and
+                    // now): the executor has undone everything already; the record is
+                    // left to it.
+                    if status.code().is_none() {
+                        if let Some(record) = &self.record {
+                            let _ = fs::remove_file(record.path());
+                        }
+                    }
+                    return;
+                }
+                Err(_) => return,
                 Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             }
         }
@@ -222,6 +317,33 @@ mod tests {
         }
         assert_eq!(Undo::from_line("guest 12"), None);
         assert_eq!(Undo::from_line("reboot now"), None);
+    }
+
+    /// A watchdog that dies is seen through its pidfd and named with how it ended (a
+    /// shell standing in for the helper; no state directory, so no record).
+    #[test]
+    fn a_dead_watchdog_rings_its_exit_fd_and_says_how_it_died() {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        let helper = HelperCommand {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), "exec sleep 30".into(), "sh".into()],
+        };
+        let mut watchdog = Watchdog::spawn(&helper, &[0], None, &[]).expect("spawned");
+        assert_eq!(watchdog.death(), None, "alive");
+        let Some(fd) = watchdog.exit_fd() else {
+            eprintln!("skipped: no pidfd_open on this kernel");
+            return;
+        };
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        assert_eq!(poll(&mut fds, PollTimeout::ZERO).unwrap(), 0, "alive");
+        let pid = nix::unistd::Pid::from_raw(watchdog.pid() as i32);
+        nix::sys::signal::kill(pid, Signal::SIGKILL).unwrap();
+        let fd = watchdog.exit_fd().expect("a pidfd");
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        assert_eq!(poll(&mut fds, PollTimeout::from(5000u16)).unwrap(), 1);
+        assert_eq!(watchdog.death(), Some("killed by SIGKILL"));
+        assert_eq!(watchdog.death(), Some("killed by SIGKILL"), "remembered");
+        watchdog.finish();
     }
 
     #[test]

@@ -552,4 +552,26 @@ impl Scenario {
             ..self.clone()
         }
     }
+
+    /// The same scenario with a run's overrides applied, each re-validated: the policy
+    /// ([`Scenario::with_policy`]), the duration, the seed (`rtvmm sim --policy --duration
+    /// --seed`, and the Python package's `simulate`).
+    pub fn with_overrides(
+        &self,
+        policy: Option<PolicyKind>,
+        duration: Option<Nanos>,
+        seed: Option<u64>,
+    ) -> Result<Scenario, ScenarioError> {
+        let mut scenario = match policy {
+            Some(kind) => self.with_policy(kind)?,
+            None => self.clone(),
+        };
+        if let Some(duration) = duration {
+            scenario = scenario.with_duration(duration)?;
+        }
+        if let Some(seed) = seed {
+            scenario.seed = seed;
+        }
+        Ok(scenario)
+    }
 }

@@ -34,7 +34,7 @@ use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 // Defined with the other identifiers in `model`, whose VCPU parameters ask it for their
 // defaults; callers name it here, with the policies.
-pub use crate::model::PolicyKind;
+pub use crate::model::{PolicyKind, UnknownPolicy};
 use crate::time::Nanos;
 
 pub mod arinc653;

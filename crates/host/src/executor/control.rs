@@ -95,9 +95,9 @@ impl LiveControl {
         self.server.path()
     }
 
-    /// Keeps the server's threads off the managed cpu.
-    pub(super) fn keep_off(&self, cpu: usize) {
-        let _ = self.server.set_affinity(&crate::sys::cpus_except(cpu));
+    /// Keeps the server's threads off the managed cpus.
+    pub(super) fn keep_off(&self, cpus: &[usize]) {
+        let _ = self.server.set_affinity(&crate::sys::cpus_except_all(cpus));
     }
 
     /// Device and inode of the socket file (what the watchdog checks before removing it).

@@ -1,5 +1,5 @@
-//! The resource guard: what a run changes on the machine and must undo — the cpu's lock
-//! (one run per cpu), the run's record and its watchdog, the lifted RT throttling, the
+//! The resource guard: what a run changes on the machine and must undo — the managed
+//! cpus' locks (one run per cpu), the run's record and its watchdog, the lifted RT throttling, the
 //! run's cgroups. Taken before anything changes, in that order; dropped (undone) in its
 //! fields' order at the end, after the guests, the socket and the seats' spinners (see
 //! `Run`), or undone by the watchdog if the executor dies.
@@ -16,20 +16,21 @@ use super::preflight::Allowed;
 use super::HostOptions;
 
 /// What the run changed on the machine. Fields are dropped in declaration order: the
-/// cgroups, the throttle, the watchdog, then the cpu's lock (which the watchdog holds
+/// cgroups, the throttle, the watchdog, then the cpus' locks (which the watchdog holds
 /// too, until it is done).
 pub(super) struct Guard {
     pub(super) cgroups: Option<RunCgroups>,
     pub(super) throttle: Option<LiftedThrottle>,
     pub(super) watchdog: Watchdog,
-    _cpu_lock: Option<CpuLock>,
+    _cpu_locks: Vec<CpuLock>,
 }
 
 impl Guard {
-    /// Takes `cpu` for the run and everything the run will change, each announced to the
-    /// watchdog (and the run's record) before it is changed.
+    /// Takes the managed `cpus` for the run (the first one's record stands for the run)
+    /// and everything the run will change, each announced to the watchdog (and the run's
+    /// record) before it is changed.
     pub(super) fn take(
-        cpu: usize,
+        cpus: &[usize],
         allowed: &Allowed,
         options: &HostOptions,
         control: Option<&LiveControl>,
@@ -39,12 +40,23 @@ impl Guard {
         // root) there is neither lock nor record.
         let state = StateDir::system();
         let patience = std::time::Duration::from_secs(5);
-        let (cpu_lock, state) = match runs::lock_cpu_after_the_dead(&state, cpu, patience) {
-            Ok(lock) => (Some(lock), Some(state)),
-            Err(CpuLockError::Busy { holder }) => return Err(HostError::CpuBusy { cpu, holder }),
-            Err(CpuLockError::Io(_)) if !allowed.missing.is_empty() => (None, None),
-            Err(CpuLockError::Io(e)) => return Err(HostError::io("the cpu's lock")(e)),
-        };
+        let mut cpu_locks = Vec::with_capacity(cpus.len());
+        let mut usable = Some(state);
+        for &cpu in cpus {
+            let Some(state) = &usable else { break };
+            match runs::lock_cpu_after_the_dead(state, cpu, patience) {
+                Ok(lock) => cpu_locks.push(lock),
+                Err(CpuLockError::Busy { holder }) => {
+                    return Err(HostError::CpuBusy { cpu, holder })
+                }
+                Err(CpuLockError::Io(_)) if !allowed.missing.is_empty() => {
+                    cpu_locks.clear();
+                    usable = None;
+                }
+                Err(CpuLockError::Io(e)) => return Err(HostError::io("the cpu's lock")(e)),
+            }
+        }
+        let state = usable;
         if let Some(state) = &state {
             let mount = sys::cgroup2_mount();
             let recovered = runs::recover(state, mount.as_deref())
@@ -55,9 +67,9 @@ impl Guard {
         }
         let mut watchdog = Watchdog::spawn(
             &options.helper,
-            cpu,
+            cpus,
             state.as_ref(),
-            cpu_lock.as_ref().map(CpuLock::raw_fd),
+            &cpu_locks.iter().map(CpuLock::raw_fd).collect::<Vec<_>>(),
         )
         .map_err(HostError::io("the watchdog"))?;
         if let Some(control) = control {
@@ -95,7 +107,7 @@ impl Guard {
             cgroups,
             throttle,
             watchdog,
-            _cpu_lock: cpu_lock,
+            _cpu_locks: cpu_locks,
         })
     }
 
@@ -106,7 +118,7 @@ impl Guard {
             cgroups,
             throttle,
             watchdog,
-            _cpu_lock,
+            _cpu_locks,
         } = self;
         drop(cgroups);
         drop(throttle);

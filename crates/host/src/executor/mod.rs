@@ -1,10 +1,16 @@
 //! The executor: the scheduling core driven by the real clock, its decisions enforced.
 //!
 //! # Design note
-//! One scheduler thread per managed pcpu (one today): `SCHED_FIFO` 99, pinned to the
-//! managed cpu, memory locked. Time 0 of the run is an absolute `CLOCK_MONOTONIC` instant
+//! One scheduler thread drives every seat: `SCHED_FIFO` 99, memory locked; with one
+//! pcpu it is pinned to that pcpu's cpu (beside its guests: the cheapest switches
+//! measured), with several to the cores to spare beyond them (see "Several pcpus"
+//! below). Time 0 of the run is an absolute `CLOCK_MONOTONIC` instant
 //! (`start`); the core is always told `now = clock − start`, so budgets are charged with
 //! measured time, not the nominal quantum. One iteration of the loop, at `now`:
+//! 0. **Watchdog**: if the watchdog's pidfd rang (it exited), the run stops with
+//!    [`HostError::WatchdogDied`] and everything is undone by the executor itself (the
+//!    drop of `Run`; the record removed last, the watchdog being gone) — or, with
+//!    `carry_on_without_watchdog`, a warning and the run goes on.
 //! 1. **Switch probe**: if the domain switched to last time has answered, the switch
 //!    latency is its own timestamp of running − the decision instant.
 //! 2. **Guests** (the paravirtual block/wake protocol, [`crate::shm`]): per VCPU, one with
@@ -22,9 +28,12 @@
 //!    reaped).
 //! 4. **Decide**: `handle_timeout(now)` while `poll_timeout() <= now`; the calls that ran
 //!    `do_schedule` are timed.
-//! 5. **Enforce** the pcpu's `activity`: switching means stopping the previous VCPU's
-//!    guest process and resuming the next's ([`crate::enforce`]); IDLE, and modelled
-//!    overhead, keep every domain stopped and run the IDLE spinner ([`crate::idle`]).
+//! 5. **Enforce** each pcpu's `activity`, by the [`plan`]: every seat that switches
+//!    first leaves what it ran (stops the VCPU's guest process, [`crate::enforce`], or
+//!    parks its IDLE spinner, [`crate::idle`]), then the guests of VCPUs that run on a
+//!    seat other than the one whose cpu they are pinned to are moved there (an affinity
+//!    change of every thread), then every such seat enters its new VCPU (resumes its
+//!    guest) or spins; IDLE, and modelled overhead, run the spinner.
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
 //!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
@@ -52,11 +61,35 @@
 //! - The run's **domains** (`domains.rs`): a slot per domain that joined (its index is
 //!   the change path's), a guest process per VCPU or an external domain.
 //! - **Preflight** (`preflight.rs`): everything refused before anything changes, by name.
+//! - The **plan** (`plan.rs`): what the seats do after a decision, in which order —
+//!   pure, tested against the simulator without real time.
 //! - The **loop** (this file): the steps above, and the results.
 //!
-//! Today a run has one seat: several pcpus (`--cpus`) are refused before the run, by
-//! name, where the machine has no core to spare beyond them, and otherwise because each
-//! seat needs its own scheduler thread (not built yet).
+//! # Several pcpus
+//! A system of N pcpus runs on N managed cpus (`--cpus`, one per pcpu in pcpu order),
+//! only where the machine has at least one core to spare beyond them; else it is refused
+//! before anything changes, naming the cores (`preflight`). One seat per pcpu, each with
+//! its spinner on its cpu; **one scheduler thread, on the spare cores**, drives them all:
+//! it sleeps until the earliest next event of any pcpu (the core's one `poll_timeout`),
+//! calls `handle_timeout`, and enforces every seat's `activity` from there (cgroup
+//! freezes, priority changes and signals all act on another core's threads).
+//!
+//! Why one thread and not one per seat: the core is one `Machine` that decides for all
+//! its pcpus at once — a global policy's decision (a tickle, a replenishment) changes
+//! several pcpus in one call, and its run queue is shared. Threads per seat would each
+//! need the machine, under a lock that every decision of every pcpu takes (Xen's global
+//! run-queue lock, which RTDS pays for) and that a seat's thread would hold while another
+//! seat's switch waits; the plan's order (no guest resumed on two seats) would then span
+//! threads. One thread keeps the core sans-I/O and every decision enforced whole, at the
+//! price measured on one pcpu: a scheduler on another core than the guests it switches
+//! had millisecond tails where it had microseconds beside them (`docs/host.md`). Its own
+//! core is also what keeps the seats' cores for the guests and the spinners only.
+//!
+//! Global policies (RTDS, the global fixed-priority servers, Credit) move a VCPU between
+//! pcpus; its guest process follows (re-pinned while stopped, before it resumes), and
+//! each such move is one the core counts as a migration. Partitioned ones (SEDF,
+//! ARINC 653) never move a guest once it ran. An external domain runs on one pcpu only
+//! (its threads are not moved; refused by name on several).
 //!
 //! # Cost per wake-up
 //! The loop's own work is kept off the syscall path where nothing changes: the timer is
@@ -70,6 +103,7 @@
 pub mod control;
 mod domains;
 mod guard;
+pub mod plan;
 mod preflight;
 mod seat;
 
@@ -95,7 +129,7 @@ use rtvmm_system::{Change, SystemSpec};
 
 use crate::cgroup::RunCgroups;
 use crate::ctl::{self, Applied, Command, Domains, Effect, ErrorCode, Reply, SchedShow};
-use crate::domain::{check_runnable, JobBook, ProcessDomain};
+use crate::domain::{JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
 use crate::external::{AttachContext, ExternalDomain, Hold};
 use crate::idle::IdleSpinner;
@@ -113,6 +147,7 @@ pub use preflight::check;
 
 use domains::{Domain, Slot, Slots, Target};
 use guard::Guard;
+use plan::{Runs, SeatView, Step};
 use preflight::{driven, preflight, Allowed};
 use seat::{hold, Measures, Seat};
 
@@ -148,6 +183,9 @@ pub struct HostOptions {
     /// The external domains by name ([`Scenario::external`](rtvmm_scenario::Scenario)):
     /// each is a domain of the system (or one an event adds) attached, not started.
     pub external: BTreeMap<String, External>,
+    /// Run on, with a warning, if the watchdog dies (`--carry-on-without-watchdog`);
+    /// by default the run stops and undoes everything ([`HostError::WatchdogDied`]).
+    pub carry_on_without_watchdog: bool,
     /// Fault injection for the safety tests: the scheduler thread panics once the run
     /// reaches this instant. Not a user setting (no flag sets it).
     #[doc(hidden)]
@@ -169,6 +207,7 @@ impl HostOptions {
             stop: Arc::new(AtomicBool::new(false)),
             control: None,
             external: BTreeMap::new(),
+            carry_on_without_watchdog: false,
             test_panic_at: None,
         }
     }
@@ -194,19 +233,19 @@ pub fn run(
     seed: u64,
     options: HostOptions,
 ) -> Result<HostRun, HostError> {
-    let (cpu, allowed) = preflight(system, &options)?;
-    // Everything but the scheduler thread (and the guests and the spinner) stays off the
-    // managed cpu; the caller's affinity comes back at the end.
+    let (cpus, allowed) = preflight(system, &options)?;
+    // Everything but the scheduler thread (and the guests and the spinners) stays off the
+    // managed cpus; the caller's affinity comes back at the end.
     let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
-    let _ = sys::set_affinity(0, &sys::cpus_except(cpu));
+    let _ = sys::set_affinity(0, &sys::cpus_except_all(&cpus));
     if let Some(control) = &options.control {
-        control.keep_off(cpu);
+        control.keep_off(&cpus);
     }
     let system = system.clone();
     let scenario = scenario.to_string();
     let outcome = std::thread::Builder::new()
         .name("rtvmm-sched".into())
-        .spawn(move || execute(&system, &scenario, seed, options, cpu, allowed))
+        .spawn(move || execute(&system, &scenario, seed, options, &cpus, allowed))
         .map_err(HostError::io("starting the scheduler thread"))?
         .join();
     if let Some(set) = before {
@@ -253,6 +292,19 @@ struct Run {
     /// the run), and every wake-up of the loop.
     lateness: Vec<u64>,
     wakeups: u64,
+    /// The host cpu each VCPU's guest is pinned to, by VCPU index (`None`: not yet placed
+    /// by a run, or not a VCPU of this run's).
+    pinned: Vec<Option<usize>>,
+    /// The seats as the plan sees them, and the plan's steps (room kept between
+    /// iterations: the loop allocates nothing).
+    views: Vec<SeatView>,
+    steps: Vec<Step>,
+    /// Each seat's `do_schedule` count before a decision (several seats; room kept).
+    calls_before: Vec<u64>,
+    /// The watchdog's exit descriptor rang (checked at the top of the next iteration).
+    watchdog_rang: bool,
+    /// The watchdog died and the run carries on without it (warned once).
+    without_watchdog: bool,
 }
 
 fn execute(
@@ -260,11 +312,11 @@ fn execute(
     scenario: &str,
     seed: u64,
     mut options: HostOptions,
-    cpu: usize,
+    cpus: &[usize],
     allowed: Allowed,
 ) -> Result<HostRun, HostError> {
     let control = options.control.take();
-    let mut run = Run::set_up(system, seed, &options, control, &[cpu], allowed)?;
+    let mut run = Run::set_up(system, seed, &options, control, cpus, allowed)?;
     let reached = run.run_loop(&options)?;
     run.finish(scenario, seed, &options, reached)
 }
@@ -278,8 +330,7 @@ impl Run {
         cpus: &[usize],
         allowed: Allowed,
     ) -> Result<Run, HostError> {
-        // The first managed cpu's lock and record stand for the run's.
-        let guard = Guard::take(cpus[0], &allowed, options, control.as_ref())?;
+        let guard = Guard::take(cpus, &allowed, options, control.as_ref())?;
         let notify =
             EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
                 .map_err(|e| HostError::io("eventfd")(e.into()))?;
@@ -328,13 +379,30 @@ impl Run {
             cpu_at_start: 0,
             lateness: Measures::room(options.duration, system.machine.quantum),
             wakeups: 0,
+            pinned: Vec::new(),
+            views: Vec::with_capacity(cpus.len()),
+            steps: Vec::with_capacity(4 * cpus.len()),
+            calls_before: Vec::with_capacity(cpus.len()),
+            watchdog_rang: false,
+            without_watchdog: false,
         };
         for spec in &system.domains {
             run.change(Nanos::ZERO, &Change::AddDomain(spec.clone()))?;
         }
         // The scheduler thread becomes real-time, then time 0 is set and everyone starts.
+        // One seat: on its cpu, beside its guests (the cheapest switches measured). Several:
+        // on the cores to spare, off every seat (see the design note).
         let cpu = run.guest_cpu();
-        sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?;
+        match run.seats.len() {
+            1 => sys::pin_to(0, cpu).map_err(HostError::io(format!("pinning to cpu {cpu}")))?,
+            _ => {
+                let seats: Vec<usize> = run.seats.iter().map(|s| s.cpu).collect();
+                let spare = sys::cpus_except_all(&seats);
+                sys::set_affinity(0, &spare).map_err(HostError::io(format!(
+                    "pinning to the spare cpus {spare:?}"
+                )))?
+            }
+        }
         if run.allowed.fifo {
             sys::set_fifo(0, SCHEDULER_PRIORITY)
                 .map_err(HostError::io("SCHED_FIFO 99 for the scheduler thread"))?;
@@ -430,13 +498,18 @@ impl Run {
         Ok(())
     }
 
-    /// Records that `vcpus` (in VCPU order) are domain `index`'s.
+    /// Records that `vcpus` (in VCPU order) are domain `index`'s, their guests started on
+    /// the first seat's cpu: placed there for good with one seat, to be placed by their
+    /// first run with several.
     fn map_vcpus(&mut self, index: usize, vcpus: &[VcpuId]) {
+        let placed = (self.seats.len() == 1).then(|| self.guest_cpu());
         for (j, v) in vcpus.iter().enumerate() {
             if self.domain_of_vcpu.len() <= v.index() {
                 self.domain_of_vcpu.resize(v.index() + 1, None);
+                self.pinned.resize(v.index() + 1, None);
             }
             self.domain_of_vcpu[v.index()] = Some((index, j));
+            self.pinned[v.index()] = placed;
         }
     }
 
@@ -558,8 +631,9 @@ impl Run {
         }
     }
 
-    /// The host cpu the guests and the scheduler thread run on: the one seat's (a run of
-    /// several pcpus is refused before it starts: `preflight`).
+    /// The host cpu guests start on (stopped): the first seat's. With one seat the
+    /// scheduler thread runs there too; with several, each guest is moved to the seat
+    /// that runs its VCPU ([`plan`]).
     fn guest_cpu(&self) -> usize {
         self.seats[0].cpu
     }
@@ -601,6 +675,7 @@ impl Run {
             if options.test_panic_at.is_some_and(|at| now >= at) {
                 panic!("test_panic_at: a fault injected by a test");
             }
+            self.check_watchdog(now, options)?;
             self.read_probes();
             self.observe_guests(now)?;
             self.apply_due_changes(now)?;
@@ -613,6 +688,33 @@ impl Run {
             }
             self.wait(now, end);
         }
+    }
+
+    /// 0. Whether the watchdog still lives: its pidfd rang (or, on a kernel without
+    ///    pidfds, it is asked each iteration). A dead watchdog stops the run — the error
+    ///    unwinds `Run`, whose drop undoes everything and, the watchdog being gone,
+    ///    removes the record — unless `carry_on_without_watchdog`, which warns once.
+    fn check_watchdog(&mut self, now: Nanos, options: &HostOptions) -> Result<(), HostError> {
+        let watchdog = &mut self.guard.watchdog;
+        if self.without_watchdog || !(self.watchdog_rang || watchdog.exit_fd().is_none()) {
+            return Ok(());
+        }
+        self.watchdog_rang = false;
+        let Some(how) = watchdog.death().map(str::to_string) else {
+            return Ok(());
+        };
+        let pid = watchdog.pid();
+        if options.carry_on_without_watchdog {
+            eprintln!(
+                "rtvmm: warning: the watchdog (pid {pid}) died ({how}) at {:.1} ms into the \
+                 run; carrying on without it (--carry-on-without-watchdog): if the executor \
+                 dies now, `rtvmm host cleanup` must undo what it changed",
+                now.as_ns() as f64 / 1e6
+            );
+            self.without_watchdog = true;
+            return Ok(());
+        }
+        Err(HostError::WatchdogDied { pid, how, at: now })
     }
 
     /// 1. The answers to the last switch probes, if any.
@@ -731,9 +833,11 @@ impl Run {
     fn change(&mut self, now: Nanos, change: &Change) -> Result<(), HostError> {
         match change {
             Change::AddDomain(spec) if !self.external.contains_key(&spec.name) => {
-                check_runnable(spec).map_err(|reason| HostError::Domain {
-                    domain: spec.name.clone(),
-                    reason,
+                preflight::runnable_on(spec, self.seats.len()).map_err(|reason| {
+                    HostError::Domain {
+                        domain: spec.name.clone(),
+                        reason,
+                    }
                 })?
             }
             Change::Xl(command) => {
@@ -800,7 +904,7 @@ impl Run {
     /// ([`rtvmm_scenario::live`]).
     fn command(&mut self, now: Nanos, command: Command) -> Reply {
         if let Command::AddDomain(spec) = &command {
-            if let Err(reason) = check_runnable(spec) {
+            if let Err(reason) = preflight::runnable_on(spec, self.seats.len()) {
                 return Reply::error(
                     ErrorCode::Refused,
                     format!("{}: domain '{}': {reason}", control::ORIGIN, spec.name),
@@ -863,22 +967,76 @@ impl Run {
         while self.machine.poll_timeout() <= now {
             match self.seats.as_mut_slice() {
                 [seat] => seat.timed(&mut self.machine, |m| m.handle_timeout(now)),
-                _ => self.machine.handle_timeout(now),
+                seats => {
+                    // Several: the call's time goes to the first seat whose pcpu ran
+                    // `do_schedule` in it (one sample per call, as with one seat).
+                    let calls = |m: &Machine, s: &Seat| m.pcpu_stats(s.pcpu).do_schedule_calls;
+                    let counted = &mut self.calls_before;
+                    counted.clear();
+                    counted.extend(seats.iter().map(|s| calls(&self.machine, s)));
+                    let before = sys::mono_ns();
+                    self.machine.handle_timeout(now);
+                    let took = sys::mono_ns() - before;
+                    let ran = seats
+                        .iter_mut()
+                        .zip(counted.iter())
+                        .find(|(s, &c)| calls(&self.machine, s) != c);
+                    if let Some((seat, _)) = ran {
+                        seat.measures.do_schedule.push(took);
+                    }
+                }
             }
         }
     }
 
     /// Step 5: makes each seat's pcpu run what the core decided; holds every external
     /// domain that does not run as its work says (stopped with work, parked without).
+    ///
+    /// The plan ([`plan::plan`]) says, over all seats: who leaves, which guests move to
+    /// another seat's cpu, who enters; each seat carries its steps out.
     fn enforce(&mut self, now: Nanos) -> Result<(), HostError> {
-        for seat in &mut self.seats {
-            seat.enforce(
-                now,
-                &self.machine,
-                &mut self.slots,
-                self.enforcer.as_mut(),
-                &self.domain_of_vcpu,
-            )?;
+        self.views.clear();
+        for seat in &self.seats {
+            let runs = seat.current.map(|t| match t {
+                Target::Idle => Runs::Idle,
+                Target::Vcpu { domain, vcpu } => {
+                    Runs::Vcpu(self.slots[domain].domain.vcpus()[vcpu])
+                }
+            });
+            self.views.push(SeatView {
+                pcpu: seat.pcpu,
+                cpu: seat.cpu,
+                runs,
+            });
+        }
+        let (machine, pinned) = (&self.machine, &self.pinned);
+        plan::plan(
+            &self.views,
+            |p| plan::target(machine, p),
+            |v| pinned.get(v.index()).copied().flatten(),
+            &mut self.steps,
+        );
+        for i in 0..self.steps.len() {
+            match self.steps[i] {
+                Step::Stop { seat, .. } | Step::Park { seat } => self.seats[seat].leave(
+                    &self.machine,
+                    &mut self.slots,
+                    self.enforcer.as_mut(),
+                )?,
+                Step::Move { vcpu, to, .. } => self.move_guest(vcpu, to)?,
+                Step::Resume { seat, vcpu } => {
+                    let (domain, vcpu) =
+                        self.domain_of_vcpu[vcpu.index()].expect("a VCPU of the run");
+                    let target = Target::Vcpu { domain, vcpu };
+                    self.seats[seat].enter(now, target, &mut self.slots, self.enforcer.as_mut())?
+                }
+                Step::Spin { seat } => self.seats[seat].enter(
+                    now,
+                    Target::Idle,
+                    &mut self.slots,
+                    self.enforcer.as_mut(),
+                )?,
+            }
         }
         for d in 0..self.slots.len() {
             let external = matches!(self.slots[d].domain, Domain::External(_));
@@ -890,6 +1048,24 @@ impl Run {
                 hold(&self.machine, &mut self.slots, self.enforcer.as_mut(), d, 0)?;
             }
         }
+        Ok(())
+    }
+
+    /// Re-pins the guest of `vcpu` (stopped) to host cpu `to`, the seat that runs it next:
+    /// every thread of its guest process (an affinity change).
+    fn move_guest(&mut self, vcpu: VcpuId, to: usize) -> Result<(), HostError> {
+        let (d, j) = self.domain_of_vcpu[vcpu.index()].expect("a VCPU of the run");
+        if let Domain::Process(p) = &self.slots[d].domain {
+            // Errors are built only on error (no allocation in the loop otherwise).
+            sys::pin_process(p.guest(j).pid(), to).map_err(|e| {
+                HostError::io(format!(
+                    "domain '{}': moving VCPU {j}'s guest to cpu {to}",
+                    p.spec.name
+                ))(e)
+            })?;
+        }
+        // An external domain never moves: it runs on one pcpu only (`preflight`).
+        self.pinned[vcpu.index()] = Some(to);
         Ok(())
     }
 
@@ -937,16 +1113,23 @@ impl Run {
             .control
             .as_ref()
             .map_or(self.notify.as_fd(), LiveControl::wake_fd);
+        // The watchdog's pidfd likewise, once it is known dead or without pidfds.
+        let watchdog = match self.guard.watchdog.exit_fd() {
+            Some(fd) if !self.without_watchdog => fd,
+            _ => self.notify.as_fd(),
+        };
         let mut fds = [
             PollFd::new(self.timer.as_fd(), PollFlags::POLLIN),
             PollFd::new(self.notify.as_fd(), PollFlags::POLLIN),
             PollFd::new(command, PollFlags::POLLIN),
+            PollFd::new(watchdog, PollFlags::POLLIN),
         ];
         let _ = poll(&mut fds, PollTimeout::NONE);
         let woke = sys::mono_ns();
         self.wakeups += 1;
         let ready = |fd: &PollFd| fd.revents().is_some_and(|r| r.contains(PollFlags::POLLIN));
         let (timer_fired, rung) = (ready(&fds[0]), ready(&fds[1]));
+        self.watchdog_rang = ready(&fds[3]);
         if timer_fired {
             self.lateness.push(woke.saturating_sub(at));
             let _ = self.timer.wait();

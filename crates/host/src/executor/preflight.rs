@@ -1,8 +1,9 @@
 //! What refuses a run before anything on the machine changes, in the order a user fixes
-//! it: the cpu, the system (what one pcpu runs, the guests, the external domains, the
+//! it: the cpus, the system (one managed cpu per pcpu, what the executor runs, the guests, the external domains, the
 //! `xl` events), the control socket's path, the privileges, the enforcement backend.
 
 use rtvmm_core::cpuset::CpuSet;
+use rtvmm_core::guest::GuestSmp;
 use rtvmm_system::{Change, SystemSpec};
 
 use super::HostOptions;
@@ -33,8 +34,8 @@ pub fn check(options: &HostOptions) -> Result<(), HostError> {
 
 /// The managed cpus, one per pcpu: `options.cpus` (`--cpus`), else `options.cpu`, else
 /// the last cpu. Several are accepted only where the machine has at least one core to
-/// spare beyond them (for the system and the executor's other threads: the watchdog, the
-/// control socket's), and each at most once.
+/// spare beyond them (for the scheduler thread that drives them all, the watchdog, the
+/// control socket's threads and the rest of the system), and each at most once.
 pub(super) fn managed_cpus(options: &HostOptions) -> Result<Vec<usize>, HostError> {
     let count = sys::cpu_count();
     let cpus = match options.cpus.as_slice() {
@@ -64,8 +65,8 @@ pub(super) fn managed_cpus(options: &HostOptions) -> Result<Vec<usize>, HostErro
     if cpus.len() > 1 && cpus.len() >= count {
         return Err(HostError::Unsupported(format!(
             "--cpus {}: this machine has {count} cores (0-{}), and a run of {} pcpus needs at \
-             least one core to spare beyond them (for the system and the executor's other \
-             threads); give fewer cpus",
+             least one core to spare beyond them (for the scheduler thread that drives every \
+             pcpu, the watchdog and the rest of the system); give fewer cpus",
             list(),
             count - 1,
             cpus.len()
@@ -79,17 +80,10 @@ pub(super) fn managed_cpus(options: &HostOptions) -> Result<Vec<usize>, HostErro
 pub(super) fn preflight(
     system: &SystemSpec,
     options: &HostOptions,
-) -> Result<(usize, Allowed), HostError> {
+) -> Result<(Vec<usize>, Allowed), HostError> {
     let cpus = managed_cpus(options)?;
-    if cpus.len() > 1 {
-        return Err(HostError::Unsupported(format!(
-            "--cpus: {} pcpus: the host executor drives one pcpu for now (several need a \
-             scheduler thread per seat); simulate this system with `rtvmm sim`",
-            cpus.len()
-        )));
-    }
-    one_pcpu(system)?;
-    let cpu = cpus[0];
+    seats_for(system, &cpus)?;
+    what_it_runs(system)?;
     let added = system.changes.iter().filter_map(|c| match &c.change {
         Change::AddDomain(d) => Some(d),
         _ => None,
@@ -115,7 +109,7 @@ pub(super) fn preflight(
         if options.external.contains_key(&d.name) {
             continue;
         }
-        check_runnable(d).map_err(|reason| HostError::Domain {
+        runnable_on(d, cpus.len()).map_err(|reason| HostError::Domain {
             domain: d.name.clone(),
             reason,
         })?;
@@ -143,6 +137,13 @@ pub(super) fn preflight(
                 "external with vcpus = {vcpus}: an external domain is scheduled as one VCPU"
             )));
         }
+        if cpus.len() > 1 {
+            return Err(bad(format!(
+                "external on a machine of {} pcpus: an external domain's threads are not \
+                 moved between the seats' cpus (yet); run it on one pcpu",
+                cpus.len()
+            )));
+        }
         crate::external::validate(source, mount.as_deref()).map_err(bad)?;
     }
     if let Some(control) = &options.control {
@@ -159,7 +160,27 @@ pub(super) fn preflight(
             )));
         }
     }
-    Ok((cpu, allowed(options)?))
+    Ok((cpus, allowed(options)?))
+}
+
+/// Whether the executor can run domain `spec` as guest processes on `seats` seats: what
+/// any run refuses ([`check_runnable`]), and, on several seats, a global guest of several
+/// VCPUs — one process for all its tasks, which cannot run on two seats' cores at once
+/// while the core may run two of its VCPUs on two pcpus.
+pub(super) fn runnable_on(
+    spec: &rtvmm_core::model::DomainSpec,
+    seats: usize,
+) -> Result<(), String> {
+    check_runnable(spec)?;
+    let vcpus = spec.placement.vcpu_count();
+    if seats > 1 && vcpus > 1 && spec.placement.smp == GuestSmp::Global {
+        return Err(format!(
+            "a global guest of {vcpus} VCPUs on {seats} pcpus: its one guest process cannot \
+             run on two cores at once; give it smp = \"partitioned\" (a guest process per \
+             VCPU) or run it on one pcpu"
+        ));
+    }
+    Ok(())
 }
 
 /// The machine's pcpus, all driven by the executor.
@@ -167,18 +188,39 @@ pub(super) fn driven(system: &SystemSpec) -> CpuSet {
     CpuSet::first(system.machine.pcpus.min(CpuSet::MAX))
 }
 
-/// The executor drives one pcpu: a system of several pcpus, cpupools, domains in a pool
-/// of their own, or chains is refused by name (the simulator runs them). Domains of
-/// several VCPUs run on it (a partitioned guest: [`crate::domain::tasks_by_vcpu`]).
-fn one_pcpu(system: &SystemSpec) -> Result<(), HostError> {
+/// One seat per pcpu: the system's machine has as many pcpus as there are managed cpus
+/// (`--cpus`, one per pcpu, in pcpu order), else it is refused naming both.
+fn seats_for(system: &SystemSpec, cpus: &[usize]) -> Result<(), HostError> {
+    let pcpus = system.machine.pcpus as usize;
+    if pcpus == cpus.len() {
+        return Ok(());
+    }
+    let list = cpus
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let cores = sys::cpu_count();
+    Err(HostError::Unsupported(format!(
+        "[machine] pcpus = {pcpus}, but {} managed cpu{} ({list}): the executor runs each \
+         pcpu on a cpu of its own; give --cpus with {pcpus} cpus (this machine has {cores} \
+         cores, 0-{}, and a run of several pcpus needs one more to spare beyond them)",
+        cpus.len(),
+        if cpus.len() == 1 { "" } else { "s" },
+        cores - 1
+    )))
+}
+
+/// What the executor runs: one pool of any number of pcpus (one seat each). Cpupools,
+/// domains in a pool of their own, or chains are refused by name (the simulator runs
+/// them). Domains of several VCPUs run (a partitioned guest:
+/// [`crate::domain::tasks_by_vcpu`]).
+fn what_it_runs(system: &SystemSpec) -> Result<(), HostError> {
     let refuse = |what: String| {
         Err(HostError::Unsupported(format!(
-            "{what}: the host executor drives one pcpu; simulate this system with `rtvmm sim`"
+            "{what}: the host executor runs one pool; simulate this system with `rtvmm sim`"
         )))
     };
-    if system.machine.pcpus > 1 {
-        return refuse(format!("[machine] pcpus = {}", system.machine.pcpus));
-    }
     if !system.has_only_default_pool() {
         return refuse(format!("[[pool]] '{}'", system.pools[0].name));
     }
@@ -328,16 +370,50 @@ mod tests {
         assert_eq!(managed_cpus(&options).unwrap(), vec![count - 1]);
     }
 
+    /// A seat per pcpu: as many managed cpus as pcpus, else refused naming both.
     #[test]
-    fn several_pcpus_pools_and_global_multi_vcpu_guests_are_refused_by_name() {
-        assert!(one_pcpu(&system()).is_ok());
-        let refused = |s: &SystemSpec| match one_pcpu(s) {
+    fn a_system_needs_one_managed_cpu_per_pcpu() {
+        let machine = MachineConfig {
+            pcpus: 2,
+            ..MachineConfig::default()
+        };
+        let two = SystemSpec {
+            domains: system().domains,
+            ..SystemSpec::one_pool(machine, PolicyConfig::Deferrable)
+        };
+        assert!(seats_for(&two, &[0, 1]).is_ok());
+        assert!(seats_for(&system(), &[1]).is_ok());
+        let why = match seats_for(&two, &[1]) {
             Err(HostError::Unsupported(why)) => why,
             other => panic!("not refused: {other:?}"),
         };
-        let mut two = system();
-        two.machine.pcpus = 2;
-        assert!(refused(&two).starts_with("[machine] pcpus = 2: the host executor drives one pcpu"));
+        assert!(
+            why.starts_with(
+                "[machine] pcpus = 2, but 1 managed cpu (1): the executor runs each pcpu on a \
+                 cpu of its own; give --cpus with 2 cpus"
+            ),
+            "{why}"
+        );
+        assert!(what_it_runs(&two).is_ok(), "several pcpus of one pool run");
+        let mut pair = system().domains[0].clone();
+        pair.placement.vcpus = 2;
+        assert_eq!(runnable_on(&pair, 1), Ok(()), "a global guest on one pcpu");
+        let why = runnable_on(&pair, 2).unwrap_err();
+        assert!(
+            why.starts_with("a global guest of 2 VCPUs on 2 pcpus"),
+            "{why}"
+        );
+        pair.placement.smp = GuestSmp::Partitioned;
+        assert_eq!(runnable_on(&pair, 2), Ok(()), "a partitioned guest");
+    }
+
+    #[test]
+    fn pools_and_chains_are_refused_by_name() {
+        assert!(what_it_runs(&system()).is_ok());
+        let refused = |s: &SystemSpec| match what_it_runs(s) {
+            Err(HostError::Unsupported(why)) => why,
+            other => panic!("not refused: {other:?}"),
+        };
         let mut pooled = system();
         pooled.pools = vec![PoolSpec::new(
             "rt",
@@ -347,7 +423,7 @@ mod tests {
         assert!(refused(&pooled).starts_with("[[pool]] 'rt'"));
         let mut multi = system();
         multi.domains[0].placement.vcpus = 2;
-        assert!(one_pcpu(&multi).is_ok());
+        assert!(what_it_runs(&multi).is_ok());
         assert_eq!(check_runnable(&multi.domains[0]), Ok(()), "a global guest");
         multi.domains[0].placement.smp = rtvmm_core::model::GuestSmp::Partitioned;
         assert_eq!(

@@ -1,9 +1,11 @@
 //! A seat: one managed pcpu, its scheduler-side state — the host cpu it is on, its IDLE
 //! VCPU (the spinner), the enforcement of whatever the core's `activity(pcpu)` says
-//! (which VCPU's guest runs, or IDLE), the switch probes, and its timing samples. A seat
-//! knows its [`PcpuId`] and its host cpu; nothing else in the executor names a pcpu.
+//! (which VCPU's guest runs, or IDLE: leaving what it ran and entering what it runs, in
+//! the order the plan gives, [`super::plan`]), the switch probes, and its timing samples.
+//! A seat knows its [`PcpuId`] and its host cpu; nothing else in the executor names a
+//! pcpu.
 
-use rtvmm_core::machine::{Activity, Machine};
+use rtvmm_core::machine::Machine;
 use rtvmm_core::model::PcpuId;
 use rtvmm_core::Nanos;
 
@@ -73,28 +75,15 @@ impl Seat {
         }
     }
 
-    /// Makes the pcpu run what the core decided (`activity(pcpu)`): stops the guest of
-    /// the VCPU it ran (or parks the spinner), resumes the next VCPU's guest (or spins),
-    /// and probes the switch.
-    pub(super) fn enforce(
+    /// Leaves what the seat ran (the plan's `Stop` or `Park`): stops the guest of the
+    /// VCPU it ran, or parks the spinner; forgets an unanswered switch probe.
+    pub(super) fn leave(
         &mut self,
-        now: Nanos,
         machine: &Machine,
         slots: &mut Slots,
         enforcer: &mut dyn Enforcer,
-        domain_of_vcpu: &[Option<(usize, usize)>],
     ) -> Result<(), HostError> {
-        let target = match machine.activity(self.pcpu) {
-            Activity::Running(v) => {
-                let (domain, vcpu) = domain_of_vcpu[v.index()].expect("a VCPU of the run");
-                Target::Vcpu { domain, vcpu }
-            }
-            Activity::Idle | Activity::Overhead { .. } => Target::Idle,
-        };
-        if self.current == Some(target) {
-            return Ok(());
-        }
-        match self.current {
+        match self.current.take() {
             Some(Target::Vcpu { domain, vcpu }) => hold(machine, slots, enforcer, domain, vcpu)?,
             Some(Target::Idle) => self.spinner().park(),
             None => {}
@@ -104,6 +93,19 @@ impl Seat {
                 page.clear_answer();
             }
         }
+        Ok(())
+    }
+
+    /// Enters `target` (the plan's `Resume` or `Spin`, after [`Self::leave`]): resumes
+    /// the VCPU's guest (already pinned to this seat's cpu) or spins, and probes the
+    /// switch.
+    pub(super) fn enter(
+        &mut self,
+        now: Nanos,
+        target: Target,
+        slots: &mut Slots,
+        enforcer: &mut dyn Enforcer,
+    ) -> Result<(), HostError> {
         let probed = match self.page(target, slots) {
             Some(page) => {
                 page.probe(now.as_ns());

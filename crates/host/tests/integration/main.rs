@@ -16,7 +16,8 @@
 //! - [`safety`]: `kill -9`, SIGTERM and a panic of the executor leave nothing behind,
 //!   every backend, several times; the executor and its watchdog killed together are
 //!   recovered by the next run or a clean-up; a stop flag ends a run with its results; a
-//!   second run on a managed cpu is refused.
+//!   second run on a managed cpu is refused; a watchdog killed alone stops the run, which
+//!   undoes everything itself and names what happened.
 //! - [`privileges`]: an unprivileged user is refused, the missing privilege named; with
 //!   best effort the run is labelled not real-time.
 //! - [`protocol`]: guests' job records reach the results (counts, deadlines, pending).
@@ -37,8 +38,11 @@
 //! - [`multi_vcpu`]: a partitioned guest of several VCPUs is one guest process per VCPU
 //!   holding that VCPU's threads; a 2-VCPU domain gets the simulator's per-VCPU shares
 //!   before and after an `xl sched-rtds -v` event.
-//! - [`several_pcpus`]: `--cpus` of several cpus is refused, naming the cores, where the
-//!   machine has no core to spare beyond them (skipped here, with the reason).
+//! - [`several_pcpus`]: a run of two pcpus where a third core is spare (each domain its
+//!   budget, VCPUs migrating), refused naming the cores where none is (then skipped, with
+//!   the reason); the plan of every decision of a 2-pcpu global RTDS system agrees with
+//!   the simulator (run time per VCPU, guest moves = migrations), a partitioned one never
+//!   moves a guest (no real time).
 //! - [`replay`]: one event list through the simulator and through the host's control
 //!   path leaves the same machine after each event (no real time).
 
@@ -88,6 +92,8 @@ fn main() -> ExitCode {
         safety::an_executor_killed_with_its_watchdog_is_recovered_by_the_next_run_or_a_cleanup,
         safety::a_second_run_on_the_same_cpu_is_refused_naming_the_holder,
         safety::a_stopped_run_keeps_its_results_and_cleans_up,
+        safety::a_killed_watchdog_stops_the_run_and_the_executor_undoes_everything,
+        safety::with_carry_on_a_killed_watchdog_is_a_warning_and_the_run_ends_clean,
         privileges::an_unprivileged_user_is_refused_with_the_privilege_named,
         protocol::every_released_job_is_counted_once_with_its_deadline,
         external::a_busy_process_attached_by_pid_gets_its_budget_under_every_policy,
@@ -115,6 +121,8 @@ fn main() -> ExitCode {
         multi_vcpu::the_enforcement_units_of_a_multi_vcpu_domain_hold_their_vcpus_threads,
         multi_vcpu::a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an_xl_event,
         several_pcpus::a_system_of_two_pcpus_needs_a_core_to_spare_beyond_its_cpus,
+        several_pcpus::a_global_rtds_system_of_two_pcpus_is_planned_as_the_simulator_schedules_it,
+        several_pcpus::a_partitioned_system_of_two_pcpus_never_moves_a_guest,
     ];
     util::run_tests(tests, &args)
 }

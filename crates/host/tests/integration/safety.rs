@@ -3,7 +3,8 @@
 //! spinner, no run record. The exits covered here: `kill -9` and SIGTERM of the
 //! executor (its watchdog undoes), a panic in its scheduler thread (it undoes itself),
 //! the executor and its watchdog killed together (the next run, or a clean-up, undoes),
-//! a stop flag (Ctrl-C in the library); SIGINT and SIGTERM of `rtvmm host run` are in
+//! a stop flag (Ctrl-C in the library), the watchdog killed alone (the executor stops
+//! and undoes); SIGINT and SIGTERM of `rtvmm host run` are in
 //! the root crate's CLI tests. Also: one run per cpu.
 
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use rtvmm_host::executor;
 
 use crate::util::{
     eventually, exists, leftovers, ms, options, rt_runtime_at_start, rtvmm_threads, run_cgroup,
-    run_records, skip, twenty_percent, PANIC_AT_ENV, RUN_ARG,
+    run_records, skip, twenty_percent, CARRY_ON_ENV, PANIC_AT_ENV, RUN_ARG,
 };
 
 fn rt_runtime() -> String {
@@ -301,8 +302,86 @@ pub fn a_stopped_run_keeps_its_results_and_cleans_up() {
         .expect("the run");
     stopper.join().unwrap();
     let at = run.stopped_at.expect("stopped early");
-    assert!(at >= ms(600) && at <= ms(2_000), "stopped at {at}");
+    // The flag is set 700 ms after the call; the run's clock starts after its set-up,
+    // which a loaded machine stretches (557 ms seen at load 20), so the lower bound
+    // only says the run ran a good while before it stopped.
+    assert!(at >= ms(300) && at <= ms(2_000), "stopped at {at}");
     assert_eq!(run.results.duration_ns, at.as_ns());
     assert!(run.results.domains[0].jobs > 0, "jobs were counted");
     assert!(leftovers().is_empty(), "{:?}", leftovers());
+}
+
+/// The watchdog killed alone (`kill -9`), under each backend: the executor notices
+/// within a loop iteration (its pidfd), stops the run, undoes everything itself (guests
+/// killed and reaped, cgroups thawed and removed, throttling restored) and, the watchdog
+/// being gone, removes the run's record; it exits 1 naming the watchdog, its pid and how
+/// it died.
+pub fn a_killed_watchdog_stops_the_run_and_the_executor_undoes_everything() {
+    if skip("safety, watchdog killed") {
+        return;
+    }
+    for backend in Backend::ALL {
+        let what = backend.name();
+        let mut child = start_executor(backend, 60_000, &[]);
+        let pid = child.id();
+        let cgroup = run_cgroup(pid);
+        wait_running(&mut child, what);
+        let record = PathBuf::from(rtvmm_host::runs::STATE_DIR).join(format!("run-{pid}.state"));
+        assert!(record.exists(), "{what}: the run's record");
+        let watchdog = watchdog_of(pid).unwrap_or_else(|| panic!("{what}: its watchdog"));
+        std::thread::sleep(Duration::from_millis(300));
+        let killed_at = std::time::Instant::now();
+        kill(Pid::from_raw(watchdog), Signal::SIGKILL).unwrap();
+        let exited = eventually(10, || !matches!(child.try_wait(), Ok(None)));
+        if !exited {
+            let _ = child.kill();
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(exited, "{what}: the executor ran on without its watchdog");
+        let took = killed_at.elapsed();
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "the watchdog (pid {watchdog}) died (killed by SIGKILL) at "
+            )) && stderr.contains("the run was stopped"),
+            "{what}: {stderr}"
+        );
+        assert!(
+            leftovers().is_empty() && !exists(&cgroup) && !record.exists(),
+            "{what}: left behind at its exit {:?}",
+            leftovers()
+        );
+        assert_eq!(rt_runtime(), rt_runtime_at_start(), "{what}");
+        eprintln!("{what}: executor stopped {took:?} after its watchdog was killed");
+    }
+}
+
+/// With `--carry-on-without-watchdog` a killed watchdog is a warning: the run goes on to
+/// its end (exit 0, its results printed), cleans up after itself as usual and removes the
+/// record the watchdog would have.
+pub fn with_carry_on_a_killed_watchdog_is_a_warning_and_the_run_ends_clean() {
+    if skip("safety, watchdog killed, carry on") {
+        return;
+    }
+    let mut child = start_executor(Backend::Freeze, 1_500, &[(CARRY_ON_ENV, "1".into())]);
+    let pid = child.id();
+    let cgroup = run_cgroup(pid);
+    wait_running(&mut child, "carry on");
+    let watchdog = watchdog_of(pid).expect("its watchdog");
+    kill(Pid::from_raw(watchdog), Signal::SIGKILL).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "rtvmm: warning: the watchdog (pid {watchdog}) died (killed by SIGKILL) at "
+        )) && stderr.contains("carrying on without it"),
+        "{stderr}"
+    );
+    assert!(
+        leftovers().is_empty() && !exists(&cgroup) && run_records().is_empty(),
+        "left behind {:?}",
+        leftovers()
+    );
 }

@@ -25,6 +25,9 @@ pub const RUN_FILE_ARG: &str = "__run_file";
 /// Set for the stand-alone executor: its scheduler thread panics at this many
 /// milliseconds into the run.
 pub const PANIC_AT_ENV: &str = "RTVMM_TEST_PANIC_AT_MS";
+/// Set for the stand-alone executor: it carries on if its watchdog dies
+/// (`--carry-on-without-watchdog`).
+pub const CARRY_ON_ENV: &str = "RTVMM_TEST_CARRY_ON_WITHOUT_WATCHDOG";
 
 pub fn ms(x: u64) -> Nanos {
     Nanos::from_ms(x)
@@ -194,6 +197,7 @@ pub fn run_executor(args: &[String]) -> ExitCode {
     if let Ok(at) = std::env::var(PANIC_AT_ENV) {
         options.test_panic_at = Some(ms(at.parse().expect("milliseconds")));
     }
+    options.carry_on_without_watchdog = std::env::var_os(CARRY_ON_ENV).is_some();
     match executor::run(&twenty_percent(policy), "test", 1, options) {
         Ok(run) => {
             print!("{}", run.results.summary());
