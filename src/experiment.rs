@@ -230,9 +230,6 @@ fn progress(args: &ExperimentArgs) -> Option<Progress> {
 /// output directory is created and proven writable, and the font found, before the first
 /// run.
 pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
-    if args.name == "list" {
-        return print(&experiments::list());
-    }
     if args.name != "merge" && !args.paths.is_empty() {
         return Err(experiment_failure(ExperimentError::option(
             "experiment",
@@ -241,6 +238,9 @@ pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
                 args.paths[0].display()
             ),
         )));
+    }
+    if args.name == "list" {
+        return print(&experiments::list());
     }
     if args.name == "merge" && args.changes_results() {
         return Err(experiment_failure(ExperimentError::option(
