@@ -154,4 +154,12 @@ fn merge_without_shards_shows_its_usage() {
         "{}",
         stderr(&o)
     );
+    // Only merge takes directories.
+    let o = rtvmm(&["experiment", "list", "extra"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("unexpected argument 'extra'"),
+        "{}",
+        stderr(&o)
+    );
 }
