@@ -133,6 +133,12 @@ pub fn merge(
     shard_dirs: &[PathBuf],
     base: &Options,
 ) -> Result<Report, ExperimentError> {
+    // Writing there would remove the shard's files (see `report::Output`).
+    let out_dir = std::fs::canonicalize(out).ok();
+    let is_out = |dir: &&PathBuf| out_dir.is_some() && std::fs::canonicalize(dir).ok() == out_dir;
+    if let Some(dir) = shard_dirs.iter().find(is_out) {
+        return Err(shard::ShardError::OutIsShard { dir: dir.clone() }.into());
+    }
     let shards = shard_dirs
         .iter()
         .map(|dir| shard::read_shard(dir))

@@ -296,6 +296,8 @@ pub enum ShardError {
     },
     #[error("no shard directory given")]
     NoShards,
+    #[error("{dir}: the merge's output is a shard's directory; merge into another")]
+    OutIsShard { dir: PathBuf },
     #[error("run {run} ('{name}') is in no shard")]
     RunMissing { run: usize, name: String },
     #[error("run {run} is '{expected}' now but the shard holds '{stored}': the experiment's inputs changed")]

@@ -280,3 +280,15 @@ fn merge_refuses_a_run_that_is_not_the_one_the_experiment_asks_for() {
         "{e}"
     );
 }
+
+#[test]
+fn merge_refuses_to_write_into_a_shard() {
+    let root = tempfile::tempdir().unwrap();
+    let dirs = shards("rtxen-overhead", root.path(), 2);
+    let e = merge_error(&dirs[1], &dirs);
+    assert!(
+        e.contains("the merge's output is a shard's directory"),
+        "{e}"
+    );
+    assert!(dirs[1].join(SHARD_MANIFEST).exists());
+}
