@@ -14,6 +14,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rtvmm_experiments::driver::{Driver, RealTime};
 use rtvmm_experiments::experiments::{self, REGISTRY};
 use rtvmm_experiments::options::{parse_duration, parse_overheads, parse_policies, DEFAULT_SEED};
+use rtvmm_experiments::shard::Runs;
 use rtvmm_experiments::{files, plot, Cancel, ExperimentError, Options, Progress, SweepEvent};
 
 use crate::{experiment_failure, print, runtime, signals, Failure};
@@ -21,9 +22,13 @@ use crate::{experiment_failure, print, runtime, signals, Failure};
 /// `rtvmm experiment NAME|list|all`.
 #[derive(Args, Clone, Debug, PartialEq, Eq)]
 pub struct ExperimentArgs {
-    /// The experiment to run, `list` to describe them all, or `all` to run every
-    /// implemented one (each into OUT/NAME).
+    /// The experiment to run, `list` to describe them all, `all` to run every
+    /// implemented one (each into OUT/NAME), or `merge` to merge shards (`merge OUT
+    /// DIR…`).
     pub name: String,
+    /// `merge` only: the output directory, then every shard's directory.
+    #[arg(value_name = "OUT DIR")]
+    pub paths: Vec<PathBuf>,
     /// Output directory [default: results/NAME].
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -54,6 +59,11 @@ pub struct ExperimentArgs {
     /// Worker threads (0 = one per core).
     #[arg(long, short = 'j', default_value_t = 0)]
     pub jobs: usize,
+    /// Run only shard I of N (1 ≤ I ≤ N): a fixed, balanced N-th of the experiment's
+    /// runs; the shard's results and manifest go to --out, and `rtvmm experiment merge
+    /// OUT DIR…` turns the N shards into what the unsharded run writes.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
     /// Do not draw the progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -101,10 +111,26 @@ impl ExperimentArgs {
         if let Some(o) = &self.overhead {
             options.overheads = Some(parse_overheads(o)?);
         }
+        if let Some(shard) = &self.shard {
+            options.runs = Runs::Shard(shard.parse()?);
+        }
         if self.host {
             options.driver = Driver::Host(self.real_time()?);
         }
         Ok(options)
+    }
+
+    /// Whether a flag that changes results was given (`merge` takes them from the
+    /// shards).
+    fn changes_results(&self) -> bool {
+        self.quick
+            || self.seed != DEFAULT_SEED
+            || self.duration.is_some()
+            || self.policies.is_some()
+            || self.overhead.is_some()
+            || self.in_phase
+            || !self.workloads.is_empty()
+            || self.host
     }
 
     /// The host executor as the experiments' real-time driver.
@@ -204,8 +230,32 @@ fn progress(args: &ExperimentArgs) -> Option<Progress> {
 /// output directory is created and proven writable, and the font found, before the first
 /// run.
 pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
+    if args.name != "merge" && !args.paths.is_empty() {
+        return Err(experiment_failure(ExperimentError::option(
+            "experiment",
+            format!(
+                "unexpected argument '{}' (only `merge OUT DIR…` takes directories)",
+                args.paths[0].display()
+            ),
+        )));
+    }
     if args.name == "list" {
         return print(&experiments::list());
+    }
+    if args.name == "merge" && args.changes_results() {
+        return Err(experiment_failure(ExperimentError::option(
+            "merge",
+            "takes the options that change results from the shards' manifests; only -j and \
+             --no-progress apply",
+        )));
+    }
+    if args.name == "merge" && (args.paths.len() < 2 || args.shard.is_some() || args.out.is_some())
+    {
+        return Err(experiment_failure(ExperimentError::option(
+            "merge",
+            "usage: rtvmm experiment merge OUT DIR… (the shards' directories; the options \
+             come from their manifests)",
+        )));
     }
     if args.host && args.name == "all" {
         return Err(experiment_failure(ExperimentError::option(
@@ -262,6 +312,15 @@ pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
             text.push_str(&report.summary());
             text.push('\n');
         }
+    } else if args.name == "merge" {
+        let mut base = Options::new(&args.paths[0]);
+        base.jobs = args.jobs;
+        base.cancel = cancel.clone();
+        base.progress = progress.clone();
+        let report = rtvmm_experiments::merge(&args.paths[0], &args.paths[1..], &base)
+            .map_err(experiment_failure)?;
+        interrupted = report.interrupted();
+        text = report.summary();
     } else {
         let name = args.name.as_str();
         let report =

@@ -27,6 +27,9 @@
 //! - `python`: the Python package's pytest suite (`crates/py/tests`), against a wheel built
 //!   from this checkout, in a virtual environment under the target directory (skipped,
 //!   saying why, without Python 3.8+ or pip's network).
+//! - `shard`: `experiment NAME --shard I/N` and `experiment merge OUT DIR…`: a bad shard
+//!   number refused, a shard stopped by a signal marked partial and named by merge's
+//!   refusal, merged shards equal to the unsharded run.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -45,3 +48,4 @@ mod msrv;
 mod partial;
 mod python;
 mod readme;
+mod shard;

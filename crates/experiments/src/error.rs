@@ -10,6 +10,7 @@ use rtvmm_gen::GenError;
 use rtvmm_sim::SimError;
 
 use crate::files::{OutputError, WriteError};
+use crate::shard::ShardError;
 
 /// Why an experiment, `gen` or `compare` could not finish.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +63,15 @@ pub enum ExperimentError {
     /// reported as an error).
     #[error("run '{run}' was stopped before its end")]
     Stopped { run: String },
+    /// `--shard` or `merge`: a bad shard number, or shards that cannot be merged.
+    #[error("{0}")]
+    Shard(ShardError),
+}
+
+impl From<ShardError> for ExperimentError {
+    fn from(e: ShardError) -> ExperimentError {
+        ExperimentError::Shard(e)
+    }
 }
 
 impl From<GenError> for ExperimentError {
@@ -111,6 +121,7 @@ impl ExperimentError {
             | ExperimentError::Read { .. }
             | ExperimentError::Json { .. }
             | ExperimentError::Output(_)
+            | ExperimentError::Shard(_)
             | ExperimentError::Gen(_) => true,
             ExperimentError::Write(_)
             | ExperimentError::Plot { .. }

@@ -23,6 +23,9 @@
 //! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
 //! - [`generate`]: the generated scenarios of `rtvmm gen` (rtxen, csa, arinc, uunifast),
 //!   which the Python package makes too.
+//! - [`shard`]: `--shard I/N` runs one slice of an experiment's runs and keeps their
+//!   results; [`merge`] runs the experiment's finish on the shards' results, which writes
+//!   what the unsharded run writes.
 //!
 //! The library parses no flags, draws nothing and installs no signal handler: the `rtvmm`
 //! binary owns flags (clap), the progress bar and SIGINT/SIGTERM, and passes
@@ -42,6 +45,7 @@ mod cancel;
 pub mod figures;
 pub mod files;
 pub mod host;
+pub mod shard;
 
 pub mod error;
 
@@ -64,6 +68,8 @@ pub mod generate;
 
 pub mod experiments;
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 use driver::Driver;
@@ -83,6 +89,12 @@ pub fn run_experiment(name: &str, options: &Options) -> Result<Report, Experimen
     if let Driver::Host(host) = &options.driver {
         if !experiment.host {
             return Err(experiments::host_refused(experiment.name));
+        }
+        if !matches!(options.runs, shard::Runs::All) {
+            return Err(ExperimentError::option(
+                "--shard",
+                "real-time runs (--host) do not shard yet",
+            ));
         }
         if options.overheads.is_some() {
             return Err(ExperimentError::option(
@@ -109,4 +121,31 @@ pub fn run_experiment(name: &str, options: &Options) -> Result<Report, Experimen
     let mut output = Output::new(experiment.name, experiment.title, &description, options)?;
     run(&mut output)?;
     output.finish(started.elapsed(), Some(host::HostInfo::probe()))
+}
+
+/// `rtvmm experiment merge OUT DIR…`: the shards in `shard_dirs` (each written by
+/// `--shard I/N`, all N of them, each once) into `out`, as the unsharded run writes it:
+/// the experiment's finish on the shards' results (see [`shard`]). `base` gives the
+/// options that do not change results (jobs, cancel, progress); the others come from
+/// the shards' manifests.
+pub fn merge(
+    out: &Path,
+    shard_dirs: &[PathBuf],
+    base: &Options,
+) -> Result<Report, ExperimentError> {
+    // Writing there would remove the shard's files (see `report::Output`).
+    let out_dir = std::fs::canonicalize(out).ok();
+    let is_out = |dir: &&PathBuf| out_dir.is_some() && std::fs::canonicalize(dir).ok() == out_dir;
+    if let Some(dir) = shard_dirs.iter().find(is_out) {
+        return Err(shard::ShardError::OutIsShard { dir: dir.clone() }.into());
+    }
+    let shards = shard_dirs
+        .iter()
+        .map(|dir| shard::read_shard(dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (experiment, result_options, replay) = shard::combine(shards)?;
+    let mut options = base.clone().with_result_options(&result_options)?;
+    options.out = out.to_path_buf();
+    options.runs = shard::Runs::Replay(Arc::new(replay));
+    run_experiment(&experiment, &options)
 }

@@ -13,6 +13,7 @@ use rtvmm_core::Nanos;
 pub use crate::cancel::Cancel;
 use crate::driver::Driver;
 use crate::error::ExperimentError;
+use crate::shard::{ResultOptions, Runs};
 
 /// The seed used when none is given.
 pub const DEFAULT_SEED: u64 = 1;
@@ -53,6 +54,9 @@ pub struct Options {
     /// Told as each sweep starts, as each of its runs finishes, and as it ends (for a
     /// progress display: the binary draws one; the library draws nothing).
     pub progress: Option<Progress>,
+    /// Which runs happen here: all of them, one shard's (`--shard I/N`), or none, their
+    /// results read back from shards (`merge`); see [`crate::shard`].
+    pub runs: Runs,
 }
 
 /// What a sweep reports as it goes.
@@ -107,6 +111,7 @@ impl Options {
             stop_after_runs: None,
             cancel: Cancel::new(),
             progress: None,
+            runs: Runs::All,
         }
     }
 
@@ -122,6 +127,43 @@ impl Options {
     pub fn duration_or(&self, full: Nanos, quick: Nanos) -> Nanos {
         self.duration
             .unwrap_or(if self.quick { quick } else { full })
+    }
+
+    /// Every option that changes the results, for a shard's manifest.
+    pub fn result_options(&self) -> ResultOptions {
+        ResultOptions {
+            quick: self.quick,
+            seed: self.seed,
+            duration: self.duration.map(|d| format!("{}ns", d.as_ns())),
+            policies: self
+                .policies
+                .as_ref()
+                .map(|p| p.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")),
+            overhead: self
+                .overheads
+                .map(|o| format!("{}ns,{}ns", o.do_schedule.as_ns(), o.context_switch.as_ns())),
+            in_phase: self.in_phase,
+            workloads: self.workloads.clone(),
+        }
+    }
+
+    /// These options with the result options of a shard's manifest (the inverse of
+    /// [`Options::result_options`]).
+    pub fn with_result_options(mut self, from: &ResultOptions) -> Result<Options, ExperimentError> {
+        self.quick = from.quick;
+        self.seed = from.seed;
+        self.duration = match &from.duration {
+            Some(d) => Some(
+                d.parse()
+                    .map_err(|e| ExperimentError::option("--duration", format!("{e}")))?,
+            ),
+            None => None,
+        };
+        self.policies = from.policies.as_deref().map(parse_policies).transpose()?;
+        self.overheads = from.overhead.as_deref().map(parse_overheads).transpose()?;
+        self.in_phase = from.in_phase;
+        self.workloads = from.workloads.clone();
+        Ok(self)
     }
 
     /// The experiment's policies unless `--policies` chose others.
@@ -254,6 +296,38 @@ mod tests {
         );
         assert!(parse_policies("fifo").is_err());
         assert!(parse_policies(" , ").is_err());
+    }
+
+    #[test]
+    fn result_options_read_back_to_the_same_options() {
+        // (Options' own equality also compares the cancel flags, one per value.)
+        let fields = |o: &Options| {
+            (
+                o.quick,
+                o.seed,
+                o.duration,
+                o.policies.clone(),
+                o.overheads,
+                o.in_phase,
+                o.workloads.clone(),
+            )
+        };
+        let mut options = Options::quick("a");
+        options.seed = 9;
+        options.duration = Some(Nanos(1_500_001));
+        options.policies = Some(vec![PolicyKind::Credit, PolicyKind::Deferrable]);
+        options.overheads = Some(parse_overheads("150ns,1.5us").unwrap());
+        options.in_phase = true;
+        options.workloads = vec![PathBuf::from("w.toml")];
+        let back = Options::new("a")
+            .with_result_options(&options.result_options())
+            .unwrap();
+        assert_eq!(fields(&back), fields(&options));
+        let plain = Options::new("b");
+        let back = Options::quick("b")
+            .with_result_options(&plain.result_options())
+            .unwrap();
+        assert_eq!(fields(&back), fields(&plain));
     }
 
     #[test]

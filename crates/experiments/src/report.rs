@@ -17,6 +17,9 @@ use crate::files::{self, AtomicFile, WriteError};
 use crate::host::HostInfo;
 use crate::options::{describe_overheads, Options};
 use crate::plot::{render, Chart};
+use crate::shard::{
+    run_key, Runs, ShardError, ShardManifest, StoredRun, SHARD_MANIFEST, SHARD_RUNS,
+};
 use crate::sweep::{sweep, RunCounter, SweepOutcome};
 
 /// A table, as written to its own `.md` file and into the report.
@@ -76,6 +79,9 @@ pub struct Report {
     pub runs_total: usize,
     pub wall_time: Duration,
     pub host: Option<HostInfo>,
+    /// `--shard`: which shard this was; it wrote its results and manifest
+    /// ([`crate::shard`]), not `report.md`, and its runs are the shard's.
+    pub shard: Option<crate::shard::Shard>,
 }
 
 impl Report {
@@ -160,7 +166,18 @@ impl Report {
         for f in &self.findings {
             let _ = writeln!(out, "  {f}");
         }
-        let _ = writeln!(out, "report: {}", self.out.join("report.md").display());
+        match self.shard {
+            Some(_) => {
+                let _ = writeln!(
+                    out,
+                    "shard: {}",
+                    self.out.join(crate::shard::SHARD_MANIFEST).display()
+                );
+            }
+            None => {
+                let _ = writeln!(out, "report: {}", self.out.join("report.md").display());
+            }
+        }
         out
     }
 
@@ -333,6 +350,10 @@ pub struct Output<'a> {
     counter: RunCounter,
     report: Report,
     pending: Vec<Pending>,
+    /// `--shard`: the results of this shard's runs, in run order.
+    stored: Vec<StoredRun>,
+    /// `--shard`: how many of the experiment's runs are this shard's.
+    shard_runs: usize,
 }
 
 impl<'a> Output<'a> {
@@ -372,8 +393,11 @@ impl<'a> Output<'a> {
                 runs_total: 0,
                 wall_time: Duration::ZERO,
                 host: None,
+                shard: None,
             },
             pending: Vec::new(),
+            stored: Vec::new(),
+            shard_runs: 0,
         })
     }
 
@@ -414,6 +438,10 @@ impl<'a> Output<'a> {
     }
 
     /// Runs a sweep (see [`crate::sweep::sweep`]) and counts its runs for the report.
+    ///
+    /// The runs are numbered over the whole experiment, in order; with `--shard` only
+    /// the shard's run (the others are `None`, as skipped ones), and in a merge none:
+    /// their results are read back from the shards (see [`crate::shard`]).
     pub fn sweep<T, R, W, N>(
         &mut self,
         label: &str,
@@ -423,11 +451,55 @@ impl<'a> Output<'a> {
     ) -> Result<SweepOutcome<R>, ExperimentError>
     where
         T: Sync,
-        R: Send,
+        R: Send + serde::Serialize + serde::de::DeserializeOwned,
         W: Fn(&T) -> Result<R, ExperimentError> + Sync,
         N: Fn(&T) -> String + Sync,
     {
-        let outcome = sweep(label, items, self.options, &self.counter, name, work)?;
+        let first = self.report.runs_total;
+        let outcome = match &self.options.runs {
+            Runs::All => sweep(label, items, self.options, &self.counter, name, work)?,
+            Runs::Shard(shard) => {
+                let mine: Vec<(usize, &T)> = shard
+                    .runs_of_sweep(first, items.len())
+                    .into_iter()
+                    .map(|i| (i, &items[i]))
+                    .collect();
+                let part = sweep(
+                    label,
+                    &mine,
+                    self.options,
+                    &self.counter,
+                    |(_, item)| name(item),
+                    |(_, item)| work(item),
+                )?;
+                self.shard_runs += mine.len();
+                let mut results: Vec<Option<R>> = items.iter().map(|_| None).collect();
+                for ((i, item), result) in mine.iter().zip(part.results) {
+                    let Some(result) = result else { continue };
+                    let value = serde_json::to_value(&result).map_err(|e| {
+                        ExperimentError::Analysis(format!(
+                            "run '{}': result not storable: {e}",
+                            name(item)
+                        ))
+                    })?;
+                    self.stored.push(StoredRun {
+                        run: first + i,
+                        name: name(item),
+                        result: value,
+                    });
+                    results[*i] = Some(result);
+                }
+                SweepOutcome { results }
+            }
+            Runs::Replay(replay) => {
+                let results = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| replay.result(first + i, &name(item)).map(Some))
+                    .collect::<Result<Vec<Option<R>>, ShardError>>()?;
+                SweepOutcome { results }
+            }
+        };
         self.report.runs_done += outcome.done();
         self.report.runs_total += outcome.total();
         Ok(outcome)
@@ -513,6 +585,21 @@ impl<'a> Output<'a> {
         let mut report = self.report;
         report.wall_time = wall_time;
         report.host = host;
+        match &self.options.runs {
+            Runs::All => {}
+            Runs::Shard(_) => {
+                return finish_shard(report, self.stored, self.shard_runs, self.options)
+            }
+            Runs::Replay(replay) => {
+                if replay.len() != report.runs_total {
+                    return Err(ShardError::RunCount {
+                        stored: replay.len(),
+                        expected: report.runs_total,
+                    }
+                    .into());
+                }
+            }
+        }
         let dir = self.options.out.clone();
         // An input (a --workload file) is never overwritten.
         for name in report.files().iter().map(String::as_str).chain([MANIFEST]) {
@@ -602,6 +689,71 @@ impl<'a> Output<'a> {
         )?;
         Ok(report)
     }
+}
+
+/// A shard's end: its results ([`SHARD_RUNS`]) and its manifest ([`SHARD_MANIFEST`])
+/// instead of the experiment's files, which only the merge of every shard writes. The
+/// report says which runs were this shard's: `runs_done` of `runs_total` (the shard's).
+fn finish_shard(
+    mut report: Report,
+    stored: Vec<StoredRun>,
+    shard_runs: usize,
+    options: &Options,
+) -> Result<Report, ExperimentError> {
+    let Runs::Shard(shard) = options.runs else {
+        unreachable!("finish_shard is called for a shard")
+    };
+    let dir = options.out.clone();
+    let runs_in_experiment = report.runs_total;
+    report.runs_total = shard_runs;
+    let status = match report.partial_note() {
+        Some(p) => p,
+        None => "complete".to_string(),
+    };
+    let mut lines = String::new();
+    for run in &stored {
+        let line = serde_json::to_string(run).map_err(|e| {
+            ExperimentError::Analysis(format!("run '{}': result not storable: {e}", run.name))
+        })?;
+        lines.push_str(&line);
+        lines.push('\n');
+    }
+    let manifest_json = ShardManifest {
+        experiment: report.experiment.clone(),
+        rtvmm_version: env!("CARGO_PKG_VERSION").to_string(),
+        shard,
+        options: options.result_options(),
+        status: status.clone(),
+        runs_in_experiment,
+        runs: stored.iter().map(run_key).collect(),
+    };
+    let mut json = serde_json::to_string_pretty(&manifest_json)
+        .map_err(|e| ExperimentError::Analysis(format!("shard manifest: {e}")))?;
+    json.push('\n');
+    let names = vec![SHARD_RUNS.to_string(), SHARD_MANIFEST.to_string()];
+    let previous = read_manifest(&dir);
+    let mut all = previous.clone();
+    all.extend(names.iter().filter(|n| !previous.contains(n)).cloned());
+    files::write_file(
+        &dir.join(MANIFEST),
+        manifest(&report.experiment, "writing", &all).as_bytes(),
+    )?;
+    remove_stale(&dir, &previous, &names, options);
+    // The results before the manifest that vouches for them.
+    files::write_file(&dir.join(SHARD_RUNS), lines.as_bytes())?;
+    files::write_file(&dir.join(SHARD_MANIFEST), json.as_bytes())?;
+    files::write_file(
+        &dir.join(MANIFEST),
+        manifest(&report.experiment, &status, &names).as_bytes(),
+    )?;
+    report.sections.clear();
+    report.shard = Some(shard);
+    report.findings = vec![format!(
+        "shard {shard}: {} of the experiment's {runs_in_experiment} runs; merge every shard \
+         with `rtvmm experiment merge OUT DIR…`",
+        report.runs_done
+    )];
+    Ok(report)
 }
 
 /// `Partial: …` from `partial: …`.

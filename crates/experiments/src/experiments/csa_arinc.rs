@@ -147,6 +147,7 @@ struct Point {
     policy: PolicyKind,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct RunOutcome {
     results: RunResults,
     samples: Vec<Vec<f64>>,

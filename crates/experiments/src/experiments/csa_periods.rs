@@ -74,6 +74,7 @@ struct Point {
 }
 
 /// What a run gives: its results and the responsiveness samples of every domain.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct RunOutcome {
     results: RunResults,
     samples: Vec<Vec<f64>>,

@@ -152,7 +152,7 @@ pub fn extra_delays(
 }
 
 /// The delays of one phase's run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PhaseDelays {
     pub phase: Nanos,
     /// Counted jobs (finished, or missed and unfinished).
@@ -199,6 +199,7 @@ struct Point {
 }
 
 /// A configuration's outcome: the delays of every phase.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Outcome {
     phases: Vec<PhaseDelays>,
 }

@@ -310,6 +310,7 @@ struct ContentionPoint {
     policy: PolicyKind,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct ContentionOutcome {
     phases: Vec<PhaseDelays>,
     /// Completion time of the long job, `None` when it did not finish in the run.
@@ -323,6 +324,7 @@ struct IrqPoint {
     policy: PolicyKind,
 }
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct IrqOutcome {
     interrupts: usize,
     /// Sorted.

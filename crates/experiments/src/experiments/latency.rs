@@ -226,7 +226,7 @@ pub fn system(
 }
 
 /// One thread's latencies, as cyclictest prints them.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ThreadLatency {
     pub thread: usize,
     pub interval: Nanos,

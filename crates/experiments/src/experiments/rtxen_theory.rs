@@ -146,7 +146,7 @@ pub fn analysis_system(
 }
 
 /// What the analysis says about one system.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Bounds {
     /// Per domain, per task: the full response-time bound (ms), root included; `None` when
     /// there is none within the deadline (or the server is not schedulable at the root).
@@ -265,6 +265,7 @@ struct Point {
 }
 
 /// What one (pattern, α, policy) gave.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Outcome {
     bounds: Bounds,
     results: RunResults,

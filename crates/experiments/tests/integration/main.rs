@@ -3,7 +3,7 @@
 //! that follow from the theory; plus the framework (list, interruption, compare, gen).
 //! One binary: `csa` holds the 2012 experiments, `eval` the evaluation experiments,
 //! `host_driver` the `--host` path of rtxen-overhead and rtxen-isolation (a stand-in
-//! executor).
+//! executor), `shard` the sharded sweeps and their merge.
 mod util;
 
 mod capacity;
@@ -15,4 +15,5 @@ mod isolation;
 mod multicore;
 mod overhead;
 mod quantum;
+mod shard;
 mod theory;

@@ -1,0 +1,508 @@
+//! Sharded sweeps: `--shard I/N` runs one of N disjoint slices of an experiment's runs,
+//! and `rtvmm experiment merge` turns the N shards into what the unsharded run writes.
+//!
+//! # Design note
+//! An experiment is "its runs, then its finish" (tables, CSVs, figures, `report.md`),
+//! and the finish reads nothing but the runs' results. Every run goes through
+//! [`crate::report::Output::sweep`], which numbers the runs of the whole experiment in
+//! order (the first sweep's runs, then the next sweep's), so a run's number is a fact of
+//! the experiment and its options, never of threads or timing. [`Runs`] says what that
+//! one place does with a run:
+//!
+//! - [`Runs::All`]: run it (the unsharded run);
+//! - [`Runs::Shard`]: run it if it is the shard's ([`Shard::runs_of_sweep`]), keep its
+//!   result, and skip the others; the shard writes its results and its manifest
+//!   ([`SHARD_MANIFEST`], [`SHARD_RUNS`]) instead of the finish;
+//! - [`Runs::Replay`]: take its result from the shards (`merge`) instead of running it.
+//!
+//! Which runs are a shard's: each sweep's runs are put in a shuffled order, the same
+//! everywhere (a fixed seed), and dealt round robin from there, continuing the count of
+//! the sweeps before. Every shard gets its share of every sweep, within one run; plain
+//! round robin on the sweep's order would not balance the cost: a sweep whose innermost
+//! loop is three policies, cut in three shards, would give each shard one policy (measured
+//! on `csa-arinc --quick`: the slowest shard took 2.3 times the fastest).
+//!
+//! So a merge is the unsharded run with every result read back instead of computed: the
+//! same finish, on the same values, writes the same bytes. Results are stored as JSON;
+//! `serde_json` writes the shortest decimal that reads back to the same `f64`, and reads
+//! it back exactly (its `float_roundtrip` feature).
+//!
+//! Merge refuses ([`ShardError`]): a directory with no shard; a partial shard (stopped by
+//! a signal); shards of different experiments, options, rtvmm versions or shard counts;
+//! a shard given twice; a shard missing; a stored run whose name is not the run the
+//! experiment asks for at that number (its inputs changed).
+//!
+//! Known gap: real-time runs (`--host`) do not shard yet.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// The shard's manifest, in its output directory.
+pub const SHARD_MANIFEST: &str = "rtvmm-shard.json";
+/// The shard's results, one JSON line per run, in run order.
+pub const SHARD_RUNS: &str = "rtvmm-shard-runs.jsonl";
+
+/// Shard `index` of `count`, 1-based: `1/4` … `4/4`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// The runs of a sweep this shard holds, as indices into the sweep, in order. The
+    /// sweep's `len` runs, numbered from `first` in the experiment, are put in a fixed
+    /// shuffled order and dealt round robin from there (see the module note).
+    pub fn runs_of_sweep(&self, first: usize, len: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..len).collect();
+        // Fisher–Yates driven by SplitMix64 from a fixed seed: the same order on every
+        // machine, for every thread count.
+        let mut state = SHUFFLE_SEED ^ len as u64;
+        for i in (1..len).rev() {
+            let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+        let mut mine: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| (first + position) % self.count == self.index - 1)
+            .map(|(_, &run)| run)
+            .collect();
+        mine.sort_unstable();
+        mine
+    }
+}
+
+/// Any fixed value: changing it changes which shard holds which run (shards written
+/// before and after would not merge: the run names would not match).
+const SHUFFLE_SEED: u64 = 0x7274_766d_6d5f_7368;
+
+/// SplitMix64 (Steele, Lea and Flood, 2014): a small, well-mixed sequence from a seed.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = ShardError;
+
+    /// `I/N` with `1 ≤ I ≤ N`.
+    fn from_str(text: &str) -> Result<Shard, ShardError> {
+        let bad = |problem: String| ShardError::BadShard { problem };
+        let (i, n) = text
+            .split_once('/')
+            .ok_or_else(|| bad(format!("'{text}' is not I/N (for example 2/4)")))?;
+        let number = |s: &str| s.trim().parse::<usize>().ok();
+        let (Some(index), Some(count)) = (number(i), number(n)) else {
+            return Err(bad(format!("'{text}' is not I/N (for example 2/4)")));
+        };
+        if count == 0 {
+            return Err(bad(format!("'{text}': N must be at least 1")));
+        }
+        if index == 0 || index > count {
+            return Err(bad(format!(
+                "'{text}': shards are numbered from 1 to N (here 1 to {count})"
+            )));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// One run's stored result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredRun {
+    /// Its number in the experiment (0-based).
+    pub run: usize,
+    /// Its name, as in error messages (checked on merge).
+    pub name: String,
+    pub result: serde_json::Value,
+}
+
+/// The results a merge replays, by run number.
+#[derive(Debug, Default)]
+pub struct Replay {
+    runs: BTreeMap<usize, StoredRun>,
+}
+
+impl Replay {
+    /// How many runs it holds.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// The stored result of run `run`, which the experiment names `name`.
+    pub fn result<R: serde::de::DeserializeOwned>(
+        &self,
+        run: usize,
+        name: &str,
+    ) -> Result<R, ShardError> {
+        let stored = self.runs.get(&run).ok_or(ShardError::RunMissing {
+            run,
+            name: name.to_string(),
+        })?;
+        if stored.name != name {
+            return Err(ShardError::RunChanged {
+                run,
+                stored: stored.name.clone(),
+                expected: name.to_string(),
+            });
+        }
+        R::deserialize(&stored.result).map_err(|e| ShardError::RunUnreadable {
+            run,
+            name: name.to_string(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// What happens to each run of an experiment (see the module note).
+#[derive(Clone, Debug, Default)]
+pub enum Runs {
+    #[default]
+    All,
+    Shard(Shard),
+    Replay(Arc<Replay>),
+}
+
+/// Equal when they would do the same: two replays only when they are one.
+impl PartialEq for Runs {
+    fn eq(&self, other: &Runs) -> bool {
+        match (self, other) {
+            (Runs::All, Runs::All) => true,
+            (Runs::Shard(a), Runs::Shard(b)) => a == b,
+            (Runs::Replay(a), Runs::Replay(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Runs {}
+
+/// Every option that changes an experiment's results, as the command line spells it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultOptions {
+    pub quick: bool,
+    pub seed: u64,
+    pub duration: Option<String>,
+    pub policies: Option<String>,
+    pub overhead: Option<String>,
+    pub in_phase: bool,
+    pub workloads: Vec<PathBuf>,
+}
+
+impl ResultOptions {
+    /// Each field's name and value, to name the one two shards disagree on.
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "(default)".to_string());
+        vec![
+            ("--quick", self.quick.to_string()),
+            ("--seed", self.seed.to_string()),
+            ("--duration", opt(&self.duration)),
+            ("--policies", opt(&self.policies)),
+            ("--overhead", opt(&self.overhead)),
+            ("--in-phase", self.in_phase.to_string()),
+            (
+                "--workload",
+                self.workloads
+                    .iter()
+                    .map(|w| w.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        ]
+    }
+}
+
+/// A shard's manifest ([`SHARD_MANIFEST`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardManifest {
+    pub experiment: String,
+    pub rtvmm_version: String,
+    pub shard: Shard,
+    pub options: ResultOptions,
+    /// `complete`, or `partial: interrupted after N of M runs`.
+    pub status: String,
+    /// The runs of the whole experiment (all shards).
+    pub runs_in_experiment: usize,
+    /// The run keys this shard holds: `NUMBER NAME`.
+    pub runs: Vec<String>,
+}
+
+impl ShardManifest {
+    pub fn is_complete(&self) -> bool {
+        self.status == "complete"
+    }
+}
+
+/// A run's key in the manifest: its number and its name.
+pub fn run_key(run: &StoredRun) -> String {
+    format!("{} {}", run.run, run.name)
+}
+
+/// Why shards cannot be merged (or a shard written).
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    #[error("--shard: {problem}")]
+    BadShard { problem: String },
+    #[error("{dir}: not a shard (no {SHARD_MANIFEST}; write one with `rtvmm experiment NAME --shard I/N`)")]
+    NotAShard { dir: PathBuf },
+    #[error("{path}: {message}")]
+    Unreadable { path: PathBuf, message: String },
+    #[error("{dir}: shard {shard} is {status}; run it again to completion before merging")]
+    Partial {
+        dir: PathBuf,
+        shard: Shard,
+        status: String,
+    },
+    #[error(
+        "{dir}: {field} is {value}, but {first_dir} has {first_value}: shards of different runs cannot be merged"
+    )]
+    Mismatch {
+        field: String,
+        first_dir: PathBuf,
+        first_value: String,
+        dir: PathBuf,
+        value: String,
+    },
+    #[error("shard {shard} is given twice: {first} and {second}")]
+    Duplicate {
+        shard: Shard,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error("shard {} missing (have: {})", missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", "), have.join(", "))]
+    Missing {
+        missing: Vec<usize>,
+        count: usize,
+        have: Vec<String>,
+    },
+    #[error("no shard directory given")]
+    NoShards,
+    #[error("{dir}: the merge's output is a shard's directory; merge into another")]
+    OutIsShard { dir: PathBuf },
+    #[error("run {run} ('{name}') is in no shard")]
+    RunMissing { run: usize, name: String },
+    #[error("run {run} is '{expected}' now but the shard holds '{stored}': the experiment's inputs changed")]
+    RunChanged {
+        run: usize,
+        stored: String,
+        expected: String,
+    },
+    #[error("run {run} ('{name}'): stored result unreadable: {message}")]
+    RunUnreadable {
+        run: usize,
+        name: String,
+        message: String,
+    },
+    #[error("the shards hold {stored} runs but the experiment has {expected}")]
+    RunCount { stored: usize, expected: usize },
+}
+
+/// A shard read back from its directory.
+#[derive(Debug)]
+pub struct LoadedShard {
+    pub dir: PathBuf,
+    pub manifest: ShardManifest,
+    pub runs: Vec<StoredRun>,
+}
+
+/// Reads the shard in `dir`: its manifest and its results, which must agree.
+pub fn read_shard(dir: &Path) -> Result<LoadedShard, ShardError> {
+    let manifest_path = dir.join(SHARD_MANIFEST);
+    if !manifest_path.is_file() {
+        return Err(ShardError::NotAShard {
+            dir: dir.to_path_buf(),
+        });
+    }
+    let unreadable = |path: &Path, message: String| ShardError::Unreadable {
+        path: path.to_path_buf(),
+        message,
+    };
+    let text = std::fs::read_to_string(&manifest_path)
+        .map_err(|e| unreadable(&manifest_path, e.to_string()))?;
+    let manifest: ShardManifest =
+        serde_json::from_str(&text).map_err(|e| unreadable(&manifest_path, e.to_string()))?;
+    if !manifest.is_complete() {
+        return Err(ShardError::Partial {
+            dir: dir.to_path_buf(),
+            shard: manifest.shard,
+            status: manifest.status,
+        });
+    }
+    let runs_path = dir.join(SHARD_RUNS);
+    let text =
+        std::fs::read_to_string(&runs_path).map_err(|e| unreadable(&runs_path, e.to_string()))?;
+    let mut runs = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let run: StoredRun = serde_json::from_str(line)
+            .map_err(|e| unreadable(&runs_path, format!("line {}: {e}", n + 1)))?;
+        runs.push(run);
+    }
+    let keys: Vec<String> = runs.iter().map(run_key).collect();
+    if keys != manifest.runs {
+        return Err(unreadable(
+            &runs_path,
+            format!("its runs are not the ones {SHARD_MANIFEST} lists"),
+        ));
+    }
+    Ok(LoadedShard {
+        dir: dir.to_path_buf(),
+        manifest,
+        runs,
+    })
+}
+
+/// Checks that `shards` are the N shards of one run, each once, and gathers their
+/// results. Returns the experiment, its options and the replay.
+pub fn combine(shards: Vec<LoadedShard>) -> Result<(String, ResultOptions, Replay), ShardError> {
+    let first = shards.first().ok_or(ShardError::NoShards)?;
+    let mismatch = |field: &str, a: String, shard: &LoadedShard, b: String| {
+        (a != b).then(|| ShardError::Mismatch {
+            field: field.to_string(),
+            first_dir: first.dir.clone(),
+            first_value: a,
+            dir: shard.dir.clone(),
+            value: b,
+        })
+    };
+    let count = first.manifest.shard.count;
+    for shard in &shards[1..] {
+        let (a, b) = (&first.manifest, &shard.manifest);
+        let checks = [
+            ("the experiment", a.experiment.clone(), b.experiment.clone()),
+            (
+                "the rtvmm version",
+                a.rtvmm_version.clone(),
+                b.rtvmm_version.clone(),
+            ),
+            (
+                "the shard count",
+                count.to_string(),
+                b.shard.count.to_string(),
+            ),
+        ];
+        for (field, x, y) in checks {
+            if let Some(e) = mismatch(field, x, shard, y) {
+                return Err(e);
+            }
+        }
+        for ((field, x), (_, y)) in a.options.fields().into_iter().zip(b.options.fields()) {
+            if let Some(e) = mismatch(field, x, shard, y) {
+                return Err(e);
+            }
+        }
+    }
+    let mut by_index: BTreeMap<usize, &LoadedShard> = BTreeMap::new();
+    for shard in &shards {
+        if let Some(other) = by_index.insert(shard.manifest.shard.index, shard) {
+            return Err(ShardError::Duplicate {
+                shard: shard.manifest.shard,
+                first: other.dir.clone(),
+                second: shard.dir.clone(),
+            });
+        }
+    }
+    let missing: Vec<usize> = (1..=count).filter(|i| !by_index.contains_key(i)).collect();
+    if !missing.is_empty() {
+        return Err(ShardError::Missing {
+            missing,
+            count,
+            have: by_index
+                .values()
+                .map(|s| format!("{} in {}", s.manifest.shard, s.dir.display()))
+                .collect(),
+        });
+    }
+    let experiment = first.manifest.experiment.clone();
+    let options = first.manifest.options.clone();
+    let mut replay = Replay::default();
+    for shard in shards {
+        for run in shard.runs {
+            replay.runs.insert(run.run, run);
+        }
+    }
+    Ok((experiment, options, replay))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_numbered_from_one_to_n() {
+        assert_eq!(
+            "2/4".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 4 }
+        );
+        assert_eq!(
+            "1/1".parse::<Shard>().unwrap(),
+            Shard { index: 1, count: 1 }
+        );
+        for bad in ["0/4", "5/4", "1/0", "2", "a/b", "-1/4"] {
+            let e = bad.parse::<Shard>().unwrap_err().to_string();
+            assert!(e.starts_with("--shard: "), "{bad}: {e}");
+        }
+        assert!("5/4"
+            .parse::<Shard>()
+            .unwrap_err()
+            .to_string()
+            .contains("from 1 to N (here 1 to 4)"));
+    }
+
+    #[test]
+    fn the_shards_of_n_part_the_runs_evenly() {
+        for count in 1..=5 {
+            for (first, len) in [(0, 0), (0, 1), (0, 7), (7, 23), (3, 36)] {
+                let mut all = Vec::new();
+                let mut sizes = Vec::new();
+                for index in 1..=count {
+                    let mine = Shard { index, count }.runs_of_sweep(first, len);
+                    sizes.push(mine.len());
+                    all.extend(mine);
+                }
+                all.sort_unstable();
+                assert_eq!(
+                    all,
+                    (0..len).collect::<Vec<_>>(),
+                    "{first}+{len} in {count}"
+                );
+                let (min, max) = (sizes.iter().min(), sizes.iter().max());
+                assert!(max.unwrap() - min.unwrap() <= 1, "{sizes:?}");
+            }
+        }
+    }
+
+    /// A sweep whose cost repeats with the shard count (three policies per point, three
+    /// shards) is not dealt one policy per shard, as plain round robin would.
+    #[test]
+    fn a_cost_pattern_of_period_n_is_spread_over_the_shards() {
+        for index in 1..=3 {
+            let mine = Shard { index, count: 3 }.runs_of_sweep(0, 36);
+            let per_policy = |p: usize| mine.iter().filter(|&&r| r % 3 == p).count();
+            for policy in 0..3 {
+                assert!(
+                    (2..=6).contains(&per_policy(policy)),
+                    "shard {index}: {mine:?}"
+                );
+            }
+        }
+    }
+}
