@@ -164,7 +164,10 @@ pub struct Sedf {
 /// Inserts `vcpu` into `queue` after every entry whose key is at most its own.
 fn insert_sorted(queue: &mut Vec<VcpuId>, vcpu: VcpuId, key: impl Fn(VcpuId) -> Nanos) {
     let k = key(vcpu);
-    let at = queue.iter().position(|&v| key(v) > k).unwrap_or(queue.len());
+    let at = queue
+        .iter()
+        .position(|&v| key(v) > k)
+        .unwrap_or(queue.len());
     queue.insert(at, vcpu);
 }
 
@@ -560,7 +563,10 @@ impl Policy for Sedf {
                 Queue::Asleep => 1,
             };
             if on != 1 {
-                return Err(format!("vcpu {:?}: {:?} but queued {on} times", s.vcpu, s.queue));
+                return Err(format!(
+                    "vcpu {:?}: {:?} but queued {on} times",
+                    s.vcpu, s.queue
+                ));
             }
         }
         let sorted = |queue: &[VcpuId], key: &dyn Fn(&SedfVcpu) -> i128| {
@@ -703,7 +709,10 @@ mod tests {
         ]);
         d.wake(ms(0), 0);
         assert_eq!(d.schedule(ms(0)), runs(0, ms(3)));
-        assert!(d.wake(ms(2), 1), "on the run queue at once: its period has begun");
+        assert!(
+            d.wake(ms(2), 1),
+            "on the run queue at once: its period has begun"
+        );
         assert_eq!(d.schedule(ms(2)), runs(1, ms(5)));
         assert_eq!(d.state(0), (ms(1), ms(6)), "preemption costs no slice");
         assert_eq!(d.schedule(ms(7)), runs(1, ms(5)));
@@ -725,7 +734,11 @@ mod tests {
         assert_eq!(d.state(0), (ms(2), ms(20)));
         assert_eq!(d.schedule(ms(3)), runs(0, EXTRA_QUANTUM), "penalty run");
         let after = ms(3) + EXTRA_QUANTUM;
-        assert_eq!(d.schedule(after), idle_for(ms(10) - after), "one penalty run only");
+        assert_eq!(
+            d.schedule(after),
+            idle_for(ms(10) - after),
+            "one penalty run only"
+        );
         assert_eq!(d.schedule(ms(10)), runs(0, ms(2)));
     }
 
@@ -864,5 +877,35 @@ mod tests {
         assert_eq!(d.schedule(us(3_800)), runs(1, EXTRA_QUANTUM));
         assert_eq!(d.schedule(us(4_300)), runs(0, EXTRA_QUANTUM));
         assert_eq!(d.state(1), (ms(2), ms(20)), "extra time uses no slice");
+    }
+
+    /// A VCPU that blocks and wakes again before `do_schedule` took it off the pcpu never
+    /// left its queue: no unblocking, it goes on with its slice and deadline.
+    #[test]
+    fn wake_before_the_block_is_processed_is_no_unblocking() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(2), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        d.schedule(ms(0));
+        assert!(d.sleep(ms(1), 0));
+        assert!(!d.wake(ms(1), 0));
+        assert_eq!(d.schedule(ms(1)), runs(0, ms(1)));
+        assert_eq!(d.state(0), (ms(1), ms(10)));
+    }
+
+    /// `sched-set` from 4/10 to 2/10 at 1: the remaining 3 ms are cut to 2 at once; the
+    /// new slice is the slice from the next period (10–20) on.
+    #[test]
+    fn adjust_cuts_the_slice_at_once_and_takes_effect_at_the_next_period() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(4), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        assert_eq!(d.schedule(ms(0)), runs(0, ms(4)));
+        let new = VcpuParams::server(ms(2), ms(10), 0);
+        assert!(d.at(ms(1), |s, cx| s.adjust(cx, VcpuId(0), &new)));
+        assert_eq!(d.state(0), (ms(2), ms(10)));
+        assert_eq!(d.schedule(ms(1)), runs(0, ms(2)));
+        assert_eq!(d.schedule(ms(3)), idle_for(ms(7)));
+        assert_eq!(d.state(0), (ms(2), ms(20)));
+        assert_eq!(d.schedule(ms(10)), runs(0, ms(2)));
+        assert_eq!(d.schedule(ms(12)), idle_for(ms(8)));
     }
 }

@@ -23,7 +23,10 @@ use crate::error::ExperimentError;
 use crate::plot::{BarChart, Chart, LegendAt, LineChart, RefLine, Series};
 use crate::report::Output;
 use crate::rtxen::{Phasing, ShareSystems, RTXEN_POLICIES};
-use crate::system::{build_system_with, rtxen_machine, run_labels, RTXEN_REPLENISHMENT, run_policies, simulate, RunPolicy};
+use crate::system::{
+    build_system_with, rtxen_machine, run_labels, run_policies, simulate, RunPolicy,
+    RTXEN_REPLENISHMENT,
+};
 
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-capacity",

@@ -38,7 +38,8 @@ use crate::rtxen::{
     domain_share, domain_utilisation, record_offsets, rtxen_domains, Phasing, RTXEN_POLICIES,
 };
 use crate::system::{
-    build_system_with, rtxen_machine, run_labels, RTXEN_REPLENISHMENT, run_policies, RunPolicy, ServerDomain,
+    build_system_with, rtxen_machine, run_labels, run_policies, RunPolicy, ServerDomain,
+    RTXEN_REPLENISHMENT,
 };
 
 pub const EXPERIMENT: Experiment = Experiment {

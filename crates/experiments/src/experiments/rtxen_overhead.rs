@@ -35,7 +35,8 @@ use crate::plot::{BarChart, Chart, LegendAt};
 use crate::report::Output;
 use crate::rtxen::{record_offsets, rtxen_domains, Phasing, RTXEN_POLICIES};
 use crate::system::{
-    build_system_with, rtxen_machine, run_labels, RTXEN_REPLENISHMENT, run_policies, simulate, RunPolicy, ServerDomain,
+    build_system_with, rtxen_machine, run_labels, run_policies, simulate, RunPolicy, ServerDomain,
+    RTXEN_REPLENISHMENT,
 };
 
 pub const EXPERIMENT: Experiment = Experiment {

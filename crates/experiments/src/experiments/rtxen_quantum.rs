@@ -35,7 +35,8 @@ use crate::plot::{Chart, LegendAt, LineChart, Series};
 use crate::report::Output;
 use crate::rtxen::{record_offsets, Phasing};
 use crate::system::{
-    build_system_with, rtxen_machine, run_labels, RTXEN_REPLENISHMENT, run_policies, simulate, RunPolicy, ServerDomain,
+    build_system_with, rtxen_machine, run_labels, run_policies, simulate, RunPolicy, ServerDomain,
+    RTXEN_REPLENISHMENT,
 };
 
 pub const EXPERIMENT: Experiment = Experiment {
