@@ -22,10 +22,10 @@
 //!     the deadline moves on by p, the slice is fresh, it waits for the next period; the
 //!     slice it lost (s − cputime, if above 0) puts it on the **penalty** extra-time queue;
 //!   - **long unblocking**, at or after its deadline: the wake instant starts a new period
-//!     (deadline = now + p, fresh slice) and it is runnable at once.
-//!   The first wake after joining, inside the first period, is none of these: the VCPU
-//!   joins runnable with its whole slice (Xen set up the first deadline on the first wake,
-//!   `now + slice`, a boot-time detail rtvmm does not copy).
+//!     (deadline = now + p, fresh slice) and it is runnable at once;
+//!   - the first wake after joining, inside the first period, is none of these: the VCPU
+//!     joins runnable with its whole slice (Xen set up the first deadline on the first
+//!     wake, `now + slice`, a boot-time detail rtvmm does not copy).
 //! - **Reschedule on wake** (`should_switch`): when the woken VCPU's period begins before
 //!   the current decision's time runs out; else never while a VCPU runs in EDF mode; over a
 //!   penalty extra run, when the woken VCPU wants the penalty queue with a lower score; over
