@@ -242,6 +242,20 @@ mod tests {
     use super::*;
     use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
 
+    /// The rtxen-* machine differs from the others only in replenishing at the tick.
+    #[test]
+    fn rtxen_machine_replenishes_at_the_tick() {
+        let (q, o) = (Nanos::from_ms(1), Overheads::default());
+        assert_eq!(rtxen_machine(q, o).replenishment, ReplenishMode::Tick);
+        assert_eq!(
+            MachineConfig {
+                replenishment: ReplenishMode::Exact,
+                ..rtxen_machine(q, o)
+            },
+            machine(q, o)
+        );
+    }
+
     #[test]
     fn derivation_per_policy() {
         let b = Nanos::from_ms(4);
