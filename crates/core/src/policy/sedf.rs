@@ -1,5 +1,5 @@
 //! SEDF: Xen's simple EDF scheduler, as Xen 4.0's `xen/common/sched_sedf.c` ran it (removed
-//! in Xen 4.7). The ideal-EDF model rtvmm had before is kept as `sedf-ideal`
+//! in Xen 4.6). The ideal-EDF model rtvmm had before is kept as `sedf-ideal`
 //! ([`sedf_ideal`](super::sedf_ideal)); `docs/policies.md` compares them.
 //!
 //! # Design note
