@@ -164,12 +164,14 @@ pub enum PolicyKind {
     Crps,
     Credit,
     Sedf,
+    /// SEDF as ideal EDF, without Xen's wake-up rules.
+    SedfIdeal,
     Rtds,
     Arinc653,
 }
 
 impl PolicyKind {
-    pub const ALL: [PolicyKind; 10] = [
+    pub const ALL: [PolicyKind; 11] = [
         PolicyKind::Deferrable,
         PolicyKind::Periodic,
         PolicyKind::Polling,
@@ -178,6 +180,7 @@ impl PolicyKind {
         PolicyKind::Crps,
         PolicyKind::Credit,
         PolicyKind::Sedf,
+        PolicyKind::SedfIdeal,
         PolicyKind::Rtds,
         PolicyKind::Arinc653,
     ];
@@ -193,6 +196,7 @@ impl PolicyKind {
             PolicyKind::Crps => "crps",
             PolicyKind::Credit => "credit",
             PolicyKind::Sedf => "sedf",
+            PolicyKind::SedfIdeal => "sedf-ideal",
             PolicyKind::Rtds => "rtds",
             PolicyKind::Arinc653 => "arinc653",
         }
@@ -234,7 +238,10 @@ impl PolicyKind {
             PolicyKind::Credit => {
                 "Xen Credit: proportional share by weight, BOOST on wake, optional cap"
             }
-            PolicyKind::Sedf => "Xen SEDF: EDF over slice/period, slice kept while idle",
+            PolicyKind::Sedf => {
+                "Xen 4.0 SEDF: EDF over slice/period; a VCPU waking inside its period waits for the next"
+            }
+            PolicyKind::SedfIdeal => "SEDF as ideal EDF: slice kept while blocked, fixed period grid",
             PolicyKind::Rtds => "Xen RTDS: EDF servers with budget/period and extratime",
             PolicyKind::Arinc653 => "ARINC 653: static cyclic table of minor frames",
         }

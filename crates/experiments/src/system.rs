@@ -121,6 +121,24 @@ pub fn machine(quantum: Nanos, overheads: Overheads) -> MachineConfig {
     }
 }
 
+/// One pcpu as the RT-Xen 2011 experiments (`rtxen-*`) ran it: replenishment at the tick
+/// (`replenishment = "tick"`), because that implementation scanned its replenishment queue
+/// once per quantum. Only the policies that tick at the quantum (the RT-Xen servers) see a
+/// difference; Credit, SEDF and RTDS keep their own timing. Reports say so with
+/// [`RTXEN_REPLENISHMENT`].
+pub fn rtxen_machine(quantum: Nanos, overheads: Overheads) -> MachineConfig {
+    MachineConfig {
+        replenishment: ReplenishMode::Tick,
+        ..machine(quantum, overheads)
+    }
+}
+
+/// The report line of every `rtxen-*` experiment on [`rtxen_machine`].
+pub const RTXEN_REPLENISHMENT: &str = "Replenishment at the tick (replenishment = \"tick\"), as \
+    in the 2011 implementation, which scanned its replenishment queue once per quantum: a \
+    server's budget comes back at the first tick at or after its period boundary. Credit and \
+    SEDF keep their own timing.";
+
 /// The system of `domains` under `kind` (at [`policy_config`]) on `machine`.
 pub fn build_system(
     domains: &[ServerDomain],
@@ -223,6 +241,20 @@ pub fn responsiveness_samples(sim: &Simulation, domain: usize, end: Nanos) -> Ve
 mod tests {
     use super::*;
     use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
+
+    /// The rtxen-* machine differs from the others only in replenishing at the tick.
+    #[test]
+    fn rtxen_machine_replenishes_at_the_tick() {
+        let (q, o) = (Nanos::from_ms(1), Overheads::default());
+        assert_eq!(rtxen_machine(q, o).replenishment, ReplenishMode::Tick);
+        assert_eq!(
+            MachineConfig {
+                replenishment: ReplenishMode::Exact,
+                ..rtxen_machine(q, o)
+            },
+            machine(q, o)
+        );
+    }
 
     #[test]
     fn derivation_per_policy() {

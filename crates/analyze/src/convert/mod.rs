@@ -228,7 +228,7 @@ pub(crate) fn root_model(policy: PolicyKind) -> RootModel {
         PolicyKind::Wcps | PolicyKind::Crps => servers(ServerKind::Periodic, false),
         PolicyKind::Polling => servers(ServerKind::Polling, true),
         PolicyKind::Sporadic => servers(ServerKind::Sporadic, true),
-        PolicyKind::Rtds | PolicyKind::Sedf => RootModel::Edf,
+        PolicyKind::Rtds | PolicyKind::Sedf | PolicyKind::SedfIdeal => RootModel::Edf,
         PolicyKind::Credit | PolicyKind::Arinc653 => RootModel::RateMonotonic,
     }
 }

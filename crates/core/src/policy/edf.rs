@@ -1,4 +1,4 @@
-//! Shared state of the EDF servers (SEDF, RTDS), as [`fp`](super::fp) is for the
+//! Shared state of the EDF servers (RTDS, `sedf-ideal`), as [`fp`](super::fp) is for the
 //! fixed-priority servers.
 //!
 //! An [`EdfServer`] is a VCPU with a budget B (SEDF: its slice) per period P and a deadline

@@ -50,6 +50,7 @@ pub mod periodic;
 pub mod polling;
 pub mod rtds;
 pub mod sedf;
+pub mod sedf_ideal;
 pub mod sporadic;
 pub mod table;
 pub mod wcps;
@@ -453,6 +454,7 @@ impl PolicySettings {
             PolicyKind::Crps => PolicyConfig::Crps,
             PolicyKind::Credit => PolicyConfig::Credit(self.credit),
             PolicyKind::Sedf => PolicyConfig::Sedf,
+            PolicyKind::SedfIdeal => PolicyConfig::SedfIdeal,
             PolicyKind::Rtds => PolicyConfig::Rtds(self.rtds),
             PolicyKind::Arinc653 => {
                 PolicyConfig::Arinc653(self.arinc653.clone().ok_or(NeedsArincTable)?)
@@ -472,6 +474,8 @@ pub enum PolicyConfig {
     Crps,
     Credit(CreditConfig),
     Sedf,
+    /// SEDF as ideal EDF (`sedf-ideal`).
+    SedfIdeal,
     Rtds(RtdsMode),
     Arinc653(Arinc653Table),
 }
@@ -487,6 +491,7 @@ impl PolicyConfig {
             PolicyConfig::Crps => PolicyKind::Crps,
             PolicyConfig::Credit(_) => PolicyKind::Credit,
             PolicyConfig::Sedf => PolicyKind::Sedf,
+            PolicyConfig::SedfIdeal => PolicyKind::SedfIdeal,
             PolicyConfig::Rtds(_) => PolicyKind::Rtds,
             PolicyConfig::Arinc653(_) => PolicyKind::Arinc653,
         }
@@ -508,6 +513,7 @@ impl PolicyConfig {
             PolicyConfig::Crps => Box::new(crps::Crps::new(pcpus)),
             PolicyConfig::Credit(config) => Box::new(credit::Credit::new(pcpus, *config)),
             PolicyConfig::Sedf => Box::new(sedf::Sedf::new(pcpus)),
+            PolicyConfig::SedfIdeal => Box::new(sedf_ideal::SedfIdeal::new(pcpus)),
             PolicyConfig::Rtds(mode) => Box::new(rtds::Rtds::new(pcpus, *mode)),
             PolicyConfig::Arinc653(table) => {
                 Box::new(arinc653::Arinc653::new(pcpus, table.clone()))

@@ -1,122 +1,355 @@
-//! SEDF: Xen's simple EDF scheduler (Xen 4.0, `xen/common/sched_sedf.c`; removed in 4.6).
+//! SEDF: Xen's simple EDF scheduler, as Xen 4.0's `xen/common/sched_sedf.c` ran it (removed
+//! in Xen 4.6). The ideal-EDF model rtvmm had before is kept as `sedf-ideal`
+//! ([`sedf_ideal`](super::sedf_ideal)); `docs/policies.md` compares them.
 //!
 //! # Design note
-//! - **Parameters** (fixed): `slice` s (= `params.budget`), `period` p (= `params.period`),
-//!   `extratime` (= `params.extratime`). **Live state**: the `remaining` slice and the
-//!   current `deadline` (= end of the current period).
-//! - **Periods** lie on a fixed grid from the VCPU's first period start (`insert + offset`).
-//!   At every boundary the slice is **set** to s (unused slice is lost) and the deadline
-//!   moves to the end of the new period; boundaries processed late skip whole periods.
-//!   Every VCPU has a boundary timer, with or without work. (Xen 4.0 instead restarts the
-//!   period of a domain that wakes after a long block at its wake time; the rtvmm spec
-//!   keeps the grid, like the Deferrable Server.)
-//! - **Consumption**: the slice is consumed only while the VCPU runs on it and preserved
-//!   while it does not.
-//! - **Priority** — one total order, `SedfVcpu::key`: earlier deadline, then smaller VCPU
-//!   id. `do_schedule` runs the VCPU with work and slice left that has the smallest key; the
-//!   decision's slice is its remaining slice.
-//! - **Extra time**: when no VCPU with work has slice left, VCPUs with work, no slice and
-//!   `extratime` run round-robin, [`EXTRA_QUANTUM`] at a time. Extra time consumes no slice.
-//!   The round-robin order is one queue of all VCPUs; a VCPU leaving the pcpu after an extra
-//!   run (quantum over, preempted, or blocked) goes to its back. Any VCPU with slice left and
-//!   work preempts an extra run at once. (Xen 4.0 split extra time between a "L0" queue of
-//!   recently blocked domains and a weighted queue; the rtvmm spec asks for plain
-//!   round-robin.)
-//! - **Preemption**: a wake or a boundary asks for a reschedule when the VCPU then has work
-//!   and slice and its key beats the running one's (or the pcpu idles or runs extra time),
-//!   or when a VCPU with extratime wakes on an idle pcpu.
-//! - **adjust**: new parameters take effect at the next boundary; the remaining slice is cut
-//!   to the new slice at once, and a larger slice is not granted early.
-//! - **When it runs** (Xen 4.0's SEDF is event-driven, no tick): `do_schedule` runs when the
-//!   slice it returned ends (the running VCPU's slice, or its extra-time quantum), at a
-//!   period boundary that asks for it (the boundary timer: a replenished VCPU that beats
-//!   what runs, or the running one's slice re-armed), on block, and on a preempting wake.
+//! - **Parameters** (fixed): `slice` s (= `params.budget`), `period` p, `extratime`.
+//!   **Live state**, as Xen keeps it: the absolute `deadline` (the end of the current
+//!   period, which begins at `deadline − p`) and the `cputime` used in it (remaining slice =
+//!   s − cputime).
+//! - **Queues** per pcpu, each an ordered list as in Xen (a newcomer goes after the entries
+//!   it ties with): the **run queue** holds the runnable VCPUs whose period has begun, by
+//!   deadline (the running EDF VCPU stays on it); the **wait queue** the runnable ones whose
+//!   next period has not begun, by period start. A blocked VCPU is on neither.
+//! - **Slice used up** (`desched_edf_dom`): cputime −= s (an overrun carries over), the
+//!   deadline moves on by p and the VCPU waits on the wait queue for that period to begin.
+//! - **Missed deadline** (`update_queues`, at every `do_schedule`): a run-queue VCPU whose
+//!   deadline has passed gets the next period boundary after now and a fresh slice. A
+//!   preempted VCPU keeps its slice until then.
+//! - **Wake** (`sedf_wake`), by when it comes:
+//!   - before its period begins (it used its slice, or waits for the next period): it waits;
+//!   - **short unblocking**, inside its period: no more real-time service in this period —
+//!     the deadline moves on by p, the slice is fresh, it waits for the next period; the
+//!     slice it lost (s − cputime, if above 0) puts it on the **penalty** extra-time queue;
+//!   - **long unblocking**, at or after its deadline: the wake instant starts a new period
+//!     (deadline = now + p, fresh slice) and it is runnable at once;
+//!   - the first wake after joining, inside the first period, is none of these: the VCPU
+//!     joins runnable with its whole slice (Xen set up the first deadline on the first
+//!     wake, `now + slice`, a boot-time detail rtvmm does not copy).
+//! - **Reschedule on wake** (`should_switch`): when the woken VCPU's period begins before
+//!   the current decision's time runs out; else never while a VCPU runs in EDF mode; over a
+//!   penalty extra run, when the woken VCPU wants the penalty queue with a lower score; over
+//!   a utilisation extra run, when it wants the penalty queue; over idle, always.
+//! - **`do_schedule`**: the run queue's head runs in EDF mode until its slice is used up or
+//!   the wait queue's first period begins, whichever is earlier. With the run queue empty,
+//!   if at least [`EXTRA_QUANTUM`] is left before the next period begins, **extra time**:
+//!   the penalty queue's head, else the utilisation queue's head, for one quantum (no slice
+//!   consumed); otherwise idle until that period begins. Nothing runnable: idle.
+//! - **Extra-time queues** (`extraq_add_sort_update`, `desched_extra_dom`): both ordered by
+//!   score, lower first. Penalty score = (p << 10) / lost slice; a VCPU gets one penalty
+//!   run per short unblocking, whether or not it has `extratime` (Xen does not check it
+//!   there). The utilisation queue holds the runnable VCPUs with `extratime`; after a run
+//!   a VCPU's score becomes (p << 10) / s and the others' scores drop by its old score, so
+//!   it is served in proportion to its utilisation. An extra run ends with cputime = 0.
+//! - **adjust**: the remaining slice is cut to the new slice at once; the new slice and
+//!   period take effect when the next period starts; `extratime` at once (Xen's
+//!   `extraq_check`).
+//! - **When it runs**: event-driven, no tick and no timer of its own — every call comes from
+//!   the end of the time a decision returned (slice over, a period beginning, a quantum of
+//!   extra time over), a block, or a wake that asks for it.
 //!
-//! Several pcpus: SEDF runs partitioned, one instance per pcpu, each VCPU pinned to one
-//! pcpu ([`Partitioned`](super::partitioned::Partitioned)) — as Xen's SEDF, which kept one
-//! run queue per pcpu and never migrated a VCPU by itself.
+//! Several pcpus: partitioned, one instance per pcpu
+//! ([`Partitioned`](super::partitioned::Partitioned)), as Xen's SEDF never migrated a VCPU.
 //!
-//! Known gap: no load balancing between the pcpus of a pool (nor had Xen's).
+//! Known gaps: latency scaling (`latency`, which halved period and slice after a block) and
+//! weight-driven domains (`sedf_adjust_weights`) are not modelled — the papers use neither;
+//! Xen's `PERIOD_MIN`/`SLICE_MIN`/`PERIOD_MAX` bounds are not enforced; with nothing
+//! runnable rtvmm idles until an event where Xen re-ran `do_schedule` every second.
 
-use std::collections::VecDeque;
-
-use crate::event::Cx;
+use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
-use crate::policy::edf::{EdfServer, EdfSet};
+use crate::policy::table::VcpuTable;
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
 
-/// How long an extra-time run lasts before the next VCPU's turn (Xen 4.0's
-/// `EXTRA_QUANTUM`, 500 µs).
+/// The length of one extra-time run (Xen 4.0's `EXTRA_QUANTUM`, 500 µs), and the least
+/// time before the next period begins for which extra time is handed out.
 pub const EXTRA_QUANTUM: Nanos = Nanos::from_us(500);
 
-/// The EDF key: deadline, then VCPU id. Smaller is more urgent.
-#[inline]
-fn key(s: &EdfServer) -> (Nanos, VcpuId) {
-    (s.deadline, s.vcpu)
+/// Where a VCPU is (Xen: which list its `list` links into).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Queue {
+    /// Its period has begun and it is runnable (set by a wake, a period beginning, a
+    /// missed deadline; left on a block or a used-up slice).
+    Run,
+    /// Runnable, waiting for its next period to begin.
+    Wait,
+    /// Blocked (or just joined): on no queue.
+    Asleep,
 }
 
-fn wants_extra_time(s: &EdfServer) -> bool {
-    s.has_work && s.remaining.is_zero() && s.params.extratime_under(PolicyKind::Sedf)
-}
-
-/// Every SEDF VCPU has a boundary timer, with or without work.
-fn timed(_: &EdfServer) -> bool {
-    true
+/// The two extra-time queues (Xen's `EXTRA_PEN_Q` and `EXTRA_UTIL_Q`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Extra {
+    Penalty = 0,
+    Util = 1,
 }
 
 /// What the running VCPU runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum RunMode {
-    /// Its own slice, consumed while it runs.
-    Slice,
-    /// Extra time: no slice consumed; the run lasts at most [`EXTRA_QUANTUM`].
-    Extra,
+    /// Its slice, in EDF order.
+    Edf,
+    /// A quantum of extra time from one of the extra-time queues.
+    Extra(Extra),
+}
+
+/// One SEDF VCPU.
+#[derive(Clone, Debug)]
+struct SedfVcpu {
+    vcpu: VcpuId,
+    params: VcpuParams,
+    /// Slice and period set by `adjust`, taken up when the next period starts.
+    pending: Option<VcpuParams>,
+    /// End of the current period.
+    deadline: Nanos,
+    /// Run time in the current period (may pass the slice by an overrun).
+    cputime: Nanos,
+    queue: Queue,
+    has_work: bool,
+    /// Joined and not woken yet: its first wake is not an unblocking.
+    joined: bool,
+    /// On the utilisation extra-time queue when runnable (Xen's `EXTRA_AWARE`).
+    extra_aware: bool,
+    /// Wants the penalty queue (Xen's `EXTRA_WANT_PEN_Q`): set by a short unblocking that
+    /// lost slice, cleared by its penalty run.
+    want_penalty: bool,
+    /// Extra-time scores, indexed by [`Extra`]; lower is served first.
+    score: [i64; 2],
+    counters: BudgetCounters,
+}
+
+impl SedfVcpu {
+    fn slice(&self) -> Nanos {
+        self.params.budget
+    }
+
+    fn period_begin(&self) -> Nanos {
+        self.deadline.saturating_sub(self.params.period)
+    }
+
+    fn remaining(&self) -> Nanos {
+        self.slice().saturating_sub(self.cputime)
+    }
+
+    /// A new period starts at `start` with `cputime` already used: pending parameters take
+    /// effect, the deadline is `start + p`.
+    fn new_period(&mut self, cx: &mut Cx, start: Nanos, cputime: Nanos) {
+        if let Some(p) = self.pending.take() {
+            self.params = p;
+        }
+        self.deadline = start + self.params.period;
+        self.cputime = cputime;
+        let (vcpu, budget) = (self.vcpu, self.remaining());
+        cx.emit(|| CoreEvent::Replenish { vcpu, budget });
+    }
 }
 
 /// The SEDF policy for one pcpu.
 pub struct Sedf {
-    /// The VCPUs (slice = budget), with the earliest deadline remembered: deadlines change
-    /// only in `insert_vcpu`, `remove_vcpu` and `handle_timer`, which refresh it.
-    servers: EdfSet<EdfServer>,
-    /// What the last `do_schedule` chose (None = IDLE) and on what.
+    vcpus: VcpuTable<SedfVcpu>,
+    /// Runnable VCPUs whose period has begun, by deadline.
+    run_queue: Vec<VcpuId>,
+    /// Runnable VCPUs waiting for their period, by period start.
+    wait_queue: Vec<VcpuId>,
+    /// The penalty and utilisation extra-time queues, by score.
+    extra_queues: [Vec<VcpuId>; 2],
+    /// What the last `do_schedule` chose (None = idle) and on what.
     current: Option<(VcpuId, RunMode)>,
-    /// Extra time the current VCPU has used in its current extra run.
-    extra_used: Nanos,
-    /// The round-robin order for extra time: every VCPU, next turn first.
-    extra_order: VecDeque<VcpuId>,
+    /// When the last decision's time runs out (Xen's `current_slice_expires`); `None`:
+    /// idle with nothing runnable.
+    slice_expires: Option<Nanos>,
+}
+
+/// Inserts `vcpu` into `queue` after every entry whose key is at most its own.
+fn insert_sorted(queue: &mut Vec<VcpuId>, vcpu: VcpuId, key: impl Fn(VcpuId) -> Nanos) {
+    let k = key(vcpu);
+    let at = queue
+        .iter()
+        .position(|&v| key(v) > k)
+        .unwrap_or(queue.len());
+    queue.insert(at, vcpu);
+}
+
+fn remove_from(queue: &mut Vec<VcpuId>, vcpu: VcpuId) -> bool {
+    match queue.iter().position(|&v| v == vcpu) {
+        Some(i) => {
+            queue.remove(i);
+            true
+        }
+        None => false,
+    }
 }
 
 impl Sedf {
     pub fn new(_pcpus: u32) -> Sedf {
         Sedf {
-            servers: EdfSet::default(),
+            vcpus: VcpuTable::new(),
+            run_queue: Vec::new(),
+            wait_queue: Vec::new(),
+            extra_queues: [Vec::new(), Vec::new()],
             current: None,
-            extra_used: Nanos::ZERO,
-            extra_order: VecDeque::new(),
+            slice_expires: None,
         }
     }
 
-    fn current_vcpu(&self) -> Option<VcpuId> {
-        self.current.map(|(v, _)| v)
+    fn enqueue_run(&mut self, v: VcpuId) {
+        self.vcpus.get_mut(v).queue = Queue::Run;
+        let vcpus = &self.vcpus;
+        insert_sorted(&mut self.run_queue, v, |w| vcpus.get(w).deadline);
     }
 
-    /// Whether `vcpu`, just woken or replenished, should take the pcpu now.
-    fn preempts(&self, vcpu: VcpuId) -> bool {
-        let s = self.servers.get(vcpu);
+    fn enqueue_wait(&mut self, v: VcpuId) {
+        self.vcpus.get_mut(v).queue = Queue::Wait;
+        let vcpus = &self.vcpus;
+        insert_sorted(&mut self.wait_queue, v, |w| vcpus.get(w).period_begin());
+    }
+
+    /// On the run queue if its period has begun by `now`, else on the wait queue.
+    fn enqueue(&mut self, v: VcpuId, now: Nanos) {
+        if self.vcpus.get(v).period_begin() > now {
+            self.enqueue_wait(v);
+        } else {
+            self.enqueue_run(v);
+        }
+    }
+
+    fn dequeue(&mut self, v: VcpuId) {
+        let s = self.vcpus.get_mut(v);
+        match s.queue {
+            Queue::Run => remove_from(&mut self.run_queue, v),
+            Queue::Wait => remove_from(&mut self.wait_queue, v),
+            Queue::Asleep => false,
+        };
+        s.queue = Queue::Asleep;
+    }
+
+    /// Xen's `extraq_add_sort_update`: every entry's score drops by `sub`, then `v` goes in
+    /// before the first entry with a higher score.
+    fn extra_add(&mut self, q: Extra, v: VcpuId, sub: i64) {
+        let queue = &mut self.extra_queues[q as usize];
+        debug_assert!(!queue.contains(&v));
+        for &w in queue.iter() {
+            self.vcpus.get_mut(w).score[q as usize] -= sub;
+        }
+        let mine = self.vcpus.get(v).score[q as usize];
+        let vcpus = &self.vcpus;
+        let at = queue
+            .iter()
+            .position(|&w| vcpus.get(w).score[q as usize] > mine)
+            .unwrap_or(queue.len());
+        queue.insert(at, v);
+    }
+
+    fn extra_remove(&mut self, q: Extra, v: VcpuId) -> bool {
+        remove_from(&mut self.extra_queues[q as usize], v)
+    }
+
+    fn on_extra(&self, q: Extra, v: VcpuId) -> bool {
+        self.extra_queues[q as usize].contains(&v)
+    }
+
+    /// A blocked VCPU leaves every queue.
+    fn put_to_sleep(&mut self, v: VcpuId) {
+        self.dequeue(v);
+        self.extra_remove(Extra::Penalty, v);
+        self.extra_remove(Extra::Util, v);
+    }
+
+    /// Xen's `desched_edf_dom`: the VCPU that ran in EDF mode, charged up to now (`burn`).
+    fn desched_edf(&mut self, cx: &mut Cx, v: VcpuId) {
+        let s = self.vcpus.get(v);
+        if s.cputime < s.slice() && s.has_work {
+            return;
+        }
+        self.dequeue(v);
+        let s = self.vcpus.get_mut(v);
+        if s.cputime >= s.slice() {
+            let (start, overrun) = (s.deadline, s.cputime - s.slice());
+            s.new_period(cx, start, overrun);
+        }
+        if s.has_work {
+            self.enqueue_wait(v);
+        } else {
+            self.put_to_sleep(v);
+        }
+    }
+
+    /// Xen's `desched_extra_dom`: the VCPU that ran a quantum of extra time from `q`.
+    fn desched_extra(&mut self, v: VcpuId, q: Extra) {
+        self.extra_remove(q, v);
+        let s = self.vcpus.get_mut(v);
+        s.cputime = Nanos::ZERO;
+        let old_score = s.score[q as usize];
+        let requeue = match q {
+            // One penalty run per short unblocking (Xen: "compensated").
+            Extra::Penalty => {
+                s.want_penalty = false;
+                false
+            }
+            Extra::Util => {
+                s.score[Extra::Util as usize] = util_score(&s.params);
+                s.extra_aware
+            }
+        };
+        if !s.has_work {
+            self.put_to_sleep(v);
+        } else if requeue {
+            self.extra_add(q, v, old_score);
+        }
+    }
+
+    /// Xen's `update_queues`: periods that have begun, then deadlines that have passed.
+    fn update_queues(&mut self, cx: &mut Cx) {
+        let now = cx.now;
+        while let Some(&w) = self.wait_queue.first() {
+            if self.vcpus.get(w).period_begin() > now {
+                break;
+            }
+            self.wait_queue.remove(0);
+            self.enqueue_run(w);
+        }
+        while let Some(&r) = self.run_queue.first() {
+            let s = self.vcpus.get(r);
+            if s.deadline >= now && s.cputime < s.slice() {
+                break;
+            }
+            self.run_queue.remove(0);
+            let s = self.vcpus.get_mut(r);
+            // The next period boundary at or after now (Xen: one period, then DIV_UP).
+            let period = s.params.period.as_ns();
+            let mut deadline = s.deadline + s.params.period;
+            if deadline < now {
+                deadline += Nanos((now - deadline).as_ns().div_ceil(period) * period);
+            }
+            s.new_period(cx, deadline - s.params.period, Nanos::ZERO);
+            self.enqueue(r, now);
+        }
+    }
+
+    /// Xen's `should_switch`: whether the woken `other` makes the pcpu reschedule now.
+    fn should_switch(&self, other: VcpuId) -> bool {
+        let o = self.vcpus.get(other);
+        if self.slice_expires.is_none_or(|end| o.period_begin() < end) {
+            return true;
+        }
         match self.current {
-            Some((c, _)) if c == vcpu => false,
-            None => s.eligible() || wants_extra_time(s),
-            Some((_, RunMode::Extra)) => s.eligible(),
-            Some((c, RunMode::Slice)) => s.eligible() && key(s) < key(self.servers.get(c)),
+            None => true,
+            Some((_, RunMode::Edf)) => false,
+            Some((c, RunMode::Extra(Extra::Penalty))) => {
+                o.want_penalty
+                    && o.score[Extra::Penalty as usize]
+                        < self.vcpus.get(c).score[Extra::Penalty as usize]
+            }
+            Some((_, RunMode::Extra(Extra::Util))) => o.want_penalty,
         }
     }
+}
 
-    /// The VCPU ends an extra run: its round-robin turn is over.
-    fn end_extra_turn(&mut self, vcpu: VcpuId) {
-        self.extra_order.retain(|&v| v != vcpu);
-        self.extra_order.push_back(vcpu);
-    }
+/// The utilisation queue's score after a run: the inverse of the utilisation, with 10
+/// fractional bits (Xen, for domains with a slice and period and no extra weight).
+fn util_score(params: &VcpuParams) -> i64 {
+    ((params.period.as_ns() << 10) / params.budget.as_ns().max(1)) as i64
 }
 
 impl Policy for Sedf {
@@ -142,89 +375,129 @@ impl Policy for Sedf {
     }
 
     fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
-        self.servers.insert(EdfServer::new(cx.now, vcpu, params));
-        self.extra_order.push_back(vcpu);
-        self.servers.refresh_timer(timed);
+        self.vcpus.insert(
+            vcpu,
+            SedfVcpu {
+                vcpu,
+                params: params.clone(),
+                pending: None,
+                deadline: cx.now + params.offset + params.period,
+                cputime: Nanos::ZERO,
+                queue: Queue::Asleep,
+                has_work: false,
+                joined: true,
+                extra_aware: params.extratime_under(PolicyKind::Sedf),
+                want_penalty: false,
+                score: [0, 0],
+                counters: BudgetCounters::default(),
+            },
+        );
     }
 
     fn remove_vcpu(&mut self, _cx: &mut Cx, vcpu: VcpuId) {
-        if self.current_vcpu() == Some(vcpu) {
+        if self.current.is_some_and(|(c, _)| c == vcpu) {
             self.current = None;
         }
-        self.extra_order.retain(|&v| v != vcpu);
-        self.servers.remove(vcpu);
-        self.servers.refresh_timer(timed);
+        self.put_to_sleep(vcpu);
+        self.vcpus.remove(vcpu);
     }
 
-    fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.servers.get_mut(vcpu).has_work = true;
-        self.preempts(vcpu)
+    fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
+        let now = cx.now;
+        let s = self.vcpus.get_mut(vcpu);
+        s.has_work = true;
+        if s.queue != Queue::Asleep {
+            // Its block has not been processed yet (it is the current VCPU): no unblocking.
+            return false;
+        }
+        let joined = std::mem::replace(&mut s.joined, false);
+        if now < s.period_begin() {
+            // Waking before its period begins: it waits; a penalty still owed stays owed.
+            if s.want_penalty {
+                self.extra_add(Extra::Penalty, vcpu, 0);
+            }
+        } else if now < s.deadline && !joined {
+            // Short unblocking: the rest of this period is lost.
+            let lost = s.remaining();
+            let start = s.deadline;
+            let period = s.params.period;
+            s.new_period(cx, start, Nanos::ZERO);
+            if !lost.is_zero() {
+                s.score[Extra::Penalty as usize] = ((period.as_ns() << 10) / lost.as_ns()) as i64;
+                s.want_penalty = true;
+                self.extra_add(Extra::Penalty, vcpu, 0);
+            }
+        } else if now >= s.deadline {
+            // Long unblocking: the wake starts a new period.
+            s.new_period(cx, now, Nanos::ZERO);
+        }
+        if self.vcpus.get(vcpu).extra_aware {
+            self.extra_add(Extra::Util, vcpu, 0);
+        }
+        self.enqueue(vcpu, now);
+        self.should_switch(vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.servers.get_mut(vcpu).has_work = false;
-        self.current_vcpu() == Some(vcpu)
+        self.vcpus.get_mut(vcpu).has_work = false;
+        if self.current.is_some_and(|(c, _)| c == vcpu) {
+            // `do_schedule` deschedules it (Xen: the softirq).
+            return true;
+        }
+        self.put_to_sleep(vcpu);
+        false
     }
 
     fn burn(&mut self, cx: &mut Cx, _pcpu: PcpuId, ran: Nanos, spent: Spent) {
-        match self.current {
-            None => {}
-            Some((_, RunMode::Extra)) => self.extra_used += ran,
-            Some((v, RunMode::Slice)) => {
-                self.servers.get_mut(v).consume(cx, ran, spent);
-            }
+        let Some((v, RunMode::Edf)) = self.current else {
+            return;
+        };
+        let s = self.vcpus.get_mut(v);
+        let remaining = s.remaining();
+        let taken = ran.min(remaining);
+        match spent {
+            Spent::Running => s.counters.consumed += taken,
+            Spent::Overhead => s.counters.overhead += taken,
+        }
+        s.cputime += ran;
+        if !taken.is_zero() && taken == remaining {
+            cx.emit(|| CoreEvent::BudgetExhausted { vcpu: v });
         }
     }
 
-    fn do_schedule(&mut self, _cx: &mut Cx, _pcpu: PcpuId) -> Decision {
-        // 1. EDF among VCPUs with work and slice left.
-        let edf = self
-            .servers
-            .pick(|_| true, key)
-            .map(|s| (s.vcpu, s.remaining));
-        let extra_runner = match self.current {
-            Some((v, RunMode::Extra)) => Some(v),
-            _ => None,
-        };
-        if let Some((vcpu, remaining)) = edf {
-            if let Some(x) = extra_runner {
-                self.end_extra_turn(x);
-            }
-            self.current = Some((vcpu, RunMode::Slice));
-            return Decision {
-                run: Some(vcpu),
-                slice: Some(remaining),
-            };
+    fn do_schedule(&mut self, cx: &mut Cx, _pcpu: PcpuId) -> Decision {
+        let now = cx.now;
+        match self.current.take() {
+            Some((v, RunMode::Edf)) => self.desched_edf(cx, v),
+            Some((v, RunMode::Extra(q))) => self.desched_extra(v, q),
+            None => {}
         }
-        // 2. Extra time, round-robin: the current extra run goes on until its quantum ends.
-        if let Some(x) = extra_runner {
-            if wants_extra_time(self.servers.get(x)) && self.extra_used < EXTRA_QUANTUM {
-                return Decision {
-                    run: Some(x),
-                    slice: Some(EXTRA_QUANTUM - self.extra_used),
-                };
-            }
-            self.end_extra_turn(x);
-        }
-        let next = self
-            .extra_order
-            .iter()
-            .copied()
-            .find(|&v| wants_extra_time(self.servers.get(v)));
-        self.extra_used = Nanos::ZERO;
-        match next {
-            Some(v) => {
-                self.current = Some((v, RunMode::Extra));
-                Decision {
-                    run: Some(v),
-                    slice: Some(EXTRA_QUANTUM),
+        self.update_queues(cx);
+        let next_begin = self
+            .wait_queue
+            .first()
+            .map(|&w| self.vcpus.get(w).period_begin() - now);
+        let (run, time) = if let Some(&r) = self.run_queue.first() {
+            let left = self.vcpus.get(r).remaining();
+            self.current = Some((r, RunMode::Edf));
+            (Some(r), Some(next_begin.map_or(left, |b| left.min(b))))
+        } else if let Some(until_begin) = next_begin {
+            let extra = [Extra::Penalty, Extra::Util]
+                .into_iter()
+                .find_map(|q| self.extra_queues[q as usize].first().map(|&v| (v, q)))
+                .filter(|_| until_begin >= EXTRA_QUANTUM);
+            match extra {
+                Some((v, q)) => {
+                    self.current = Some((v, RunMode::Extra(q)));
+                    (Some(v), Some(EXTRA_QUANTUM))
                 }
+                None => (None, Some(until_begin)),
             }
-            None => {
-                self.current = None;
-                Decision::IDLE
-            }
-        }
+        } else {
+            (None, None)
+        };
+        self.slice_expires = time.map(|t| now + t);
+        Decision { run, slice: time }
     }
 
     /// No tick: event-driven, as Xen 4.0's SEDF (see the design note).
@@ -232,69 +505,96 @@ impl Policy for Sedf {
         TickInterval::None
     }
 
+    /// No timer: every period start is the end of some decision's time.
     fn next_timer(&self) -> Option<Nanos> {
-        debug_assert_eq!(
-            self.servers.next_timer(),
-            self.servers.earliest_deadline(timed)
-        );
-        self.servers.next_timer()
+        None
     }
 
-    fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        let mut resched = false;
-        let mut replenished = false;
-        // A VCPU's due test reads only its own deadline, which only its own replenishment
-        // changes: one pass in id order replenishes exactly the VCPUs due on entry.
-        for i in 0..self.servers.capacity() {
-            let v = VcpuId(i as u32);
-            if !self.servers.contains(v) || self.servers.get(v).deadline > cx.now {
-                continue;
-            }
-            self.servers.get_mut(v).replenish(cx);
-            replenished = true;
-            // The running VCPU's slice changed (or it can leave extra time): re-arm it.
-            resched |= self.current_vcpu() == Some(v) || self.preempts(v);
-        }
-        if replenished {
-            self.servers.refresh_timer(timed);
-        }
-        resched
+    fn handle_timer(&mut self, _cx: &mut Cx) -> bool {
+        false
     }
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
-        self.servers.get_mut(vcpu).adjust(params);
-        self.current_vcpu() == Some(vcpu)
+        let s = self.vcpus.get_mut(vcpu);
+        let remaining = s.remaining().min(params.budget);
+        s.cputime = s.slice() - remaining;
+        s.pending = Some(params.clone());
+        s.extra_aware = params.extratime_under(PolicyKind::Sedf);
+        let (aware, runnable) = (s.extra_aware, s.queue != Queue::Asleep && s.has_work);
+        let running_extra = self.current == Some((vcpu, RunMode::Extra(Extra::Util)));
+        if self.on_extra(Extra::Util, vcpu) {
+            if !aware && !running_extra {
+                self.extra_remove(Extra::Util, vcpu);
+            }
+        } else if aware && runnable {
+            self.extra_add(Extra::Util, vcpu, 0);
+        }
+        self.current.is_some_and(|(c, _)| c == vcpu)
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
-        let s = self.servers.get(vcpu);
+        let s = self.vcpus.get(vcpu);
         VcpuView {
-            remaining_budget: Some(s.remaining),
+            remaining_budget: Some(s.remaining()),
             deadline: Some(s.deadline),
             credit: None,
         }
     }
 
     fn counters(&self, vcpu: VcpuId) -> BudgetCounters {
-        self.servers.get(vcpu).counters
+        self.vcpus.get(vcpu).counters
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.servers.check(timed)?;
-        for s in self.servers.iter() {
-            if self.extra_order.iter().filter(|&&v| v == s.vcpu).count() != 1 {
+        for (name, queue, want) in [
+            ("run", &self.run_queue, Queue::Run),
+            ("wait", &self.wait_queue, Queue::Wait),
+        ] {
+            for &v in queue {
+                if !self.vcpus.contains(v) || self.vcpus.get(v).queue != want {
+                    return Err(format!("vcpu {v:?} on the {name} queue is not {want:?}"));
+                }
+            }
+        }
+        for s in self.vcpus.iter() {
+            let on = match s.queue {
+                Queue::Run => self.run_queue.iter().filter(|&&v| v == s.vcpu).count(),
+                Queue::Wait => self.wait_queue.iter().filter(|&&v| v == s.vcpu).count(),
+                Queue::Asleep => 1,
+            };
+            if on != 1 {
                 return Err(format!(
-                    "vcpu {:?}: not exactly once in the extra-time order",
-                    s.vcpu
+                    "vcpu {:?}: {:?} but queued {on} times",
+                    s.vcpu, s.queue
                 ));
             }
         }
-        if self.extra_order.len() != self.servers.iter().count() {
-            return Err("extra-time order holds unknown vcpus".to_string());
+        let sorted = |queue: &[VcpuId], key: &dyn Fn(&SedfVcpu) -> i128| {
+            queue
+                .windows(2)
+                .all(|w| key(self.vcpus.get(w[0])) <= key(self.vcpus.get(w[1])))
+        };
+        if !sorted(&self.run_queue, &|s| s.deadline.as_ns() as i128) {
+            return Err("run queue not in deadline order".to_string());
         }
-        if let Some((RunMode::Extra, used)) = self.current.map(|(_, m)| (m, self.extra_used)) {
-            if used > EXTRA_QUANTUM {
-                return Err(format!("extra run of {used} above the quantum"));
+        if !sorted(&self.wait_queue, &|s| s.period_begin().as_ns() as i128) {
+            return Err("wait queue not in period-start order".to_string());
+        }
+        for q in [Extra::Penalty, Extra::Util] {
+            let queue = &self.extra_queues[q as usize];
+            for (i, &v) in queue.iter().enumerate() {
+                if !self.vcpus.contains(v) || self.vcpus.get(v).queue == Queue::Asleep {
+                    return Err(format!("vcpu {v:?} on the {q:?} extra queue is not queued"));
+                }
+                if queue[..i].contains(&v) {
+                    return Err(format!("vcpu {v:?} twice on the {q:?} extra queue"));
+                }
+                if q == Extra::Penalty && !self.vcpus.get(v).want_penalty {
+                    return Err(format!("vcpu {v:?} on the penalty queue wants none"));
+                }
+            }
+            if !sorted(queue, &|s| s.score[q as usize] as i128) {
+                return Err(format!("{q:?} extra queue not in score order"));
             }
         }
         Ok(())
@@ -310,68 +610,302 @@ mod tests {
         Nanos::from_ms(x)
     }
 
-    #[test]
-    fn boundary_sets_slice_and_skips_missed_periods() {
-        let mut log = EventLog::new(false);
-        let mut sedf = Sedf::new(1);
-        let v = VcpuId(0);
-        let mut cx = Cx {
-            now: ms(0),
-            log: &mut log,
-        };
-        sedf.insert_vcpu(&mut cx, v, &VcpuParams::server(ms(2), ms(5), 0));
-        sedf.wake(&mut cx, v);
-        sedf.do_schedule(&mut cx, PcpuId(0));
-        let mut cx = Cx {
-            now: ms(1),
-            log: &mut log,
-        };
-        sedf.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
-        assert_eq!(sedf.view(v).remaining_budget, Some(ms(1)));
-        // Processed late (tick-timed): 5 and 10 have passed; the next boundary is 15.
-        let mut cx = Cx {
-            now: ms(12),
-            log: &mut log,
-        };
-        assert!(sedf.handle_timer(&mut cx));
-        assert_eq!(sedf.view(v).remaining_budget, Some(ms(2)));
-        assert_eq!(sedf.view(v).deadline, Some(ms(15)));
+    /// Drives one `Sedf` by hand: `at(t)` charges the running decision up to `t`.
+    struct Driver {
+        sedf: Sedf,
+        log: EventLog,
+        now: Nanos,
     }
 
-    #[test]
-    fn extratime_vcpu_waking_on_an_idle_pcpu_preempts_idle() {
-        let mut log = EventLog::new(false);
-        let mut sedf = Sedf::new(1);
-        let mut cx = Cx {
-            now: ms(0),
-            log: &mut log,
-        };
-        let mut p = VcpuParams::server(ms(1), ms(5), 0);
-        p.extratime = Some(true);
-        sedf.insert_vcpu(&mut cx, VcpuId(0), &p);
-        sedf.wake(&mut cx, VcpuId(0));
-        sedf.do_schedule(&mut cx, PcpuId(0));
-        let mut cx = Cx {
-            now: ms(1),
-            log: &mut log,
-        };
-        sedf.burn(&mut cx, PcpuId(0), ms(1), Spent::Running);
-        sedf.sleep(&mut cx, VcpuId(0));
-        assert_eq!(sedf.do_schedule(&mut cx, PcpuId(0)), Decision::IDLE);
-        let mut cx = Cx {
-            now: ms(2),
-            log: &mut log,
-        };
-        assert!(
-            sedf.wake(&mut cx, VcpuId(0)),
-            "idle pcpu, extra time wanted"
-        );
-        assert_eq!(
-            sedf.do_schedule(&mut cx, PcpuId(0)),
-            Decision {
-                run: Some(VcpuId(0)),
-                slice: Some(EXTRA_QUANTUM)
+    impl Driver {
+        fn new(params: &[VcpuParams]) -> Driver {
+            let mut d = Driver {
+                sedf: Sedf::new(1),
+                log: EventLog::new(false),
+                now: Nanos::ZERO,
+            };
+            for (i, p) in params.iter().enumerate() {
+                let mut cx = Cx {
+                    now: d.now,
+                    log: &mut d.log,
+                };
+                d.sedf.insert_vcpu(&mut cx, VcpuId(i as u32), p);
             }
+            d
+        }
+
+        /// Charges the running decision up to `t`, then calls `f` at `t`.
+        fn at<R>(&mut self, t: Nanos, f: impl FnOnce(&mut Sedf, &mut Cx) -> R) -> R {
+            let ran = t - self.now;
+            self.now = t;
+            let mut cx = Cx {
+                now: t,
+                log: &mut self.log,
+            };
+            self.sedf.burn(&mut cx, PcpuId(0), ran, Spent::Running);
+            let out = f(&mut self.sedf, &mut cx);
+            self.sedf.check_invariants().unwrap();
+            out
+        }
+
+        fn wake(&mut self, t: Nanos, v: u32) -> bool {
+            self.at(t, |s, cx| s.wake(cx, VcpuId(v)))
+        }
+
+        fn sleep(&mut self, t: Nanos, v: u32) -> bool {
+            self.at(t, |s, cx| s.sleep(cx, VcpuId(v)))
+        }
+
+        fn schedule(&mut self, t: Nanos) -> Decision {
+            self.at(t, |s, cx| s.do_schedule(cx, PcpuId(0)))
+        }
+
+        fn state(&self, v: u32) -> (Nanos, Nanos) {
+            let view = self.sedf.view(VcpuId(v));
+            (view.remaining_budget.unwrap(), view.deadline.unwrap())
+        }
+    }
+
+    fn runs(v: u32, slice: Nanos) -> Decision {
+        Decision {
+            run: Some(VcpuId(v)),
+            slice: Some(slice),
+        }
+    }
+
+    fn idle_for(t: Nanos) -> Decision {
+        Decision {
+            run: None,
+            slice: Some(t),
+        }
+    }
+
+    /// A used-up slice moves the deadline on by one period and carries an overrun over;
+    /// the VCPU waits for its next period, and the pcpu idles until it begins.
+    #[test]
+    fn used_up_slice_waits_for_the_next_period() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(2), ms(5), 0)]);
+        d.wake(ms(0), 0);
+        assert_eq!(d.schedule(ms(0)), runs(0, ms(2)));
+        assert_eq!(d.schedule(ms(2)), idle_for(ms(3)));
+        assert_eq!(d.state(0), (ms(2), ms(10)));
+        assert_eq!(d.schedule(ms(5)), runs(0, ms(2)));
+    }
+
+    /// A run-queue VCPU whose deadline passes before it used its slice gets the next
+    /// period boundary after now and a fresh slice; the rest of the old slice is lost.
+    /// d0: 3/6, busy; d1: 5/5, busy from 2 (its first wake, inside its first period 0–5).
+    /// ```text
+    /// t(ms)  0    2         7
+    /// d0     ████                    (preempted at 2 with 1 ms left, deadline 6)
+    /// d1          ██████████ ███…    (deadline 5; at 7 its next period 5–10 has begun)
+    /// ```
+    /// At 7 d0's deadline 6 has passed: deadline 12, slice 3; d1 (deadline 10) runs.
+    #[test]
+    fn missed_deadline_starts_the_next_period_with_a_fresh_slice() {
+        let mut d = Driver::new(&[
+            VcpuParams::server(ms(3), ms(6), 0),
+            VcpuParams::server(ms(5), ms(5), 0),
+        ]);
+        d.wake(ms(0), 0);
+        assert_eq!(d.schedule(ms(0)), runs(0, ms(3)));
+        assert!(
+            d.wake(ms(2), 1),
+            "on the run queue at once: its period has begun"
         );
+        assert_eq!(d.schedule(ms(2)), runs(1, ms(5)));
+        assert_eq!(d.state(0), (ms(1), ms(6)), "preemption costs no slice");
+        assert_eq!(d.schedule(ms(7)), runs(1, ms(5)));
+        assert_eq!(d.state(0), (ms(3), ms(12)));
+    }
+
+    /// The spec's first timeline: 2/10, blocks at 1, wakes at 3 (short unblocking): its
+    /// deadline moves to 20, it waits for the period 10–20 with a fresh slice. The 1 ms it
+    /// lost earns one penalty extra-time quantum at 3 (the pcpu is otherwise idle).
+    #[test]
+    fn short_unblocking_loses_the_rest_of_the_period() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(2), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        assert_eq!(d.schedule(ms(0)), runs(0, ms(2)));
+        assert!(d.sleep(ms(1), 0));
+        assert_eq!(d.schedule(ms(1)), Decision::IDLE);
+        assert_eq!(d.state(0), (ms(1), ms(10)));
+        assert!(d.wake(ms(3), 0), "idle pcpu");
+        assert_eq!(d.state(0), (ms(2), ms(20)));
+        assert_eq!(d.schedule(ms(3)), runs(0, EXTRA_QUANTUM), "penalty run");
+        let after = ms(3) + EXTRA_QUANTUM;
+        assert_eq!(
+            d.schedule(after),
+            idle_for(ms(10) - after),
+            "one penalty run only"
+        );
+        assert_eq!(d.schedule(ms(10)), runs(0, ms(2)));
+    }
+
+    /// The spec's second timeline: 2/10, blocks at 1, sleeps through its deadline at 10,
+    /// wakes at 13 (long unblocking): a new period 13–23, runnable at once.
+    #[test]
+    fn long_unblocking_starts_a_period_at_the_wake() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(2), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        d.schedule(ms(0));
+        d.sleep(ms(1), 0);
+        assert_eq!(d.schedule(ms(1)), Decision::IDLE);
+        assert!(d.wake(ms(13), 0));
+        assert_eq!(d.state(0), (ms(2), ms(23)));
+        assert_eq!(d.schedule(ms(13)), runs(0, ms(2)));
+    }
+
+    /// A wake at the deadline itself is a long unblocking.
+    #[test]
+    fn wake_at_the_deadline_is_a_long_unblocking() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(2), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        d.schedule(ms(0));
+        d.sleep(ms(1), 0);
+        d.schedule(ms(1));
+        d.wake(ms(10), 0);
+        assert_eq!(d.state(0), (ms(2), ms(20)));
+        assert_eq!(d.schedule(ms(10)), runs(0, ms(2)));
+    }
+
+    /// A wake reschedules only when the woken VCPU's period begins before the running
+    /// decision's time runs out; an EDF run is never cut short otherwise. d0: 1/4, used up
+    /// and blocked at 1 (next period 4–8); d1: `d1_slice`/20, busy, runs from 1. d0 wakes
+    /// at 2 and waits for 4. With a 2 ms slice d1's run ends at 3: no reschedule at 2, the
+    /// pcpu idles 3–4 (under 500 µs is not enough... 1 ms is, but nobody wants extra time).
+    /// With a 6 ms slice it would end at 7: `do_schedule` runs at 2 and cuts d1's run to 4.
+    #[test]
+    fn wake_reschedules_only_when_its_period_begins_before_the_run_ends() {
+        for (d1_slice, resched) in [(2, false), (6, true)] {
+            let mut d = Driver::new(&[
+                VcpuParams::server(ms(1), ms(4), 0),
+                VcpuParams::server(ms(d1_slice), ms(20), 0),
+            ]);
+            d.wake(ms(0), 0);
+            d.wake(ms(0), 1);
+            assert_eq!(d.schedule(ms(0)), runs(0, ms(1)));
+            d.sleep(ms(1), 0);
+            assert_eq!(d.schedule(ms(1)), runs(1, ms(d1_slice)));
+            assert_eq!(d.wake(ms(2), 0), resched);
+            assert_eq!(d.state(0), (ms(1), ms(8)), "no unblocking: it waits for 4");
+            if resched {
+                assert_eq!(d.schedule(ms(2)), runs(1, ms(2)));
+            } else {
+                assert_eq!(d.schedule(ms(3)), idle_for(ms(1)));
+            }
+            assert_eq!(d.schedule(ms(4)), runs(0, ms(1)));
+        }
+    }
+
+    /// A long unblocking puts the VCPU on the run queue with its period begun, so the wake
+    /// reschedules and EDF decides: d0 (1/4, deadline 13 after waking at 9) takes the pcpu
+    /// from d1 (10/20, deadline 20).
+    #[test]
+    fn long_unblocking_with_an_earlier_deadline_takes_the_pcpu() {
+        let mut d = Driver::new(&[
+            VcpuParams::server(ms(1), ms(4), 0),
+            VcpuParams::server(ms(10), ms(20), 0),
+        ]);
+        d.wake(ms(0), 0);
+        d.wake(ms(0), 1);
+        d.schedule(ms(0));
+        d.sleep(ms(1), 0);
+        assert_eq!(d.schedule(ms(1)), runs(1, ms(10)));
+        assert!(d.wake(ms(9), 0));
+        assert_eq!(d.schedule(ms(9)), runs(0, ms(1)));
+        assert_eq!(d.state(1), (ms(2), ms(20)), "d1 keeps its slice");
+    }
+
+    /// A VCPU that uses up its slice and blocks has its next period already set (10–20);
+    /// waking at 10 is inside it — a short unblocking — so it waits for 20, with one
+    /// penalty quantum (it lost its whole slice) at 10.
+    #[test]
+    fn used_up_slice_then_block_loses_the_next_period_when_woken_in_it() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(2), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        assert_eq!(d.schedule(ms(0)), runs(0, ms(2)));
+        d.sleep(ms(2), 0);
+        assert_eq!(d.schedule(ms(2)), Decision::IDLE);
+        assert_eq!(d.state(0), (ms(2), ms(20)));
+        d.wake(ms(10), 0);
+        assert_eq!(d.state(0), (ms(2), ms(30)));
+        assert_eq!(d.schedule(ms(10)), runs(0, EXTRA_QUANTUM));
+        let after = ms(10) + EXTRA_QUANTUM;
+        assert_eq!(d.schedule(after), idle_for(ms(20) - after));
+        assert_eq!(d.schedule(ms(20)), runs(0, ms(2)));
+    }
+
+    /// Extra time needs a whole quantum before the next period begins: d0 (9.7/10, with
+    /// extratime) used up at 9.7 leaves 300 µs — the pcpu idles.
+    #[test]
+    fn no_extra_time_when_less_than_a_quantum_is_left() {
+        let mut p = VcpuParams::server(Nanos::from_us(9_700), ms(10), 0);
+        p.extratime = Some(true);
+        let mut d = Driver::new(&[p]);
+        d.wake(ms(0), 0);
+        assert_eq!(d.schedule(ms(0)), runs(0, Nanos::from_us(9_700)));
+        assert_eq!(
+            d.schedule(Nanos::from_us(9_700)),
+            idle_for(Nanos::from_us(300))
+        );
+    }
+
+    /// The penalty queue goes before the utilisation queue, and a VCPU that wants the
+    /// penalty queue interrupts a utilisation extra run. d0: 2/10 with extratime, busy;
+    /// d1: 2/10 without, a 1 ms job at 0.
+    /// ```text
+    /// t(ms)  0    2    3    3.5  3.8  4.3
+    /// d0     ████      ██████████     ███…   (3–3.8 extra: utilisation queue)
+    /// d1          ███            ████        (blocks at 3; wakes at 3.8: penalty run)
+    /// ```
+    #[test]
+    fn penalty_extra_time_goes_before_utilisation_extra_time() {
+        let us = Nanos::from_us;
+        let mut p0 = VcpuParams::server(ms(2), ms(10), 0);
+        p0.extratime = Some(true);
+        let mut d = Driver::new(&[p0, VcpuParams::server(ms(2), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        d.wake(ms(0), 1);
+        assert_eq!(d.schedule(ms(0)), runs(0, ms(2)));
+        assert_eq!(d.schedule(ms(2)), runs(1, ms(2)));
+        d.sleep(ms(3), 1);
+        assert_eq!(d.schedule(ms(3)), runs(0, EXTRA_QUANTUM));
+        assert_eq!(d.schedule(us(3_500)), runs(0, EXTRA_QUANTUM));
+        assert!(d.wake(us(3_800), 1), "wants the penalty queue");
+        assert_eq!(d.state(1), (ms(2), ms(20)), "short unblocking");
+        assert_eq!(d.schedule(us(3_800)), runs(1, EXTRA_QUANTUM));
+        assert_eq!(d.schedule(us(4_300)), runs(0, EXTRA_QUANTUM));
+        assert_eq!(d.state(1), (ms(2), ms(20)), "extra time uses no slice");
+    }
+
+    /// A VCPU that blocks and wakes again before `do_schedule` took it off the pcpu never
+    /// left its queue: no unblocking, it goes on with its slice and deadline.
+    #[test]
+    fn wake_before_the_block_is_processed_is_no_unblocking() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(2), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        d.schedule(ms(0));
+        assert!(d.sleep(ms(1), 0));
+        assert!(!d.wake(ms(1), 0));
+        assert_eq!(d.schedule(ms(1)), runs(0, ms(1)));
+        assert_eq!(d.state(0), (ms(1), ms(10)));
+    }
+
+    /// `sched-set` from 4/10 to 2/10 at 1: the remaining 3 ms are cut to 2 at once; the
+    /// new slice is the slice from the next period (10–20) on.
+    #[test]
+    fn adjust_cuts_the_slice_at_once_and_takes_effect_at_the_next_period() {
+        let mut d = Driver::new(&[VcpuParams::server(ms(4), ms(10), 0)]);
+        d.wake(ms(0), 0);
+        assert_eq!(d.schedule(ms(0)), runs(0, ms(4)));
+        let new = VcpuParams::server(ms(2), ms(10), 0);
+        assert!(d.at(ms(1), |s, cx| s.adjust(cx, VcpuId(0), &new)));
+        assert_eq!(d.state(0), (ms(2), ms(10)));
+        assert_eq!(d.schedule(ms(1)), runs(0, ms(2)));
+        assert_eq!(d.schedule(ms(3)), idle_for(ms(7)));
+        assert_eq!(d.state(0), (ms(2), ms(20)));
+        assert_eq!(d.schedule(ms(10)), runs(0, ms(2)));
+        assert_eq!(d.schedule(ms(12)), idle_for(ms(8)));
     }
 }

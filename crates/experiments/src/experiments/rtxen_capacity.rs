@@ -23,7 +23,10 @@ use crate::error::ExperimentError;
 use crate::plot::{BarChart, Chart, LegendAt, LineChart, RefLine, Series};
 use crate::report::Output;
 use crate::rtxen::{Phasing, ShareSystems, RTXEN_POLICIES};
-use crate::system::{build_system_with, machine, run_labels, run_policies, simulate, RunPolicy};
+use crate::system::{
+    build_system_with, rtxen_machine, run_labels, run_policies, simulate, RunPolicy,
+    RTXEN_REPLENISHMENT,
+};
 
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-capacity",
@@ -125,7 +128,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         let system = build_system_with(
             domains,
             &p.policy.config,
-            machine(Nanos::from_ms(1), overheads),
+            rtxen_machine(Nanos::from_ms(1), overheads),
         )?;
         simulate(&system, &scenario(p), seed, duration)
     })?;
@@ -327,13 +330,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             "The random split is UUniFast (uniform over all splits); periods are rounded to \
              whole ms and capped at one hour (the generator's notes)."
                 .to_string(),
-            "No scheduler overhead; replenishment at the due instant; the guest is an ideal rm \
-             scheduler."
-                .to_string(),
+            "No scheduler overhead; the guest is an ideal rm scheduler.".to_string(),
+            RTXEN_REPLENISHMENT.to_string(),
             "Credit runs twice: at Xen 4.0's defaults (credit: 10 ms tick, 30 ms slice) and at \
              the papers' 1 ms setting (credit-1ms); weights ∝ share, no cap. SEDF: slice = \
              budget, extratime off."
                 .to_string(),
+            crate::rtxen::CREDIT_OUTCOMES.to_string(),
             format!(
                 "Domains boot at {} (--in-phase gives the synchronous case).",
                 phasing.short()

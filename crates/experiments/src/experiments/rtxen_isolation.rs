@@ -38,7 +38,8 @@ use crate::rtxen::{
     domain_share, domain_utilisation, record_offsets, rtxen_domains, Phasing, RTXEN_POLICIES,
 };
 use crate::system::{
-    build_system_with, machine, run_labels, run_policies, RunPolicy, ServerDomain,
+    build_system_with, rtxen_machine, run_labels, run_policies, RunPolicy, ServerDomain,
+    RTXEN_REPLENISHMENT,
 };
 
 pub const EXPERIMENT: Experiment = Experiment {
@@ -147,7 +148,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         let system = build_system_with(
             domains,
             &run.1.config,
-            machine(Nanos::from_ms(1), overheads),
+            rtxen_machine(Nanos::from_ms(1), overheads),
         )?;
         options
             .driver
@@ -356,7 +357,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         ],
         &[
             match host {
-                None => "No scheduler overhead, and replenishment at the due instant.".to_string(),
+                None => format!("No scheduler overhead. {RTXEN_REPLENISHMENT}"),
                 Some(_) => "Real time on this machine: the policies run in a SCHED_FIFO thread \
                     of a Linux process, not inside Xen, and domains are guest processes \
                     stopped and resumed by the enforcement backend; the scheduler's own cost, \
@@ -367,6 +368,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             "Credit runs twice: at Xen 4.0's defaults (credit) and at the 1 ms setting \
              (credit-1ms)."
                 .to_string(),
+            crate::rtxen::CREDIT_OUTCOMES.to_string(),
             format!(
                 "Domains boot at {}, the same in both cases, so every difference between the \
                  cases comes from the overload.",

@@ -35,7 +35,8 @@ use crate::plot::{BarChart, Chart, LegendAt};
 use crate::report::Output;
 use crate::rtxen::{record_offsets, rtxen_domains, Phasing, RTXEN_POLICIES};
 use crate::system::{
-    build_system_with, machine, run_labels, run_policies, simulate, RunPolicy, ServerDomain,
+    build_system_with, rtxen_machine, run_labels, run_policies, simulate, RunPolicy, ServerDomain,
+    RTXEN_REPLENISHMENT,
 };
 
 pub const EXPERIMENT: Experiment = Experiment {
@@ -103,7 +104,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             let system = build_system_with(
                 &domains,
                 &policy.config,
-                machine(Nanos::from_ms(1), overheads),
+                rtxen_machine(Nanos::from_ms(1), overheads),
             )?;
             simulate(&system, &format!("rtxen-overhead-{policy}"), seed, duration)
         },
@@ -216,6 +217,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
              executor is where it is measured). With --overhead, modelled costs give the CPU \
              share lost."
                 .to_string(),
+            RTXEN_REPLENISHMENT.to_string(),
             "Credit runs twice: at Xen 4.0's defaults (credit: 10 ms tick, 30 ms slice) and at \
              the papers' 1 ms setting (credit-1ms: 1 ms tick, 1 ms slice)."
                 .to_string(),
@@ -258,7 +260,7 @@ fn run_on_host(out: &mut Output, host: &dyn RealTime) -> Result<(), ExperimentEr
         let system = build_system_with(
             &domains,
             &policy.config,
-            machine(Nanos::from_ms(1), Overheads::default()),
+            rtxen_machine(Nanos::from_ms(1), Overheads::default()),
         )?;
         options
             .driver
@@ -452,6 +454,7 @@ fn run_on_host(out: &mut Output, host: &dyn RealTime) -> Result<(), ExperimentEr
              timer lateness are reported for every run; a run with much steal measures the \
              host as much as rtvmm."
                 .to_string(),
+            RTXEN_REPLENISHMENT.to_string(),
             "Credit runs twice: at Xen 4.0's defaults (credit) and at the papers' 1 ms \
              setting (credit-1ms)."
                 .to_string(),

@@ -35,7 +35,8 @@ use crate::plot::{Chart, LegendAt, LineChart, Series};
 use crate::report::Output;
 use crate::rtxen::{record_offsets, Phasing};
 use crate::system::{
-    build_system_with, machine, run_labels, run_policies, simulate, RunPolicy, ServerDomain,
+    build_system_with, rtxen_machine, run_labels, run_policies, simulate, RunPolicy, ServerDomain,
+    RTXEN_REPLENISHMENT,
 };
 
 pub const EXPERIMENT: Experiment = Experiment {
@@ -213,7 +214,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         let system = build_system_with(
             &domains,
             &p.policy.config,
-            machine(p.quantum, overhead_sets[p.costs].1),
+            rtxen_machine(p.quantum, overhead_sets[p.costs].1),
         )?;
         simulate(&system, &label(p), seed, duration)
     })?;
@@ -369,9 +370,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
              scheduler, not measured here) and 'host' (10 µs + 15 µs: rtvmm's host executor as \
              measured on this kind of machine)."
                 .to_string(),
-            "Replenishment takes effect at its due instant (exact), not at the next tick's scan \
-             of the replenishment queue as in the 2011 code."
-                .to_string(),
+            RTXEN_REPLENISHMENT.to_string(),
             format!(
                 "Domains boot at {} (the paper's domains were started one after another).",
                 phasing.short()

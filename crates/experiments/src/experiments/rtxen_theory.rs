@@ -55,7 +55,7 @@ use crate::error::ExperimentError;
 use crate::plot::{Chart, LegendAt, LineChart, Series};
 use crate::report::Output;
 use crate::rtxen::{Phasing, ShareSystems};
-use crate::system::{build_system, machine, simulate, ServerDomain};
+use crate::system::{build_system, rtxen_machine, simulate, ServerDomain, RTXEN_REPLENISHMENT};
 
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-theory",
@@ -426,7 +426,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         let system = build_system(
             domains,
             p.policy,
-            machine(Nanos::from_ms(1), Overheads::default()),
+            rtxen_machine(Nanos::from_ms(1), Overheads::default()),
         )?;
         let results = simulate(&system, &name(p), seed, duration)?;
         Ok(Outcome { bounds, results })
@@ -745,6 +745,11 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             "The full verdict (root included) is added: it is the sound one, and with shares \
              adding up to 100 % of the pcpu it guarantees no whole system."
                 .to_string(),
+            format!(
+                "{RTXEN_REPLENISHMENT} The analysis assumes replenishment at the period \
+                 boundary; a server whose boundary falls between ticks gets its budget up to \
+                 one quantum late in the runs."
+            ),
             format!(
                 "Runs boot at the rtxen-capacity offsets ({}); the analysis holds for any \
                  phasing.",

@@ -233,7 +233,7 @@ pub fn refused_and_malformed_requests_change_nothing() {
         ("{\"v\":1,\n", ErrorCode::BadRequest, "not JSON: EOF while parsing a value at line 1 column 7"),
         ("{\"v\":1,\"cmd\":\"halt\"}\n", ErrorCode::BadRequest, "cmd: unknown command 'halt': expected one of sched-show, sched-set, swap-policy, add-domain, remove-domain, xl"),
         ("{\"v\":1,\"cmd\":\"sched-set\",\"domain\":\"d1\",\"budget\":\"3\"}\n", ErrorCode::BadRequest, "request: domain 'd1': budget: 3 is a bare number: write times as a string with a unit (ns, us, ms, s), for example \"10ms\""),
-        ("{\"v\":1,\"cmd\":\"swap-policy\",\"policy\":\"fifo\"}\n", ErrorCode::BadRequest, "request: policy: unknown policy 'fifo': expected one of deferrable (ds), periodic (ptps), polling, sporadic (ss), wcps, crps (ssps), credit, sedf, rtds, arinc653 (arinc)"),
+        ("{\"v\":1,\"cmd\":\"swap-policy\",\"policy\":\"fifo\"}\n", ErrorCode::BadRequest, "request: policy: unknown policy 'fifo': expected one of deferrable (ds), periodic (ptps), polling, sporadic (ss), wcps, crps (ssps), credit, sedf, sedf-ideal, rtds, arinc653 (arinc)"),
         (too_long.as_str(), ErrorCode::TooLong, "the request is longer than 262144 bytes"),
         ("\u{0}\u{ff}\n", ErrorCode::BadRequest, "not JSON: expected value at line 1 column 1"),
     ] {

@@ -40,7 +40,10 @@ fn every_example_runs_under_every_policy() {
                 // VCPUs are not pinned is refused under them, by name.
                 Err(e)
                     if several_pcpus
-                        && matches!(kind, PolicyKind::Sedf | PolicyKind::Arinc653)
+                        && matches!(
+                            kind,
+                            PolicyKind::Sedf | PolicyKind::SedfIdeal | PolicyKind::Arinc653
+                        )
                         && matches!(
                             e.kind,
                             ErrorKind::Machine(MachineError::NeedsPinning { .. })

@@ -317,7 +317,139 @@ fn credit_do_schedule_counts_on_two_domains() {
 // SEDF
 // ---------------------------------------------------------------------------------------
 
-/// EDF order. d1: slice 5, period 10; d2: slice 2, period 4; both always busy.
+/// Xen 4.0's SEDF, EDF order. d1: slice 5, period 10; d2: slice 2, period 4; both always
+/// busy. The same schedule as ideal EDF (`sedf_ideal_runs_earliest_deadline_first`): nobody
+/// blocks. At 16 both have deadline 20 and d1 goes on: d2 joined the run queue at 16, after
+/// d1 (Xen's sorted lists put a newcomer after the entries it ties with).
+#[test]
+fn sedf_runs_earliest_deadline_first() {
+    let spec = system(
+        PolicyConfig::Sedf,
+        vec![
+            dom("d1", bp(5, 10, false), vec![busy("a")]),
+            dom("d2", bp(2, 4, false), vec![busy("b")]),
+        ],
+    );
+    let (schedule, _, _) = run_observing(&spec, ms(24), &[]);
+    assert_schedule(
+        &schedule,
+        "0-2 d2, 2-4 d1, 4-6 d2, 6-9 d1, 9-11 d2, 11-12 d1, 12-14 d2, 14-18 d1, \
+         18-22 d2, 22-24 d1",
+    );
+}
+
+/// The spec's first timeline (short unblocking). d1: slice 2, period 10; a 1 ms job at 0,
+/// a 2 ms job at 3. d1 blocks at 1 and wakes at 3, inside its period: no more real-time
+/// service until 10; the 1 ms of slice it lost buys one 500 µs penalty run at 3 (the pcpu
+/// is otherwise idle; Xen hands penalty time out whatever the extratime flag).
+/// ```text
+/// t(ms)  0   1   2   3  3.5  …  10  11.5
+/// d1     ████        ██          ██████
+/// ```
+#[test]
+fn sedf_short_unblocking_waits_for_the_next_period() {
+    let spec = system(
+        PolicyConfig::Sedf,
+        vec![dom(
+            "d1",
+            bp(2, 10, false),
+            vec![jobs_at("t1", &[0], 1), jobs_at("t2", &[3], 2)],
+        )],
+    );
+    let (schedule, views, _) = run_observing(&spec, ms(20), &[ms(3)]);
+    assert_schedule(
+        &schedule,
+        "0-1 d1, 1-3 idle, 3-3500us d1, 3500us-10 idle, 10-11500us d1, 11500us-20 idle",
+    );
+    assert_eq!(budget_deadline(&views[0][0]), bd(ms(2), ms(20)));
+}
+
+/// The same, with d2 (slice 9, period 10, busy) taking the time d1 leaves: d1 runs again
+/// only at 10, exactly as the spec draws it. At 10 both have deadline 20; d1 went on the
+/// wait queue at 3, d2 at 10, so d1 goes first.
+#[test]
+fn sedf_short_unblocking_runs_again_only_at_the_next_period() {
+    let spec = system(
+        PolicyConfig::Sedf,
+        vec![
+            dom(
+                "d1",
+                bp(2, 10, false),
+                vec![jobs_at("t1", &[0], 1), jobs_at("t2", &[3], 2)],
+            ),
+            dom("d2", bp(9, 10, false), vec![busy("b")]),
+        ],
+    );
+    let (schedule, _, _) = run_observing(&spec, ms(20), &[]);
+    assert_schedule(&schedule, "0-1 d1, 1-10 d2, 10-12 d1, 12-20 d2");
+}
+
+/// The spec's second timeline (long unblocking). d1: slice 2, period 10; a 1 ms job at 0,
+/// then it sleeps through its deadline 10; a 3 ms job at 13. The wake starts a new period
+/// 13–23 with a full slice: 13–15; the slice used up, the next period 23–33 brings the
+/// last 1 ms (23–24).
+/// ```text
+/// t(ms)  0  1 …  13   15 …  23  24
+/// d1     ███     ██████     ███
+/// ```
+#[test]
+fn sedf_long_unblocking_starts_a_period_at_the_wake() {
+    let spec = system(
+        PolicyConfig::Sedf,
+        vec![dom(
+            "d1",
+            bp(2, 10, false),
+            vec![jobs_at("t1", &[0], 1), jobs_at("t2", &[13], 3)],
+        )],
+    );
+    let (schedule, views, _) = run_observing(&spec, ms(30), &[ms(14)]);
+    assert_schedule(
+        &schedule,
+        "0-1 d1, 1-13 idle, 13-15 d1, 15-23 idle, 23-24 d1, 24-30 idle",
+    );
+    assert_eq!(budget_deadline(&views[0][0]), bd(ms(1), ms(23)));
+}
+
+/// d1: slice 2, period 5; d2: slice 1, period 5; both always busy. The extratime flags vary.
+fn sedf_extra_case(d1_extra: bool, d2_extra: bool) -> SystemSpec {
+    system(
+        PolicyConfig::Sedf,
+        vec![
+            dom("d1", bp(2, 5, d1_extra), vec![busy("a")]),
+            dom("d2", bp(1, 5, d2_extra), vec![busy("b")]),
+        ],
+    )
+}
+
+/// Extratime off: the pcpu idles once both slices are spent.
+#[test]
+fn sedf_extratime_off_idles_when_slices_are_spent() {
+    let (schedule, _, _) = run_observing(&sedf_extra_case(false, false), ms(10), &[]);
+    assert_schedule(
+        &schedule,
+        "0-2 d1, 2-3 d2, 3-5 idle, 5-7 d1, 7-8 d2, 8-10 idle",
+    );
+}
+
+/// Extratime on for both: the utilisation queue serves them by score, lower first. A
+/// run sets the runner's score to (p << 10) / s (d1: 2560, d2: 5120) and lowers the
+/// others' by the runner's old score; a newcomer goes after the scores it ties with. Both
+/// start at 0, in wake order [d1, d2]. Queue after each extra run:
+/// 3–3.5 d1 → [d2 0, d1 2560]; 3.5–4 d2 → [d1 2560, d2 5120]; 4–4.5 d1 → [d2 2560,
+/// d1 2560]; 4.5–5 d2 → [d1 0, d2 5120]; 8–8.5 d1 → [d1 2560, d2 5120]; 8.5–9 d1 →
+/// [d2 2560, d1 2560]; 9–9.5 d2 → [d1 0, d2 5120]; 9.5–10 d1. d1, with twice d2's
+/// utilisation, gets more of the extra time.
+#[test]
+fn sedf_extratime_vcpus_share_by_utilisation() {
+    let (schedule, _, _) = run_observing(&sedf_extra_case(true, true), ms(10), &[]);
+    assert_schedule(
+        &schedule,
+        "0-2 d1, 2-3 d2, 3-3500us d1, 3500us-4 d2, 4-4500us d1, 4500us-5 d2, \
+         5-7 d1, 7-8 d2, 8-9 d1, 9-9500us d2, 9500us-10 d1",
+    );
+}
+
+/// `sedf-ideal`, EDF order. d1: slice 5, period 10; d2: slice 2, period 4; both always busy.
 /// ```text
 /// t(ms)  0    5    10   15   20
 /// d1       ██  ███  █  ████    ██
@@ -327,9 +459,9 @@ fn credit_do_schedule_counts_on_two_domains() {
 /// (rate-monotonic would have run d2). At 16 both have deadline 20: the smaller VCPU id (d1)
 /// goes on. At 20 d2 (deadline 24) goes before d1 (deadline 30).
 #[test]
-fn sedf_runs_earliest_deadline_first() {
+fn sedf_ideal_runs_earliest_deadline_first() {
     let spec = system(
-        PolicyConfig::Sedf,
+        PolicyConfig::SedfIdeal,
         vec![
             dom("d1", bp(5, 10, false), vec![busy("a")]),
             dom("d2", bp(2, 4, false), vec![busy("b")]),
@@ -357,9 +489,9 @@ fn sedf_runs_earliest_deadline_first() {
 /// d1 blocks at 1 keeping 1 ms of slice (still 1 ms at 2) and spends it at 3 (deadline 5
 /// beats 10). At 5 d1 and d2 both have deadline 10: d1 (smaller id) first.
 #[test]
-fn sedf_keeps_the_slice_of_a_blocked_vcpu() {
+fn sedf_ideal_keeps_the_slice_of_a_blocked_vcpu() {
     let spec = system(
-        PolicyConfig::Sedf,
+        PolicyConfig::SedfIdeal,
         vec![
             dom(
                 "d1",
@@ -381,9 +513,9 @@ fn sedf_keeps_the_slice_of_a_blocked_vcpu() {
 }
 
 /// d1: slice 2, period 5; d2: slice 1, period 5; both always busy. The extratime flags vary.
-fn sedf_extra_case(d1_extra: bool, d2_extra: bool) -> SystemSpec {
+fn sedf_ideal_extra_case(d1_extra: bool, d2_extra: bool) -> SystemSpec {
     system(
-        PolicyConfig::Sedf,
+        PolicyConfig::SedfIdeal,
         vec![
             dom("d1", bp(2, 5, d1_extra), vec![busy("a")]),
             dom("d2", bp(1, 5, d2_extra), vec![busy("b")]),
@@ -399,8 +531,8 @@ fn sedf_extra_case(d1_extra: bool, d2_extra: bool) -> SystemSpec {
 /// idle               ███████                 ███████
 /// ```
 #[test]
-fn sedf_extratime_off_idles_when_slices_are_spent() {
-    let (schedule, _, _) = run_observing(&sedf_extra_case(false, false), ms(10), &[]);
+fn sedf_ideal_extratime_off_idles_when_slices_are_spent() {
+    let (schedule, _, _) = run_observing(&sedf_ideal_extra_case(false, false), ms(10), &[]);
     assert_schedule(
         &schedule,
         "0-2 d1, 2-3 d2, 3-5 idle, 5-7 d1, 7-8 d2, 8-10 idle",
@@ -415,8 +547,8 @@ fn sedf_extratime_off_idles_when_slices_are_spent() {
 /// d2             ███                 ███
 /// ```
 #[test]
-fn sedf_extratime_vcpu_runs_in_idle_time() {
-    let (schedule, views, _) = run_observing(&sedf_extra_case(true, false), ms(10), &[ms(4)]);
+fn sedf_ideal_extratime_vcpu_runs_in_idle_time() {
+    let (schedule, views, _) = run_observing(&sedf_ideal_extra_case(true, false), ms(10), &[ms(4)]);
     assert_schedule(&schedule, "0-2 d1, 2-3 d2, 3-7 d1, 7-8 d2, 8-10 d1");
     assert_eq!(
         budget_deadline(&views[0][0]),
@@ -427,8 +559,8 @@ fn sedf_extratime_vcpu_runs_in_idle_time() {
 
 /// Extratime on for both: round-robin, 500 µs each, in the idle part of each period.
 #[test]
-fn sedf_extratime_vcpus_take_turns() {
-    let (schedule, _, _) = run_observing(&sedf_extra_case(true, true), ms(10), &[]);
+fn sedf_ideal_extratime_vcpus_take_turns() {
+    let (schedule, _, _) = run_observing(&sedf_ideal_extra_case(true, true), ms(10), &[]);
     assert_schedule(
         &schedule,
         "0-2 d1, 2-3 d2, 3-3500us d1, 3500us-4 d2, 4-4500us d1, 4500us-5 d2, \

@@ -437,8 +437,8 @@ fn a_pcpu_that_joins_leaves_credit_as_it_was() {
 /// 10), pinned there, busy: A 0–1. At 1 pcpu 0 joins, ahead of pcpu 1 in the pool's
 /// numbering: A keeps its 1 ms left and deadline 10 on pcpu 1 (A 1–2), and C (3 ms
 /// every 10, from 1), pinned to pcpu 0, runs 1–4 there. At 15 C goes and pcpu 0
-/// leaves: A, depleted since 12 (A 10–12), keeps slice 0 and deadline 20 and runs
-/// 20–22. At 30: A ran 2 + 2 + 2 = 6 ms, C 3 + 3 = 6 ms (1–4, 11–14). (A restart at 1
+/// leaves: A, its slice used up at 12 (A 10–12), keeps its place on the wait queue for
+/// its next period 20–30 (full slice, deadline 30) and runs 20–22. At 30: A ran 2 + 2 + 2 = 6 ms, C 3 + 3 = 6 ms (1–4, 11–14). (A restart at 1
 /// gave A 1–3; one at 15 gave it 15–17.) A VCPU not pinned to one pcpu keeps its pool
 /// from growing: SEDF would have to schedule it partitioned.
 #[test]
@@ -473,7 +473,7 @@ fn a_partitioned_pool_grows_and_shrinks_without_restarting_its_vcpus() {
     ));
     m.remove_vcpu(ms(15), c).unwrap();
     m.pool_cpu_remove(ms(15), 0, 0).unwrap();
-    assert_eq!(view(&m, a), (Some(Nanos::ZERO), Some(ms(20))));
+    assert_eq!(view(&m, a), (Some(ms(2)), Some(ms(30))));
     run_to(&mut m, ms(30));
     assert_eq!(m.vcpu_stats(a).run, ms(6));
     assert_eq!(m.vcpu_stats(c).run, ms(6));
