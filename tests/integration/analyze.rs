@@ -598,7 +598,7 @@ fn multicore_table_and_xl_lines_size_and_pin_each_vcpu() {
     assert!(out.contains("xl vcpu-pin video 0 3\n"), "{out}");
     assert!(out.contains("xl vcpu-pin video 1 0-2\n"), "{out}");
     assert!(
-        out.contains("xl sched-rtds -d video -v 0 -p 3000 -b 3000\n"),
+        out.contains("xl sched-rtds -d video -v 0 -p 5000 -b 5000\n"),
         "{out}"
     );
 }
@@ -703,7 +703,7 @@ fn multicore_model_mpr_leaves_full_vcpus_unserved_and_a_bad_model_exits_2() {
     let o = rtvmm(&["analyze", &example("multicore-rtds.toml"), "--model", "xyz"]);
     assert_exit(&o, 2);
     assert!(
-        stderr(&o).contains("unknown model 'xyz': expected mpr or dmpr"),
+        stderr(&o).contains("unknown model 'xyz': expected prm, mpr or dmpr"),
         "{}",
         stderr(&o)
     );

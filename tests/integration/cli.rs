@@ -10,7 +10,7 @@ use crate::common::*;
 use serde_json::Value;
 
 /// Every policy, in the order `policies` and `demo` list them.
-const POLICIES: [&str; 10] = [
+const POLICIES: [&str; 11] = [
     "deferrable",
     "periodic",
     "polling",
@@ -19,6 +19,7 @@ const POLICIES: [&str; 10] = [
     "crps",
     "credit",
     "sedf",
+    "sedf-ideal",
     "rtds",
     "arinc653",
 ];
@@ -44,12 +45,12 @@ etf = 0.5
 "#;
 
 #[test]
-fn policies_lists_all_ten_with_aliases() {
+fn policies_lists_all_eleven_with_aliases() {
     let o = rtvmm(&["policies"]);
     assert_exit(&o, 0);
     let text = stdout(&o);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 10, "{text}");
+    assert_eq!(lines.len(), POLICIES.len(), "{text}");
     for (line, name) in lines.iter().zip(POLICIES) {
         assert!(line.starts_with(name), "{line}");
         assert!(line.len() > name.len() + 20, "has a description: {line}");
@@ -606,7 +607,7 @@ fn demo_compares_every_policy() {
         "{text}"
     );
     assert!(lines[1].starts_with("policy"), "{text}");
-    for (line, kind) in lines[2..12].iter().zip(POLICIES) {
+    for (line, kind) in lines[2..2 + POLICIES.len()].iter().zip(POLICIES) {
         assert!(line.starts_with(kind), "{line}");
     }
 }
