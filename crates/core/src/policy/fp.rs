@@ -158,25 +158,28 @@ impl Drop for ServerMut<'_> {
     }
 }
 
-/// The servers of a [`ServerSet`] in priority order, with their indices in its array.
+/// The servers of a [`ServerSet`] in priority order.
 pub struct Ordered<'a> {
     servers: &'a [Server],
-    order: OrderedIndices<'a>,
+    order: Order<'a>,
 }
 
-enum OrderedIndices<'a> {
-    /// A small set: the array is the order.
-    Array(std::ops::Range<usize>),
-    /// A large set: the index's order.
+enum Order<'a> {
+    /// A small set: the array is the order (a slice iterator, as before the index).
+    Array(std::slice::Iter<'a, Server>),
+    /// A large set: the index's order, by index in the array.
     Index(std::collections::btree_map::Values<'a, (u32, u64), usize>),
 }
 
 impl<'a> Iterator for Ordered<'a> {
     type Item = &'a Server;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<&'a Server> {
-        self.next_at().map(|(_, s)| s)
+        match &mut self.order {
+            Order::Array(servers) => servers.next(),
+            Order::Index(values) => values.next().map(|&at| &self.servers[at]),
+        }
     }
 }
 
@@ -185,8 +188,12 @@ impl<'a> Ordered<'a> {
     #[inline]
     fn next_at(&mut self) -> Option<(usize, &'a Server)> {
         let at = match &mut self.order {
-            OrderedIndices::Array(range) => range.next()?,
-            OrderedIndices::Index(values) => *values.next()?,
+            Order::Array(servers) => {
+                let at = self.servers.len() - servers.len();
+                servers.next()?;
+                at
+            }
+            Order::Index(values) => *values.next()?,
         };
         Some((at, &self.servers[at]))
     }
@@ -379,11 +386,11 @@ impl ServerSet {
     }
 
     /// All servers, highest priority first.
-    #[inline]
+    #[inline(always)]
     pub fn iter(&self) -> Ordered<'_> {
         let order = match &self.index {
-            None => OrderedIndices::Array(0..self.servers.len()),
-            Some(index) => OrderedIndices::Index(index.all.values()),
+            None => Order::Array(self.servers.iter()),
+            Some(index) => Order::Index(index.all.values()),
         };
         Ordered {
             servers: &self.servers,
@@ -391,19 +398,32 @@ impl ServerSet {
         }
     }
 
-    /// The first server, in priority order, that `search` and `eligible` accept.
-    #[inline]
+    /// The first server, in priority order, that `search` and `eligible` accept. Inlined
+    /// into each caller, where `search` is a constant: the small set's scan is then the
+    /// one it was before the index existed.
+    #[inline(always)]
     fn first(&self, search: Search, eligible: impl Fn(VcpuId) -> bool) -> Option<&Server> {
         match &self.index {
             None => self
                 .servers
                 .iter()
                 .find(|s| search.accepts(s) && eligible(s.vcpu)),
-            Some(index) => index.accepted[search as usize]
-                .values()
-                .map(|&at| &self.servers[at])
-                .find(|s| eligible(s.vcpu)),
+            Some(index) => self.first_indexed(index, search, eligible),
         }
+    }
+
+    /// [`Self::first`] in a large set; apart, so that the small set's callers stay small.
+    #[inline(never)]
+    fn first_indexed(
+        &self,
+        index: &Index,
+        search: Search,
+        eligible: impl Fn(VcpuId) -> bool,
+    ) -> Option<&Server> {
+        index.accepted[search as usize]
+            .values()
+            .map(|&at| &self.servers[at])
+            .find(|s| eligible(s.vcpu))
     }
 
     /// `queuePick(RunQ)`: the highest-priority VCPU with work and budget left.
@@ -472,32 +492,14 @@ impl ServerSet {
         let mut any = false;
         let mut reorder = false;
         let mut to_requeue = std::mem::take(&mut self.to_requeue);
-        let mut replenish = |s: &mut Server| {
-            if s.next_boundary > now {
-                return false;
-            }
-            if let Some(p) = s.pending.take() {
-                reorder |= p.priority != s.params.priority;
-                s.params = p;
-            }
-            if s.has_work && !in_effect(s.vcpu) {
-                to_requeue.push(s.vcpu);
-            }
-            let period = s.params.period;
-            // Move to the first boundary strictly after now.
-            let behind = (now - s.next_boundary).as_ns() / period.as_ns();
-            s.next_boundary += Nanos(period.as_ns() * (behind + 1));
-            s.remaining = s.params.budget;
-            let (vcpu, budget) = (s.vcpu, s.remaining);
-            cx.emit(|| CoreEvent::Replenish { vcpu, budget });
-            replenished(s);
-            any = true;
-            true
-        };
         match self.index.as_deref() {
             None => {
                 for s in self.servers.iter_mut() {
-                    replenish(s);
+                    if s.next_boundary <= now {
+                        reorder |= replenish_one(s, cx, &in_effect, &mut to_requeue);
+                        replenished(s);
+                        any = true;
+                    }
                 }
             }
             Some(index) => {
@@ -509,9 +511,11 @@ impl ServerSet {
                     .filter(|&at| self.servers[at].next_boundary <= now)
                     .collect();
                 for at in due {
-                    if replenish(&mut self.servers[at]) {
-                        self.relist(at);
-                    }
+                    let s = &mut self.servers[at];
+                    reorder |= replenish_one(s, cx, &in_effect, &mut to_requeue);
+                    replenished(s);
+                    any = true;
+                    self.relist(at);
                 }
             }
         }
@@ -582,7 +586,11 @@ impl ServerSet {
             }
         }
         if let Some(index) = &self.index {
-            if index.all.iter().any(|(key, &at)| self.servers[at].key() != *key) {
+            if index
+                .all
+                .iter()
+                .any(|(key, &at)| self.servers[at].key() != *key)
+            {
                 return Err("the index's keys are out of date".to_string());
             }
             for (k, search) in Search::ALL.into_iter().enumerate() {
@@ -600,6 +608,35 @@ impl ServerSet {
         }
         Ok(())
     }
+}
+
+/// One server's replenishment at a boundary due at `cx.now` ([`ServerSet::replenish_due`]):
+/// pending parameters, the requeue, the next boundary, the budget. Returns whether its
+/// priority changed.
+#[inline(always)]
+fn replenish_one(
+    s: &mut Server,
+    cx: &mut Cx,
+    in_effect: &impl Fn(VcpuId) -> bool,
+    to_requeue: &mut Vec<VcpuId>,
+) -> bool {
+    let now = cx.now;
+    let mut reorder = false;
+    if let Some(p) = s.pending.take() {
+        reorder = p.priority != s.params.priority;
+        s.params = p;
+    }
+    if s.has_work && !in_effect(s.vcpu) {
+        to_requeue.push(s.vcpu);
+    }
+    let period = s.params.period;
+    // Move to the first boundary strictly after now.
+    let behind = (now - s.next_boundary).as_ns() / period.as_ns();
+    s.next_boundary += Nanos(period.as_ns() * (behind + 1));
+    s.remaining = s.params.budget;
+    let (vcpu, budget) = (s.vcpu, s.remaining);
+    cx.emit(|| CoreEvent::Replenish { vcpu, budget });
+    reorder
 }
 
 /// Which budgets the decision in effect consumes, and on whose account (for `burn` and
@@ -738,7 +775,7 @@ enum Search {
 impl Search {
     const ALL: [Search; 3] = [Search::WithBudget, Search::WorkAndBudget, Search::Work];
 
-    #[inline]
+    #[inline(always)]
     fn accepts(self, s: &Server) -> bool {
         match self {
             Search::WithBudget => !s.remaining.is_zero(),
@@ -886,23 +923,37 @@ impl ServerSet {
                 exhausted |= !taken.is_zero() && s.remaining.is_zero();
                 taken
             };
+        // The servers by index, not `get_mut`: a large set relists them once, below.
+        let at = |set: &ServerSet, v: VcpuId| *set.position.get(v);
         match charge {
             Charge::Nothing => {}
             Charge::Own(v) => {
-                take(&mut self.get_mut(v), cx, |c| &mut c.consumed);
+                let i = at(self, v);
+                take(&mut self.servers[i], cx, |c| &mut c.consumed);
             }
             Charge::IdledAway(h) => {
-                take(&mut self.get_mut(h), cx, |c| &mut c.idled);
+                let i = at(self, h);
+                take(&mut self.servers[i], cx, |c| &mut c.idled);
             }
             Charge::Both { server, runner } => {
-                take(&mut self.get_mut(server), cx, |c| &mut c.consumed);
-                take(&mut self.get_mut(runner), cx, |c| &mut c.consumed);
+                let i = at(self, server);
+                take(&mut self.servers[i], cx, |c| &mut c.consumed);
+                let i = at(self, runner);
+                take(&mut self.servers[i], cx, |c| &mut c.consumed);
             }
             Charge::Lent { lender, runner } => {
-                let taken = take(&mut self.get_mut(lender), cx, |c| &mut c.lent);
+                let i = at(self, lender);
+                let taken = take(&mut self.servers[i], cx, |c| &mut c.lent);
                 if !overhead {
-                    self.get_mut(runner).counters.borrowed += taken;
+                    let i = at(self, runner);
+                    self.servers[i].counters.borrowed += taken;
                 }
+            }
+        }
+        if self.index.is_some() {
+            for vcpu in charge.vcpus().into_iter().flatten() {
+                let i = at(self, vcpu);
+                self.relist(i);
             }
         }
         exhausted
@@ -1646,12 +1697,7 @@ mod tests {
             .map(|s| {
                 format!(
                     "{:?} p{} r{} w{} b{} {:?}",
-                    s.vcpu,
-                    s.params.priority,
-                    s.remaining,
-                    s.has_work,
-                    s.next_boundary,
-                    s.counters
+                    s.vcpu, s.params.priority, s.remaining, s.has_work, s.next_boundary, s.counters
                 )
             })
             .collect();
