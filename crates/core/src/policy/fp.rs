@@ -748,17 +748,17 @@ pub struct Among<'a, F> {
 }
 
 impl<F: Fn(VcpuId) -> bool> Candidates for Among<'_, F> {
-    #[inline]
+    #[inline(always)]
     fn highest_with_budget(&self) -> Option<&Server> {
         self.servers.highest_with_budget_among(&self.eligible)
     }
 
-    #[inline]
+    #[inline(always)]
     fn pick_with_work(&self) -> Option<&Server> {
         self.servers.pick_with_work_among(&self.eligible)
     }
 
-    #[inline]
+    #[inline(always)]
     fn first_with_work(&self) -> Option<&Server> {
         self.servers.first_with_work_among(&self.eligible)
     }
@@ -787,13 +787,13 @@ impl Search {
 
 /// `queuePick(RunQ)` as a plan (Deferrable, Sporadic, Polling): the highest-priority VCPU
 /// with work and budget runs on its own budget; else IDLE, charging nobody.
-#[inline]
+#[inline(always)]
 pub fn plan_own_budget(c: &impl Candidates) -> Plan {
     c.pick_with_work().map_or(Plan::IDLE, |s| Plan::own(s.vcpu))
 }
 
 /// PTPS: H with work runs; H without work idles its budget away; no H: IDLE.
-#[inline]
+#[inline(always)]
 pub fn plan_ptps(c: &impl Candidates) -> Plan {
     match c.highest_with_budget() {
         None => Plan::IDLE,
@@ -805,7 +805,7 @@ pub fn plan_ptps(c: &impl Candidates) -> Plan {
 /// WCPS: H with work runs; else L — the highest-priority VCPU with work and budget,
 /// necessarily of lower priority than H since nobody above H has budget — runs on both
 /// budgets; no L: IDLE, H's budget idled away.
-#[inline]
+#[inline(always)]
 pub fn plan_wcps(c: &impl Candidates) -> Plan {
     match c.highest_with_budget() {
         None => Plan::IDLE,
@@ -827,7 +827,7 @@ pub fn plan_wcps(c: &impl Candidates) -> Plan {
 /// and budget, or failing that to the highest-priority VCPU with work (budget 0, possibly
 /// above H); nobody with work: IDLE, H's budget idled away. No H at all: IDLE even if some
 /// VCPU has work.
-#[inline]
+#[inline(always)]
 pub fn plan_crps(c: &impl Candidates) -> Plan {
     match c.highest_with_budget() {
         None => Plan::IDLE,
