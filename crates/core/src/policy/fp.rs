@@ -4,7 +4,8 @@
 //! The spec's RunQ (VCPUs with work) and RdyQ (VCPUs without) are kept as one array in
 //! priority order, each entry knowing whether it has work: with a handful of VCPUs per pcpu
 //! a scan of one small array is both the clearest and the fastest form, and "RunQ" and
-//! "RdyQ" are views of it (`has_work` true or false). The IDLE VCPU is implicit: it runs
+//! "RdyQ" are views of it (`has_work` true or false). Past 64 servers (thousands of domains
+//! on a pcpu) the set keeps an ordered index instead, with the same order ([`ServerSet`]). The IDLE VCPU is implicit: it runs
 //! when a policy's pick finds nothing.
 //!
 //! **Priority** (one total order, used everywhere): smaller `priority` number first, then
