@@ -93,10 +93,10 @@ const INDEXED_ABOVE: usize = 64;
 
 /// The server VCPUs of one pcpu, in priority order.
 ///
-/// Up to [`INDEXED_ABOVE`] servers, `servers` is sorted by [`Server::key`] and every search
+/// Up to 64 (`INDEXED_ABOVE`) servers, `servers` is sorted by [`Server::key`] and every search
 /// is a scan. Past that (once; the set never goes back) `servers` holds the servers in no
-/// particular order and an [`Index`] keeps their keys ordered, once for all of them and once
-/// per [`Search`], so that a requeue, an insertion or a removal costs O(log n) and each
+/// particular order and an `Index` keeps their keys ordered, once for all of them and once
+/// per search, so that a requeue, an insertion or a removal costs O(log n) and each
 /// search on one pcpu is the first entry of its ordered set. Both forms give the same answer
 /// to every question: the order is [`Server::key`] in each.
 #[derive(Clone, Debug, Default)]
