@@ -75,8 +75,6 @@ fn json_error_in_words(field: &str, inner: &serde_json::Error) -> String {
 /// How a metric is shown.
 #[derive(Clone, Copy)]
 enum Format {
-    /// A whole count.
-    Count,
     /// A ratio shown in percent.
     Percent,
     /// A plain ratio with three decimals.
@@ -86,7 +84,6 @@ enum Format {
 impl Format {
     fn show(self, v: f64) -> String {
         match self {
-            Format::Count => decimal(v, 0),
             Format::Percent => format!("{}%", percent(v, 2)),
             Format::Ratio => decimal(v, 3),
         }
@@ -94,7 +91,6 @@ impl Format {
 
     fn show_diff(self, d: f64) -> String {
         match self {
-            Format::Count => signed_decimal(d, 0),
             Format::Percent => format!("{}%", signed_percent(d, 2)),
             Format::Ratio => signed_decimal(d, 3),
         }
@@ -115,10 +111,25 @@ fn row(domain: &str, metric: &str, a: Option<f64>, b: Option<f64>, f: Format) ->
     ]
 }
 
+/// A row of job counts, shown exactly (an `f64` rounds counts above 2^53).
+fn count_row(domain: &str, metric: &str, a: Option<u64>, b: Option<u64>) -> Vec<String> {
+    let dash = || "—".to_string();
+    vec![
+        domain.to_string(),
+        metric.to_string(),
+        a.map_or_else(dash, |v| v.to_string()),
+        b.map_or_else(dash, |v| v.to_string()),
+        match (a, b) {
+            (Some(a), Some(b)) => format!("{:+}", i128::from(b) - i128::from(a)),
+            _ => dash(),
+        },
+    ]
+}
+
 type Metric = (&'static str, fn(&DomainResult) -> f64, Format);
 
-const METRICS: [Metric; 6] = [
-    ("jobs", |d| d.jobs as f64, Format::Count),
+/// The rows of each domain after its job count.
+const METRICS: [Metric; 5] = [
     (
         "deadline miss ratio",
         |d| d.deadline_miss_ratio,
@@ -169,6 +180,12 @@ pub fn compare(a: &RunResults, a_name: &str, b: &RunResults, b_name: &str) -> St
     let mut rows = Vec::new();
     for name in &names {
         let (da, db) = (in_a.get(name), in_b.get(name));
+        rows.push(count_row(
+            name,
+            "jobs",
+            da.map(|d| d.jobs),
+            db.map(|d| d.jobs),
+        ));
         for (metric, get, format) in METRICS {
             rows.push(row(
                 name,
@@ -179,13 +196,7 @@ pub fn compare(a: &RunResults, a_name: &str, b: &RunResults, b_name: &str) -> St
             ));
         }
     }
-    rows.push(row(
-        "total",
-        "jobs",
-        Some(a.jobs as f64),
-        Some(b.jobs as f64),
-        Format::Count,
-    ));
+    rows.push(count_row("total", "jobs", Some(a.jobs), Some(b.jobs)));
     rows.push(row(
         "total",
         "deadline miss ratio",
@@ -264,6 +275,19 @@ mod tests {
                 .collect(),
             ..RunResults::default()
         }
+    }
+
+    /// Found by the fuzzer: a count above 2^53 went through an `f64` and showed rounded
+    /// (18446744073709551615 jobs as 18446744073709552000).
+    #[test]
+    fn job_counts_show_exactly() {
+        let a = results(&[("d", u64::MAX, 0.0, 0.0)]);
+        let b = results(&[("d", u64::MAX - 5, 0.0, 0.0)]);
+        let table = compare(&a, "a.json", &b, "b.json");
+        assert!(
+            table.contains("| d | jobs | 18446744073709551615 | 18446744073709551610 | -5 |"),
+            "{table}"
+        );
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub mod workload;
 
 pub mod scenario;
 
+pub mod cli;
+
 use std::fmt;
 
 /// What a reader did with an input that broke nothing.

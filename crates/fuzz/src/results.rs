@@ -79,7 +79,7 @@ fn shows_every_domain(a: &RunResults, b: &RunResults) -> Result<(), Failure> {
     for (i, d) in a.domains.iter().enumerate() {
         // | name | jobs | A | B | B − A |
         let shown = rows[6 * i].rsplit(" | ").nth(2);
-        let jobs = format!("{:.0}", d.jobs as f64);
+        let jobs = d.jobs.to_string();
         if shown != Some(jobs.as_str()) {
             return fail(format!(
                 "shows {shown:?} jobs for domain {} of A ('{}'), which has {jobs}",

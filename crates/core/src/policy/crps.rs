@@ -31,6 +31,7 @@ pub struct CrpsRule;
 impl PeriodicRule for CrpsRule {
     const KIND: PolicyKind = PolicyKind::Crps;
 
+    #[inline(always)]
     fn plan(candidates: &impl Candidates) -> Plan {
         fp::plan_crps(candidates)
     }

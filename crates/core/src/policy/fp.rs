@@ -4,7 +4,8 @@
 //! The spec's RunQ (VCPUs with work) and RdyQ (VCPUs without) are kept as one array in
 //! priority order, each entry knowing whether it has work: with a handful of VCPUs per pcpu
 //! a scan of one small array is both the clearest and the fastest form, and "RunQ" and
-//! "RdyQ" are views of it (`has_work` true or false). The IDLE VCPU is implicit: it runs
+//! "RdyQ" are views of it (`has_work` true or false). Past 64 servers (thousands of domains
+//! on a pcpu) the set keeps an ordered index instead, with the same order ([`ServerSet`]). The IDLE VCPU is implicit: it runs
 //! when a policy's pick finds nothing.
 //!
 //! **Priority** (one total order, used everywhere): smaller `priority` number first, then
@@ -27,6 +28,8 @@
 //! would make now differs from the one in effect. [`PeriodicFamily`] is that machinery
 //! for the policies replenished on period boundaries; each of `periodic.rs`, `polling.rs`,
 //! `wcps.rs` and `crps.rs` supplies only its [`PeriodicRule`].
+
+use std::collections::BTreeMap;
 
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
@@ -56,6 +59,9 @@ pub struct Server {
     /// The RunQ stamp: when the VCPU last entered the RunQ (a counter, not a time). Among
     /// equal priorities the smaller stamp is ahead. Set only by [`ServerSet`].
     queued: u64,
+    /// A large set: which of its searches' sets hold the server (bit k: `Search::ALL[k]`).
+    /// Set only by [`ServerSet`].
+    listed: u8,
 }
 
 impl Server {
@@ -80,12 +86,26 @@ impl Server {
     }
 }
 
+/// Above this many servers a [`ServerSet`] keeps an ordered index ([`Index`]) instead of
+/// one sorted array: a scan of a few dozen entries is cheaper than any tree, but with
+/// thousands of VCPUs on a pcpu every wake, insertion and pick would walk the array.
+const INDEXED_ABOVE: usize = 64;
+
 /// The server VCPUs of one pcpu, in priority order.
+///
+/// Up to 64 (`INDEXED_ABOVE`) servers, `servers` is sorted by [`Server::key`] and every search
+/// is a scan. Past that (once; the set never goes back) `servers` holds the servers in no
+/// particular order and an `Index` keeps their keys ordered, once for all of them and once
+/// per search, so that a requeue, an insertion or a removal costs O(log n) and each
+/// search on one pcpu is the first entry of its ordered set. Both forms give the same answer
+/// to every question: the order is [`Server::key`] in each.
 #[derive(Clone, Debug, Default)]
 pub struct ServerSet {
     servers: Vec<Server>,
     /// Each VCPU's index in `servers`.
     position: VcpuTable<usize>,
+    /// The ordered index of a large set (`None` up to [`INDEXED_ABOVE`] servers).
+    index: Option<Box<Index>>,
     /// What [`ServerSet::next_boundary`] returns, kept because the machine asks after
     /// every hook. Boundaries move only in `insert`, `remove` and `replenish_due`, which
     /// refresh it (through `reorder`, or directly).
@@ -94,6 +114,90 @@ pub struct ServerSet {
     next_stamp: u64,
     /// Replenished VCPUs waiting to be requeued (kept to avoid allocating per boundary).
     to_requeue: Vec<VcpuId>,
+}
+
+/// The order of a large [`ServerSet`]: each server's key mapped to its index in `servers`.
+#[derive(Clone, Debug, Default)]
+struct Index {
+    /// Every server.
+    all: BTreeMap<(u32, u64), usize>,
+    /// The servers each [`Search`] accepts, in the order of [`Search::ALL`]. A server's
+    /// `listed` bits say which of these hold it; [`ServerSet::relist`] brings them up to date
+    /// after its budget or work changed.
+    accepted: [BTreeMap<(u32, u64), usize>; 3],
+}
+
+/// A server borrowed for change from a [`ServerSet`]: when it is dropped, a large set
+/// brings its index up to date with the server's budget and work.
+pub struct ServerMut<'a> {
+    set: &'a mut ServerSet,
+    at: usize,
+}
+
+impl std::ops::Deref for ServerMut<'_> {
+    type Target = Server;
+
+    #[inline]
+    fn deref(&self) -> &Server {
+        &self.set.servers[self.at]
+    }
+}
+
+impl std::ops::DerefMut for ServerMut<'_> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut Server {
+        &mut self.set.servers[self.at]
+    }
+}
+
+impl Drop for ServerMut<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.set.index.is_some() {
+            self.set.relist(self.at);
+        }
+    }
+}
+
+/// The servers of a [`ServerSet`] in priority order.
+pub struct Ordered<'a> {
+    servers: &'a [Server],
+    order: Order<'a>,
+}
+
+enum Order<'a> {
+    /// A small set: the array is the order (a slice iterator, as before the index).
+    Array(std::slice::Iter<'a, Server>),
+    /// A large set: the index's order, by index in the array.
+    Index(std::collections::btree_map::Values<'a, (u32, u64), usize>),
+}
+
+impl<'a> Iterator for Ordered<'a> {
+    type Item = &'a Server;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<&'a Server> {
+        match &mut self.order {
+            Order::Array(servers) => servers.next(),
+            Order::Index(values) => values.next().map(|&at| &self.servers[at]),
+        }
+    }
+}
+
+impl<'a> Ordered<'a> {
+    /// The next server and its index in the set's array.
+    #[inline]
+    fn next_at(&mut self) -> Option<(usize, &'a Server)> {
+        let at = match &mut self.order {
+            Order::Array(servers) => {
+                let at = self.servers.len() - servers.len();
+                servers.next()?;
+                at
+            }
+            Order::Index(values) => *values.next()?,
+        };
+        Some((at, &self.servers[at]))
+    }
 }
 
 impl ServerSet {
@@ -106,31 +210,40 @@ impl ServerSet {
             (Nanos::ZERO, now + params.offset)
         };
         let queued = self.stamp();
+        let server = Server {
+            vcpu,
+            params: params.clone(),
+            pending: None,
+            remaining,
+            next_boundary,
+            has_work: false,
+            counters: BudgetCounters::default(),
+            queued,
+            listed: 0,
+        };
+        self.earliest_boundary = Some(
+            self.earliest_boundary
+                .map_or(next_boundary, |e| e.min(next_boundary)),
+        );
+        if self.index.is_some() {
+            let at = self.servers.len();
+            self.servers.push(server);
+            self.position.insert(vcpu, at);
+            self.list(at);
+            return;
+        }
         // The newest stamp: the server goes behind every server of its priority or above,
         // found by a binary search (a sort per insertion made n insertions O(n² log n)).
         let at = self
             .servers
             .partition_point(|s| s.params.priority <= params.priority);
-        self.servers.insert(
-            at,
-            Server {
-                vcpu,
-                params: params.clone(),
-                pending: None,
-                remaining,
-                next_boundary,
-                has_work: false,
-                counters: BudgetCounters::default(),
-                queued,
-            },
-        );
+        self.servers.insert(at, server);
         for i in at..self.servers.len() {
             self.position.insert(self.servers[i].vcpu, i);
         }
-        self.earliest_boundary = Some(
-            self.earliest_boundary
-                .map_or(next_boundary, |e| e.min(next_boundary)),
-        );
+        if self.servers.len() > INDEXED_ABOVE {
+            self.rebuild_index();
+        }
     }
 
     fn stamp(&mut self) -> u64 {
@@ -142,6 +255,12 @@ impl ServerSet {
     pub fn requeue(&mut self, vcpu: VcpuId) {
         let stamp = self.stamp();
         let from = *self.position.get(vcpu);
+        if self.index.is_some() {
+            self.unlist(from);
+            self.servers[from].queued = stamp;
+            self.list(from);
+            return;
+        }
         let priority = self.servers[from].params.priority;
         self.servers[from].queued = stamp;
         // Its new place is after the last VCPU of the same or a higher priority.
@@ -158,17 +277,93 @@ impl ServerSet {
     }
 
     pub fn remove(&mut self, vcpu: VcpuId) {
-        self.servers.retain(|s| s.vcpu != vcpu);
-        self.reorder();
-    }
-
-    fn reorder(&mut self) {
-        self.servers.sort_by_key(|s| s.key());
-        self.position = VcpuTable::new();
-        for (i, s) in self.servers.iter().enumerate() {
-            self.position.insert(s.vcpu, i);
+        if self.index.is_none() {
+            self.servers.retain(|s| s.vcpu != vcpu);
+            self.reorder();
+            return;
+        }
+        let Some(at) = self.position.remove(vcpu) else {
+            return;
+        };
+        self.unlist(at);
+        self.servers.swap_remove(at);
+        if at < self.servers.len() {
+            // The last server moved into the gap: its entries point at its new index.
+            let moved = &self.servers[at];
+            let (key, listed) = (moved.key(), moved.listed);
+            self.position.insert(moved.vcpu, at);
+            let index = self.index.as_deref_mut().expect("a large set");
+            index.all.insert(key, at);
+            for (k, accepted) in index.accepted.iter_mut().enumerate() {
+                if listed & (1 << k) != 0 {
+                    accepted.insert(key, at);
+                }
+            }
         }
         self.refresh_earliest_boundary();
+    }
+
+    /// Restores the order after priorities changed: a sort of the array, or a new index.
+    fn reorder(&mut self) {
+        if self.index.is_some() {
+            self.rebuild_index();
+        } else {
+            self.servers.sort_by_key(|s| s.key());
+            self.position = VcpuTable::new();
+            for (i, s) in self.servers.iter().enumerate() {
+                self.position.insert(s.vcpu, i);
+            }
+        }
+        self.refresh_earliest_boundary();
+    }
+
+    /// Makes the set large: an index of every server, built afresh.
+    fn rebuild_index(&mut self) {
+        self.index = Some(Box::default());
+        for at in 0..self.servers.len() {
+            self.servers[at].listed = 0;
+            self.list(at);
+        }
+    }
+
+    /// A large set: enters the server at `at` in the index under its current key.
+    fn list(&mut self, at: usize) {
+        let index = self.index.as_deref_mut().expect("a large set");
+        index.all.insert(self.servers[at].key(), at);
+        self.relist(at);
+    }
+
+    /// A large set: takes the server at `at` out of the index (before its key changes).
+    fn unlist(&mut self, at: usize) {
+        let index = self.index.as_deref_mut().expect("a large set");
+        let s = &mut self.servers[at];
+        let key = s.key();
+        index.all.remove(&key);
+        for (k, accepted) in index.accepted.iter_mut().enumerate() {
+            if s.listed & (1 << k) != 0 {
+                accepted.remove(&key);
+            }
+        }
+        s.listed = 0;
+    }
+
+    /// A large set: the searches' sets hold the server at `at` exactly when they accept it.
+    fn relist(&mut self, at: usize) {
+        let index = self.index.as_deref_mut().expect("a large set");
+        let s = &mut self.servers[at];
+        let key = s.key();
+        for (k, search) in Search::ALL.into_iter().enumerate() {
+            let bit = 1 << k;
+            if search.accepts(s) == (s.listed & bit != 0) {
+                continue;
+            }
+            if s.listed & bit == 0 {
+                index.accepted[k].insert(key, at);
+            } else {
+                index.accepted[k].remove(&key);
+            }
+            s.listed ^= bit;
+        }
     }
 
     fn refresh_earliest_boundary(&mut self) {
@@ -180,10 +375,11 @@ impl ServerSet {
         &self.servers[*self.position.get(vcpu)]
     }
 
+    /// The server of `vcpu`, for change (see [`ServerMut`]).
     #[inline]
-    pub fn get_mut(&mut self, vcpu: VcpuId) -> &mut Server {
-        let i = *self.position.get(vcpu);
-        &mut self.servers[i]
+    pub fn get_mut(&mut self, vcpu: VcpuId) -> ServerMut<'_> {
+        let at = *self.position.get(vcpu);
+        ServerMut { set: self, at }
     }
 
     pub fn contains(&self, vcpu: VcpuId) -> bool {
@@ -191,9 +387,44 @@ impl ServerSet {
     }
 
     /// All servers, highest priority first.
-    #[inline]
-    pub fn iter(&self) -> std::slice::Iter<'_, Server> {
-        self.servers.iter()
+    #[inline(always)]
+    pub fn iter(&self) -> Ordered<'_> {
+        let order = match &self.index {
+            None => Order::Array(self.servers.iter()),
+            Some(index) => Order::Index(index.all.values()),
+        };
+        Ordered {
+            servers: &self.servers,
+            order,
+        }
+    }
+
+    /// The first server, in priority order, that `search` and `eligible` accept. Inlined
+    /// into each caller, where `search` is a constant: the small set's scan is then the
+    /// one it was before the index existed.
+    #[inline(always)]
+    fn first(&self, search: Search, eligible: impl Fn(VcpuId) -> bool) -> Option<&Server> {
+        match &self.index {
+            None => self
+                .servers
+                .iter()
+                .find(|s| search.accepts(s) && eligible(s.vcpu)),
+            Some(index) => self.first_indexed(index, search, eligible),
+        }
+    }
+
+    /// [`Self::first`] in a large set; apart, so that the small set's callers stay small.
+    #[inline(never)]
+    fn first_indexed(
+        &self,
+        index: &Index,
+        search: Search,
+        eligible: impl Fn(VcpuId) -> bool,
+    ) -> Option<&Server> {
+        index.accepted[search as usize]
+            .values()
+            .map(|&at| &self.servers[at])
+            .find(|s| eligible(s.vcpu))
     }
 
     /// `queuePick(RunQ)`: the highest-priority VCPU with work and budget left.
@@ -205,9 +436,7 @@ impl ServerSet {
     /// [`Self::pick_with_work`] among the VCPUs `eligible` accepts.
     #[inline]
     pub fn pick_with_work_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Option<&Server> {
-        self.servers
-            .iter()
-            .find(|s| s.has_work && !s.remaining.is_zero() && eligible(s.vcpu))
+        self.first(Search::WorkAndBudget, eligible)
     }
 
     /// H: the highest-priority VCPU with budget left, with or without work.
@@ -219,9 +448,14 @@ impl ServerSet {
     /// [`Self::highest_with_budget`] among the VCPUs `eligible` accepts.
     #[inline]
     pub fn highest_with_budget_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Option<&Server> {
-        self.servers
-            .iter()
-            .find(|s| !s.remaining.is_zero() && eligible(s.vcpu))
+        self.first(Search::WithBudget, eligible)
+    }
+
+    /// The highest-priority VCPU with work, with or without budget, among the VCPUs
+    /// `eligible` accepts.
+    #[inline]
+    pub fn first_with_work_among(&self, eligible: impl Fn(VcpuId) -> bool) -> Option<&Server> {
+        self.first(Search::Work, eligible)
     }
 
     /// Whether `a` has a higher priority than `b`.
@@ -248,7 +482,7 @@ impl ServerSet {
     /// with tick-timed replenishment a boundary may be processed late). A replenished VCPU
     /// with work that is not part of the decision in effect (`in_effect`) is requeued (it
     /// re-enters the RunQ); the running one is requeued at the next `do_schedule`. Calls
-    /// `replenished` with each replenished server.
+    /// `replenished` with each replenished server, in priority order.
     pub fn replenish_due(
         &mut self,
         cx: &mut Cx,
@@ -259,26 +493,32 @@ impl ServerSet {
         let mut any = false;
         let mut reorder = false;
         let mut to_requeue = std::mem::take(&mut self.to_requeue);
-        for s in self.servers.iter_mut() {
-            if s.next_boundary > now {
-                continue;
+        match self.index.as_deref() {
+            None => {
+                for s in self.servers.iter_mut() {
+                    if s.next_boundary <= now {
+                        reorder |= replenish_one(s, cx, &in_effect, &mut to_requeue);
+                        replenished(s);
+                        any = true;
+                    }
+                }
             }
-            if let Some(p) = s.pending.take() {
-                reorder |= p.priority != s.params.priority;
-                s.params = p;
+            Some(index) => {
+                // In priority order, as the array would be: the requeues hand out stamps.
+                let due: Vec<usize> = index
+                    .all
+                    .values()
+                    .copied()
+                    .filter(|&at| self.servers[at].next_boundary <= now)
+                    .collect();
+                for at in due {
+                    let s = &mut self.servers[at];
+                    reorder |= replenish_one(s, cx, &in_effect, &mut to_requeue);
+                    replenished(s);
+                    any = true;
+                    self.relist(at);
+                }
             }
-            if s.has_work && !in_effect(s.vcpu) {
-                to_requeue.push(s.vcpu);
-            }
-            let period = s.params.period;
-            // Move to the first boundary strictly after now.
-            let behind = (now - s.next_boundary).as_ns() / period.as_ns();
-            s.next_boundary += Nanos(period.as_ns() * (behind + 1));
-            s.remaining = s.params.budget;
-            let (vcpu, budget) = (s.vcpu, s.remaining);
-            cx.emit(|| CoreEvent::Replenish { vcpu, budget });
-            replenished(s);
-            any = true;
         }
         if reorder {
             self.reorder();
@@ -296,7 +536,7 @@ impl ServerSet {
     /// `adjust` for the periodic family: store the new parameters for the next
     /// replenishment and cut the remaining budget down to the new budget at once.
     pub fn adjust(&mut self, vcpu: VcpuId, params: &VcpuParams) {
-        let s = self.get_mut(vcpu);
+        let mut s = self.get_mut(vcpu);
         s.remaining = s.remaining.min(params.budget);
         s.pending = Some(params.clone());
     }
@@ -308,7 +548,9 @@ impl ServerSet {
         }
     }
 
-    /// Budgets in `[0, B]`, the array in priority order, the earliest boundary up to date.
+    /// Budgets in `[0, B]`, the servers in priority order (for a large set: its index holds
+    /// every server under its key, and each search's set exactly the servers it accepts),
+    /// the earliest boundary up to date.
     pub fn check_invariants(&self) -> Result<(), String> {
         let earliest = self.servers.iter().map(|s| s.next_boundary).min();
         if self.earliest_boundary != earliest {
@@ -317,7 +559,15 @@ impl ServerSet {
                 self.earliest_boundary, earliest
             ));
         }
-        for w in self.servers.windows(2) {
+        let ordered: Vec<&Server> = self.iter().collect();
+        if ordered.len() != self.servers.len() {
+            return Err(format!(
+                "{} servers in order, {} in the set",
+                ordered.len(),
+                self.servers.len()
+            ));
+        }
+        for w in ordered.windows(2) {
             if w[0].key() >= w[1].key() {
                 return Err(format!(
                     "servers out of priority order: {:?} before {:?}",
@@ -325,7 +575,10 @@ impl ServerSet {
                 ));
             }
         }
-        for s in &self.servers {
+        for (at, s) in self.servers.iter().enumerate() {
+            if self.position.try_get(s.vcpu) != Some(&at) {
+                return Err(format!("vcpu {:?}: position out of date", s.vcpu));
+            }
             if s.remaining > s.params.budget {
                 return Err(format!(
                     "vcpu {:?}: remaining budget {} above budget {}",
@@ -333,8 +586,58 @@ impl ServerSet {
                 ));
             }
         }
+        if let Some(index) = &self.index {
+            if index
+                .all
+                .iter()
+                .any(|(key, &at)| self.servers[at].key() != *key)
+            {
+                return Err("the index's keys are out of date".to_string());
+            }
+            for (k, search) in Search::ALL.into_iter().enumerate() {
+                let listed: Vec<usize> = index.accepted[k].values().copied().collect();
+                let expected: Vec<usize> = index
+                    .all
+                    .values()
+                    .copied()
+                    .filter(|&at| search.accepts(&self.servers[at]))
+                    .collect();
+                if listed != expected {
+                    return Err(format!("the index of {search:?} is out of date"));
+                }
+            }
+        }
         Ok(())
     }
+}
+
+/// One server's replenishment at a boundary due at `cx.now` ([`ServerSet::replenish_due`]):
+/// pending parameters, the requeue, the next boundary, the budget. Returns whether its
+/// priority changed.
+#[inline(always)]
+fn replenish_one(
+    s: &mut Server,
+    cx: &mut Cx,
+    in_effect: &impl Fn(VcpuId) -> bool,
+    to_requeue: &mut Vec<VcpuId>,
+) -> bool {
+    let now = cx.now;
+    let mut reorder = false;
+    if let Some(p) = s.pending.take() {
+        reorder = p.priority != s.params.priority;
+        s.params = p;
+    }
+    if s.has_work && !in_effect(s.vcpu) {
+        to_requeue.push(s.vcpu);
+    }
+    let period = s.params.period;
+    // Move to the first boundary strictly after now.
+    let behind = (now - s.next_boundary).as_ns() / period.as_ns();
+    s.next_boundary += Nanos(period.as_ns() * (behind + 1));
+    s.remaining = s.params.budget;
+    let (vcpu, budget) = (s.vcpu, s.remaining);
+    cx.emit(|| CoreEvent::Replenish { vcpu, budget });
+    reorder
 }
 
 /// Which budgets the decision in effect consumes, and on whose account (for `burn` and
@@ -446,21 +749,19 @@ pub struct Among<'a, F> {
 }
 
 impl<F: Fn(VcpuId) -> bool> Candidates for Among<'_, F> {
-    #[inline]
+    #[inline(always)]
     fn highest_with_budget(&self) -> Option<&Server> {
         self.servers.highest_with_budget_among(&self.eligible)
     }
 
-    #[inline]
+    #[inline(always)]
     fn pick_with_work(&self) -> Option<&Server> {
         self.servers.pick_with_work_among(&self.eligible)
     }
 
-    #[inline]
+    #[inline(always)]
     fn first_with_work(&self) -> Option<&Server> {
-        self.servers
-            .iter()
-            .find(|s| s.has_work && (self.eligible)(s.vcpu))
+        self.servers.first_with_work_among(&self.eligible)
     }
 }
 
@@ -475,7 +776,7 @@ enum Search {
 impl Search {
     const ALL: [Search; 3] = [Search::WithBudget, Search::WorkAndBudget, Search::Work];
 
-    #[inline]
+    #[inline(always)]
     fn accepts(self, s: &Server) -> bool {
         match self {
             Search::WithBudget => !s.remaining.is_zero(),
@@ -487,13 +788,13 @@ impl Search {
 
 /// `queuePick(RunQ)` as a plan (Deferrable, Sporadic, Polling): the highest-priority VCPU
 /// with work and budget runs on its own budget; else IDLE, charging nobody.
-#[inline]
+#[inline(always)]
 pub fn plan_own_budget(c: &impl Candidates) -> Plan {
     c.pick_with_work().map_or(Plan::IDLE, |s| Plan::own(s.vcpu))
 }
 
 /// PTPS: H with work runs; H without work idles its budget away; no H: IDLE.
-#[inline]
+#[inline(always)]
 pub fn plan_ptps(c: &impl Candidates) -> Plan {
     match c.highest_with_budget() {
         None => Plan::IDLE,
@@ -505,7 +806,7 @@ pub fn plan_ptps(c: &impl Candidates) -> Plan {
 /// WCPS: H with work runs; else L — the highest-priority VCPU with work and budget,
 /// necessarily of lower priority than H since nobody above H has budget — runs on both
 /// budgets; no L: IDLE, H's budget idled away.
-#[inline]
+#[inline(always)]
 pub fn plan_wcps(c: &impl Candidates) -> Plan {
     match c.highest_with_budget() {
         None => Plan::IDLE,
@@ -527,7 +828,7 @@ pub fn plan_wcps(c: &impl Candidates) -> Plan {
 /// and budget, or failing that to the highest-priority VCPU with work (budget 0, possibly
 /// above H); nobody with work: IDLE, H's budget idled away. No H at all: IDLE even if some
 /// VCPU has work.
-#[inline]
+#[inline(always)]
 pub fn plan_crps(c: &impl Candidates) -> Plan {
     match c.highest_with_budget() {
         None => Plan::IDLE,
@@ -623,23 +924,37 @@ impl ServerSet {
                 exhausted |= !taken.is_zero() && s.remaining.is_zero();
                 taken
             };
+        // The servers by index, not `get_mut`: a large set relists them once, below.
+        let at = |set: &ServerSet, v: VcpuId| *set.position.get(v);
         match charge {
             Charge::Nothing => {}
             Charge::Own(v) => {
-                take(self.get_mut(v), cx, |c| &mut c.consumed);
+                let i = at(self, v);
+                take(&mut self.servers[i], cx, |c| &mut c.consumed);
             }
             Charge::IdledAway(h) => {
-                take(self.get_mut(h), cx, |c| &mut c.idled);
+                let i = at(self, h);
+                take(&mut self.servers[i], cx, |c| &mut c.idled);
             }
             Charge::Both { server, runner } => {
-                take(self.get_mut(server), cx, |c| &mut c.consumed);
-                take(self.get_mut(runner), cx, |c| &mut c.consumed);
+                let i = at(self, server);
+                take(&mut self.servers[i], cx, |c| &mut c.consumed);
+                let i = at(self, runner);
+                take(&mut self.servers[i], cx, |c| &mut c.consumed);
             }
             Charge::Lent { lender, runner } => {
-                let taken = take(self.get_mut(lender), cx, |c| &mut c.lent);
+                let i = at(self, lender);
+                let taken = take(&mut self.servers[i], cx, |c| &mut c.lent);
                 if !overhead {
-                    self.get_mut(runner).counters.borrowed += taken;
+                    let i = at(self, runner);
+                    self.servers[i].counters.borrowed += taken;
                 }
+            }
+        }
+        if self.index.is_some() {
+            for vcpu in charge.vcpus().into_iter().flatten() {
+                let i = at(self, vcpu);
+                self.relist(i);
             }
         }
         exhausted
@@ -648,7 +963,7 @@ impl ServerSet {
     /// Throws the VCPU's remaining budget away (Polling Server) and returns the amount.
     /// `at` stamps the event: the instant the discard took effect.
     pub fn discard(&mut self, cx: &mut Cx, vcpu: VcpuId, at: Nanos) -> Nanos {
-        let s = self.get_mut(vcpu);
+        let mut s = self.get_mut(vcpu);
         let amount = s.remaining;
         s.remaining = Nanos::ZERO;
         s.counters.discarded += amount;
@@ -662,9 +977,10 @@ impl ServerSet {
     /// Replaces a VCPU's parameters now (keeping its live budget), re-sorting when its
     /// priority changed. For policies whose replenishment is not the periodic rule.
     pub fn set_params(&mut self, vcpu: VcpuId, params: VcpuParams) {
-        let s = self.get_mut(vcpu);
+        let mut s = self.get_mut(vcpu);
         let reorder = s.params.priority != params.priority;
         s.params = params;
+        drop(s);
         if reorder {
             self.reorder();
         }
@@ -795,8 +1111,8 @@ impl Claims {
     }
 }
 
-/// The searches of one pcpu, answered beforehand (indices in `servers`, in the order of
-/// [`Search::ALL`]).
+/// The searches of one pcpu, answered beforehand (indices in the set's array, in the order
+/// of [`Search::ALL`]).
 struct Prepared<'a> {
     servers: &'a ServerSet,
     answers: [Option<usize>; 3],
@@ -938,7 +1254,8 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
         let mut answers = [[None; 3]; CpuSet::MAX as usize];
         for (k, search) in Search::ALL.into_iter().enumerate() {
             let mut open = CpuSet::first(self.plans.len() as u32);
-            for (i, s) in self.servers.iter().enumerate() {
+            let mut ordered = self.servers.iter();
+            while let Some((i, s)) = ordered.next_at() {
                 if open.is_empty() {
                     break;
                 }
@@ -969,7 +1286,9 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
             }
             let server = &self.servers.servers[i];
             for (k, search) in Search::ALL.into_iter().enumerate() {
-                if search.accepts(server) && answers[k].is_none_or(|a| i < a) {
+                if search.accepts(server)
+                    && answers[k].is_none_or(|a| server.key() < self.servers.servers[a].key())
+                {
                     answers[k] = Some(i);
                 }
             }
@@ -1356,5 +1675,145 @@ impl GlobalFp {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventLog;
+    use proptest::prelude::*;
+
+    impl ServerSet {
+        /// The indexed form whatever the size, to compare the two forms on small sets.
+        fn force_index(&mut self) {
+            self.rebuild_index();
+        }
+    }
+
+    /// Everything a policy can ask of a set, in priority order.
+    fn answers(set: &ServerSet) -> Vec<String> {
+        let mut out: Vec<String> = set
+            .iter()
+            .map(|s| {
+                format!(
+                    "{:?} p{} r{} w{} b{} {:?}",
+                    s.vcpu, s.params.priority, s.remaining, s.has_work, s.next_boundary, s.counters
+                )
+            })
+            .collect();
+        let odd = |v: VcpuId| v.0 % 2 == 1;
+        out.push(format!(
+            "{:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            set.pick_with_work().map(|s| s.vcpu),
+            set.highest_with_budget().map(|s| s.vcpu),
+            set.first_with_work_among(|_| true).map(|s| s.vcpu),
+            set.pick_with_work_among(odd).map(|s| s.vcpu),
+            set.highest_with_budget_among(odd).map(|s| s.vcpu),
+            set.first_with_work_among(odd).map(|s| s.vcpu),
+            set.next_boundary(),
+        ));
+        out
+    }
+
+    /// Applies one operation (`op`, on the `pick`-th server, with `amount`) to `set`.
+    fn apply(set: &mut ServerSet, log: &mut EventLog, now: &mut Nanos, op: (u8, u16, u16)) {
+        let (kind, pick, amount) = op;
+        let vcpus: Vec<VcpuId> = set.iter().map(|s| s.vcpu).collect();
+        let some = (!vcpus.is_empty()).then(|| vcpus[pick as usize % vcpus.len()]);
+        let params = |budget: u16, priority: u16| {
+            VcpuParams::server(
+                Nanos(u64::from(budget % 50) + 1),
+                Nanos(u64::from(budget % 7) * 10 + 60),
+                u32::from(priority % 5),
+            )
+        };
+        let mut cx = Cx { now: *now, log };
+        match (kind % 10, some) {
+            (0, _) | (_, None) => {
+                let vcpu = VcpuId(u32::from(pick));
+                if !set.contains(vcpu) {
+                    set.insert(*now, vcpu, &params(amount, pick));
+                }
+            }
+            (1, Some(v)) => set.requeue(v),
+            (2, Some(v)) => {
+                set.get_mut(v).has_work = true;
+                set.requeue(v);
+            }
+            (3, Some(v)) => set.get_mut(v).has_work = false,
+            (4, Some(v)) => {
+                set.take_budget(&mut cx, v, Nanos(u64::from(amount % 40)));
+            }
+            (5, Some(v)) => set.remove(v),
+            (6, Some(_)) => {
+                *now += Nanos(u64::from(amount % 70));
+                cx.now = *now;
+                set.replenish_due(&mut cx, |v| v.0 % 3 == 0, |_| {});
+            }
+            (7, Some(v)) => set.adjust(v, &params(amount, amount / 7)),
+            (8, Some(v)) => {
+                // A new priority; the budget stays (the callers cap the live budget first).
+                let mut changed = set.get(v).params.clone();
+                changed.priority = u32::from(amount % 5);
+                set.set_params(v, changed);
+            }
+            (_, Some(v)) => {
+                set.discard(&mut cx, v, *now);
+            }
+        }
+    }
+
+    proptest! {
+        /// The indexed form answers every question as the sorted array does, after any
+        /// sequence of operations, and emits the same events.
+        #[test]
+        fn the_index_answers_as_the_array(
+            ops in prop::collection::vec((any::<u8>(), 0u16..48, any::<u16>()), 1..300)
+        ) {
+            let (mut array, mut indexed) = (ServerSet::default(), ServerSet::default());
+            indexed.force_index();
+            let (mut log_a, mut log_i) = (EventLog::new(true), EventLog::new(true));
+            let (mut now_a, mut now_i) = (Nanos::ZERO, Nanos::ZERO);
+            for op in ops {
+                apply(&mut array, &mut log_a, &mut now_a, op);
+                apply(&mut indexed, &mut log_i, &mut now_i, op);
+                prop_assert!(indexed.index.is_some());
+                prop_assert_eq!(array.check_invariants(), Ok(()));
+                prop_assert_eq!(indexed.check_invariants(), Ok(()));
+                prop_assert_eq!(answers(&array), answers(&indexed));
+                let events_a: Vec<_> = log_a.drain().collect();
+                let events_i: Vec<_> = log_i.drain().collect();
+                prop_assert_eq!(format!("{events_a:?}"), format!("{events_i:?}"));
+            }
+        }
+    }
+
+    /// Past [`INDEXED_ABOVE`] servers the set indexes itself, and stays in priority order
+    /// with first-in, first-out among equals: 1,000 servers of ten priorities, each
+    /// requeued once in reverse order of insertion.
+    #[test]
+    fn a_large_set_indexes_itself_and_keeps_the_order() {
+        let mut set = ServerSet::default();
+        for v in 0..1000u32 {
+            let params = VcpuParams::server(Nanos(1), Nanos(10), v % 10);
+            set.insert(Nanos::ZERO, VcpuId(v), &params);
+            assert_eq!(set.index.is_some(), v as usize >= INDEXED_ABOVE);
+        }
+        for v in (0..1000u32).rev() {
+            set.requeue(VcpuId(v));
+        }
+        assert_eq!(set.check_invariants(), Ok(()));
+        let order: Vec<u32> = set.iter().map(|s| s.vcpu.0).collect();
+        let expected: Vec<u32> = (0..10)
+            .flat_map(|p| (0..100).rev().map(move |i| i * 10 + p))
+            .collect();
+        assert_eq!(order, expected);
+        set.get_mut(VcpuId(995)).has_work = true;
+        set.get_mut(VcpuId(7)).has_work = true;
+        assert_eq!(set.pick_with_work().map(|s| s.vcpu), Some(VcpuId(995)));
+        set.remove(VcpuId(995));
+        assert_eq!(set.pick_with_work().map(|s| s.vcpu), Some(VcpuId(7)));
+        assert_eq!(set.check_invariants(), Ok(()));
     }
 }

@@ -36,6 +36,7 @@ pub struct Ptps;
 impl PeriodicRule for Ptps {
     const KIND: PolicyKind = PolicyKind::Periodic;
 
+    #[inline(always)]
     fn plan(candidates: &impl Candidates) -> Plan {
         fp::plan_ptps(candidates)
     }

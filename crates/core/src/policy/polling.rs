@@ -42,10 +42,12 @@ pub struct PollingRule;
 impl PeriodicRule for PollingRule {
     const KIND: PolicyKind = PolicyKind::Polling;
 
+    #[inline(always)]
     fn plan(candidates: &impl Candidates) -> Plan {
         fp::plan_own_budget(candidates)
     }
 
+    #[inline(always)]
     fn time_passed(
         servers: &mut ServerSet,
         cx: &mut Cx,

@@ -258,7 +258,7 @@ impl Sporadic {
                 break;
             }
             self.books_mut(vcpu).pending.pop_front();
-            let s = self.servers.get_mut(vcpu);
+            let mut s = self.servers.get_mut(vcpu);
             s.remaining = (s.remaining + r.amount).min(s.params.budget);
             let budget = s.remaining;
             cx.emit(|| CoreEvent::Replenish { vcpu, budget });
@@ -323,12 +323,13 @@ impl Sporadic {
                     books.pending.pop_back();
                 }
             }
-            let s = self.servers.get_mut(vcpu);
-            s.remaining -= surplus.min(s.remaining);
+            let mut s = self.servers.get_mut(vcpu);
+            let cut = surplus.min(s.remaining);
+            s.remaining -= cut;
         } else if held < budget {
             let deficit = budget - held;
             if grant_now {
-                let s = self.servers.get_mut(vcpu);
+                let mut s = self.servers.get_mut(vcpu);
                 s.remaining += deficit;
                 let budget = s.remaining;
                 cx.emit(|| CoreEvent::Replenish { vcpu, budget });

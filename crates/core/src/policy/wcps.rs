@@ -32,6 +32,7 @@ pub struct WcpsRule;
 impl PeriodicRule for WcpsRule {
     const KIND: PolicyKind = PolicyKind::Wcps;
 
+    #[inline(always)]
     fn plan(candidates: &impl Candidates) -> Plan {
         fp::plan_wcps(candidates)
     }

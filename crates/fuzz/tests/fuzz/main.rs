@@ -10,9 +10,12 @@
 //!   generated, 2 mutated);
 //! - `carts`: the CARTS reader and, for small systems, the analysis (2 + 2);
 //! - `workload`: the workload-file reader (2 + 1);
-//! - `results`: `compare`'s reader of results JSON (2 + 1).
+//! - `results`: `compare`'s reader of results JSON (2 + 1);
+//! - `cli`: whole command lines of the built binary (`rtvmm_fuzz::cli`), counted apart
+//!   (`RTVMM_FUZZ_CLI_CASES`).
 
 mod carts;
+mod cli;
 mod results;
 mod scenario;
 mod workload;
