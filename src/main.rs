@@ -499,10 +499,27 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
             Some((kind, out, text))
         }
     };
+    analysis_outputs(
+        args.json.as_deref(),
+        &report.to_json(),
+        emitted,
+        report.table(args.rta),
+    )
+}
+
+/// What `analyze` writes, once everything is computed: the JSON report to `--json`, the
+/// emitted text to its file (or, alone, to stdout), then the table with the files named.
+/// Every file is written before any is put in place.
+fn analysis_outputs(
+    json: Option<&Path>,
+    report_json: &str,
+    emitted: Option<(&String, &Option<PathBuf>, String)>,
+    mut table: String,
+) -> Result<(), Failure> {
     let mut written = Vec::new();
     let mut text = String::new();
-    if let Some(out) = &args.json {
-        written.push(text_file(out, &report.to_json())?);
+    if let Some(out) = json {
+        written.push(text_file(out, report_json)?);
     }
     let mut stdout_only = None;
     if let Some((kind, out, emitted)) = emitted {
@@ -518,8 +535,7 @@ fn analyze_command(args: AnalyzeArgs) -> Result<(), Failure> {
     if let Some(emitted) = stdout_only {
         return print(&emitted);
     }
-    let mut table = report.table(args.rta);
-    if let Some(out) = &args.json {
+    if let Some(out) = json {
         table.push_str(&format!("report: {}\n", out.display()));
     }
     print(&(table + &text))
@@ -565,30 +581,12 @@ fn analyze_models_command(
             )))
         }
     };
-    let mut written = Vec::new();
-    let mut text = String::new();
-    if let Some(out) = &args.json {
-        written.push(text_file(out, &report.to_json())?);
-    }
-    let mut stdout_only = None;
-    if let Some((kind, out, emitted)) = emitted {
-        match out {
-            None => stdout_only = Some(emitted),
-            Some(out) => {
-                written.push(text_file(out, &emitted)?);
-                text.push_str(&format!("{kind}: {}\n", out.display()));
-            }
-        }
-    }
-    files::commit_all(written).map_err(runtime)?;
-    if let Some(emitted) = stdout_only {
-        return print(&emitted);
-    }
-    let mut table = report.table();
-    if let Some(out) = &args.json {
-        table.push_str(&format!("report: {}\n", out.display()));
-    }
-    print(&(table + &text))
+    analysis_outputs(
+        args.json.as_deref(),
+        &report.to_json(),
+        emitted,
+        report.table(),
+    )
 }
 
 /// A whole text file (with a final newline), written but not yet in place (see

@@ -97,8 +97,9 @@ impl VcpuParams {
         self.extratime.unwrap_or(kind.extratime_default())
     }
 
-    /// Checks the server fields (budget, period) every policy relies on.
-    pub fn validate_server(&self) -> Result<(), ParamError> {
+    /// Checks the budget and period every budget-per-period policy relies on: both above
+    /// zero, the budget at most the period (SEDF's slice and RTDS's budget too).
+    pub fn validate_slice(&self) -> Result<(), ParamError> {
         if self.period.is_zero() {
             return Err(ParamError::PeriodZero);
         }
@@ -111,6 +112,13 @@ impl VcpuParams {
                 period: self.period,
             });
         }
+        Ok(())
+    }
+
+    /// Checks the server fields (budget, period, replenishments) of the fixed-priority
+    /// servers.
+    pub fn validate_server(&self) -> Result<(), ParamError> {
+        self.validate_slice()?;
         if self.max_replenishments == 0 {
             return Err(ParamError::MaxReplenishmentsZero);
         }

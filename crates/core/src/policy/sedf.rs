@@ -359,19 +359,7 @@ impl Policy for Sedf {
 
     /// Slice and period > 0, slice ≤ period.
     fn validate(&self, params: &VcpuParams) -> Result<(), ParamError> {
-        if params.period.is_zero() {
-            return Err(ParamError::PeriodZero);
-        }
-        if params.budget.is_zero() {
-            return Err(ParamError::BudgetZero);
-        }
-        if params.budget > params.period {
-            return Err(ParamError::BudgetAbovePeriod {
-                budget: params.budget,
-                period: params.period,
-            });
-        }
-        Ok(())
+        params.validate_slice()
     }
 
     fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
