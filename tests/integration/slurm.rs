@@ -24,7 +24,14 @@ use crate::common::say_skipped;
 
 /// The programs the test runs, and the Debian packages that hold them.
 const PROGRAMS: &[&str] = &[
-    "sbatch", "squeue", "scontrol", "scancel", "sinfo", "slurmctld", "slurmd", "munged",
+    "sbatch",
+    "squeue",
+    "scontrol",
+    "scancel",
+    "sinfo",
+    "slurmctld",
+    "slurmd",
+    "munged",
     "mungekey",
 ];
 const PACKAGES: &[&str] = &["slurmctld", "slurmd", "slurm-client", "munge"];
@@ -66,7 +73,11 @@ fn program(name: &str) -> PathBuf {
 }
 
 fn missing_programs() -> Vec<&'static str> {
-    PROGRAMS.iter().copied().filter(|p| find(p).is_none()).collect()
+    PROGRAMS
+        .iter()
+        .copied()
+        .filter(|p| find(p).is_none())
+        .collect()
 }
 
 fn is_root() -> bool {
@@ -92,7 +103,11 @@ fn install() -> Result<bool, String> {
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive"))
     };
-    let install_args = [&["install", "-y", "-qq", "--no-install-recommends"], PACKAGES].concat();
+    let install_args = [
+        &["install", "-y", "-qq", "--no-install-recommends"],
+        PACKAGES,
+    ]
+    .concat();
     let mut installed = apt(&install_args)?;
     if !installed.status.success() {
         // Stale package lists: update once and try again.
@@ -110,7 +125,10 @@ fn install() -> Result<bool, String> {
     }
     match missing_programs().as_slice() {
         [] => Ok(true),
-        still => Err(format!("{} missing after apt-get install", still.join(", "))),
+        still => Err(format!(
+            "{} missing after apt-get install",
+            still.join(", ")
+        )),
     }
 }
 
@@ -203,7 +221,9 @@ impl Cluster {
     fn job_state(&self, job: &str) -> Option<String> {
         let shown = run(self.slurm("scontrol").args(["show", "job", "-o", job])).ok()?;
         let said = String::from_utf8_lossy(&shown.stdout).into_owned();
-        let state = said.split_whitespace().find_map(|w| w.strip_prefix("JobState="))?;
+        let state = said
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("JobState="))?;
         Some(state.to_string())
     }
 }
@@ -244,14 +264,20 @@ impl Drop for Cluster {
 /// when the node is idle.
 fn start_cluster() -> Cluster {
     let mut cluster = Cluster {
-        dir: tempfile::Builder::new().prefix("rtvmm-slurm").tempdir().unwrap(),
+        dir: tempfile::Builder::new()
+            .prefix("rtvmm-slurm")
+            .tempdir()
+            .unwrap(),
         daemons: Vec::new(),
         jobs: Vec::new(),
     };
     for dir in ["munge", "state", "spool", "study"] {
         std::fs::create_dir(cluster.path(dir)).unwrap();
     }
-    let (key, socket) = (cluster.path("munge/munge.key"), cluster.path("munge/munge.socket"));
+    let (key, socket) = (
+        cluster.path("munge/munge.key"),
+        cluster.path("munge/munge.socket"),
+    );
     let made = run(Command::new(program("mungekey"))
         .arg("--create")
         .arg(format!("--keyfile={}", key.display())))
@@ -268,7 +294,9 @@ fn start_cluster() -> Cluster {
         .arg(format!("--log-file={}", munge("munged.log")))
         .arg(format!("--seed-file={}", munge("munged.seed")));
     cluster.start("munged", &mut munged);
-    cluster.wait_for("munge socket", START_TIMEOUT, || socket.exists().then_some(()));
+    cluster.wait_for("munge socket", START_TIMEOUT, || {
+        socket.exists().then_some(())
+    });
 
     // The node as slurmd sees this machine: `NodeName=HOST CPUs=… RealMemory=…`.
     let hardware = run(Command::new(program("slurmd")).arg("-C")).unwrap();
@@ -374,7 +402,13 @@ fn a_study_sharded_on_slurm_is_the_unsharded_run() {
     // The unsharded run, by the same binary, here, first to OUT: report.md names --out.
     let reference = study.join("reference");
     let unsharded = run(Command::new(rtvmm)
-        .args(["experiment", EXPERIMENT, "--quick", "--no-progress", "--out"])
+        .args([
+            "experiment",
+            EXPERIMENT,
+            "--quick",
+            "--no-progress",
+            "--out",
+        ])
         .arg(&out))
     .unwrap();
     assert!(unsharded.status.success(), "{}", text(&unsharded));
@@ -400,10 +434,18 @@ fn a_study_sharded_on_slurm_is_the_unsharded_run() {
     cluster.jobs = vec![array, merge.clone()];
     let state = cluster.wait_for("merge job's end", JOBS_TIMEOUT, || {
         let state = cluster.job_state(&merge)?;
-        (!matches!(state.as_str(), "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"))
-            .then_some(state)
+        (!matches!(
+            state.as_str(),
+            "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"
+        ))
+        .then_some(state)
     });
-    assert_eq!(state, "COMPLETED", "the merge job\n{said}\n{}", cluster.logs());
+    assert_eq!(
+        state,
+        "COMPLETED",
+        "the merge job\n{said}\n{}",
+        cluster.logs()
+    );
     let jobs = started.elapsed();
 
     assert_eq!(file_names(&reference), file_names(&out));
@@ -422,7 +464,11 @@ fn a_study_sharded_on_slurm_is_the_unsharded_run() {
     let _ = writeln!(
         std::io::stderr(),
         "slurm: {} {:.1}s, cluster up {:.1}s, {SHARDS} shards and merge {:.1}s, total {:.1}s",
-        if installed { "apt install" } else { "already installed" },
+        if installed {
+            "apt install"
+        } else {
+            "already installed"
+        },
         ready.as_secs_f64(),
         (up - ready).as_secs_f64(),
         (jobs - up).as_secs_f64(),
