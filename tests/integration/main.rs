@@ -30,6 +30,9 @@
 //! - `shard`: `experiment NAME --shard I/N` and `experiment merge OUT DIR…`: a bad shard
 //!   number refused, a shard stopped by a signal marked partial and named by merge's
 //!   refusal, merged shards equal to the unsharded run.
+//! - `slurm`: `tools/slurm/submit.sh` runs a 4-shard study and its merge on a private
+//!   one-node Slurm started by the test (root; installs slurm and munge with apt if
+//!   missing; skipped with the reason otherwise), equal to the unsharded run.
 //! - `common`: running the binary and finding the examples.
 
 mod common;
@@ -49,3 +52,4 @@ mod partial;
 mod python;
 mod readme;
 mod shard;
+mod slurm;
