@@ -152,3 +152,20 @@ impl Drop for Reaped {
         }
     }
 }
+
+/// Runs a command to its end: its output, or why it could not start (the tests that set
+/// up tools of their own: Python, Slurm).
+pub fn run(command: &mut Command) -> Result<Output, String> {
+    command
+        .output()
+        .map_err(|e| format!("{:?}: {e}", command.get_program()))
+}
+
+/// A command's stdout and stderr, one after the other.
+pub fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}

@@ -12,10 +12,10 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
-use crate::common::say_skipped;
+use crate::common::{run, say_skipped, text};
 
 /// What the environment gets; maturin pinned so that the wheel is built the same way
 /// everywhere. pandas and matplotlib are optional (the tests of the tables without pandas
@@ -30,21 +30,6 @@ fn repo() -> PathBuf {
 /// Where the environment and the wheel live: `target/tmp/python`.
 fn work_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("python")
-}
-
-/// Runs a command to its end: its output, or why it could not start.
-fn run(command: &mut Command) -> Result<Output, String> {
-    command
-        .output()
-        .map_err(|e| format!("{:?}: {e}", command.get_program()))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// The last `lines` lines of `text`.

@@ -17,10 +17,10 @@
 use std::fs::File;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::say_skipped;
+use crate::common::{run, say_skipped, text};
 
 /// The programs the test runs, and the Debian packages that hold them.
 const PROGRAMS: &[&str] = &[
@@ -43,20 +43,6 @@ const JOBS_TIMEOUT: Duration = Duration::from_secs(120);
 
 const EXPERIMENT: &str = "rtxen-overhead";
 const SHARDS: u32 = 4;
-
-fn run(command: &mut Command) -> Result<Output, String> {
-    command
-        .output()
-        .map_err(|e| format!("{:?}: {e}", command.get_program()))
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 /// Where a program is: on PATH, or in the sbin directories a user's PATH may lack.
 fn find(program: &str) -> Option<PathBuf> {
