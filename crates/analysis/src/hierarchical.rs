@@ -218,7 +218,7 @@
 //! whose period is at least the response time being computed costs nothing, which is the
 //! common case under rate-monotonic priorities with periods within a factor of two (case 4
 //! of `docs/benchmarks.md`'s scale section: 100,000 periods from 100,000 to 199,999, every
-//! `r_S(C_S)` at most about 100,001, so a few servers per iterate).
+//! `r_S(C_S)` at most 100,000, so no group is ever visited).
 //!
 //! # Remaining gaps (stated honestly)
 //! * The published carry-in of unbound higher-priority tasks in a bound task's window (see
