@@ -429,7 +429,7 @@ pub fn hierarchical_response_times_with(
     // `crate::interferes` (`other ≤ own`: equals interfere both ways).
     let mut order: Vec<usize> = (0..servers.len()).collect();
     order.sort_by_key(|&index| servers[index].priority);
-    let mut above = HigherPriority::default();
+    let mut above = HigherPriority::new(servers);
     let mut results: Vec<Option<ServerAnalysis>> = vec![None; servers.len()];
     for level in order.chunk_by(|&a, &b| servers[a].priority == servers[b].priority) {
         for &index in level {
@@ -516,37 +516,119 @@ fn capacity_gap(server: &Server) -> u64 {
 }
 
 /// The servers at or above one priority level, for (H2)'s sum in a time near-independent
-/// of their number (module docs, "The root at scale"): `Σ C_X` over all of them, and their
-/// budgets summed per `(θ_X, T_X, J_X)` with `θ_X = T_X − J_X`, in that order.
-#[derive(Default)]
+/// of their number (module docs, "The root at scale"): `Σ C_X` over all of them; the
+/// budgets of servers without jitter summed per period, both in an ordered map and in a
+/// Fenwick tree over the ranks of every such period of the root; and those of Deferrable
+/// servers summed per `(θ_X, T_X, J_X)`, `θ_X = T_X − J_X = C_X`, in that order.
 struct HigherPriority {
     budgets: u64,
-    groups: BTreeMap<(u64, u64, u64), u64>,
+    /// Jitter 0: `T_X` → the budgets of the servers held with that period.
+    periodic: BTreeMap<u64, u64>,
+    /// Every period of a server without jitter in the whole root, sorted, once each.
+    periods: Vec<u64>,
+    /// Fenwick tree over the ranks in `periods`: the budgets held, for prefix sums.
+    by_rank: Vec<u64>,
+    /// The shortest period held without jitter (`u64::MAX`: none).
+    shortest: u64,
+    /// Deferrable: `(θ_X, T_X, J_X)` → the budgets of the servers held with them.
+    deferrable: BTreeMap<(u64, u64, u64), u64>,
 }
 
 impl HigherPriority {
+    /// Empty, for a root of `servers`.
+    fn new(servers: &[Server]) -> HigherPriority {
+        let mut periods: Vec<u64> = servers
+            .iter()
+            .filter(|server| release_jitter(server) == 0)
+            .map(|server| server.period)
+            .collect();
+        periods.sort_unstable();
+        periods.dedup();
+        HigherPriority {
+            budgets: 0,
+            periodic: BTreeMap::new(),
+            by_rank: vec![0; periods.len() + 1],
+            periods,
+            shortest: u64::MAX,
+            deferrable: BTreeMap::new(),
+        }
+    }
+
     fn insert(&mut self, server: &Server) {
         let jitter = release_jitter(server);
         self.budgets += server.budget;
-        *self
-            .groups
-            .entry((server.period - jitter, server.period, jitter))
-            .or_default() += server.budget;
+        if jitter == 0 {
+            *self.periodic.entry(server.period).or_default() += server.budget;
+            self.shortest = self.shortest.min(server.period);
+            let rank = self.periods.partition_point(|&p| p < server.period);
+            debug_assert_eq!(self.periods.get(rank), Some(&server.period));
+            let mut node = rank + 1;
+            while node < self.by_rank.len() {
+                self.by_rank[node] += server.budget;
+                node += node & node.wrapping_neg();
+            }
+        } else {
+            *self
+                .deferrable
+                .entry((server.period - jitter, server.period, jitter))
+                .or_default() += server.budget;
+        }
     }
 
-    /// `Σ_X ⌈(y + J_X)/T_X⌉ C_X` over the servers held, for `y ≥ 1`: a server with
-    /// `θ_X ≥ y` counts `C_X` once (in `budgets`), so only the groups with `θ_X < y` are
-    /// visited.
+    /// `Σ_X ⌈(y + J_X)/T_X⌉ C_X` over the servers held, for `y ≥ 1`: every server counts
+    /// `C_X` once (in `budgets`), and only those with `θ_X < y` count more.
     fn interference(&self, response: u64) -> u64 {
         debug_assert!(response >= 1);
+        // Jitter 0, the cheaper of two equal sums: one term per period below y, or one
+        // prefix sum per layer m with m·T_min < y.
+        let groups = self.periods.partition_point(|&p| p < response) as u64;
+        let layers = (response - 1) / self.shortest;
+        let per_layer = 2 * u64::from(usize::BITS - self.periods.len().leading_zeros());
+        let periodic = if layers.saturating_mul(per_layer) < groups {
+            self.periodic_by_layers(response)
+        } else {
+            self.periodic_by_groups(response)
+        };
         self.budgets
+            + periodic
             + self
-                .groups
+                .deferrable
                 .range(..(response, 0, 0))
                 .map(|(&(_, period, jitter), &budget)| {
                     ((response + jitter).div_ceil(period) - 1) * budget
                 })
                 .sum::<u64>()
+    }
+
+    /// `Σ (⌈y/T_X⌉ − 1) C_X` over the servers held without jitter, period by period.
+    fn periodic_by_groups(&self, response: u64) -> u64 {
+        self.periodic
+            .range(..response)
+            .map(|(&period, &budget)| (response.div_ceil(period) - 1) * budget)
+            .sum()
+    }
+
+    /// The same sum, layer by layer: `⌈y/T⌉ − 1 = #{m ≥ 1 : m·T < y}`, so it is
+    /// `Σ_{m ≥ 1} Σ_{T_X ≤ ⌊(y − 1)/m⌋} C_X`, one prefix sum per layer.
+    fn periodic_by_layers(&self, response: u64) -> u64 {
+        (1..)
+            .map_while(|layer: u64| {
+                let longest = (response - 1) / layer;
+                (longest >= self.shortest)
+                    .then(|| self.prefix(self.periods.partition_point(|&p| p <= longest)))
+            })
+            .sum()
+    }
+
+    /// The budgets held without jitter at the `count` shortest periods of the root.
+    fn prefix(&self, count: usize) -> u64 {
+        let mut sum = 0;
+        let mut node = count;
+        while node > 0 {
+            sum += self.by_rank[node];
+            node &= node - 1;
+        }
+        sum
     }
 }
 
@@ -1211,9 +1293,15 @@ mod tests {
                 .collect();
             for (index, server) in servers.iter().enumerate() {
                 // Only the servers at or above S's level: rebuild the set for it.
-                let mut level = HigherPriority::default();
+                let mut level = HigherPriority::new(&servers);
                 for other in servers.iter().filter(|o| interferes(o.priority, server.priority)) {
                     level.insert(other);
+                }
+                for response in 1..=300 {
+                    proptest::prop_assert_eq!(
+                        level.periodic_by_layers(response),
+                        level.periodic_by_groups(response)
+                    );
                 }
                 let interference = Interference { above: &level, own: server };
                 for units in 1..=server.period {
