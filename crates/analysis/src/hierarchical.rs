@@ -193,32 +193,39 @@
 //! # The root at scale
 //! (H2)'s sum `W(y) = Σ_{X ∈ hp(S)} ⌈(y + J_X)/T_X⌉ C_X` is evaluated on every iterate of
 //! every `r_S(x)`; summed server by server, the root of n servers costs O(n²) per round of
-//! iterates (100,000 CARTS components did not finish). Instead the servers are taken level
-//! by level from the highest priority, and one structure (`HigherPriority`) holds every
-//! server at or above the current level — exactly `hp(S) ∪ {S}` under
-//! [`crate::interferes`] — as `B = Σ C_X` and the budgets summed per group of equal
-//! `(θ_X, T_X, J_X)`, ordered by the threshold `θ_X = T_X − J_X` (`T_X` for all but a
-//! Deferrable server, `C_X` for one). Then, for `y ≥ 1` (every iterate is at least
-//! `x ≥ 1`):
+//! iterates (100,000 CARTS components took 41 s). Instead the servers are taken level by
+//! level from the highest priority, and one structure (`HigherPriority`) holds every server
+//! at or above the current level — exactly `hp(S) ∪ {S}` under [`crate::interferes`] — as
+//! `B = Σ C_X`, the budgets of servers without jitter summed per period (in an ordered map,
+//! and in a Fenwick tree over the ranks of the root's periods), and those of Deferrable
+//! servers summed per `(θ_X, T_X, J_X)`, ordered by the threshold `θ_X = T_X − J_X = C_X`.
+//! For `y ≥ 1` (every iterate is at least `x ≥ 1`), with P the servers held without jitter
+//! and D the Deferrable ones:
 //!
-//! `W(y) = B + Σ_{groups with θ < y} (⌈(y + J)/T⌉ − 1)·C_group − ⌈(y + J_S)/T_S⌉ C_S`.
+//! `W(y) = B + Σ_{X ∈ P} (⌈y/T_X⌉ − 1) C_X + Σ_{X ∈ D, θ_X < y} (⌈(y + J_X)/T_X⌉ − 1) C_X − ⌈(y + J_S)/T_S⌉ C_S`,
+//!
+//! and the middle sum is computed either period by period over `T_X < y` or layer by layer,
+//! `Σ_{m ≥ 1} Σ_{X ∈ P, T_X ≤ ⌊(y − 1)/m⌋} C_X` (one prefix sum of the tree per layer, for
+//! `m ≤ (y − 1)/T_min`), whichever visits fewer entries.
 //!
 //! *Proof.* If `θ_X ≥ y` then `0 < y + J_X ≤ T_X`, so `⌈(y + J_X)/T_X⌉ = 1` and X adds
-//! `C_X`, which `B` counts; if `θ_X < y` it adds `C_X` in `B` and `(⌈(y + J_X)/T_X⌉ − 1)C_X`
-//! in its group, whose members share `T_X` and `J_X` (so the factor) and add their budgets.
-//! The last term takes S's own term out of the set (`hp(S)` excludes S, and only S: a server
-//! with S's parameters stays in). Every term is the same integer as before, so every
-//! iterate, every fixed point, and every first iterate past a limit are the same numbers,
-//! from the same start `x`; nothing else changes. `grouped_root_sums_are_the_definition`
-//! compares both on random sets.
+//! just `C_X`, which `B` counts; otherwise it adds `C_X` in `B` and the rest in its group,
+//! whose members share `T_X` and `J_X` (so the factor) and add their budgets. For the
+//! layers, `⌈y/T⌉ = #{m ≥ 0 : m·T < y}` and the `m = 0` term is 1, so
+//! `⌈y/T⌉ − 1 = #{m ≥ 1 : T ≤ ⌊(y − 1)/m⌋}`; summing `C_X` over X and m in the other order
+//! gives the layers. The last term takes S's own term out (`hp(S)` excludes S, and only S:
+//! a server with S's parameters stays in). Every iterate is the same integer as before,
+//! from the same start `x`, so every fixed point and every first iterate past a limit are
+//! the same numbers; nothing else changes. `grouped_root_sums_are_the_definition` compares
+//! the structure with the server-by-server sum, and the two middle sums with each other,
+//! on random sets.
 //!
-//! *Cost.* Sorting is O(n log n); an iterate costs O(log g) plus one step per group with
-//! `θ < y`, and groups only merge servers of equal period and jitter, so the worst case is
-//! still O(n) per iterate (many distinct short periods above long ones); but a server
-//! whose period is at least the response time being computed costs nothing, which is the
-//! common case under rate-monotonic priorities with periods within a factor of two (case 4
-//! of `docs/benchmarks.md`'s scale section: 100,000 periods from 100,000 to 199,999, every
-//! `r_S(C_S)` at most 100,000, so no group is ever visited).
+//! *Cost.* Sorting is O(n log n); an iterate costs O(log n) plus the cheaper of the periods
+//! below y and `⌊(y − 1)/T_min⌋` layers of O(log n) each, plus one step per Deferrable group
+//! with `C_X < y` (Deferrable servers of distinct parameters remain linear per iterate). In
+//! case 4 of `docs/benchmarks.md`'s scale section (periods 100,000–199,999, rate-monotonic,
+//! budgets 1) every `r_S(C_S)` is at most 100,000, so nothing is visited; with 50,000
+//! shorter periods above 50,000 long ones (`case4-short.xml`), at most four layers.
 //!
 //! # Remaining gaps (stated honestly)
 //! * The published carry-in of unbound higher-priority tasks in a bound task's window (see
