@@ -12,6 +12,8 @@ components (case 4); case 5 has 30,000 distinct periods. Files:
                      100-999 ms
   case3.toml         N one-VCPU domains (1 us / 1 s, priorities cycling 1-100), one task each
   case4.xml          a CARTS file of N components of one EDF task each
+  case4-short.xml    the same with N/2 periods 50,000-99,999 above N/2 of 10,000,000 and
+                     more (the root's sums past the shorter periods)
   case5.toml         one EDF domain of 30,000 tasks with distinct periods (analyse it with
                      --quantum 1us)
 The simulator's cases run with `rtvmm sim FILE --duration 1s`, the analysis's with
@@ -57,6 +59,15 @@ def main() -> None:
                  f'    <task name="t" p="{100_000 + c}" e="1"/>\n  </component>\n')
     s.append("</system>\n")
     write("case4.xml", s)
+    s = ['<?xml version="1.0" encoding="UTF-8"?>\n<system os_scheduler="EDF">\n']
+    for c in range(n // 2):
+        s.append(f'  <component name="h{c}" scheduler="EDF">\n'
+                 f'    <task name="t" p="{50_000 + c}" e="1"/>\n  </component>\n')
+    for c in range(n - n // 2):
+        s.append(f'  <component name="l{c}" scheduler="EDF">\n'
+                 f'    <task name="t" p="{10_000_000 + c}" e="1"/>\n  </component>\n')
+    s.append("</system>\n")
+    write("case4-short.xml", s)
     s = ['name = "periods"\nduration = "1s"\nseed = 1\n[scheduler]\npolicy = "deferrable"\n'
          '[[domain]]\nname = "d"\nguest = "edf"\nvcpu = { budget = "9ms", period = "10ms" }\n']
     for t in range(30_000):

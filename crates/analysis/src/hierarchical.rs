@@ -190,18 +190,57 @@
 //!   higher-priority job released before the deadline, and it is used only for servers
 //!   that fail (5.1).
 //!
+//! # The root at scale
+//! (H2)'s sum `W(y) = Σ_{X ∈ hp(S)} ⌈(y + J_X)/T_X⌉ C_X` is evaluated on every iterate of
+//! every `r_S(x)`; summed server by server, the root of n servers costs O(n²) per round of
+//! iterates (100,000 CARTS components took 41 s). Instead the servers are taken level by
+//! level from the highest priority, and one structure (`HigherPriority`) holds every server
+//! at or above the current level — exactly `hp(S) ∪ {S}` under [`crate::interferes`] — as
+//! `B = Σ C_X`, the budgets of servers without jitter summed per period (in an ordered map,
+//! and in a Fenwick tree over the ranks of the root's periods), and those of Deferrable
+//! servers summed per `(θ_X, T_X, J_X)`, ordered by the threshold `θ_X = T_X − J_X = C_X`.
+//! For `y ≥ 1` (every iterate is at least `x ≥ 1`), with P the servers held without jitter
+//! and D the Deferrable ones:
+//!
+//! `W(y) = B + Σ_{X ∈ P} (⌈y/T_X⌉ − 1) C_X + Σ_{X ∈ D, θ_X < y} (⌈(y + J_X)/T_X⌉ − 1) C_X − ⌈(y + J_S)/T_S⌉ C_S`,
+//!
+//! and the middle sum is computed either period by period over `T_X < y` or layer by layer,
+//! `Σ_{m ≥ 1} Σ_{X ∈ P, T_X ≤ ⌊(y − 1)/m⌋} C_X` (one prefix sum of the tree per layer, for
+//! `m ≤ (y − 1)/T_min`), whichever visits fewer entries.
+//!
+//! *Proof.* If `θ_X ≥ y` then `0 < y + J_X ≤ T_X`, so `⌈(y + J_X)/T_X⌉ = 1` and X adds
+//! just `C_X`, which `B` counts; otherwise it adds `C_X` in `B` and the rest in its group,
+//! whose members share `T_X` and `J_X` (so the factor) and add their budgets. For the
+//! layers, `⌈y/T⌉ = #{m ≥ 0 : m·T < y}` and the `m = 0` term is 1, so
+//! `⌈y/T⌉ − 1 = #{m ≥ 1 : T ≤ ⌊(y − 1)/m⌋}`; summing `C_X` over X and m in the other order
+//! gives the layers. The last term takes S's own term out (`hp(S)` excludes S, and only S:
+//! a server with S's parameters stays in). Every iterate is the same integer as before,
+//! from the same start `x`, so every fixed point and every first iterate past a limit are
+//! the same numbers; nothing else changes. `grouped_root_sums_are_the_definition` compares
+//! the structure with the server-by-server sum, and the two middle sums with each other,
+//! on random sets.
+//!
+//! *Cost.* Sorting is O(n log n); an iterate costs O(log n) plus the cheaper of the periods
+//! below y and `⌊(y − 1)/T_min⌋` layers of O(log n) each, plus one step per Deferrable group
+//! with `C_X < y` (Deferrable servers of distinct parameters remain linear per iterate). In
+//! case 4 of `docs/benchmarks.md`'s scale section (periods 100,000–199,999, rate-monotonic,
+//! budgets 1) every `r_S(C_S)` is at most 100,000, so nothing is visited; with 50,000
+//! shorter periods above 50,000 long ones (`case4-short.xml`), at most four layers.
+//!
 //! # Remaining gaps (stated honestly)
 //! * The published carry-in of unbound higher-priority tasks in a bound task's window (see
 //!   the table above) is not used until its proof can be checked.
 //! * Priorities: smaller number = higher. Equal priorities (servers among servers, tasks
 //!   within a server) are treated as interfering both ways (conservative).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::error::WorkloadError;
 use crate::rta::{self, FpTask, ResponseBound};
-use crate::workload::{interferes, MAX_TIME};
+use crate::workload::MAX_TIME;
 
 /// Server policies (as described by Davis & Burns 2005).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -392,8 +431,28 @@ pub fn hierarchical_response_times_with(
     check: RootCheck,
 ) -> Result<Vec<ServerAnalysis>, HierarchyError> {
     validate(servers)?;
-    Ok((0..servers.len())
-        .map(|index| analyse_server(servers, index, check))
+    // Level by level from the highest priority: `above` holds every server of this priority
+    // or a higher one (smaller number), which is `hp(S)` plus S itself under
+    // `crate::interferes` (`other ≤ own`: equals interfere both ways).
+    let mut order: Vec<usize> = (0..servers.len()).collect();
+    order.sort_by_key(|&index| servers[index].priority);
+    let mut above = HigherPriority::new(servers);
+    let mut results: Vec<Option<ServerAnalysis>> = vec![None; servers.len()];
+    for level in order.chunk_by(|&a, &b| servers[a].priority == servers[b].priority) {
+        for &index in level {
+            above.insert(&servers[index]);
+        }
+        for &index in level {
+            let interference = Interference {
+                above: &above,
+                own: &servers[index],
+            };
+            results[index] = Some(analyse_server(&servers[index], interference, check));
+        }
+    }
+    Ok(results
+        .into_iter()
+        .map(|result| result.expect("every server is on one level"))
         .collect())
 }
 
@@ -463,25 +522,149 @@ fn capacity_gap(server: &Server) -> u64 {
     }
 }
 
-/// `r_S(x)` for server `index`: (H2), which is Mei (5.1) for `x = C_S` and the last server
-/// period of (5.4) otherwise. `Err` holds the first iterate above `limit` (a lower bound
-/// on `r_S(x)`) when the least fixed point is past it.
-fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> Result<u64, u64> {
-    let me = &servers[index];
+/// The servers at or above one priority level, for (H2)'s sum in a time near-independent
+/// of their number (module docs, "The root at scale"): `Σ C_X` over all of them; the
+/// budgets of servers without jitter summed per period, both in an ordered map and in a
+/// Fenwick tree over the ranks of every such period of the root; and those of Deferrable
+/// servers summed per `(θ_X, T_X, J_X)`, `θ_X = T_X − J_X = C_X`, in that order.
+struct HigherPriority {
+    budgets: u64,
+    /// Jitter 0: `T_X` → the budgets of the servers held with that period.
+    periodic: BTreeMap<u64, u64>,
+    /// Every period of a server without jitter in the whole root, sorted, once each.
+    periods: Vec<u64>,
+    /// Fenwick tree over the ranks in `periods`: the budgets held, for prefix sums.
+    by_rank: Vec<u64>,
+    /// The shortest period held without jitter (`u64::MAX`: none).
+    shortest: u64,
+    /// Deferrable: `(θ_X, T_X, J_X)` → the budgets of the servers held with them.
+    deferrable: BTreeMap<(u64, u64, u64), u64>,
+}
+
+impl HigherPriority {
+    /// Empty, for a root of `servers`.
+    fn new(servers: &[Server]) -> HigherPriority {
+        let mut periods: Vec<u64> = servers
+            .iter()
+            .filter(|server| release_jitter(server) == 0)
+            .map(|server| server.period)
+            .collect();
+        periods.sort_unstable();
+        periods.dedup();
+        HigherPriority {
+            budgets: 0,
+            periodic: BTreeMap::new(),
+            by_rank: vec![0; periods.len() + 1],
+            periods,
+            shortest: u64::MAX,
+            deferrable: BTreeMap::new(),
+        }
+    }
+
+    fn insert(&mut self, server: &Server) {
+        let jitter = release_jitter(server);
+        self.budgets += server.budget;
+        if jitter == 0 {
+            *self.periodic.entry(server.period).or_default() += server.budget;
+            self.shortest = self.shortest.min(server.period);
+            let rank = self.periods.partition_point(|&p| p < server.period);
+            debug_assert_eq!(self.periods.get(rank), Some(&server.period));
+            let mut node = rank + 1;
+            while node < self.by_rank.len() {
+                self.by_rank[node] += server.budget;
+                node += node & node.wrapping_neg();
+            }
+        } else {
+            *self
+                .deferrable
+                .entry((server.period - jitter, server.period, jitter))
+                .or_default() += server.budget;
+        }
+    }
+
+    /// `Σ_X ⌈(y + J_X)/T_X⌉ C_X` over the servers held, for `y ≥ 1`: every server counts
+    /// `C_X` once (in `budgets`), and only those with `θ_X < y` count more.
+    fn interference(&self, response: u64) -> u64 {
+        debug_assert!(response >= 1);
+        // Jitter 0, the cheaper of two equal sums: one term per period below y, or one
+        // prefix sum per layer m with m·T_min < y.
+        let groups = self.periods.partition_point(|&p| p < response) as u64;
+        let layers = (response - 1) / self.shortest;
+        let per_layer = 2 * u64::from(usize::BITS - self.periods.len().leading_zeros());
+        let periodic = if layers.saturating_mul(per_layer) < groups {
+            self.periodic_by_layers(response)
+        } else {
+            self.periodic_by_groups(response)
+        };
+        self.budgets
+            + periodic
+            + self
+                .deferrable
+                .range(..(response, 0, 0))
+                .map(|(&(_, period, jitter), &budget)| {
+                    ((response + jitter).div_ceil(period) - 1) * budget
+                })
+                .sum::<u64>()
+    }
+
+    /// `Σ (⌈y/T_X⌉ − 1) C_X` over the servers held without jitter, period by period.
+    fn periodic_by_groups(&self, response: u64) -> u64 {
+        self.periodic
+            .range(..response)
+            .map(|(&period, &budget)| (response.div_ceil(period) - 1) * budget)
+            .sum()
+    }
+
+    /// The same sum, layer by layer: `⌈y/T⌉ − 1 = #{m ≥ 1 : m·T < y}`, so it is
+    /// `Σ_{m ≥ 1} Σ_{T_X ≤ ⌊(y − 1)/m⌋} C_X`, one prefix sum per layer.
+    fn periodic_by_layers(&self, response: u64) -> u64 {
+        (1..)
+            .map_while(|layer: u64| {
+                let longest = (response - 1) / layer;
+                (longest >= self.shortest)
+                    .then(|| self.prefix(self.periods.partition_point(|&p| p <= longest)))
+            })
+            .sum()
+    }
+
+    /// The budgets held without jitter at the `count` shortest periods of the root.
+    fn prefix(&self, count: usize) -> u64 {
+        let mut sum = 0;
+        let mut node = count;
+        while node > 0 {
+            sum += self.by_rank[node];
+            node &= node - 1;
+        }
+        sum
+    }
+}
+
+/// `hp(S)` of one server: the servers at or above its level, less itself.
+#[derive(Clone, Copy)]
+struct Interference<'s> {
+    above: &'s HigherPriority,
+    own: &'s Server,
+}
+
+impl Interference<'_> {
+    /// `Σ_{X ∈ hp(S)} ⌈(y + J_X)/T_X⌉ C_X`, for `y ≥ 1`.
+    fn at(&self, response: u64) -> u64 {
+        let own = &self.own;
+        self.above.interference(response)
+            - (response + release_jitter(own)).div_ceil(own.period) * own.budget
+    }
+}
+
+/// `r_S(x)`: (H2), which is Mei (5.1) for `x = C_S` and the last server period of (5.4)
+/// otherwise, iterated from `x` (`x ≥ 1`). `Err` holds the first iterate above `limit` (a
+/// lower bound on `r_S(x)`) when the least fixed point is past it.
+fn server_response(interference: Interference<'_>, units: u64, limit: u64) -> Result<u64, u64> {
     let mut response = units;
     loop {
         if response > limit {
             return Err(response);
         }
-        let next = units
-            + servers
-                .iter()
-                .enumerate()
-                .filter(|&(j, other)| j != index && interferes(other.priority, me.priority))
-                .map(|(_, other)| {
-                    (response + release_jitter(other)).div_ceil(other.period) * other.budget
-                })
-                .sum::<u64>();
+        let next = units + interference.at(response);
         if next == response {
             return Ok(response);
         }
@@ -489,12 +672,15 @@ fn server_response(servers: &[Server], index: usize, units: u64, limit: u64) -> 
     }
 }
 
-fn analyse_server(servers: &[Server], index: usize, check: RootCheck) -> ServerAnalysis {
-    let server = &servers[index];
-    let budget_response_time = server_response(servers, index, server.budget, server.period).ok();
+fn analyse_server(
+    server: &Server,
+    interference: Interference<'_>,
+    check: RootCheck,
+) -> ServerAnalysis {
+    let budget_response_time = server_response(interference, server.budget, server.period).ok();
     let schedulable_at_root = budget_response_time.is_some();
     let tasks = if schedulable_at_root || check == RootCheck::Skipped {
-        task_bounds(servers, index, schedulable_at_root)
+        task_bounds(interference, schedulable_at_root)
     } else {
         vec![ResponseBound::ServerUnschedulable; server.tasks.len()]
     };
@@ -511,12 +697,11 @@ fn analyse_server(servers: &[Server], index: usize, check: RootCheck) -> ServerA
 /// carry-in of unbound higher-priority tasks is their own bound, not (5.5)'s `T_S − C_S`).
 /// `served`: the server passes (5.1); otherwise (no root check) the (5.4) map is solved by
 /// the scan of the module docs.
-fn task_bounds(servers: &[Server], index: usize, served: bool) -> Vec<ResponseBound> {
-    let server = &servers[index];
+fn task_bounds(interference: Interference<'_>, served: bool) -> Vec<ResponseBound> {
+    let server = interference.own;
     let tasks = &server.tasks;
     let supply = Supply {
-        servers,
-        index,
+        interference,
         served,
     };
     let gap = capacity_gap(server);
@@ -614,8 +799,7 @@ impl Load {
 
 /// The service of one server: how long after the task's release `L` units are delivered.
 struct Supply<'s> {
-    servers: &'s [Server],
-    index: usize,
+    interference: Interference<'s>,
     /// The server passes (5.1), so `r_S(x) ≤ r_S(C_S) ≤ T_S` and the map is monotone.
     served: bool,
 }
@@ -624,7 +808,7 @@ impl Supply<'_> {
     /// `S(L) = gap + (k−1)T_S + r_S(x)` with `k = ⌈L/C_S⌉`, `x = L − (k−1)C_S`, or `Err`
     /// with a lower bound on it above `deadline`.
     fn service(&self, gap: u64, load: u64, deadline: u64) -> Result<u64, u64> {
-        let server = &self.servers[self.index];
+        let server = self.interference.own;
         let periods = load.div_ceil(server.budget);
         let last = load - (periods - 1) * server.budget;
         let before = gap + (periods - 1) * server.period;
@@ -635,7 +819,7 @@ impl Supply<'_> {
         } else {
             server.period.max(deadline.saturating_sub(before))
         };
-        server_response(self.servers, self.index, last, limit)
+        server_response(self.interference, last, limit)
             .map(|in_last| before + in_last)
             .map_err(|at_least| before + at_least)
     }
@@ -674,7 +858,7 @@ impl Supply<'_> {
     /// load (module docs, "Without the root check"). Invariant: no `R' < response` is a
     /// fixed point.
     fn scan(&self, gap: u64, task: FpTask, load: &Load) -> ResponseBound {
-        let server = &self.servers[self.index];
+        let server = self.interference.own;
         let periods = |units: u64| units.div_ceil(server.budget);
         let mut response = task.wcet;
         while response <= task.deadline {
@@ -718,6 +902,7 @@ fn bounded(response_time: u64, deadline: u64) -> ResponseBound {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::interferes;
 
     fn server(
         kind: ServerKind,
@@ -1041,6 +1226,109 @@ mod tests {
                 }
                 if checked.schedulable_at_root {
                     proptest::prop_assert_eq!(&unchecked.tasks, &checked.tasks);
+                }
+            }
+        }
+    }
+
+    /// (H2)'s iteration as it was before the root's grouping (module docs, "The root at
+    /// scale"): every server's term summed one by one on every iterate, `hp(S)` chosen by
+    /// [`interferes`]. The reference for `grouped_root_sums_are_the_definition`.
+    fn server_response_by_definition(
+        servers: &[Server],
+        index: usize,
+        units: u64,
+        limit: u64,
+    ) -> Result<u64, u64> {
+        let me = &servers[index];
+        let mut response = units;
+        loop {
+            if response > limit {
+                return Err(response);
+            }
+            let next = units
+                + servers
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, other)| j != index && interferes(other.priority, me.priority))
+                    .map(|(_, other)| {
+                        (response + release_jitter(other)).div_ceil(other.period) * other.budget
+                    })
+                    .sum::<u64>();
+            if next == response {
+                return Ok(response);
+            }
+            response = next;
+        }
+    }
+
+    fn kind_of(code: u8) -> ServerKind {
+        match code % 5 {
+            0 => ServerKind::Periodic,
+            1 => ServerKind::Deferrable,
+            2 => ServerKind::Polling,
+            3 => ServerKind::Sporadic,
+            _ => ServerKind::SporadicMerging,
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+
+        /// The grouped sums of the root give `r_S(x)` exactly as summing server by server
+        /// does — the least fixed point, or the same first iterate past the limit — for
+        /// every server, every `x` up to its period and limits below, at and above it, on
+        /// random sets with shared priorities, equal and distinct periods and every kind;
+        /// and the whole analysis, checked and not, finds each server's `r_S(C_S)` so.
+        #[test]
+        fn grouped_root_sums_are_the_definition(
+            shape in proptest::collection::vec(
+                (1u64..=40, 1u64..=40, 0u32..=4, 0u8..5), 1..=14),
+        ) {
+            let servers: Vec<Server> = shape
+                .iter()
+                .enumerate()
+                .map(|(k, &(period, budget, priority, kind))| Server {
+                    name: format!("S{k}"),
+                    budget: 1 + (budget - 1) % period,
+                    period,
+                    priority,
+                    kind: kind_of(kind),
+                    tasks: vec![FpTask::new(4 * period, 1, 0)],
+                    bound: Vec::new(),
+                })
+                .collect();
+            for (index, server) in servers.iter().enumerate() {
+                // Only the servers at or above S's level: rebuild the set for it.
+                let mut level = HigherPriority::new(&servers);
+                for other in servers.iter().filter(|o| interferes(o.priority, server.priority)) {
+                    level.insert(other);
+                }
+                for response in 1..=160 {
+                    proptest::prop_assert_eq!(
+                        level.periodic_by_layers(response),
+                        level.periodic_by_groups(response)
+                    );
+                }
+                let interference = Interference { above: &level, own: server };
+                for units in 1..=server.period {
+                    for limit in [units, server.period, 3 * server.period, 200] {
+                        proptest::prop_assert_eq!(
+                            server_response(interference, units, limit),
+                            server_response_by_definition(&servers, index, units, limit),
+                            "server {} x {} limit {}", index, units, limit
+                        );
+                    }
+                }
+            }
+            for check in [RootCheck::Checked, RootCheck::Skipped] {
+                let result = hierarchical_response_times_with(&servers, check).unwrap();
+                for (index, (analysis, server)) in result.iter().zip(&servers).enumerate() {
+                    let reference =
+                        server_response_by_definition(&servers, index, server.budget, server.period)
+                            .ok();
+                    proptest::prop_assert_eq!(analysis.budget_response_time, reference);
+                    proptest::prop_assert_eq!(&analysis.name, &server.name);
                 }
             }
         }
