@@ -50,7 +50,7 @@ use rtvmm_analysis::{gedf_schedulable_dmpr, optimal_dmpr_interface, Dmpr};
 use rtvmm_analysis::{Task, Workload};
 use rtvmm_core::cpuset::CpuSet;
 use rtvmm_core::guest::{GuestScheduler, GuestSmp};
-use rtvmm_core::machine::{Overheads, PoolSpec, ReplenishMode};
+use rtvmm_core::machine::{Overheads, PoolSpec};
 use rtvmm_core::model::{DomainSpec, Placement};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::xl::{VcpuSel, XlCommand};
@@ -58,6 +58,7 @@ use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
 use rtvmm_system::Change;
 
+use crate::convert::machine_not_covered;
 use crate::error::AnalyzeError;
 use crate::input::Input;
 use crate::names::TaskKind;
@@ -474,21 +475,7 @@ pub(crate) fn analyze(scenario: &Scenario, options: &Options) -> Result<Report, 
 /// What no part of the multicore analysis models, for the whole input.
 fn global_not_covered(scenario: &Scenario) -> Vec<String> {
     let system = &scenario.system;
-    let mut reasons = Vec::new();
-    if system.machine.replenishment == ReplenishMode::Tick {
-        reasons.push(
-            "machine.replenishment = tick: the analysis assumes budgets replenished exactly on \
-             time"
-                .to_string(),
-        );
-    }
-    if system.machine.overheads != Overheads::ZERO {
-        reasons.push(
-            "machine.overhead: the analysis assumes no scheduling overhead (nor migration or \
-             lock cost)"
-                .to_string(),
-        );
-    }
+    let mut reasons = machine_not_covered(scenario, " (nor migration or lock cost)");
     for pool in &system.pools {
         if pool.overheads.is_some_and(|o| o != Overheads::ZERO) {
             reasons.push(format!(

@@ -376,23 +376,37 @@ pub(crate) fn fixed_period_warning(
     })
 }
 
-/// What a scenario holds that the single-pcpu analysis does not model, one reason per
-/// kind, naming the field: tick replenishment, scheduling overhead, several pcpus,
-/// cpupools, a domain's placement (several VCPUs, affinity, `smp`), and events (the
-/// analysis covers the domains present at time 0 with their parameters then).
-fn scenario_not_covered(scenario: &rtvmm_scenario::Scenario) -> Vec<String> {
-    let system = &scenario.system;
+/// What no analysis here models about the machine: tick replenishment and scheduling
+/// overhead (`overhead_also` adds what else the overhead's reason names), one reason each,
+/// naming the field. The one-pcpu and the multicore analyses both start from it.
+pub(crate) fn machine_not_covered(
+    scenario: &rtvmm_scenario::Scenario,
+    overhead_also: &str,
+) -> Vec<String> {
+    let machine = &scenario.system.machine;
     let mut reasons = Vec::new();
-    if system.machine.replenishment == ReplenishMode::Tick {
+    if machine.replenishment == ReplenishMode::Tick {
         reasons.push(
             "machine.replenishment = tick: the analysis assumes budgets replenished exactly on \
              time"
                 .to_string(),
         );
     }
-    if system.machine.overheads != Overheads::ZERO {
-        reasons.push("machine.overhead: the analysis assumes no scheduling overhead".to_string());
+    if machine.overheads != Overheads::ZERO {
+        reasons.push(format!(
+            "machine.overhead: the analysis assumes no scheduling overhead{overhead_also}"
+        ));
     }
+    reasons
+}
+
+/// What a scenario holds that the single-pcpu analysis does not model, one reason per
+/// kind, naming the field: tick replenishment, scheduling overhead, several pcpus,
+/// cpupools, a domain's placement (several VCPUs, affinity, `smp`), and events (the
+/// analysis covers the domains present at time 0 with their parameters then).
+fn scenario_not_covered(scenario: &rtvmm_scenario::Scenario) -> Vec<String> {
+    let system = &scenario.system;
+    let mut reasons = machine_not_covered(scenario, "");
     if system.machine.pcpus > 1 {
         reasons.push(format!(
             "machine.pcpus = {}: the analysis is for one pcpu",
