@@ -35,7 +35,7 @@ use nix::fcntl::{Flock, FlockArg};
 
 use crate::cgroup;
 use crate::sys;
-use crate::undo::{start_time, stat_of, undo_domains, Undo};
+use crate::undo::{demote_threads, dying, start_time, stat_of, undo_domains, Undo};
 
 /// Where runs keep their records and locks.
 pub const STATE_DIR: &str = "/run/rtvmm";
@@ -338,6 +338,25 @@ pub fn recover(dir: &StateDir, cgroup_mount: Option<&Path>) -> io::Result<Vec<St
     let _lock = dir.lock()?;
     let mut said = Vec::new();
     let records = dir.records();
+    // An executor on its way out whose real-time threads spin on: demoted so the kill
+    // lands (see [`demote_threads`]); its watchdog, or the next recovery, undoes the rest.
+    for r in records
+        .iter()
+        .filter(|r| dying(r.executor.pid, r.executor.start_time))
+    {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(r.executor.pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        let demoted = demote_threads(r.executor.pid);
+        if demoted > 0 {
+            said.push(format!(
+                "demoted {demoted} real-time thread{} of the dying executor pid {}",
+                if demoted == 1 { "" } else { "s" },
+                r.executor.pid
+            ));
+        }
+    }
     for r in records.iter().filter(|r| !r.live()) {
         let mut done = Vec::new();
         for u in &r.undo {

@@ -162,6 +162,61 @@ pub fn stat_of(pid: i32) -> Option<(char, u64)> {
     Some((state, after.nth(18)?.parse().ok()?))
 }
 
+/// Whether process `pid` (if it is still the one started at `start`) is on its way out
+/// but not gone: its leader has exited (a zombie) or a SIGKILL is pending for it. Either
+/// way its other threads must end too, and a `SCHED_FIFO` thread spinning on a cpu may not
+/// reach the kernel's exit path on its own (see [`demote_threads`]).
+pub fn dying(pid: i32, start: u64) -> bool {
+    match stat_of(pid) {
+        Some((state, t)) if t == start => {
+            matches!(state, 'Z' | 'X')
+                || fs::read_to_string(format!("/proc/{pid}/status"))
+                    .is_ok_and(|status| sigkill_pending(&status))
+        }
+        _ => false,
+    }
+}
+
+/// Whether a `/proc/PID/status` text shows a SIGKILL pending, for the thread
+/// (`SigPnd`) or its whole process (`ShdPnd`).
+fn sigkill_pending(status: &str) -> bool {
+    const SIGKILL_BIT: u64 = 1 << (9 - 1);
+    status.lines().any(|line| {
+        let value = line
+            .strip_prefix("SigPnd:")
+            .or_else(|| line.strip_prefix("ShdPnd:"));
+        value
+            .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+            .is_some_and(|mask| mask & SIGKILL_BIT != 0)
+    })
+}
+
+/// Puts every thread of process `pid` in `SCHED_OTHER`; returns how many were real-time.
+///
+/// A process killed (`exit_group`, SIGKILL) while one of its threads spins at a
+/// `SCHED_FIFO` priority on a cpu of its own, with RT throttling lifted, was seen to stay
+/// there for minutes — the leader a zombie, SIGKILL pending in every thread, each still
+/// running — until its threads' policy was changed, which makes the kernel reschedule
+/// them and so deliver the kill. So whoever kills a process that may hold real-time
+/// threads demotes them as well, and does so again while it waits.
+pub fn demote_threads(pid: i32) -> usize {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let mut demoted = 0;
+    for task in tasks.flatten() {
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let realtime = sys::policy_of(tid)
+            .is_ok_and(|(policy, _)| policy == libc::SCHED_FIFO || policy == libc::SCHED_RR);
+        if realtime && sys::set_other(tid).is_ok() {
+            demoted += 1;
+        }
+    }
+    demoted
+}
+
 /// Undoes everything in `undo` but the throttling setting, in a safe order: the control
 /// socket goes (no command can arrive any more), external processes go back to their
 /// cgroups, their threads get their policies and cpus back, external domains continue,
@@ -216,6 +271,7 @@ pub fn undo_domains(undo: &[Undo]) {
             if start_time(*pid) == Some(*t) {
                 let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
                 let _ = kill(Pid::from_raw(*pid), Signal::SIGCONT);
+                demote_threads(*pid);
             }
         }
     }
@@ -229,8 +285,73 @@ pub fn undo_domains(undo: &[Undo]) {
     for u in undo {
         if let Undo::Guest { pid, start_time: t } = u {
             while start_time(*pid) == Some(*t) && Instant::now() < deadline {
+                demote_threads(*pid);
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_sigkill_is_read_from_either_mask_and_no_other_signal_counts() {
+        let status = |sig: &str, shd: &str| format!("Name:\tx\nSigPnd:\t{sig}\nShdPnd:\t{shd}\n");
+        assert!(sigkill_pending(&status(
+            "0000000000000100",
+            "0000000000000000"
+        )));
+        assert!(sigkill_pending(&status(
+            "0000000000000000",
+            "0000000000000100"
+        )));
+        assert!(sigkill_pending(&status(
+            "0000000000004100",
+            "0000000000000000"
+        )));
+        // SIGTERM (15) and SIGINT (2) are not SIGKILL.
+        assert!(!sigkill_pending(&status(
+            "0000000000004002",
+            "0000000000004000"
+        )));
+        assert!(!sigkill_pending("Name:\tx\n"));
+    }
+
+    #[test]
+    fn a_live_process_is_not_dying_and_a_reused_pid_is_not_it() {
+        let me = std::process::id() as i32;
+        let start = start_time(me).unwrap();
+        assert!(!dying(me, start));
+        assert!(!dying(me, start + 1), "another process's start time");
+        assert!(!dying(i32::MAX, 0), "no such process");
+    }
+
+    /// A real-time thread of this process is put back in SCHED_OTHER, and counted; the
+    /// others are left as they were (skipped without the privilege to make one).
+    #[test]
+    fn demoting_a_process_puts_its_real_time_threads_in_sched_other() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let tid = sys::gettid();
+            let fifo = sys::set_fifo(0, 1).is_ok();
+            tx.send((tid, fifo)).unwrap();
+            let _ = done_rx.recv();
+        });
+        let (tid, fifo) = rx.recv().unwrap();
+        if !fifo {
+            eprintln!("skipped: SCHED_FIFO is not permitted here (needs root or CAP_SYS_NICE)");
+            drop(done_tx);
+            thread.join().unwrap();
+            return;
+        }
+        assert_eq!(sys::policy_of(tid).unwrap().0, libc::SCHED_FIFO);
+        assert_eq!(demote_threads(std::process::id() as i32), 1);
+        assert_eq!(sys::policy_of(tid).unwrap(), (libc::SCHED_OTHER, 0));
+        assert_eq!(demote_threads(std::process::id() as i32), 0, "nothing left");
+        drop(done_tx);
+        thread.join().unwrap();
     }
 }

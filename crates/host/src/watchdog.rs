@@ -24,11 +24,18 @@
 //! record when it is done. The throttling setting is shared with other runs: it is
 //! restored through [`runs::restore_throttle`].
 //!
+//! The pipe alone is not enough: it closes only when the executor's last thread has
+//! exited, and a killed executor whose `SCHED_FIFO` threads spin on a cpu of their own
+//! (RT throttling lifted) was once seen to stay for 21 minutes with its leader a zombie
+//! and SIGKILL pending in every thread. So while the pipe is open the watchdog looks at the
+//! executor every 100 ms, and when it is dying (a zombie leader, or SIGKILL pending) kills
+//! it and puts its threads in `SCHED_OTHER`, which makes the kernel deliver the kill.
+//!
 //! No RT spinner can outlive the executor: the IDLE spinner is one of its threads, and the
 //! guests die with it (parent-death signal, and the watchdog's kill).
 
 use std::fs;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -65,14 +72,11 @@ pub fn main(args: &[String]) -> i32 {
             let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigIgn);
         }
     }
-    let mut undo = Vec::new();
+    // The executor is the process that started us; named by pid and start time.
+    let executor = nix::unistd::getppid().as_raw();
+    let executor_start = crate::undo::start_time(executor).unwrap_or(0);
     let stdin = io::stdin();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
-        if let Some(u) = Undo::from_line(line.trim_end()) {
-            undo.push(u);
-        }
-    }
+    let undo = read_until_closed(stdin.as_fd(), || watch_executor(executor, executor_start));
     undo_domains(&undo);
     let record = args.get(1).map(PathBuf::from);
     let dir = record
@@ -89,6 +93,60 @@ pub fn main(args: &[String]) -> i32 {
         let _ = fs::remove_file(record);
     }
     0
+}
+
+/// How often the watchdog looks at its executor while the pipe stays open.
+const LOOK_EVERY: Duration = Duration::from_millis(100);
+
+/// Reads undo lines from `input` until it closes (end of file or an error), calling
+/// `look` at least every [`LOOK_EVERY`] meanwhile.
+fn read_until_closed(input: BorrowedFd<'_>, mut look: impl FnMut()) -> Vec<Undo> {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    let mut undo = Vec::new();
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let timeout = PollTimeout::try_from(LOOK_EVERY.as_millis() as u32).unwrap_or(PollTimeout::MAX);
+    loop {
+        let ready = {
+            let mut fds = [PollFd::new(input, PollFlags::POLLIN)];
+            match poll(&mut fds, timeout) {
+                Ok(n) => n > 0,
+                Err(nix::errno::Errno::EINTR) => false,
+                Err(_) => true,
+            }
+        };
+        if ready {
+            match nix::unistd::read(input, &mut chunk) {
+                Ok(0) => break,
+                Ok(n) => {
+                    pending.extend_from_slice(&chunk[..n]);
+                    while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+                        let line: Vec<u8> = pending.drain(..=end).collect();
+                        if let Some(u) = Undo::from_line(String::from_utf8_lossy(&line).trim_end())
+                        {
+                            undo.push(u);
+                        }
+                    }
+                }
+                Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => {}
+                Err(_) => break,
+            }
+        }
+        look();
+    }
+    undo
+}
+
+/// One look at the executor while its pipe is open: if it is dying with threads left
+/// (its leader a zombie, or a SIGKILL pending), it is killed and its threads demoted, so
+/// that they reach their exit and close the pipe — a run whose leader has gone has no one
+/// left to finish it, and a `SCHED_FIFO` thread may not take a kill on its own
+/// ([`crate::undo::demote_threads`]).
+fn watch_executor(pid: i32, start: u64) {
+    if start != 0 && crate::undo::dying(pid, start) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        crate::undo::demote_threads(pid);
+    }
 }
 
 /// The executor's end of the watchdog (and of the run's record, which says the same).
@@ -344,6 +402,51 @@ mod tests {
         assert_eq!(watchdog.death(), Some("killed by SIGKILL"));
         assert_eq!(watchdog.death(), Some("killed by SIGKILL"), "remembered");
         watchdog.finish();
+    }
+
+    /// Undo lines arrive in pieces and with pauses; each complete line is read, the
+    /// executor is looked at while the pipe is quiet (the writer waits for two looks
+    /// before it goes on), and the end comes at its close.
+    #[test]
+    fn undo_lines_are_read_across_pieces_with_looks_in_between_until_the_pipe_closes() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let (read, write) = nix::unistd::pipe().unwrap();
+        let looks = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&looks);
+        let writer = std::thread::spawn(move || {
+            let wait_for = |n: usize| {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while seen.load(Ordering::SeqCst) < n && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            };
+            let mut w = std::fs::File::from(write);
+            w.write_all(b"guest 12 345\nrt_runtime 95").unwrap();
+            wait_for(2);
+            w.write_all(b"0000\nnonsense\nexternal_pid 7\n").unwrap();
+            let before = seen.load(Ordering::SeqCst);
+            wait_for(before + 2);
+        });
+        let undo = read_until_closed(read.as_fd(), || {
+            looks.fetch_add(1, Ordering::SeqCst);
+        });
+        writer.join().unwrap();
+        assert_eq!(
+            undo,
+            vec![
+                Undo::Guest {
+                    pid: 12,
+                    start_time: 345
+                },
+                Undo::RtRuntime("950000".into()),
+                Undo::ExternalPid(7),
+            ]
+        );
+        assert!(
+            looks.load(Ordering::SeqCst) >= 4,
+            "looked while the pipe was open"
+        );
     }
 
     #[test]

@@ -89,6 +89,7 @@ fn main() -> ExitCode {
         safety::kill_9_of_the_executor_leaves_nothing_behind,
         safety::sigterm_of_the_executor_leaves_nothing_behind,
         safety::a_panic_in_the_executor_leaves_nothing_behind,
+        safety::an_executor_whose_leader_exits_is_ended_by_its_watchdog,
         safety::an_executor_killed_with_its_watchdog_is_recovered_by_the_next_run_or_a_cleanup,
         safety::a_second_run_on_the_same_cpu_is_refused_naming_the_holder,
         safety::a_stopped_run_keeps_its_results_and_cleans_up,

@@ -20,7 +20,7 @@ use rtvmm_host::executor;
 
 use crate::util::{
     eventually, exists, leftovers, ms, options, rt_runtime_at_start, rtvmm_threads, run_cgroup,
-    run_records, skip, twenty_percent, CARRY_ON_ENV, PANIC_AT_ENV, RUN_ARG,
+    run_records, skip, twenty_percent, CARRY_ON_ENV, LEADER_EXIT_ENV, PANIC_AT_ENV, RUN_ARG,
 };
 
 fn rt_runtime() -> String {
@@ -128,6 +128,37 @@ pub fn sigterm_of_the_executor_leaves_nothing_behind() {
             round += 1;
             kill_and_check(backend, Signal::SIGTERM, round);
         }
+    }
+}
+
+/// The executor's leader gone while its threads run on (a zombie leader: how a killed
+/// executor was once seen for 21 minutes, its `SCHED_FIFO` threads spinning with SIGKILL
+/// pending and its pipe to the watchdog held open by them), under each backend: the
+/// watchdog sees it within a look, kills the process and demotes its real-time threads
+/// so the kill lands, then undoes everything — long before the run's 60 s would end.
+pub fn an_executor_whose_leader_exits_is_ended_by_its_watchdog() {
+    if skip("safety, leader exit") {
+        return;
+    }
+    for backend in Backend::ALL {
+        let what = backend.name();
+        let mut child = start_executor(backend, 60_000, &[(LEADER_EXIT_ENV, "1500".into())]);
+        wait_running(&mut child, what);
+        let exited = eventually(15, || !matches!(child.try_wait(), Ok(None)));
+        if !exited {
+            // Leave nothing behind even when the test fails.
+            let pid = child.id() as i32;
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            rtvmm_host::undo::demote_threads(pid);
+            let _ = child.wait();
+        }
+        assert!(exited, "{what}: the executor ran on without its leader");
+        use std::os::unix::process::ExitStatusExt;
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{what}: {status:?}");
+        let clean = eventually(10, || leftovers().is_empty());
+        assert!(clean, "{what}: left behind: {:?}", leftovers());
+        assert_eq!(rt_runtime(), rt_runtime_at_start(), "{what}");
     }
 }
 

@@ -3,7 +3,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rtvmm_core::guest::{GuestScheduler, TaskSpec};
 use rtvmm_core::machine::MachineConfig;
@@ -27,6 +27,9 @@ pub const RUN_FILE_ARG: &str = "__run_file";
 pub const PANIC_AT_ENV: &str = "RTVMM_TEST_PANIC_AT_MS";
 /// Set for the stand-alone executor: it carries on if its watchdog dies
 /// (`--carry-on-without-watchdog`).
+/// The stand-alone executor's leader thread exits alone this many milliseconds after it
+/// started the run in another thread (a zombie leader whose threads run on).
+pub const LEADER_EXIT_ENV: &str = "RTVMM_TEST_LEADER_EXIT_MS";
 pub const CARRY_ON_ENV: &str = "RTVMM_TEST_CARRY_ON_WITHOUT_WATCHDOG";
 
 pub fn ms(x: u64) -> Nanos {
@@ -198,6 +201,18 @@ pub fn run_executor(args: &[String]) -> ExitCode {
         options.test_panic_at = Some(ms(at.parse().expect("milliseconds")));
     }
     options.carry_on_without_watchdog = std::env::var_os(CARRY_ON_ENV).is_some();
+    if let Ok(after) = std::env::var(LEADER_EXIT_ENV) {
+        let after = Duration::from_millis(after.parse().expect("milliseconds"));
+        let system = twenty_percent(policy);
+        std::thread::spawn(move || {
+            let _ = executor::run(&system, "test", 1, options);
+        });
+        std::thread::sleep(after);
+        // SAFETY: `exit` (not `exit_group`) ends the calling thread only, on purpose: the
+        // process lives on without its leader, as one does mid-way through being killed.
+        unsafe { libc::syscall(libc::SYS_exit, 0) };
+        unreachable!("the leader exited");
+    }
     match executor::run(&twenty_percent(policy), "test", 1, options) {
         Ok(run) => {
             print!("{}", run.results.summary());
