@@ -14,7 +14,8 @@
 //! - [`share`]: a 20 %-budget domain gets 20 % of the core under every server policy.
 //! - [`idle_server`]: an idle high-priority domain under DS and PTPS.
 //! - [`safety`]: `kill -9`, SIGTERM and a panic of the executor leave nothing behind,
-//!   every backend, several times; the executor and its watchdog killed together are
+//!   every backend, several times; an executor whose leader exits alone is ended by its
+//!   watchdog; the executor and its watchdog killed together are
 //!   recovered by the next run or a clean-up; a stop flag ends a run with its results; a
 //!   second run on a managed cpu is refused; a watchdog killed alone stops the run, which
 //!   undoes everything itself and names what happened.
