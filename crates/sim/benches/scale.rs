@@ -13,7 +13,8 @@
 //!   insertion, each behind the last); `domains_10k_1s` and `domains_100k_1s`: 10,000 and
 //!   100,000 domains with priorities cycling 1–100, built and run for 1 s (the servers'
 //!   ordered index: a wake, a requeue and a pick in O(log n); see `docs/benchmarks.md`,
-//!   "Scale").
+//!   "Scale"); `domains_100k_1s_credit`: the 100,000 under Credit (its run queue's
+//!   per-class counts: a wake behind its class without a search).
 //!
 //! The systems are scenario text (`docs/benchmarks.md`, "Scale", writes the same files for
 //! the CLI) parsed once outside the timing; each iteration builds the simulation from the
@@ -146,6 +147,12 @@ fn many_domains(c: &mut Criterion) {
     });
     group.bench_function("domains_100k_1s", |b| {
         b.iter(|| run(black_box(&hundred), Nanos::from_secs(1)))
+    });
+    // The same 100,000 domains under Credit: every VCPU wakes at 0 and is queued behind the
+    // others (a search per wake before the run queue kept its per-class counts).
+    let credit = system(&domains(100_000, 100).replace("\"deferrable\"", "\"credit\""));
+    group.bench_function("domains_100k_1s_credit", |b| {
+        b.iter(|| run(black_box(&credit), Nanos::from_secs(1)))
     });
     group.finish();
 }

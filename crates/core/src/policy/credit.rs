@@ -125,6 +125,11 @@ struct CreditVcpu {
     parked: bool,
     /// In the active set (paid at accounting).
     active: bool,
+    /// Its neighbours in the active list (head first), while active.
+    active_prev: Option<VcpuId>,
+    active_next: Option<VcpuId>,
+    /// Waiting in the run queue.
+    queued: bool,
     counters: BudgetCounters,
 }
 
@@ -156,6 +161,9 @@ pub struct Credit {
     vcpus: VcpuTable<CreditVcpu>,
     /// Waiting runnable VCPUs (not the running one), head first.
     runq: VecDeque<VcpuId>,
+    /// How many VCPUs of each class wait in the run queue (by `Class as usize`): an insert
+    /// behind everything needs no search when none of a lower class waits.
+    queued_of: [usize; 3],
     /// What the last `do_schedule` chose on each pcpu (None = IDLE).
     current: PerPcpu<Option<VcpuId>>,
     /// Each VCPU's hard affinity (local pcpu indices).
@@ -163,8 +171,10 @@ pub struct Credit {
     /// Several pcpus: pcpus whose running VCPU the accounting parked, until their next
     /// `do_schedule`; part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
-    /// The active set, in Xen's list order (head first).
-    active: Vec<VcpuId>,
+    /// The active set, in Xen's list order: its head and tail (a list linked through the
+    /// VCPUs, so that joining at the head and leaving anywhere cost no search).
+    active_head: Option<VcpuId>,
+    active_tail: Option<VcpuId>,
     /// The sum of the active VCPUs' credits after the last accounting.
     credit_balance: i64,
     /// Ticks of pcpu 0 so far (the master counts accounting periods in its ticks).
@@ -211,10 +221,12 @@ impl Credit {
             pcpus: pcpus.max(1),
             vcpus: VcpuTable::new(),
             runq: VecDeque::new(),
+            queued_of: [0; 3],
             current: PerPcpu::new(pcpus, None),
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
-            active: Vec::new(),
+            active_head: None,
+            active_tail: None,
             credit_balance: 0,
             master_ticks: 0,
             sort_pending: false,
@@ -261,15 +273,53 @@ impl Credit {
         self.get(vcpu).runnable()
     }
 
-    /// `__runq_insert`: before the first waiting VCPU of a strictly lower class.
+    /// `__runq_insert`: before the first waiting VCPU of a strictly lower class (at the
+    /// tail, without a search, when none waits).
     fn insert(&mut self, vcpu: VcpuId) {
         let class = self.get(vcpu).class;
-        let at = self
-            .runq
-            .iter()
-            .position(|&v| self.get(v).class > class)
-            .unwrap_or(self.runq.len());
-        self.runq.insert(at, vcpu);
+        debug_assert!(!self.get(vcpu).queued, "{vcpu:?} queued twice");
+        if self.queued_of[class as usize + 1..].iter().all(|&n| n == 0) {
+            self.runq.push_back(vcpu);
+        } else {
+            let at = self
+                .runq
+                .iter()
+                .position(|&v| self.get(v).class > class)
+                .unwrap_or(self.runq.len());
+            self.runq.insert(at, vcpu);
+        }
+        self.queued_of[class as usize] += 1;
+        self.get_mut(vcpu).queued = true;
+    }
+
+    /// Takes `vcpu` out of the run queue, if it waits there.
+    fn dequeue(&mut self, vcpu: VcpuId) {
+        if !self.get(vcpu).queued {
+            return;
+        }
+        if let Some(at) = self.runq.iter().position(|&v| v == vcpu) {
+            self.runq.remove(at);
+        }
+        self.left_queue(vcpu);
+    }
+
+    /// Bookkeeping for `vcpu`, just taken out of the run queue.
+    fn left_queue(&mut self, vcpu: VcpuId) {
+        let s = self.get_mut(vcpu);
+        s.queued = false;
+        let class = s.class as usize;
+        self.queued_of[class] -= 1;
+    }
+
+    /// Sets `vcpu`'s class, keeping the run queue's counts.
+    fn set_class(&mut self, vcpu: VcpuId, class: Class) {
+        let s = self.get_mut(vcpu);
+        let (was, queued) = (s.class, s.queued);
+        s.class = class;
+        if queued {
+            self.queued_of[was as usize] -= 1;
+            self.queued_of[class as usize] += 1;
+        }
     }
 
     fn several_pcpus(&self) -> bool {
@@ -312,6 +362,7 @@ impl Credit {
             .position(|&v| self.affinity.allows(v, pcpu.0))
             .and_then(|i| self.runq.remove(i));
         if let Some(v) = next {
+            self.left_queue(v);
             self.affinity.ran(v, pcpu.0);
         }
         self.current[pcpu.index()] = next;
@@ -339,24 +390,52 @@ impl Credit {
         self.get_mut(vcpu).charge();
     }
 
+    /// Joins the active list at its head (Xen's `list_add`), if not there.
     fn activate(&mut self, vcpu: VcpuId) {
+        if self.get(vcpu).active {
+            return;
+        }
+        let head = self.active_head;
+        let s = self.get_mut(vcpu);
+        s.active = true;
+        s.active_prev = None;
+        s.active_next = head;
+        match head {
+            Some(h) => self.get_mut(h).active_prev = Some(vcpu),
+            None => self.active_tail = Some(vcpu),
+        }
+        self.active_head = Some(vcpu);
+    }
+
+    /// Leaves the active list, if there.
+    fn deactivate(&mut self, vcpu: VcpuId) {
         let s = self.get_mut(vcpu);
         if !s.active {
-            s.active = true;
-            self.active.insert(0, vcpu);
+            return;
+        }
+        s.active = false;
+        let (prev, next) = (s.active_prev.take(), s.active_next.take());
+        match prev {
+            Some(p) => self.get_mut(p).active_next = next,
+            None => self.active_head = next,
+        }
+        match next {
+            Some(n) => self.get_mut(n).active_prev = prev,
+            None => self.active_tail = prev,
         }
     }
 
-    fn deactivate(&mut self, vcpu: VcpuId) {
-        let s = self.get_mut(vcpu);
-        if s.active {
-            s.active = false;
-            self.active.retain(|&v| v != vcpu);
-        }
+    /// The active list, head first.
+    fn active_list(&self) -> impl Iterator<Item = VcpuId> + '_ {
+        std::iter::successors(self.active_head, |&v| self.get(v).active_next)
     }
 
     /// `csched_runq_sort`: UNDER and BOOST VCPUs move ahead of OVER ones, keeping order.
     fn sort_runq(&mut self) {
+        if self.queued_of[Class::Over as usize] == 0 {
+            // Nothing to move (and no pass over a long queue).
+            return;
+        }
         let mut over = std::mem::take(&mut self.scratch);
         over.clear();
         let mut kept = 0;
@@ -392,9 +471,8 @@ impl Credit {
             }
         }
         let weight_total: i128 = self
-            .active
-            .iter()
-            .map(|&v| self.get(v).weight as i128)
+            .active_list()
+            .map(|v| self.get(v).weight as i128)
             .sum();
         let mut credit_total = self.accounting_worth() as i128 * self.pcpus as i128
             - self.credit_balance.min(0) as i128;
@@ -412,7 +490,7 @@ impl Credit {
         // The list as it was: moves to its head do not change the order of this pass.
         let mut order = std::mem::take(&mut self.scratch);
         order.clear();
-        order.extend_from_slice(&self.active);
+        order.extend(self.active_list());
         for &vcpu in &order {
             let (weight, cap) = {
                 let s = self.get(vcpu);
@@ -436,8 +514,8 @@ impl Credit {
                     credit_total += div_ceil((fair - peak) * weight_total, weight_left);
                 }
                 if credit_xtra {
-                    self.active.retain(|&v| v != vcpu);
-                    self.active.insert(0, vcpu);
+                    self.deactivate(vcpu);
+                    self.activate(vcpu);
                 }
                 fair = peak;
             }
@@ -445,11 +523,19 @@ impl Credit {
             let running_on = self.current.position(&Some(vcpu));
             let running = running_on.is_some();
             let mut parked_running = None;
+            let credit = self.get(vcpu).credit.saturating_add(fair);
+            self.set_class(
+                vcpu,
+                if credit < 0 {
+                    Class::Over
+                } else {
+                    Class::Under
+                },
+            );
             let s = self.get_mut(vcpu);
-            s.credit = s.credit.saturating_add(fair);
+            s.credit = credit;
             let mut unparked = false;
             if s.credit < 0 {
-                s.class = Class::Over;
                 if cap_share.is_some_and(|share| (s.credit as i128) < -share) && !s.parked {
                     s.parked = true;
                     resched |= running;
@@ -457,7 +543,6 @@ impl Credit {
                 }
                 s.credit = s.credit.max(-(slice as i64));
             } else {
-                s.class = Class::Under;
                 if s.parked {
                     s.parked = false;
                     unparked = true;
@@ -472,7 +557,7 @@ impl Credit {
             }
             new_balance = new_balance.saturating_add(self.get(vcpu).credit);
             if self.get(vcpu).parked {
-                self.runq.retain(|&v| v != vcpu);
+                self.dequeue(vcpu);
             }
             if unparked && self.get(vcpu).has_work && !running {
                 // `vcpu_unpause` wakes it, still flagged parked, so without BOOST.
@@ -510,6 +595,9 @@ impl Policy for Credit {
                 has_work: false,
                 parked: false,
                 active: false,
+                active_prev: None,
+                active_next: None,
+                queued: false,
                 counters: BudgetCounters::default(),
             },
         );
@@ -522,7 +610,7 @@ impl Policy for Credit {
             }
         }
         self.affinity.remove(vcpu);
-        self.runq.retain(|&v| v != vcpu);
+        self.dequeue(vcpu);
         self.deactivate(vcpu);
         self.vcpus.remove(vcpu);
     }
@@ -535,7 +623,7 @@ impl Policy for Credit {
             return false;
         }
         if s.class == Class::Under {
-            s.class = Class::Boost;
+            self.set_class(vcpu, Class::Boost);
         }
         if self.is_running(vcpu) {
             // Blocked and woke again before it was descheduled: it simply goes on.
@@ -547,7 +635,7 @@ impl Policy for Credit {
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
         self.get_mut(vcpu).has_work = false;
-        self.runq.retain(|&v| v != vcpu);
+        self.dequeue(vcpu);
         self.is_running(vcpu)
     }
 
@@ -573,6 +661,9 @@ impl Policy for Credit {
             self.put_back(c);
         }
         let next = self.runq.pop_front();
+        if let Some(v) = next {
+            self.left_queue(v);
+        }
         self.current[0] = next;
         self.decision(next)
     }
@@ -593,9 +684,8 @@ impl Policy for Credit {
             }
         }
         if let Some(c) = self.current[pcpu.index()] {
-            let s = self.get_mut(c);
-            if s.class == Class::Boost {
-                s.class = Class::Under;
+            if self.get(c).class == Class::Boost {
+                self.set_class(c, Class::Under);
             }
             self.charge(c);
             self.activate(c);
@@ -692,7 +782,7 @@ impl Policy for Credit {
         for s in self.iter() {
             let queued = self.runq.iter().filter(|&&v| v == s.vcpu).count();
             let should_queue = self.runnable(s.vcpu) && !self.is_running(s.vcpu);
-            if queued != usize::from(should_queue) {
+            if queued != usize::from(should_queue) || s.queued != should_queue {
                 return Err(format!(
                     "vcpu {:?}: queued {queued} times (has work: {}, parked: {}, running: {})",
                     s.vcpu,
@@ -707,7 +797,7 @@ impl Policy for Credit {
                     s.vcpu, s.credit
                 ));
             }
-            if s.active != self.active.contains(&s.vcpu) {
+            if s.active != self.active_list().any(|v| v == s.vcpu) {
                 return Err(format!(
                     "vcpu {:?}: active flag {} disagrees with the active list",
                     s.vcpu, s.active
@@ -723,6 +813,18 @@ impl Policy for Credit {
                     .count()
         {
             return Err("run queue holds unknown vcpus".to_string());
+        }
+        for class in [Class::Boost, Class::Under, Class::Over] {
+            let n = self.runq.iter().filter(|&&v| self.get(v).class == class).count();
+            if n != self.queued_of[class as usize] {
+                return Err(format!(
+                    "{class:?}: {n} queued, counted {}",
+                    self.queued_of[class as usize]
+                ));
+            }
+        }
+        if self.active_list().count() != self.iter().filter(|s| s.active).count() {
+            return Err("the active list and the flags disagree".to_string());
         }
         if !self.sort_pending {
             let classes: Vec<Class> = self.runq.iter().map(|&v| self.get(v).class).collect();
