@@ -260,8 +260,9 @@ struct Failure {
 fn evaluate(path: &Path, name: &str, options: &SweepOptions) -> Result<FileOutcome, Failure> {
     // Messages name the file by its name alone: the table is the same wherever DIR is.
     let shown = path.display().to_string();
+    // One line: a row is one line of the table.
     let fail = |bad_input: bool, e: &dyn std::fmt::Display| Failure {
-        message: e.to_string().replace(&shown, name),
+        message: e.to_string().replace(&shown, name).replace('\n', " "),
         bad_input,
     };
     match options.mode {
@@ -619,17 +620,25 @@ pub fn merge_sweep(out: &Path, shard_dirs: &[PathBuf]) -> Result<SweepReport, Ex
     shard::refuse_out_among(out, shard_dirs)?;
     let mut manifests = Vec::new();
     for dir in shard_dirs {
-        let manifest: SweepShardManifest = shard::read_manifest(dir)?;
-        if manifest.command != COMMAND {
-            return Err(shard::ShardError::Unreadable {
-                path: dir.join(SHARD_MANIFEST),
-                message: format!(
-                    "a shard of `{}`, not of `{COMMAND}` (merge it with its own command)",
-                    manifest.command
-                ),
-            }
+        // Another command's shard is named as such, not as a JSON field missing.
+        let value: serde_json::Value = shard::read_manifest(dir)?;
+        let unreadable = |message: String| shard::ShardError::Unreadable {
+            path: dir.join(SHARD_MANIFEST),
+            message,
+        };
+        if value["command"] != COMMAND {
+            let what = match (&value["experiment"], &value["generator"]) {
+                (serde_json::Value::String(e), _) => format!("`rtvmm experiment {e}`"),
+                (_, serde_json::Value::String(_)) => "`rtvmm gen`".to_string(),
+                _ => "another command".to_string(),
+            };
+            return Err(unreadable(format!(
+                "a shard of {what}, not of `{COMMAND}` (merge it with its own command)"
+            ))
             .into());
         }
+        let manifest: SweepShardManifest =
+            serde_json::from_value(value).map_err(|e| unreadable(e.to_string()))?;
         shard::check_complete(dir, manifest.shard, &manifest.status)?;
         manifests.push(manifest);
     }
@@ -672,4 +681,253 @@ pub fn merge_sweep(out: &Path, shard_dirs: &[PathBuf]) -> Result<SweepReport, Ex
         outcomes,
         shard: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One pcpu, one domain with the whole cpu (budget = period = 10 ms), one task of
+    /// period 10 ms and cost `wcet`, run for 100 ms.
+    fn one_task(name: &str, budget: &str, wcet: &str) -> String {
+        format!(
+            "name = \"{name}\"\nduration = \"100ms\"\nseed = 1\n[machine]\nquantum = \"1ms\"\n\
+             [scheduler]\npolicy = \"deferrable\"\n[[domain]]\nname = \"d1\"\n\
+             vcpu = {{ budget = \"{budget}\", period = \"10ms\", priority = 1 }}\n\
+             [[domain.task]]\nname = \"t\"\nperiod = \"10ms\"\nwcet = \"{wcet}\"\n"
+        )
+    }
+
+    /// `late.toml`, `fine.toml`, a file that is not TOML, and two entries the sweep skips.
+    fn directory() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("late.toml", &one_task("late", "10ms", "15ms"));
+        write("fine.toml", &one_task("fine", "5ms", "2ms"));
+        write("broken.toml", "not = [toml\n");
+        write("notes.txt", "not a scenario\n");
+        std::fs::create_dir(dir.path().join("more")).unwrap();
+        dir
+    }
+
+    fn run(dir: &Path, options: &SweepOptions, runs: Runs, out: &Path) -> SweepReport {
+        let mut base = Options::new(out);
+        base.jobs = 2;
+        base.runs = runs;
+        let swept = SweepFiles::scan(dir).unwrap();
+        run_sweep(&swept, options, false, &base).unwrap()
+    }
+
+    fn table(report: &SweepReport) -> String {
+        String::from_utf8(report.csv(Path::new("t.csv")).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_directory_is_its_toml_files_in_name_order() {
+        let dir = directory();
+        let swept = SweepFiles::scan(dir.path()).unwrap();
+        assert_eq!(swept.files, ["broken.toml", "fine.toml", "late.toml"]);
+        assert_eq!(swept.skipped, ["more/", "notes.txt"]);
+    }
+
+    /// late.toml, drawn: jobs released at 0, 10, …, 90 ms each need 15 ms of a cpu that
+    /// gives 10 ms per 10 ms, one after another; job k finishes at 15(k+1) ms, after its
+    /// deadline 10(k+1) ms, so all ten counted jobs miss (k ≥ 6 are unfinished at 100 ms,
+    /// past their deadline); the job released at 100 ms is in flight. The longest
+    /// finished response is job 5's, 90 − 50 = 40 ms. fine.toml: a 2 ms job every 10 ms
+    /// within a 5 ms budget: none misses, each takes 2 ms. broken.toml: one error row.
+    #[test]
+    fn a_small_directory_gives_the_hand_checked_rows() {
+        let dir = directory();
+        let report = run(dir.path(), &SweepOptions::default(), Runs::All, dir.path());
+        let text = table(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "file,status,policy,seed,duration_ns,domain,jobs,missed,in_flight,\
+             deadline_miss_ratio,max_response_ns"
+        );
+        assert!(
+            lines[1].starts_with("broken.toml,\"error: broken.toml:1:")
+                && lines[1].ends_with(",,,,,,,,,"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(
+            lines[2],
+            "fine.toml,ok,deferrable,1,100000000,d1,10,0,1,0,2000000"
+        );
+        assert_eq!(
+            lines[3],
+            "late.toml,ok,deferrable,1,100000000,d1,10,10,1,1,40000000"
+        );
+        assert_eq!(lines.len(), 4);
+        assert_eq!(
+            report.summary(),
+            "sweep (sim): 3 files, 2 ok, 1 failed; 10 of 20 jobs missed their deadline (the \
+             status column says why)"
+        );
+    }
+
+    #[test]
+    fn the_overrides_apply_to_every_file() {
+        let dir = directory();
+        let options = SweepOptions {
+            policy: Some(PolicyKind::Polling),
+            duration: Some(Nanos::from_ms(50)),
+            seed: Some(9),
+            ..SweepOptions::default()
+        };
+        let text = table(&run(dir.path(), &options, Runs::All, dir.path()));
+        assert!(
+            text.contains("\nfine.toml,ok,polling,9,50000000,d1,5,0,"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn fail_fast_stops_at_the_bad_file_and_names_it() {
+        let dir = directory();
+        let swept = SweepFiles::scan(dir.path()).unwrap();
+        let e = run_sweep(
+            &swept,
+            &SweepOptions::default(),
+            true,
+            &Options::new(dir.path()),
+        )
+        .unwrap_err();
+        assert!(e.is_bad_input(), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(&dir.path().join("broken.toml").display().to_string()),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn analyze_refuses_the_simulation_flags() {
+        let options = SweepOptions {
+            mode: Mode::Analyze,
+            seed: Some(1),
+            ..SweepOptions::default()
+        };
+        let e = options.check().unwrap_err().to_string();
+        assert!(e.starts_with("--seed: applies to --mode sim only"), "{e}");
+    }
+
+    #[test]
+    fn an_analysis_row_says_the_interface_and_the_verdict() {
+        let dir = directory();
+        let options = SweepOptions {
+            mode: Mode::Analyze,
+            ..SweepOptions::default()
+        };
+        let text = table(&run(dir.path(), &options, Runs::All, dir.path()));
+        // fine.toml: U = 2/10; an interface within the cpu, schedulable.
+        let fine = text.lines().find(|l| l.starts_with("fine.toml,")).unwrap();
+        assert!(
+            fine.starts_with("fine.toml,ok,deferrable,true,d1,"),
+            "{fine}"
+        );
+        assert!(fine.ends_with(",0.2,true"), "{fine}");
+        // late.toml: U = 1.5, so no interface and no verdict of yes.
+        let late = text.lines().find(|l| l.starts_with("late.toml,")).unwrap();
+        assert!(late.contains(",false"), "{late}");
+    }
+
+    /// Every shard count, shards merged in any order: the unsharded table's bytes.
+    #[test]
+    fn merged_shards_are_the_unsharded_table() {
+        let dir = directory();
+        let unsharded = table(&run(
+            dir.path(),
+            &SweepOptions::default(),
+            Runs::All,
+            dir.path(),
+        ));
+        let root = tempfile::tempdir().unwrap();
+        for count in 1..=4 {
+            let mut dirs: Vec<PathBuf> = (1..=count)
+                .map(|index| {
+                    let out = root.path().join(format!("{count}-{index}"));
+                    let runs = Runs::Shard(Shard { index, count });
+                    run(dir.path(), &SweepOptions::default(), runs, &out);
+                    out
+                })
+                .collect();
+            dirs.reverse();
+            let merged = merge_sweep(&root.path().join("out.csv"), &dirs).unwrap();
+            assert_eq!(table(&merged), unsharded, "{count} shards");
+        }
+    }
+
+    fn merge_error(dirs: &[PathBuf]) -> String {
+        merge_sweep(Path::new("unused.csv"), dirs)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn merge_refuses_shards_of_different_options_files_or_counts() {
+        let dir = directory();
+        let root = tempfile::tempdir().unwrap();
+        let shard = |name: &str, options: &SweepOptions, index, count| {
+            let out = root.path().join(name);
+            run(
+                dir.path(),
+                options,
+                Runs::Shard(Shard { index, count }),
+                &out,
+            );
+            out
+        };
+        let plain = SweepOptions::default();
+        let a = shard("a", &plain, 1, 2);
+        let longer = SweepOptions {
+            duration: Some(Nanos::from_ms(200)),
+            ..plain.clone()
+        };
+        let b = shard("b", &longer, 2, 2);
+        let e = merge_error(&[a.clone(), b.clone()]);
+        assert!(
+            e.contains("--duration is 200ms") && e.contains("has (the file's)"),
+            "{e}"
+        );
+        let c = shard("c", &plain, 2, 3);
+        let e = merge_error(&[a.clone(), c]);
+        assert!(e.contains("the shard count is 3"), "{e}");
+        // The same options over a directory whose file changed.
+        std::fs::write(dir.path().join("fine.toml"), one_task("fine", "6ms", "2ms")).unwrap();
+        let d = shard("d", &plain, 2, 2);
+        let e = merge_error(&[a.clone(), d.clone()]);
+        assert!(e.contains("the scenario files is 3 files, digest"), "{e}");
+        // Missing and given twice.
+        let e = merge_error(std::slice::from_ref(&a));
+        assert!(e.contains("shard 2/2 missing"), "{e}");
+        let e = merge_error(&[a.clone(), a.clone()]);
+        assert!(e.contains("shard 1/2 is given twice"), "{e}");
+    }
+
+    #[test]
+    fn an_interrupted_sweep_is_partial_and_its_shard_is_refused() {
+        let dir = directory();
+        let root = tempfile::tempdir().unwrap();
+        let mut base = Options::new(root.path().join("one"));
+        base.jobs = 1;
+        base.stop_after_runs = Some(1);
+        base.runs = Runs::Shard(Shard { index: 1, count: 1 });
+        let swept = SweepFiles::scan(dir.path()).unwrap();
+        let report = run_sweep(&swept, &SweepOptions::default(), false, &base).unwrap();
+        assert!(report.interrupted());
+        let text = table(&report);
+        assert!(
+            text.starts_with("# partial: interrupted after 1 of 3 files\nfile,status,"),
+            "{text}"
+        );
+        let e = merge_error(&[root.path().join("one")]);
+        assert!(
+            e.contains("shard 1/1 is partial: interrupted after 1 of 3 files"),
+            "{e}"
+        );
+    }
 }
