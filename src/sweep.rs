@@ -122,10 +122,13 @@ pub fn run(args: &SweepArgs) -> Result<(), Failure> {
         if swept.skipped.len() > SHOWN {
             names.push_str(&format!(", … ({} more)", swept.skipped.len() - SHOWN));
         }
+        let (n, entries) = match swept.skipped.len() {
+            1 => (1, "entry that is not a *.toml file"),
+            n => (n, "entries that are not *.toml files"),
+        };
         eprintln!(
-            "warning: {}: skipped {} entries that are not *.toml files: {names}",
-            args.dir.display(),
-            swept.skipped.len()
+            "warning: {}: skipped {n} {entries}: {names}",
+            args.dir.display()
         );
     }
     if swept.files.is_empty() {
