@@ -721,9 +721,8 @@ fn finish_shard(
         runs_in_experiment,
         runs: stored.iter().map(run_key).collect(),
     };
-    let mut json = serde_json::to_string_pretty(&manifest_json)
+    let json = crate::shard::manifest_text(&manifest_json)
         .map_err(|e| ExperimentError::Analysis(format!("shard manifest: {e}")))?;
-    json.push('\n');
     let names = vec![SHARD_RUNS.to_string(), SHARD_MANIFEST.to_string()];
     let previous = read_manifest(&dir);
     let mut all = previous.clone();

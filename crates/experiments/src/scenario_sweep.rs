@@ -323,7 +323,7 @@ fn sim_outcome(name: &str, results: &rtvmm_system::results::RunResults) -> FileO
         })
         .collect();
     if rows.is_empty() {
-        rows.push(error_row(Mode::Sim, name, "ok"));
+        rows.push(status_row(Mode::Sim, name, "ok"));
     }
     FileOutcome {
         rows,
@@ -355,7 +355,7 @@ fn analyze_outcome(name: &str, report: &analyze::Report) -> FileOutcome {
         })
         .collect();
     if rows.is_empty() {
-        rows.push(error_row(Mode::Analyze, name, "ok"));
+        rows.push(status_row(Mode::Analyze, name, "ok"));
     }
     FileOutcome {
         rows,
@@ -367,7 +367,7 @@ fn analyze_outcome(name: &str, report: &analyze::Report) -> FileOutcome {
 }
 
 /// A row with only the file and its status, the other cells empty.
-fn error_row(mode: Mode, name: &str, status: &str) -> Vec<String> {
+fn status_row(mode: Mode, name: &str, status: &str) -> Vec<String> {
     let mut row = vec![String::new(); mode.header().len()];
     row[0] = name.to_string();
     row[1] = status.to_string();
@@ -531,7 +531,7 @@ pub fn run_sweep(
                 Err(f) => {
                     let status = format!("error: {}", f.message);
                     Ok(FileOutcome {
-                        rows: vec![error_row(options.mode, name, &status)],
+                        rows: vec![status_row(options.mode, name, &status)],
                         error: Some(f.message),
                         jobs: 0,
                         missed: 0,
@@ -597,17 +597,11 @@ fn write_shard(
     };
     let lines = shard::runs_jsonl(&stored)
         .map_err(|e| ExperimentError::Analysis(format!("a result not storable: {e}")))?;
-    let mut json = serde_json::to_string_pretty(&manifest)
+    let json = shard::manifest_text(&manifest)
         .map_err(|e| ExperimentError::Analysis(format!("shard manifest: {e}")))?;
-    json.push('\n');
     files::prepare_dir(dir)?;
     let manifest_path = dir.join(SHARD_MANIFEST);
-    if manifest_path.exists() {
-        std::fs::remove_file(&manifest_path).map_err(|error| files::WriteError {
-            path: manifest_path.clone(),
-            error,
-        })?;
-    }
+    files::remove_if_present(&manifest_path)?;
     // The results before the manifest that vouches for them.
     files::write_file(&dir.join(SHARD_RUNS), lines.as_bytes())?;
     files::write_file(&manifest_path, json.as_bytes())?;

@@ -393,6 +393,13 @@ pub fn read_runs(dir: &Path, keys: &[String]) -> Result<Vec<StoredRun>, ShardErr
     Ok(runs)
 }
 
+/// A shard manifest's text ([`SHARD_MANIFEST`]): pretty JSON and a final newline.
+pub fn manifest_text<M: Serialize>(manifest: &M) -> Result<String, serde_json::Error> {
+    let mut json = serde_json::to_string_pretty(manifest)?;
+    json.push('\n');
+    Ok(json)
+}
+
 /// The stored results as [`SHARD_RUNS`] holds them: one JSON line per run.
 pub fn runs_jsonl(runs: &[StoredRun]) -> Result<String, serde_json::Error> {
     let mut lines = String::new();

@@ -136,19 +136,13 @@ pub fn write_systems(
     }
     // A stale manifest would vouch for files this run did not write.
     let manifest_path = dir.join(SHARD_MANIFEST);
-    if manifest_path.exists() {
-        std::fs::remove_file(&manifest_path).map_err(|error| files::WriteError {
-            path: manifest_path.clone(),
-            error,
-        })?;
-    }
+    files::remove_if_present(&manifest_path)?;
     for (name, text) in systems {
         files::write_file(&dir.join(name), text.as_bytes())?;
     }
     if let Some(manifest) = shard {
-        let mut json = serde_json::to_string_pretty(manifest)
+        let json = shard::manifest_text(manifest)
             .map_err(|e| ExperimentError::Analysis(format!("shard manifest: {e}")))?;
-        json.push('\n');
         files::write_file(&manifest_path, json.as_bytes())?;
     }
     Ok(())
