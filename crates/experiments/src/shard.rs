@@ -32,6 +32,10 @@
 //! a shard given twice; a shard missing; a stored run whose name is not the run the
 //! experiment asks for at that number (its inputs changed).
 //!
+//! `rtvmm gen --count` ([`crate::systems`]) and `rtvmm sweep` ([`crate::scenario_sweep`])
+//! shard the same way: the same slice ([`Shard::runs_of_sweep`]), their own manifests, and
+//! the same checks on merge ([`ShardHead`], [`check_set`]).
+//!
 //! Known gap: real-time runs (`--host`) do not shard yet.
 
 use std::collections::BTreeMap;
