@@ -240,6 +240,9 @@ fn run_count(
     out: &std::path::Path,
 ) -> Result<String, ExperimentError> {
     let shard: Option<Shard> = common.shard.as_deref().map(str::parse).transpose()?;
+    // An unusable --out, or a file there, is refused before anything is generated.
+    let names = systems::system_names(generator, shared, count, shard)?;
+    systems::prepare_out(out, names.iter().map(String::as_str), common.force)?;
     let files = systems::system_files(generator, shared, count, shard)?;
     let manifest = shard.map(|s| systems::shard_manifest(generator, shared, count, s, &files));
     systems::write_systems(out, &files, common.force, manifest.as_ref())?;

@@ -201,17 +201,17 @@ fn merge(args: &SweepArgs) -> Result<(), Failure> {
              OUT and the shards' directories apply",
         ));
     }
-    let [out, dirs @ ..] = args.paths.as_slice() else {
-        return Err(usage(
-            "usage: rtvmm sweep merge OUT DIR… (the table to write, then the shards' directories)",
-        ));
+    let (out, dirs) = match args.paths.as_slice() {
+        [out, dirs @ ..] if !dirs.is_empty() && args.shard.is_none() && args.out.is_none() => {
+            (out, dirs.to_vec())
+        }
+        _ => {
+            return Err(usage(
+                "usage: rtvmm sweep merge OUT DIR… (the table to write, then the shards' \
+                 directories)",
+            ))
+        }
     };
-    if dirs.is_empty() || args.shard.is_some() || args.out.is_some() {
-        return Err(usage(
-            "usage: rtvmm sweep merge OUT DIR… (the table to write, then the shards' directories)",
-        ));
-    }
-    let dirs: Vec<PathBuf> = dirs.to_vec();
     files::check_outputs(&[], &[out]).map_err(|e| experiment_failure(e.into()))?;
     let report = scenario_sweep::merge_sweep(out, &dirs).map_err(experiment_failure)?;
     write_table(&report, out)?;

@@ -101,6 +101,16 @@ fn gen_shards_merged_are_the_unsharded_files() {
         "{}",
         stderr(&o)
     );
+    // Files already there are refused, naming one, unless --force.
+    let o = gen(&all, &[]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("rtxen-0.toml already exists; add --force"),
+        "{}",
+        stderr(&o)
+    );
+    assert_exit(&gen(&all, &["--force"]), 0);
+    assert_eq!(contents(&all), unsharded);
     // A shard needs --count.
     let o = rtvmm(&[
         "gen",

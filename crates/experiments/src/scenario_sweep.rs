@@ -503,6 +503,10 @@ pub fn run_sweep(
             ))
         }
     };
+    if shard.is_some() {
+        // The shard's directory, before the first run: not after the last.
+        files::prepare_dir(&base.out)?;
+    }
     let indices: Vec<usize> = match shard {
         None => (0..swept.files.len()).collect(),
         Some(shard) => shard.runs_of_sweep(0, swept.files.len()),

@@ -73,21 +73,15 @@ pub fn file_name(generator: &Generator, index: usize, count: usize) -> String {
     format!("{}-{index:0width$}.toml", generator.name())
 }
 
-/// The files of `count` systems, or of `shard`'s slice of them: (name, text) in name
-/// order. Generated in parallel; the same bytes whatever the threads.
-pub fn system_files(
-    generator: &Generator,
-    common: &GenCommon,
-    count: usize,
-    shard: Option<Shard>,
-) -> Result<Vec<(String, String)>, ExperimentError> {
+/// Refuses a count out of range, or one whose seeds would pass the largest.
+fn check_count(seed: u64, count: usize) -> Result<(), ExperimentError> {
     if count == 0 || count > MAX_COUNT {
         return Err(ExperimentError::option(
             "--count",
             format!("{count} is not in 1..={MAX_COUNT}"),
         ));
     }
-    if common.seed.checked_add(count as u64 - 1).is_none() {
+    if seed.checked_add(count as u64 - 1).is_none() {
         return Err(ExperimentError::option(
             "--count",
             format!(
@@ -96,11 +90,66 @@ pub fn system_files(
             ),
         ));
     }
-    let indices: Vec<usize> = match shard {
+    Ok(())
+}
+
+/// The indices of the systems of `shard` (all without one), in order.
+fn system_indices(count: usize, shard: Option<Shard>) -> Vec<usize> {
+    match shard {
         None => (0..count).collect(),
         Some(shard) => shard.runs_of_sweep(0, count),
-    };
-    indices
+    }
+}
+
+/// The names of the files [`system_files`] makes, without making them.
+/// Refuses what [`system_files`] refuses, before anything is generated.
+pub fn system_names(
+    generator: &Generator,
+    common: &GenCommon,
+    count: usize,
+    shard: Option<Shard>,
+) -> Result<Vec<String>, ExperimentError> {
+    check_count(common.seed, count)?;
+    Ok(system_indices(count, shard)
+        .into_iter()
+        .map(|index| file_name(generator, index, count))
+        .collect())
+}
+
+/// Creates `dir` if missing, proves it writable, and refuses (naming it) a file of one of
+/// `names` already there unless `force`: what `write_systems` checks, to be called
+/// before anything is generated.
+pub fn prepare_out<'a>(
+    dir: &Path,
+    mut names: impl Iterator<Item = &'a str>,
+    force: bool,
+) -> Result<(), ExperimentError> {
+    files::prepare_dir(dir)?;
+    if force {
+        return Ok(());
+    }
+    match names.find(|name| dir.join(name).exists()) {
+        Some(name) => Err(ExperimentError::option(
+            "--out",
+            format!(
+                "{} already exists; add --force to replace it",
+                dir.join(name).display()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The files of `count` systems, or of `shard`'s slice of them: (name, text) in name
+/// order. Generated in parallel; the same bytes whatever the threads.
+pub fn system_files(
+    generator: &Generator,
+    common: &GenCommon,
+    count: usize,
+    shard: Option<Shard>,
+) -> Result<Vec<(String, String)>, ExperimentError> {
+    check_count(common.seed, count)?;
+    system_indices(count, shard)
         .par_iter()
         .map(|&index| {
             let seeded = GenCommon {
@@ -122,18 +171,7 @@ pub fn write_systems(
     force: bool,
     shard: Option<&GenShardManifest>,
 ) -> Result<(), ExperimentError> {
-    files::prepare_dir(dir)?;
-    if !force {
-        if let Some((name, _)) = systems.iter().find(|(name, _)| dir.join(name).exists()) {
-            return Err(ExperimentError::option(
-                "--out",
-                format!(
-                    "{} already exists; add --force to replace it",
-                    dir.join(name).display()
-                ),
-            ));
-        }
-    }
+    prepare_out(dir, systems.iter().map(|(name, _)| name.as_str()), force)?;
     // A stale manifest would vouch for files this run did not write.
     let manifest_path = dir.join(SHARD_MANIFEST);
     files::remove_if_present(&manifest_path)?;
