@@ -303,30 +303,21 @@ fn evaluate(path: &Path, name: &str, options: &SweepOptions) -> Result<FileOutco
 const STOPPED: &str = "stopped";
 
 fn sim_outcome(name: &str, results: &rtvmm_system::results::RunResults) -> FileOutcome {
-    let mut rows: Vec<Vec<String>> = results
-        .domains
-        .iter()
-        .map(|d| {
-            vec![
-                name.to_string(),
-                "ok".to_string(),
-                results.policy.clone(),
-                results.seed.to_string(),
-                results.duration_ns.to_string(),
-                d.name.clone(),
-                d.jobs.to_string(),
-                d.missed.to_string(),
-                d.in_flight.to_string(),
-                d.deadline_miss_ratio.to_string(),
-                d.response_ns.max.to_string(),
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
-        rows.push(status_row(Mode::Sim, name, "ok"));
-    }
+    let cells = results.domains.iter().map(|d| {
+        vec![
+            results.policy.clone(),
+            results.seed.to_string(),
+            results.duration_ns.to_string(),
+            d.name.clone(),
+            d.jobs.to_string(),
+            d.missed.to_string(),
+            d.in_flight.to_string(),
+            d.deadline_miss_ratio.to_string(),
+            d.response_ns.max.to_string(),
+        ]
+    });
     FileOutcome {
-        rows,
+        rows: ok_rows(Mode::Sim, name, cells),
         error: None,
         jobs: results.jobs,
         missed: results.missed,
@@ -336,34 +327,37 @@ fn sim_outcome(name: &str, results: &rtvmm_system::results::RunResults) -> FileO
 
 fn analyze_outcome(name: &str, report: &analyze::Report) -> FileOutcome {
     let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
-    let mut rows: Vec<Vec<String>> = report
-        .domains
-        .iter()
-        .map(|d| {
-            vec![
-                name.to_string(),
-                "ok".to_string(),
-                report.policy.name().to_string(),
-                report.schedulable.to_string(),
-                d.name.clone(),
-                opt(d.period_ns),
-                opt(d.budget_ns),
-                d.bandwidth.to_string(),
-                d.utilization.to_string(),
-                d.schedulable.to_string(),
-            ]
-        })
-        .collect();
-    if rows.is_empty() {
-        rows.push(status_row(Mode::Analyze, name, "ok"));
-    }
+    let cells = report.domains.iter().map(|d| {
+        vec![
+            report.policy.name().to_string(),
+            report.schedulable.to_string(),
+            d.name.clone(),
+            opt(d.period_ns),
+            opt(d.budget_ns),
+            d.bandwidth.to_string(),
+            d.utilization.to_string(),
+            d.schedulable.to_string(),
+        ]
+    });
     FileOutcome {
-        rows,
+        rows: ok_rows(Mode::Analyze, name, cells),
         error: None,
         jobs: 0,
         missed: 0,
         schedulable: Some(report.schedulable),
     }
+}
+
+/// The rows of a file that ran, one per domain: `file`, `ok`, then the domain's `cells`;
+/// a scenario of no domain is still one row.
+fn ok_rows(mode: Mode, name: &str, cells: impl Iterator<Item = Vec<String>>) -> Vec<Vec<String>> {
+    let mut rows: Vec<Vec<String>> = cells
+        .map(|cells| [vec![name.to_string(), "ok".to_string()], cells].concat())
+        .collect();
+    if rows.is_empty() {
+        rows.push(status_row(mode, name, "ok"));
+    }
+    rows
 }
 
 /// A row with only the file and its status, the other cells empty.

@@ -75,10 +75,13 @@ pub fn file_name(generator: &Generator, index: usize, count: usize) -> String {
 
 /// Refuses a count out of range, or one whose seeds would pass the largest.
 fn check_count(seed: u64, count: usize) -> Result<(), ExperimentError> {
-    if count == 0 || count > MAX_COUNT {
+    if count == 0 {
+        return Err(ExperimentError::option("--count", "0: at least 1 system"));
+    }
+    if count > MAX_COUNT {
         return Err(ExperimentError::option(
             "--count",
-            format!("{count} is not in 1..={MAX_COUNT}"),
+            format!("{count} is above the most `gen --count` writes, {MAX_COUNT}"),
         ));
     }
     if seed.checked_add(count as u64 - 1).is_none() {
