@@ -204,9 +204,9 @@ fn test_raise() -> Option<(i32, usize)> {
 }
 
 /// The progress callback of a run: the bar (unless `--no-progress` or stderr is not a
-/// terminal) and the test hook, either, both or neither.
-fn progress(args: &ExperimentArgs) -> Option<Progress> {
-    let bar = (!args.no_progress && std::io::stderr().is_terminal()).then(progress_bar);
+/// terminal) and the test hook, either, both or neither. `rtvmm sweep`'s too.
+pub(crate) fn progress(no_progress: bool) -> Option<Progress> {
+    let bar = (!no_progress && std::io::stderr().is_terminal()).then(progress_bar);
     let raise = test_raise();
     if bar.is_none() && raise.is_none() {
         return None;
@@ -282,7 +282,7 @@ pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
     })
     .context("installing the SIGINT/SIGTERM handlers")
     .map_err(runtime)?;
-    let progress = progress(args);
+    let progress = progress(args.no_progress);
     let options = |name: &str| -> Result<Options, ExperimentError> {
         let mut o = args.options(name)?;
         o.cancel = cancel.clone();

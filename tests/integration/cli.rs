@@ -444,7 +444,9 @@ fn help_documents_the_exit_codes() {
         assert!(text.contains("Exit codes (every command):"), "{text}");
         assert!(text.contains("2    usage error or bad input"), "{text}");
         assert!(
-            text.contains("130  an experiment, a long `sim` or a `host run` stopped by SIGINT"),
+            text.contains(
+                "130  an experiment, a sweep, a long `sim` or a `host run` stopped by SIGINT"
+            ),
             "{text}"
         );
     }

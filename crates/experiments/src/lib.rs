@@ -68,6 +68,9 @@ pub mod generate;
 
 pub mod experiments;
 
+pub mod scenario_sweep;
+pub mod systems;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -134,11 +137,7 @@ pub fn merge(
     base: &Options,
 ) -> Result<Report, ExperimentError> {
     // Writing there would remove the shard's files (see `report::Output`).
-    let out_dir = std::fs::canonicalize(out).ok();
-    let is_out = |dir: &&PathBuf| out_dir.is_some() && std::fs::canonicalize(dir).ok() == out_dir;
-    if let Some(dir) = shard_dirs.iter().find(is_out) {
-        return Err(shard::ShardError::OutIsShard { dir: dir.clone() }.into());
-    }
+    shard::refuse_out_among(out, shard_dirs)?;
     let shards = shard_dirs
         .iter()
         .map(|dir| shard::read_shard(dir))

@@ -710,14 +710,8 @@ fn finish_shard(
         Some(p) => p,
         None => "complete".to_string(),
     };
-    let mut lines = String::new();
-    for run in &stored {
-        let line = serde_json::to_string(run).map_err(|e| {
-            ExperimentError::Analysis(format!("run '{}': result not storable: {e}", run.name))
-        })?;
-        lines.push_str(&line);
-        lines.push('\n');
-    }
+    let lines = crate::shard::runs_jsonl(&stored)
+        .map_err(|e| ExperimentError::Analysis(format!("a result not storable: {e}")))?;
     let manifest_json = ShardManifest {
         experiment: report.experiment.clone(),
         rtvmm_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -727,9 +721,8 @@ fn finish_shard(
         runs_in_experiment,
         runs: stored.iter().map(run_key).collect(),
     };
-    let mut json = serde_json::to_string_pretty(&manifest_json)
+    let json = crate::shard::manifest_text(&manifest_json)
         .map_err(|e| ExperimentError::Analysis(format!("shard manifest: {e}")))?;
-    json.push('\n');
     let names = vec![SHARD_RUNS.to_string(), SHARD_MANIFEST.to_string()];
     let previous = read_manifest(&dir);
     let mut all = previous.clone();
@@ -766,7 +759,7 @@ fn capitalised(text: &str) -> String {
 }
 
 /// A CSV's bytes: the header and rows, after a `# partial: …` line when partial.
-fn csv_bytes(
+pub(crate) fn csv_bytes(
     path: &Path,
     partial: Option<&str>,
     header: &[String],
