@@ -107,6 +107,9 @@ pub mod enforce;
 pub mod shm;
 
 #[cfg(target_os = "linux")]
+pub mod global;
+
+#[cfg(target_os = "linux")]
 pub mod domain;
 #[cfg(target_os = "linux")]
 pub mod guest;
