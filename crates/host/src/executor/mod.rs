@@ -19,7 +19,9 @@
 //!    executor owns — so a frozen VCPU is woken at the right time. A domain has one guest
 //!    process per VCPU ([`crate::domain`]: a partitioned guest's VCPU runs its own tasks),
 //!    so this is the core's rule for a partitioned guest: VCPU j has work while one of its
-//!    tasks has a pending job.
+//!    tasks has a pending job. A global guest of several VCPUs is the core's guest itself
+//!    ([`crate::global`]): its grants are taken back, its finished jobs and due releases
+//!    taken in, and its `vcpu_has_work` says which VCPUs wake and block.
 //! 3. **Changes**: the scenario's timed events that are due, then the live-control
 //!    requests queued ([`control`]: `ctl::apply`), all through the one change path both
 //!    drivers use (`rtvmm_system::change::apply_change`, over `ctl::Domains`, whose
@@ -33,15 +35,18 @@
 //!    parks its IDLE spinner, [`crate::idle`]), then the guests of VCPUs that run on a
 //!    seat other than the one whose cpu they are pinned to are moved there (an affinity
 //!    change of every thread), then every such seat enters its new VCPU (resumes its
-//!    guest) or spins; IDLE, and modelled overhead, run the spinner.
+//!    guest) or spins; IDLE, and modelled overhead, run the spinner. Then each global
+//!    guest of several VCPUs grants its jobs to the VCPUs the seats now run (another
+//!    iteration at once if that changed which of its VCPUs have work).
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
-//!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
-//!    guest's notification or a control command (eventfds); a timer wake-up's lateness is
-//!    measured.
+//!    `poll_timeout`, the blocked domains' wake-ups, the global guests' releases, the next
+//!    event and the end — or for a guest's notification or a control command (eventfds);
+//!    a timer wake-up's lateness is measured.
 //!
 //! No scheduling logic lives here: which VCPU runs, for how long, and when budgets
-//! change is the core's; the executor reports, asks and enforces.
+//! change is the core's, as is which job a global guest runs on which VCPU; the executor
+//! reports, asks and enforces.
 //!
 //! At the end every domain is stopped at the end instant, the guests report their pending
 //! jobs (phase `Finalize`), and the results are built by the same code as the simulator's
