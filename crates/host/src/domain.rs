@@ -105,7 +105,11 @@ pub fn check_runnable(domain: &DomainSpec) -> Result<(), String> {
     if is_global(domain) {
         for t in &domain.tasks {
             if t.arrival.is_triggered() {
-                arrival(t)?;
+                return Err(format!(
+                    "task '{}': triggered releases are not supported by the host executor \
+                     (a global guest's tasks may be periodic, sporadic, Poisson or listed)",
+                    t.name
+                ));
             }
             if t.wcet.as_ns() >= GRANT_VALUE_MAX {
                 return Err(format!(
@@ -652,6 +656,35 @@ mod tests {
                 .collect(),
         );
         assert!(check_runnable(&many).unwrap_err().contains("distinct"));
+    }
+
+    /// A global guest of several VCPUs is scheduled by the core's guest, not `SCHED_FIFO`:
+    /// `edf` and listed releases run; a triggered task and a job longer than a grant can
+    /// carry are refused by name.
+    #[test]
+    fn a_global_guest_runs_any_guest_scheduler_and_names_what_it_cannot_run() {
+        let mut listed = TaskSpec::periodic("l", ms(10), ms(1));
+        listed.arrival = Arrival::AperiodicTimes(vec![ms(1)]);
+        let mut edf = domain(
+            GuestScheduler::Edf,
+            vec![TaskSpec::periodic("t", ms(10), ms(1)), listed],
+        );
+        assert!(check_runnable(&edf).is_err(), "one VCPU: SCHED_FIFO");
+        edf.placement.vcpus = 2;
+        assert_eq!(check_runnable(&edf), Ok(()));
+        assert_eq!(tasks_by_vcpu(&edf), Ok(vec![vec![], vec![]]));
+        edf.tasks[0].arrival = Arrival::Triggered {
+            by_domain: "d".into(),
+            by_task: "l".into(),
+            delay: Nanos::ZERO,
+        };
+        let why = check_runnable(&edf).unwrap_err();
+        assert!(why.starts_with("task 't': triggered releases"), "{why}");
+        edf.tasks[0] = TaskSpec::periodic("long", ms(10), Nanos(GRANT_VALUE_MAX));
+        let why = check_runnable(&edf).unwrap_err();
+        assert!(why.starts_with("task 'long': wcet"), "{why}");
+        edf.tasks[0].wcet = Nanos(GRANT_VALUE_MAX - 1);
+        assert_eq!(check_runnable(&edf), Ok(()));
     }
 
     /// The bookkeeping: finished jobs go into the statistics (late ones counted), a job
