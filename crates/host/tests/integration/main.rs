@@ -36,8 +36,9 @@
 //!   domain's budget from its next replenishment; commands one pcpu cannot honour are
 //!   refused and change nothing.
 //! - [`multi_vcpu`]: a partitioned guest of several VCPUs is one guest process per VCPU
-//!   holding that VCPU's threads; a 2-VCPU domain gets the simulator's per-VCPU shares
-//!   before and after an `xl sched-rtds -v` event.
+//!   holding that VCPU's threads, a global one a VCPU process per VCPU holding one worker;
+//!   a 2-VCPU domain, partitioned and global, gets the simulator's per-VCPU shares and
+//!   per-task job counts before and after an `xl sched-rtds -v` event.
 //! - [`several_pcpus`]: a run of two pcpus where a third core is spare (each domain its
 //!   budget, VCPUs migrating), refused naming the cores where none is (then skipped, with
 //!   the reason); the plan of every decision of a 2-pcpu global RTDS system agrees with
