@@ -5,7 +5,7 @@
 //! executor drives them at each instant (finishes and releases taken in, then the grants
 //! handed out to the VCPUs running next). The jobs granted to each VCPU over each
 //! interval, and every job's first start and finish, must be the simulator's — on a
-//! hand-picked system of two pcpus and on random ones of one and two pcpus. No real time.
+//! hand-picked system of two pcpus and on random ones of one to three pcpus. No real time.
 //!
 //! And the real-time run of a global guest of two VCPUs on two pcpus, where a third core
 //! is spare (skipped on two cores, with the reason).
@@ -228,10 +228,10 @@ pub fn a_global_guest_on_two_pcpus_runs_each_job_where_the_simulator_does() {
     );
 }
 
-/// A random system: `pcpus` pcpus under `policy`, a global guest of 2–3 VCPUs (`rm` or
+/// A random system: 1–3 pcpus under RTDS or the Deferrable Server, a global guest of 2–3 VCPUs (`rm` or
 /// `edf`) with 2–5 periodic tasks, beside 1–2 busy domains.
-fn random_system(case: u64, rng: &mut SimRng) -> String {
-    let pcpus = 1 + rng.uniform_u64(0, 1);
+fn random_system(case: u64, rng: &mut SimRng) -> (String, usize) {
+    let pcpus = 1 + rng.uniform_u64(0, 2);
     let policy = ["rtds", "deferrable"][rng.uniform_u64(0, 1) as usize];
     let vcpus = 2 + rng.uniform_u64(0, 1);
     let guest = ["rm", "edf"][rng.uniform_u64(0, 1) as usize];
@@ -262,18 +262,20 @@ fn random_system(case: u64, rng: &mut SimRng) -> String {
             o + 2
         );
     }
-    text
+    (text, pcpus as usize)
 }
 
-/// The property: on 40 random systems (one or two pcpus, RTDS or the Deferrable Server,
+/// The property: on 40 random systems (one to three pcpus, RTDS or the Deferrable Server,
 /// 2–3 VCPUs, `rm` or `edf`), the same tasks over the same VCPU run intervals get the same
 /// job on each VCPU at every instant, and the same first starts and finishes, as in the
 /// simulator.
 pub fn on_random_systems_a_global_guest_runs_each_job_where_the_simulator_does() {
     let mut rng = SimRng::new(20261128);
     let mut slices = 0;
+    let mut by_pcpus = [0; 4];
     for case in 0..40 {
-        let text = random_system(case, &mut rng);
+        let (text, pcpus) = random_system(case, &mut rng);
+        by_pcpus[pcpus] += 1;
         let scenario = Scenario::from_toml(&text, "random.toml")
             .unwrap_or_else(|e| panic!("case {case}: {e}\n{text}"));
         let compared = compare(&scenario, 0, ms(300));
@@ -281,6 +283,11 @@ pub fn on_random_systems_a_global_guest_runs_each_job_where_the_simulator_does()
         slices += compared.host.0.len();
     }
     assert!(slices > 1000, "only {slices} slices in 40 systems");
+    assert!(by_pcpus[1..].iter().all(|&n| n > 5), "{by_pcpus:?}");
+    eprintln!(
+        "40 random systems of 1, 2, 3 pcpus ({:?}): {slices} slices, as simulated",
+        &by_pcpus[1..]
+    );
 }
 
 /// The real-time run of [`TWO_ON_TWO`] on cpus 0 and 1, where a third core is spare: the
