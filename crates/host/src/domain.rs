@@ -424,33 +424,37 @@ impl ProcessDomain {
     }
 
     /// A global guest of several VCPUs at `now`, the VCPUs of `running` running (bit j =
-    /// VCPU j): its grants taken back if a re-choice is due ([`GlobalGuest::due`]), the
-    /// jobs that finished into the book. Returns whether they are taken back.
-    pub fn take_back_global(&mut self, now: Nanos, running: u64) -> bool {
+    /// VCPU j): if a re-choice is due ([`GlobalGuest::due`]), its finished jobs (into the
+    /// book) and due releases taken in. Returns whether they are taken in, not yet
+    /// handed out.
+    pub fn take_in_global(&mut self, now: Nanos, running: u64) -> bool {
         let Some(global) = &mut self.global else {
             return false;
         };
         let guests = &self.guests;
         let page = |j: usize| &guests[j].shared;
-        if !global.taken() && global.due(page, now, running) {
+        if !global.taken_in() && global.due(page, now, running) {
             let (book, spec) = (&mut self.book, &self.spec);
-            global.take_back(page, now, &mut |t, times| {
+            global.take_in(page, now, &mut |t, times| {
                 book.record(t, spec.tasks[t].deadline, times, None)
             });
         }
-        global.taken()
+        global.taken_in()
     }
 
-    /// A global guest of several VCPUs whose grants are taken back, or due to be (see
-    /// [`Self::take_back_global`]): the VCPUs of `running` get their jobs. Returns whether
+    /// A global guest of several VCPUs with something taken in, or due to be (see
+    /// [`Self::take_in_global`]): the VCPUs of `running` get their jobs. Returns whether
     /// it handed out.
     pub fn hand_out_global(&mut self, now: Nanos, running: u64) -> bool {
-        if !self.take_back_global(now, running) {
+        if !self.take_in_global(now, running) {
             return false;
         }
         let guests = &self.guests;
-        let global = self.global.as_mut().expect("taken back: a global guest");
-        global.hand_out(|j: usize| &guests[j].shared, running);
+        let (book, spec) = (&mut self.book, &self.spec);
+        let global = self.global.as_mut().expect("taken in: a global guest");
+        global.hand_out(|j: usize| &guests[j].shared, running, &mut |t, times| {
+            book.record(t, spec.tasks[t].deadline, times, None)
+        });
         true
     }
 

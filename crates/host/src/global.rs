@@ -19,14 +19,15 @@
 //!   a thread.
 //! - **The grant** (the VCPU's page, [`crate::shm`]): after every change that can change
 //!   the choice — the VCPUs running (after each enforcement), a release, a job reaching its
-//!   demand (the worker rings the executor) — the executor takes every grant back
-//!   ([`GlobalGuest::take_back`], before the machine decides: a compare-and-swap that ends
-//!   the old generation, so that a worker still burning for it can no longer add to it),
-//!   credits each job exactly the CPU time its worker wrote, releases what is due, tells
-//!   the machine which VCPUs have work; then, once the seats run what the machine
-//!   decided, asks the core which job each running VCPU runs and grants those
-//!   ([`GlobalGuest::hand_out`]) — the simulator's order: finishes and releases, wake and
-//!   block, the machine's decision, then the guest told which of its VCPUs run. Nothing is locked: the executor alone writes grants, one
+//!   demand (the worker rings the executor) — the executor, before the machine decides,
+//!   takes in the finished jobs and the releases due ([`GlobalGuest::take_in`]) and tells
+//!   the machine which VCPUs have work; once the seats run what the machine decided, it
+//!   takes every grant back (a compare-and-swap that ends the grant's generation, so that
+//!   a worker still burning for it can no longer add to it), credits each job exactly the
+//!   CPU time its worker wrote, asks the core which job each running VCPU runs and grants
+//!   those ([`GlobalGuest::hand_out`]) — the simulator's order: finishes and releases,
+//!   wake and block, the machine's decision, then the guest told which of its VCPUs
+//!   run. Nothing is locked: the executor alone writes grants, one
 //!   worker alone advances each, and a frozen worker holds nothing another VCPU waits for.
 //!
 //! Why the executor and not the guest process: the executor already knows, at the instant
@@ -37,9 +38,9 @@
 //! whole period. The guest processes keep what must be real: each job's execution time is
 //! burnt as thread CPU time on its VCPU's core, while that VCPU runs.
 //!
-//! Known gaps: a job handed from a running VCPU to another at a release is credited what
-//! its old worker had written when the grant was taken back; the microseconds it burnt
-//! after that are lost (as a switch's are). A job may need at most
+//! Known gaps: a job handed from a running VCPU to another is credited what its old
+//! worker had written when the grant was taken back; the microseconds it burnt after that
+//! are lost (as a switch's are). A job may need at most
 //! [`GRANT_VALUE_MAX`](crate::shm::GRANT_VALUE_MAX) ns.
 
 use rtvmm_core::guest::{Guest, GuestSmp};
@@ -74,8 +75,8 @@ pub struct GlobalGuest {
     granted: Vec<Option<Granted>>,
     /// The VCPUs running as of the last hand-out (bit j = VCPU j).
     running: u64,
-    /// The grants are taken back, not yet handed out again.
-    taken: bool,
+    /// Finishes and releases were taken in, not yet handed out.
+    taken_in: bool,
 }
 
 fn next(gen: u32) -> u32 {
@@ -108,7 +109,7 @@ impl GlobalGuest {
             gens: vec![0; vcpus as usize],
             granted: vec![None; vcpus as usize],
             running: 0,
-            taken: true,
+            taken_in: true,
         })
     }
 
@@ -155,36 +156,20 @@ impl GlobalGuest {
         Some((g.task, job.seq))
     }
 
-    /// Takes every grant back at `now` and credits each job the CPU time its worker wrote
-    /// (a job that reached its demand finishes: `record` gets its task and times), then
-    /// releases the jobs due. Until [`Self::hand_out`] no VCPU has a job, and
-    /// [`Self::has_work`] says what the core's guest says after these finishes and
-    /// releases — what the simulator reports before the machine decides.
-    pub fn take_back<'a>(
+    /// Takes in what happened by `now` before the machine decides: each job that reached
+    /// its demand finishes (its grant taken back; `record` gets its task and times), then
+    /// the jobs due are released. [`Self::has_work`] then says what the core's guest says
+    /// after these finishes and releases — what the simulator reports before the machine
+    /// decides. The other grants run on until [`Self::hand_out`].
+    pub fn take_in<'a>(
         &mut self,
         page: impl Fn(usize) -> &'a Shared,
         now: Nanos,
         record: &mut impl FnMut(usize, JobTimes),
     ) {
         for j in 0..self.vcpus() {
-            let revoked = next(self.gens[j]);
-            let done = page(j).revoke(self.gens[j], revoked);
-            self.gens[j] = revoked;
-            let (Some(g), Some(done)) = (self.granted[j].take(), done) else {
-                continue;
-            };
-            if done <= g.base {
-                continue;
-            }
-            let from = Nanos(page(j).ran_from());
-            if let Some(job) = self.guest.run_on(j as u32, from, Nanos(done - g.base)) {
-                let times = JobTimes {
-                    seq: job.seq,
-                    release: job.release.as_ns(),
-                    first_start: job.first_start.map(Nanos::as_ns),
-                    finish: Some(page(j).finished_at()),
-                };
-                record(g.task, times);
+            if self.granted[j].is_some_and(|g| page(j).done() == (self.gens[j], g.demand)) {
+                self.take_back(j, page(j), record);
             }
         }
         for t in 0..self.rngs.len() {
@@ -192,18 +177,51 @@ impl GlobalGuest {
                 self.guest.release(at, t, &mut self.rngs[t]);
             }
         }
-        self.taken = true;
+        self.taken_in = true;
     }
 
-    /// Whether the grants were taken back and not handed out since.
-    pub fn taken(&self) -> bool {
-        self.taken
+    /// Takes VCPU `j`'s grant back (a compare-and-swap that ends its generation: its worker
+    /// can add nothing after) and credits its job the CPU time the worker wrote; a job that
+    /// reached its demand finishes (`record`).
+    fn take_back(&mut self, j: usize, page: &Shared, record: &mut impl FnMut(usize, JobTimes)) {
+        let revoked = next(self.gens[j]);
+        let done = page.revoke(self.gens[j], revoked);
+        self.gens[j] = revoked;
+        let (Some(g), Some(done)) = (self.granted[j].take(), done) else {
+            return;
+        };
+        if done <= g.base {
+            return;
+        }
+        let from = Nanos(page.ran_from());
+        if let Some(job) = self.guest.run_on(j as u32, from, Nanos(done - g.base)) {
+            let times = JobTimes {
+                seq: job.seq,
+                release: job.release.as_ns(),
+                first_start: job.first_start.map(Nanos::as_ns),
+                finish: Some(page.finished_at()),
+            };
+            record(g.task, times);
+        }
     }
 
-    /// The VCPUs of `running` run from now (bit j = VCPU j): asks the core's guest which job
-    /// each runs ([`Guest::set_running`]) and grants them (nothing to the others).
-    pub fn hand_out<'a>(&mut self, page: impl Fn(usize) -> &'a Shared, running: u64) {
-        debug_assert!(self.taken, "a grant handed out over another");
+    /// Whether finishes and releases were taken in and not handed out since.
+    pub fn taken_in(&self) -> bool {
+        self.taken_in
+    }
+
+    /// The VCPUs of `running` run from now (bit j = VCPU j): every grant taken back and its
+    /// job credited (`record` as in [`Self::take_in`]), the core's guest asked which job
+    /// each runs ([`Guest::set_running`]), and those granted (nothing to the others).
+    pub fn hand_out<'a>(
+        &mut self,
+        page: impl Fn(usize) -> &'a Shared,
+        running: u64,
+        record: &mut impl FnMut(usize, JobTimes),
+    ) {
+        for j in 0..self.vcpus() {
+            self.take_back(j, page(j), record);
+        }
         self.guest.set_running(running);
         self.running = running;
         for j in 0..self.vcpus() {
@@ -220,10 +238,10 @@ impl GlobalGuest {
             });
             page(j).grant(gen, job.map(|job| (job.done.as_ns(), job.demand.as_ns())));
         }
-        self.taken = false;
+        self.taken_in = false;
     }
 
-    /// [`Self::take_back`] then [`Self::hand_out`]: the whole re-choice at `now`.
+    /// [`Self::take_in`] then [`Self::hand_out`]: the whole re-choice at `now`.
     pub fn sync<'a>(
         &mut self,
         page: impl Fn(usize) -> &'a Shared + Copy,
@@ -231,8 +249,8 @@ impl GlobalGuest {
         running: u64,
         record: &mut impl FnMut(usize, JobTimes),
     ) {
-        self.take_back(page, now, record);
-        self.hand_out(page, running);
+        self.take_in(page, now, record);
+        self.hand_out(page, running, record);
     }
 
     /// Ends the guest at `at` (its VCPUs stopped): every grant taken back and credited, the

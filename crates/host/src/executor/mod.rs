@@ -20,8 +20,8 @@
 //!    process per VCPU ([`crate::domain`]: a partitioned guest's VCPU runs its own tasks),
 //!    so this is the core's rule for a partitioned guest: VCPU j has work while one of its
 //!    tasks has a pending job. A global guest of several VCPUs is the core's guest itself
-//!    ([`crate::global`]): its grants are taken back, its finished jobs and due releases
-//!    taken in, and its `vcpu_has_work` says which VCPUs wake and block.
+//!    ([`crate::global`]): its finished jobs and due releases are taken in, and its
+//!    `vcpu_has_work` says which VCPUs wake and block.
 //! 3. **Changes**: the scenario's timed events that are due, then the live-control
 //!    requests queued ([`control`]: `ctl::apply`), all through the one change path both
 //!    drivers use (`rtvmm_system::change::apply_change`, over `ctl::Domains`, whose
@@ -762,7 +762,7 @@ impl Run {
                     // Finishes and releases taken in if due (the jobs are handed out once
                     // the seats run what the machine decides: `grant`); its VCPUs' work is
                     // the core's rule for a global guest.
-                    p.take_back_global(now, running_of(&self.seats, d));
+                    p.take_in_global(now, running_of(&self.seats, d));
                     let global = p.global.as_ref().expect("a global guest");
                     let next = global.next_release().map(Nanos::as_ns);
                     for j in 0..vcpus {
@@ -1058,7 +1058,7 @@ impl Run {
         Ok(())
     }
 
-    /// 5b. Each global guest of several VCPUs whose grants were taken back (step 2), or
+    /// 5b. Each global guest of several VCPUs that took something in (step 2), or
     ///     whose running VCPUs the enforcement changed, hands its jobs out to the VCPUs
     ///     the seats now run ([`crate::global`]). Returns whether that changed which of its
     ///     VCPUs have work: the machine is then told at once (another iteration, no

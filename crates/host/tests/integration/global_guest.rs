@@ -116,14 +116,14 @@ fn compare(scenario: &Scenario, d: usize, end: Nanos) -> Compared {
         // The executor at `at`: before the machine decides, finishes and releases (the
         // VCPUs that ran until now); once the seats run the decision, the grants.
         let mut record = |t, times| finished.push((t, times));
-        if !guest.taken() && guest.due(page, at, before) {
-            guest.take_back(page, at, &mut record);
+        if !guest.taken_in() && guest.due(page, at, before) {
+            guest.take_in(page, at, &mut record);
         }
-        if !guest.taken() && guest.due(page, at, running) {
-            guest.take_back(page, at, &mut record);
+        if !guest.taken_in() && guest.due(page, at, running) {
+            guest.take_in(page, at, &mut record);
         }
-        if guest.taken() {
-            guest.hand_out(page, running);
+        if guest.taken_in() {
+            guest.hand_out(page, running, &mut record);
         }
         before = running;
         let on = |j: &usize| running & (1 << j) != 0;
@@ -143,7 +143,7 @@ fn compare(scenario: &Scenario, d: usize, end: Nanos) -> Compared {
         at = next;
     }
     // The host counts a job finished at `end` at its next instant: take it in.
-    guest.take_back(page, end, &mut |t, times| finished.push((t, times)));
+    guest.take_in(page, end, &mut |t, times| finished.push((t, times)));
 
     let mut simulated_slices: Vec<Slice> = sim
         .take_trace()
