@@ -27,8 +27,8 @@
 //!   CPU time its worker wrote, asks the core which job each running VCPU runs and grants
 //!   those ([`GlobalGuest::hand_out`]) — the simulator's order: finishes and releases,
 //!   wake and block, the machine's decision, then the guest told which of its VCPUs
-//!   run. Nothing is locked: the executor alone writes grants, one
-//!   worker alone advances each, and a frozen worker holds nothing another VCPU waits for.
+//!   run. Nothing is locked: the executor alone writes grants, one worker alone advances
+//!   each, and a frozen worker holds nothing another VCPU waits for.
 //!
 //! Why the executor and not the guest process: the executor already knows, at the instant
 //! it enforces them, which VCPUs run; the simulator releases jobs and re-chooses at their
@@ -41,7 +41,9 @@
 //! Known gaps: a job handed from a running VCPU to another is credited what its old
 //! worker had written when the grant was taken back; the microseconds it burnt after that
 //! are lost (as a switch's are). A job may need at most
-//! [`GRANT_VALUE_MAX`](crate::shm::GRANT_VALUE_MAX) ns.
+//! [`GRANT_VALUE_MAX`](crate::shm::GRANT_VALUE_MAX) ns. Generations wrap after 2^20
+//! grants of a VCPU: a worker frozen across exactly that many, finding its job's progress
+//! unchanged, could add to a grant that is no longer its own (not guarded against).
 
 use rtvmm_core::guest::{Guest, GuestSmp};
 use rtvmm_core::model::DomainSpec;
