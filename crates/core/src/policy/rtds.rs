@@ -71,7 +71,7 @@ use crate::time::Nanos;
 
 /// Xen's lower bound on both budget and period (`RTDS_MIN_BUDGET`, 10 µs): below it the
 /// scheduler's own overhead dominates.
-pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(10);
+pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(crate::xl::RTDS_MIN_US);
 
 /// RTDS's priority key: level, then deadline, then VCPU id (see [`RtVcpu::key`]).
 type RtKey = (u32, Nanos, VcpuId);
@@ -384,22 +384,7 @@ impl Policy for Rtds {
 
     /// Budget and period > 0, budget ≥ 10 µs (so the period is too), budget ≤ period.
     fn validate(&self, params: &VcpuParams) -> Result<(), ParamError> {
-        if params.period.is_zero() {
-            return Err(ParamError::PeriodZero);
-        }
-        if params.budget.is_zero() {
-            return Err(ParamError::BudgetZero);
-        }
-        if params.budget < RTDS_MIN_BUDGET {
-            return Err(ParamError::RtdsTooSmall(params.budget));
-        }
-        if params.budget > params.period {
-            return Err(ParamError::BudgetAbovePeriod {
-                budget: params.budget,
-                period: params.period,
-            });
-        }
-        Ok(())
+        params.validate_rtds_slice(RTDS_MIN_BUDGET)
     }
 
     fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
@@ -760,6 +745,22 @@ mod tests {
         q.max_replenishments = 0;
         q.weight = 0;
         assert_eq!(rtds.validate(&q), Ok(()));
+        // Below the minimum and above the period: the minimum is named, as `xl sched-rtds`
+        // names it before comparing budget and period; SEDF's rule has no minimum.
+        let mut r = params(2, 10, false);
+        (r.budget, r.period) = (Nanos::from_us(8), Nanos::from_us(5));
+        assert_eq!(
+            rtds.validate(&r),
+            Err(ParamError::RtdsTooSmall(Nanos::from_us(8)))
+        );
+        assert_eq!(
+            ParamError::RtdsTooSmall(Nanos::from_us(8)).to_string(),
+            "budget: RTDS needs at least 10us (got 8us)"
+        );
+        assert!(matches!(
+            r.validate_slice(),
+            Err(ParamError::BudgetAbovePeriod { .. })
+        ));
     }
 
     #[test]
