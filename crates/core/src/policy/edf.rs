@@ -72,10 +72,7 @@ impl EdfServer {
     pub fn consume(&mut self, cx: &mut Cx, ran: Nanos, spent: Spent) -> bool {
         let taken = ran.min(self.remaining);
         self.remaining -= taken;
-        match spent {
-            Spent::Running => self.counters.consumed += taken,
-            Spent::Overhead => self.counters.overhead += taken,
-        }
+        self.counters.spend(spent, taken);
         let exhausted = !taken.is_zero() && self.remaining.is_zero();
         if exhausted {
             let vcpu = self.vcpu;
