@@ -59,7 +59,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::cpuset::CpuSet;
-use crate::event::{CoreEvent, Cx};
+use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::edf::{EdfMember, EdfServer, EdfSet};
 use crate::policy::global::{self, Affinities};
@@ -106,12 +106,9 @@ impl RtVcpu {
 
     /// The budget reached zero: with extratime, a fresh budget one level down.
     fn on_exhausted(&mut self, cx: &mut Cx) {
-        let s = &mut self.server;
-        if s.params.extratime_under(PolicyKind::Rtds) {
+        if self.server.params.extratime_under(PolicyKind::Rtds) {
             self.level += 1;
-            s.remaining = s.params.budget;
-            let (vcpu, budget) = (s.vcpu, s.remaining);
-            cx.emit(|| CoreEvent::Replenish { vcpu, budget });
+            self.server.refill(cx);
         }
     }
 
@@ -625,12 +622,7 @@ impl Policy for Rtds {
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
-        let s = self.vcpus.server(vcpu);
-        VcpuView {
-            remaining_budget: Some(s.remaining),
-            deadline: Some(s.deadline),
-            credit: None,
-        }
+        self.vcpus.server(vcpu).view()
     }
 
     fn counters(&self, vcpu: VcpuId) -> BudgetCounters {
