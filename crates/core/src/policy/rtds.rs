@@ -112,6 +112,13 @@ impl RtVcpu {
         }
     }
 
+    /// Whether it has a replenishment timer: like Xen's replenishment queue, only while it
+    /// has work or runs.
+    #[inline]
+    fn timed(&self) -> bool {
+        self.server.has_work || self.on.is_some()
+    }
+
     /// Xen's `rt_update_deadline`: the EDF replenishment, back at level 0.
     fn replenish(&mut self, cx: &mut Cx) {
         self.server.replenish(cx);
@@ -217,28 +224,25 @@ impl Rtds {
         self.current.len() > 1
     }
 
-    /// Like Xen's replenishment queue, only VCPUs with work (or running) have a timer.
+    /// Recomputes the earliest replenishment timer ([`RtVcpu::timed`]).
     fn refresh_timer(&mut self) {
-        self.vcpus
-            .refresh_timer(|m| m.server.has_work || m.on.is_some());
+        self.vcpus.refresh_timer(RtVcpu::timed);
     }
 
     /// The deadline of `vcpu`'s replenishment timer, if it has one.
     fn timer_of(&self, vcpu: VcpuId) -> Option<Nanos> {
         let m = self.vcpus.get(vcpu);
-        (m.server.has_work || m.on.is_some()).then_some(m.server.deadline)
+        m.timed().then_some(m.server.deadline)
     }
 
     /// [`Self::refresh_timer`] after a change to `vcpu` alone, whose timer was `before`.
     fn retime(&mut self, vcpu: VcpuId, before: Option<Nanos>) {
         let after = self.timer_of(vcpu);
-        self.vcpus
-            .retime(before, after, |m| m.server.has_work || m.on.is_some());
+        self.vcpus.retime(before, after, RtVcpu::timed);
     }
 
     fn earliest_timer(&self) -> Option<Nanos> {
-        self.vcpus
-            .earliest_deadline(|m| m.server.has_work || self.is_running(m.server.vcpu))
+        self.vcpus.earliest_deadline(RtVcpu::timed)
     }
 
     /// The priority level of a VCPU (0 = real-time), for tests.
@@ -531,8 +535,8 @@ impl Policy for Rtds {
             if !self.vcpus.contains(v) {
                 continue;
             }
-            let s = self.vcpus.server(v);
-            if !((s.has_work || self.is_running(v)) && s.deadline <= cx.now) {
+            let m = self.vcpus.get(v);
+            if !(m.timed() && m.server.deadline <= cx.now) {
                 continue;
             }
             self.vcpus.get_mut(v).replenish(cx);
@@ -630,8 +634,7 @@ impl Policy for Rtds {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.vcpus
-            .check(|m| m.server.has_work || self.is_running(m.server.vcpu))?;
+        self.vcpus.check(RtVcpu::timed)?;
         for m in self.vcpus.iter() {
             if m.level > 0 && !m.server.params.extratime_under(PolicyKind::Rtds) {
                 return Err(format!(
