@@ -29,19 +29,19 @@ use proptest::prelude::*;
 use rtvmm_analyze::{admit, analyze, emit_scenario, Input, Options, Report};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::Simulation;
-use support::{admit_report, check_guarantees_until, guarantees, hyperperiod_ms, mix, phasings};
+use support::{
+    admit_report, check_guarantees_until, guarantees, hyperperiod_ms, mix, phasings,
+    SERVER_POLICIES,
+};
 
-/// The policies whose root the analysis models on one pcpu.
-const POLICIES: [&str; 8] = [
-    "deferrable",
-    "periodic",
-    "polling",
-    "sporadic",
-    "wcps",
-    "crps",
-    "rtds",
-    "sedf",
-];
+/// The policies whose root the analysis models on one pcpu: the fixed-priority servers,
+/// then RTDS and SEDF.
+fn all_policies() -> Vec<&'static str> {
+    SERVER_POLICIES
+        .into_iter()
+        .chain(["rtds", "sedf"])
+        .collect()
+}
 
 const GUESTS: [&str; 4] = ["rm", "dm", "fp", "edf"];
 
@@ -154,11 +154,12 @@ fn domain_strategy(n: u64) -> impl Strategy<Value = DomainDraw> {
         )
 }
 
-/// The policies drawn from: all of [`POLICIES`], or the one `RTVMM_AGREEMENT_POLICY` names.
+/// The policies drawn from: all of [`all_policies`], or the one `RTVMM_AGREEMENT_POLICY`
+/// names.
 fn policies() -> Vec<&'static str> {
     match std::env::var("RTVMM_AGREEMENT_POLICY") {
-        Ok(only) => POLICIES.iter().copied().filter(|p| *p == only).collect(),
-        Err(_) => POLICIES.to_vec(),
+        Ok(only) => all_policies().into_iter().filter(|p| *p == only).collect(),
+        Err(_) => all_policies(),
     }
 }
 
@@ -408,7 +409,7 @@ fn a_vcpu_offset_is_refused_not_admitted() {
         wcet = "1ms"
         deadline = "4ms"
     "#;
-    for policy in POLICIES {
+    for policy in all_policies() {
         let (verdict, missed) = admit_and_run(text, policy);
         assert_eq!(missed[0] > 0, policy != "rtds", "{policy}: the run misses");
         let refusal = verdict.unwrap_err();
