@@ -36,6 +36,9 @@ use crate::plot::{BarChart, BoxChart, BoxStats, Chart, LegendAt};
 use crate::report::Output;
 use crate::system::{build_system, machine, simulate_with};
 
+/// Task-set draws of a full run (`--seeds`; see `docs/experiments.md`).
+pub const DRAWS: usize = 10;
+
 pub const EXPERIMENT: Experiment = Experiment {
     name: "csa-etf",
     title: "how slack from over-estimated WCETs is used",
@@ -48,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         minutes per run.",
     run: Some(run),
     host: false,
+    draws: Some(DRAWS),
 };
 
 /// The period range of csa-etf, in ms.
@@ -469,6 +473,41 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             decimal(systems[set].analysis.u_rm, 3),
             parts.join("; ")
         ));
+    }
+    // The findings as checks on this draw (see `Output::check`), at the highest U_W:
+    // PTPS idles the slack away whatever the etf; WCPS and CRPS miss less as the etf
+    // falls, CRPS never more than WCPS.
+    if let Some(set) = utilisations.len().checked_sub(1) {
+        let u_w = fraction(utilisations[set]);
+        let dmr = |etf: u32, policy: PolicyKind| {
+            find(set, etf, policy).map(|r| r.results.deadline_miss_ratio)
+        };
+        let by_etf = |policy: PolicyKind| -> Option<Vec<f64>> {
+            ETFS_PERMILLE.iter().map(|&etf| dmr(etf, policy)).collect()
+        };
+        if let Some(ptps) = by_etf(PolicyKind::Periodic) {
+            out.check(
+                format!("U_W {u_w}: ptps misses as much whatever the etf"),
+                ptps.iter().all(|&d| d == ptps[0]),
+            );
+        }
+        for policy in [PolicyKind::Wcps, PolicyKind::Crps] {
+            if let Some(d) = by_etf(policy) {
+                out.check(
+                    format!(
+                        "U_W {u_w}: {} misses no more as the etf falls (1.0, 0.5, 0.1)",
+                        paper_name(policy)
+                    ),
+                    d.windows(2).all(|w| w[1] <= w[0]),
+                );
+            }
+        }
+        if let (Some(wcps), Some(crps)) = (by_etf(PolicyKind::Wcps), by_etf(PolicyKind::Crps)) {
+            out.check(
+                format!("U_W {u_w}: crps misses no more than wcps at every etf"),
+                crps.iter().zip(&wcps).all(|(c, w)| c <= w),
+            );
+        }
     }
     out.against_published(
         &[

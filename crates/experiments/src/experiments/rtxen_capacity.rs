@@ -28,6 +28,9 @@ use crate::system::{
     RTXEN_REPLENISHMENT,
 };
 
+/// Task-set draws of a full run (`--seeds`; see `docs/experiments.md`).
+pub const DRAWS: usize = 10;
+
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-capacity",
     title: "soft real-time capacity under three share patterns",
@@ -41,6 +44,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         under 5 %. Domains boot at staggered offsets (or --in-phase).",
     run: Some(run),
     host: false,
+    draws: Some(DRAWS),
 };
 
 /// The DMR below which a load counts as within the soft real-time capacity.
@@ -68,6 +72,57 @@ pub fn capacity(points: &[(u32, f64)]) -> Option<u32> {
 fn percent(permille: u32) -> String {
     format!("{}%", f64::from(permille) / 10.0)
 }
+
+/// The qualitative findings, as checks on this draw (see `Output::check`): Credit, at
+/// either setting, keeps up with the best RT-Xen server, and no server misses at the
+/// lowest load, in every pattern.
+fn check_findings(
+    out: &mut Output,
+    policies: &[RunPolicy],
+    loads: &[u32],
+    dmr_of: &dyn Fn(SharePattern, &RunPolicy) -> Vec<(u32, f64)>,
+) {
+    let servers: Vec<&RunPolicy> = policies
+        .iter()
+        .filter(|p| SERVERS.contains(&p.label))
+        .collect();
+    let lowest = loads.iter().copied().min();
+    for pattern in SharePattern::ALL {
+        let best_server = servers
+            .iter()
+            .map(|p| capacity(&dmr_of(pattern, p)))
+            .max()
+            .flatten();
+        for credit in policies.iter().filter(|p| p.kind() == PolicyKind::Credit) {
+            if servers.is_empty() {
+                break;
+            }
+            out.check(
+                format!(
+                    "{pattern} shares: {credit}'s capacity is at least the best RT-Xen server's"
+                ),
+                capacity(&dmr_of(pattern, credit)) >= best_server,
+            );
+        }
+        if let (Some(lowest), false) = (lowest, servers.is_empty()) {
+            let clean = servers.iter().all(|p| {
+                dmr_of(pattern, p)
+                    .iter()
+                    .all(|&(load, dmr)| load != lowest || dmr == 0.0)
+            });
+            out.check(
+                format!(
+                    "{pattern} shares: no RT-Xen server misses a deadline at α = {}",
+                    percent(lowest)
+                ),
+                clean,
+            );
+        }
+    }
+}
+
+/// The RT-Xen servers' labels.
+const SERVERS: [&str; 4] = ["deferrable", "periodic", "polling", "sporadic"];
 
 fn run(out: &mut Output) -> Result<(), ExperimentError> {
     let options = out.options;
@@ -236,6 +291,8 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             parts.join(", ")
         ));
     }
+
+    check_findings(out, &policies, &loads, &dmr_of);
 
     // DMR against α: a table and a figure per pattern.
     for pattern in SharePattern::ALL {

@@ -8,6 +8,7 @@ mod util;
 
 mod capacity;
 mod csa;
+mod draws;
 mod eval;
 mod framework;
 mod host_driver;
