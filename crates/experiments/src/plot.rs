@@ -500,7 +500,11 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
     let (x0, x1) = c.x_range.unwrap_or_else(|| fit(all().map(|p| p.0), 0.02));
     let (y0, y1) = c.y_range.unwrap_or_else(|| {
         let refs = c.reference.iter().map(|r| r.y);
-        fit(all().map(|p| p.1).chain(refs), 0.05)
+        let bands = c
+            .bands
+            .iter()
+            .flat_map(|b| b.points.iter().flat_map(|&(_, low, high)| [low, high]));
+        fit(all().map(|p| p.1).chain(refs).chain(bands), 0.05)
     });
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, title_style())

@@ -360,6 +360,8 @@ pub struct Output<'a> {
     draws: Vec<DrawRecord>,
     /// The draw under way, and the runs counted before it began.
     draw: Option<(usize, u64, usize, usize)>,
+    /// How many task-set draws the run makes (1 unless `--seeds` or the default says).
+    draw_count: usize,
 }
 
 /// What one task-set draw of several produced, put aside until every draw is done and
@@ -420,6 +422,7 @@ impl<'a> Output<'a> {
             checks: Vec::new(),
             draws: Vec::new(),
             draw: None,
+            draw_count: 1,
         })
     }
 
@@ -451,9 +454,16 @@ impl<'a> Output<'a> {
     /// Adds `--seeds N` to the report's command line when `--seeds` asked for a number of
     /// draws other than the experiment's default at this scale.
     pub(crate) fn name_draws(&mut self, draws: usize, default: usize) {
+        self.draw_count = draws;
         if self.options.seeds.is_some() && draws != default {
             let _ = write!(self.report.command, " --seeds {draws}");
         }
+    }
+
+    /// How many task-set draws this run makes (see [`crate::draws`]); each calls the
+    /// experiment's `run` once.
+    pub fn draw_count(&self) -> usize {
+        self.draw_count
     }
 
     /// How many parameters are recorded so far.

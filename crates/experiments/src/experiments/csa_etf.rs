@@ -485,10 +485,22 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         let by_etf = |policy: PolicyKind| -> Option<Vec<f64>> {
             ETFS_PERMILLE.iter().map(|&etf| dmr(etf, policy)).collect()
         };
-        if let Some(ptps) = by_etf(PolicyKind::Periodic) {
+        let lowest = systems[set].lowest_priority_domain();
+        let ptps_lowest: Option<Vec<f64>> = ETFS_PERMILLE
+            .iter()
+            .map(|&etf| {
+                find(set, etf, PolicyKind::Periodic)
+                    .map(|r| r.results.domains[lowest].deadline_miss_ratio)
+            })
+            .collect();
+        if let Some(ptps) = ptps_lowest {
+            // Within 0.1 percentage point: the jobs in flight at the end differ.
             out.check(
-                format!("U_W {u_w}: ptps misses as much whatever the etf"),
-                ptps.iter().all(|&d| d == ptps[0]),
+                format!(
+                    "U_W {u_w}: under ptps the lowest-priority domain misses as much whatever \
+                     the etf (within 0.1 percentage point)"
+                ),
+                ptps.iter().all(|&d| (d - ptps[0]).abs() <= 0.001),
             );
         }
         for policy in [PolicyKind::Wcps, PolicyKind::Crps] {
@@ -509,6 +521,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             );
         }
     }
+    let draws = out.draw_count();
     out.against_published(
         &[
             "The 2012 execution-time-factor experiment: csa-periods' task set with periods in \
@@ -521,7 +534,15 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             "A job's execution is drawn uniformly in [⌈etf·WCET⌉, WCET] from the simulation \
              seed (the same draws for every policy); the paper's distribution is not given."
                 .to_string(),
-            "One task set per U_W; no scheduler overhead; tasks released at 0.".to_string(),
+            match draws {
+                1 => {
+                    "One task set per U_W; no scheduler overhead; tasks released at 0.".to_string()
+                }
+                n => format!(
+                    "{n} task-set draws (--seeds), each one task set per U_W; no scheduler \
+                     overhead; tasks released at 0."
+                ),
+            },
         ],
     );
 

@@ -206,6 +206,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         &ranges,
     )?;
     check_analysis(out, &keys, &systems, &finished);
+    let draws = out.draw_count();
     out.against_published(
         &[
             "The 2012 period-range experiment: csa task sets of U_W 0.7–1.0 over five \
@@ -216,7 +217,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 .to_string(),
         ],
         &[
-            "One task set per (U_W, range) for the run seed.".to_string(),
+            match draws {
+                1 => "One task set per (U_W, range) for the run seed.".to_string(),
+                n => format!(
+                    "{n} task-set draws (--seeds), each one task set per (U_W, range): figures \
+                     are given over the draws and findings counted in them."
+                ),
+            },
             "Interfaces in whole 1 ms quanta from rtvmm-analysis; no scheduler overhead; the \
              guest is an ideal rm scheduler."
                 .to_string(),

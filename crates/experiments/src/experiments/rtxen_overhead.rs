@@ -40,7 +40,7 @@ use crate::system::{
 };
 
 /// Task-set draws of a full run (`--seeds`; see `docs/experiments.md`).
-pub const DRAWS: usize = 10;
+pub const DRAWS: usize = 20;
 
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-overhead",
