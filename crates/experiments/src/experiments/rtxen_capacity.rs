@@ -73,6 +73,9 @@ fn percent(permille: u32) -> String {
     format!("{}%", f64::from(permille) / 10.0)
 }
 
+/// The deadline miss ratio against the load (permille) of a pattern under a policy.
+type DmrOf<'a> = dyn Fn(SharePattern, &RunPolicy) -> Vec<(u32, f64)> + 'a;
+
 /// The qualitative findings, as checks on this draw (see `Output::check`): Credit, at
 /// either setting, keeps up with the best RT-Xen server, and no server misses at the
 /// lowest load, in every pattern.
@@ -80,7 +83,7 @@ fn check_findings(
     out: &mut Output,
     policies: &[RunPolicy],
     loads: &[u32],
-    dmr_of: &dyn Fn(SharePattern, &RunPolicy) -> Vec<(u32, f64)>,
+    dmr_of: &DmrOf,
 ) {
     let servers: Vec<&RunPolicy> = policies
         .iter()
