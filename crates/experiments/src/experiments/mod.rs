@@ -126,7 +126,7 @@ pub fn list() -> String {
         };
         let draws = e
             .draws
-            .map_or_else(String::new, |n| format!("  [--seeds: {n} draws]"));
+            .map_or_else(String::new, |n| format!("  [--seeds {n} by default]"));
         out.push_str(&format!(
             "\n{:<16} {}{}{}\n",
             e.name, e.title, status, draws

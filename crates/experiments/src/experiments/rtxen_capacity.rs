@@ -79,12 +79,7 @@ type DmrOf<'a> = dyn Fn(SharePattern, &RunPolicy) -> Vec<(u32, f64)> + 'a;
 /// The qualitative findings, as checks on this draw (see `Output::check`): Credit, at
 /// either setting, keeps up with the best RT-Xen server, and no server misses at the
 /// lowest load, in every pattern.
-fn check_findings(
-    out: &mut Output,
-    policies: &[RunPolicy],
-    loads: &[u32],
-    dmr_of: &DmrOf,
-) {
+fn check_findings(out: &mut Output, policies: &[RunPolicy], loads: &[u32], dmr_of: &DmrOf) {
     let servers: Vec<&RunPolicy> = policies
         .iter()
         .filter(|p| SERVERS.contains(&p.label))
