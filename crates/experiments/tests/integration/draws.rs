@@ -182,3 +182,28 @@ fn bad_draw_counts_are_refused_naming_the_flag() {
         .to_string();
     assert!(e.contains("--seeds"), "{e}");
 }
+
+#[test]
+fn an_interrupted_run_of_several_draws_counts_only_the_draws_that_finished() {
+    let (dir, report) = run("rtxen-overhead", |o| {
+        o.seeds = Some(3);
+        o.duration = Some(Nanos::from_ms(200));
+        o.jobs = 1;
+        // Draw 0's 7 runs and 3 of draw 1's.
+        o.stop_after_runs = Some(10);
+    });
+    assert!(report.interrupted());
+    assert_eq!((report.runs_done, report.runs_total), (10, 21));
+    for finding in &report.findings {
+        assert!(finding.ends_with(" of 1 draws"), "{finding}");
+    }
+    let draws = Csv::read(&dir.path().join("draws.csv"));
+    assert!(draws.rows.iter().all(|r| r[0] == "0"), "{:?}", draws.rows);
+    // The draws' rows differ in number: no spread file, and a CSV marked partial.
+    assert!(!dir.path().join("overhead_spread.csv").exists());
+    let csv = std::fs::read_to_string(dir.path().join("overhead.csv")).unwrap();
+    assert!(
+        csv.starts_with("# partial: interrupted after 10 of 21 runs"),
+        "{csv}"
+    );
+}
