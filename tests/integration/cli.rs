@@ -363,6 +363,21 @@ fn every_command_follows_one_exit_code_rule() {
         (vec!["experiment", "list"], 0),
         (vec!["experiment", "nope"], 2),
         (
+            vec![
+                "experiment",
+                "rtxen-capacity",
+                "--seeds",
+                "0",
+                "--out",
+                &out,
+            ],
+            2,
+        ),
+        (
+            vec!["experiment", "rtxen-quantum", "--seeds", "2", "--out", &out],
+            2,
+        ),
+        (
             vec!["experiment", "rtxen-overhead", "--quick", "--out", &bad_out],
             2,
         ),

@@ -210,6 +210,9 @@ impl Eq for Runs {}
 pub struct ResultOptions {
     pub quick: bool,
     pub seed: u64,
+    /// `--seeds N` when given (absent from manifests of runs without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<usize>,
     pub duration: Option<String>,
     pub policies: Option<String>,
     pub overhead: Option<String>,
@@ -224,6 +227,11 @@ impl ResultOptions {
         vec![
             ("--quick", self.quick.to_string()),
             ("--seed", self.seed.to_string()),
+            (
+                "--seeds",
+                self.seeds
+                    .map_or_else(|| "(default)".to_string(), |n| n.to_string()),
+            ),
             ("--duration", opt(&self.duration)),
             ("--policies", opt(&self.policies)),
             ("--overhead", opt(&self.overhead)),
