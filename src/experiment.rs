@@ -38,6 +38,13 @@ pub struct ExperimentArgs {
     /// Run seed (task sets and job draws derive from it).
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
+    /// Task-set draws, for the experiments that generate task sets (each one's default:
+    /// `experiment list`; 1 with --quick): the whole procedure once per draw, draw k
+    /// seeded from --seed and k, and the report over the draws (mean, min–max, 95 %
+    /// interval; each finding as "holds in k of N draws"). --seeds 1 is the single draw
+    /// of --seed.
+    #[arg(long, value_name = "N")]
+    pub seeds: Option<usize>,
     /// Simulated length of each run, with a unit (e.g. 30s, 500ms).
     #[arg(long)]
     pub duration: Option<String>,
@@ -99,6 +106,15 @@ impl ExperimentArgs {
         let mut options = Options::new(out);
         options.quick = self.quick;
         options.seed = self.seed;
+        options.seeds = self.seeds;
+        // `all --seeds N`: N draws of each experiment that draws task sets; the others run
+        // once, as always.
+        if self.name == "all" && self.seeds.is_some_and(|n| n > 1) {
+            let draws = experiments::find(name).ok().and_then(|e| e.draws);
+            if draws.is_none() {
+                options.seeds = None;
+            }
+        }
         options.in_phase = self.in_phase;
         options.jobs = self.jobs;
         options.workloads = self.workloads.clone();
@@ -125,6 +141,7 @@ impl ExperimentArgs {
     fn changes_results(&self) -> bool {
         self.quick
             || self.seed != DEFAULT_SEED
+            || self.seeds.is_some()
             || self.duration.is_some()
             || self.policies.is_some()
             || self.overhead.is_some()
@@ -204,9 +221,9 @@ fn test_raise() -> Option<(i32, usize)> {
 }
 
 /// The progress callback of a run: the bar (unless `--no-progress` or stderr is not a
-/// terminal) and the test hook, either, both or neither.
-fn progress(args: &ExperimentArgs) -> Option<Progress> {
-    let bar = (!args.no_progress && std::io::stderr().is_terminal()).then(progress_bar);
+/// terminal) and the test hook, either, both or neither. `rtvmm sweep`'s too.
+pub(crate) fn progress(no_progress: bool) -> Option<Progress> {
+    let bar = (!no_progress && std::io::stderr().is_terminal()).then(progress_bar);
     let raise = test_raise();
     if bar.is_none() && raise.is_none() {
         return None;
@@ -282,7 +299,7 @@ pub fn run(args: &ExperimentArgs) -> Result<(), Failure> {
     })
     .context("installing the SIGINT/SIGTERM handlers")
     .map_err(runtime)?;
-    let progress = progress(args);
+    let progress = progress(args.no_progress);
     let options = |name: &str| -> Result<Options, ExperimentError> {
         let mut o = args.options(name)?;
         o.cancel = cancel.clone();
@@ -391,5 +408,12 @@ mod tests {
         );
         let zero = TestCli::try_parse_from(["rtvmm", "x", "--duration", "0s"]).unwrap();
         assert!(zero.args.options("x").is_err());
+        // `all --seeds 3`: three draws of an experiment that draws task sets, one run of
+        // the others.
+        let all = TestCli::try_parse_from(["rtvmm", "all", "--seeds", "3"]).unwrap();
+        assert_eq!(all.args.options("rtxen-capacity").unwrap().seeds, Some(3));
+        assert_eq!(all.args.options("rtxen-quantum").unwrap().seeds, None);
+        let one = TestCli::try_parse_from(["rtvmm", "rtxen-quantum", "--seeds", "3"]).unwrap();
+        assert_eq!(one.args.options("rtxen-quantum").unwrap().seeds, Some(3));
     }
 }

@@ -1,6 +1,8 @@
 //! `rtvmm gen rtxen|csa|arinc|uunifast`: the flags, and where the file goes (stdout, or
-//! `--out` and `--force`). The scenario text is `rtvmm_experiments::generate`'s, which the
-//! Python package calls too.
+//! `--out` and `--force`; with `--count K`, K files in the `--out` directory, or one shard
+//! of them with `--shard I/N`); `rtvmm gen merge OUT DIR…` merges such shards. The
+//! scenario text is `rtvmm_experiments::generate`'s, which the Python package calls too;
+//! the files of a count, their shards and the merge are `rtvmm_experiments::systems`'.
 
 use std::path::PathBuf;
 
@@ -8,6 +10,8 @@ use clap::{Args, Subcommand};
 use rtvmm_experiments::files;
 use rtvmm_experiments::generate::{defaults, generate, GenCommon as Common, Generator};
 use rtvmm_experiments::options::DEFAULT_SEED;
+use rtvmm_experiments::shard::Shard;
+use rtvmm_experiments::systems;
 use rtvmm_experiments::ExperimentError;
 
 /// Options every `gen` command shares.
@@ -17,12 +21,22 @@ pub struct GenCommon {
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub seed: u64,
     /// Write the scenario here instead of to stdout (an existing file is refused unless
-    /// --force is given).
+    /// --force is given); with --count, the directory of the files.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Replace the --out file if it exists (without it, an existing file is refused).
     #[arg(long)]
     pub force: bool,
+    /// Write K systems into the --out directory, the i-th (from 0) drawn with seed
+    /// --seed + i and named NAME-i.toml (i zero-padded): each is the file `rtvmm gen …
+    /// --seed` that seed writes.
+    #[arg(long, value_name = "K", requires = "out")]
+    pub count: Option<usize>,
+    /// With --count: write only shard I of N (1 ≤ I ≤ N), a fixed N-th of the K systems,
+    /// with a manifest; `rtvmm gen merge OUT DIR…` (or copying every shard's *.toml files
+    /// into one directory) makes the unsharded directory.
+    #[arg(long, value_name = "I/N", requires = "count")]
+    pub shard: Option<String>,
     /// The scenario's run length.
     #[arg(long, default_value = defaults::DURATION)]
     pub duration: String,
@@ -99,15 +113,27 @@ pub enum GenKind {
         #[command(flatten)]
         common: GenCommon,
     },
+    /// Merge the shards of `gen … --count K --shard I/N` (every shard once, of one run)
+    /// into OUT: the files the unsharded run writes
+    Merge {
+        /// The output directory.
+        out: PathBuf,
+        /// Every shard's directory.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// Replace files of the same names in OUT (without it, they are refused).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 impl GenKind {
-    /// The generator with its options, and the options every generator shares.
-    fn split(&self) -> (Generator, &GenCommon) {
-        match self.clone() {
-            GenKind::Rtxen { pattern, load, .. } => {
-                (Generator::Rtxen { pattern, load }, self.common())
-            }
+    /// The generator with its options, and the options every generator shares (`None`
+    /// for `merge`).
+    fn split(&self) -> Option<(Generator, &GenCommon)> {
+        let common = self.common()?;
+        Some(match self.clone() {
+            GenKind::Rtxen { pattern, load, .. } => (Generator::Rtxen { pattern, load }, common),
             GenKind::Csa {
                 utilisation,
                 periods,
@@ -117,9 +143,9 @@ impl GenKind {
                     utilisation,
                     periods,
                 },
-                self.common(),
+                common,
             ),
-            GenKind::Arinc { index, .. } => (Generator::Arinc { index }, self.common()),
+            GenKind::Arinc { index, .. } => (Generator::Arinc { index }, common),
             GenKind::Uunifast {
                 tasks,
                 utilisation,
@@ -141,17 +167,19 @@ impl GenKind {
                     etf,
                     server_period,
                 },
-                self.common(),
+                common,
             ),
-        }
+            GenKind::Merge { .. } => return None,
+        })
     }
 
-    fn common(&self) -> &GenCommon {
+    fn common(&self) -> Option<&GenCommon> {
         match self {
             GenKind::Rtxen { common, .. }
             | GenKind::Csa { common, .. }
             | GenKind::Arinc { common, .. }
-            | GenKind::Uunifast { common, .. } => common,
+            | GenKind::Uunifast { common, .. } => Some(common),
+            GenKind::Merge { .. } => None,
         }
     }
 }
@@ -159,7 +187,25 @@ impl GenKind {
 /// `rtvmm gen ...`: the scenario TOML (or, with `--out`, a line saying where it went).
 /// An unusable `--out` is refused before anything is generated.
 pub fn run_gen(args: &GenArgs) -> Result<String, ExperimentError> {
-    let (generator, common) = args.kind.split();
+    let Some((generator, common)) = args.kind.split() else {
+        let GenKind::Merge { out, dirs, force } = &args.kind else {
+            unreachable!("only merge has no generator")
+        };
+        let written = systems::merge_systems(out, dirs, *force)?;
+        return Ok(format!(
+            "merged {} shards: wrote {written} systems to {}\n",
+            dirs.len(),
+            out.display()
+        ));
+    };
+    let shared = Common {
+        seed: common.seed,
+        duration: common.duration.clone(),
+        policy: common.policy.clone(),
+    };
+    if let (Some(count), Some(out)) = (common.count, &common.out) {
+        return run_count(&generator, &shared, count, common, out);
+    }
     if let Some(out) = &common.out {
         files::check_outputs(&[], &[out])?;
         // A file there may be someone's edited scenario: replaced only when asked. (A
@@ -174,11 +220,6 @@ pub fn run_gen(args: &GenArgs) -> Result<String, ExperimentError> {
             ));
         }
     }
-    let shared = Common {
-        seed: common.seed,
-        duration: common.duration.clone(),
-        policy: common.policy.clone(),
-    };
     let text = generate(&generator, &shared)?;
     match &common.out {
         Some(path) => {
@@ -187,6 +228,33 @@ pub fn run_gen(args: &GenArgs) -> Result<String, ExperimentError> {
         }
         None => Ok(text),
     }
+}
+
+/// `gen … --count K --out DIR [--shard I/N]`: the K systems (or the shard's) as files of
+/// DIR.
+fn run_count(
+    generator: &Generator,
+    shared: &Common,
+    count: usize,
+    common: &GenCommon,
+    out: &std::path::Path,
+) -> Result<String, ExperimentError> {
+    let shard: Option<Shard> = common.shard.as_deref().map(str::parse).transpose()?;
+    // An unusable --out, or a file there, is refused before anything is generated.
+    let names = systems::system_names(generator, shared, count, shard)?;
+    systems::prepare_out(out, names.iter().map(String::as_str), common.force)?;
+    let files = systems::system_files(generator, shared, count, shard)?;
+    let manifest = shard.map(|s| systems::shard_manifest(generator, shared, count, s, &files));
+    systems::write_systems(out, &files, common.force, manifest.as_ref())?;
+    Ok(match shard {
+        None => format!("wrote {count} systems to {}\n", out.display()),
+        Some(shard) => format!(
+            "shard {shard}: wrote {} of the {count} systems to {}; merge every shard with \
+             `rtvmm gen merge OUT DIR…`\n",
+            files.len(),
+            out.display()
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -228,7 +296,7 @@ mod tests {
     fn flag_defaults_are_the_generators_defaults() {
         for name in rtvmm_experiments::generate::GENERATORS {
             let args = parsed(&[name]);
-            let (generator, common) = args.kind.split();
+            let (generator, common) = args.kind.split().unwrap();
             assert_eq!(Some(generator), Generator::with_defaults(name), "{name}");
             assert_eq!(common.seed, Common::default().seed);
             assert_eq!(common.duration, Common::default().duration);

@@ -41,8 +41,11 @@ mod host;
 
 mod experiment;
 
+mod sweep;
+
 use experiment::ExperimentArgs;
 use gen::GenArgs;
+use sweep::SweepArgs;
 
 const EXIT_CODES: &str = "\
 Exit codes (every command):
@@ -52,8 +55,8 @@ Exit codes (every command):
   2    usage error or bad input: an unknown flag or name, an input that cannot be read or
        is invalid, an output path that cannot be used (its directory missing or not
        writable, the same file as an input, or given twice); found before anything runs
-  130  an experiment, a long `sim` or a `host run` stopped by SIGINT (Ctrl-C), 143 by SIGTERM (128 + the
-       signal's number): what finished is written and marked partial; a second signal
+  130  an experiment, a sweep, a long `sim` or a `host run` stopped by SIGINT (Ctrl-C), 143 by
+       SIGTERM (128 + the signal's number): what finished is written and marked partial; a second signal
        stops at once";
 
 #[derive(Parser)]
@@ -133,9 +136,20 @@ enum Command {
     /// runs and writes what is finished, every file marked partial.
     #[command(after_help = EXIT_CODES)]
     Experiment(ExperimentArgs),
-    /// Generate a task set as a scenario file (rtxen, csa, arinc, uunifast)
+    /// Generate a task set as a scenario file (rtxen, csa, arinc, uunifast), or K of them
+    /// into a directory (--count), or one shard of those (--shard)
     #[command(after_help = EXIT_CODES)]
     Gen(GenArgs),
+    /// Simulate (or analyze) every scenario file of a directory into one results table
+    ///
+    /// One CSV row per file and domain, in file name order: `file` and `status` (`ok`, or
+    /// `error: <reason>` for a file that could not be read, checked or run, its other cells
+    /// empty), then the results. Files run in parallel on all cores; the bytes are the same
+    /// for any thread count. `--shard I/N` runs a fixed N-th of the files, and `rtvmm sweep
+    /// merge OUT DIR…` turns the N shards into the unsharded table. SIGINT (Ctrl-C) or
+    /// SIGTERM writes the files that finished, under a first line `# partial: …`.
+    #[command(after_help = EXIT_CODES)]
+    Sweep(SweepArgs),
     /// Put two results files (`sim --json`, `host run --json`) side by side
     #[command(after_help = EXIT_CODES)]
     Compare(CompareArgs),
@@ -337,6 +351,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => check(&scenario, policy, admit),
         Command::Analyze(args) => analyze_command(args),
         Command::Experiment(args) => experiment::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::Gen(args) => gen::run_gen(&args)
             .map_err(experiment_failure)
             .and_then(|t| print(&t)),

@@ -96,6 +96,24 @@ fn gen_refuses_counts_it_cannot_build_naming_the_flag() {
         );
         assert!(!message.contains("panicked"), "{message}");
     }
+    // Refused before the --out directory is made.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("systems");
+    let o = rtvmm(&[
+        "gen",
+        "rtxen",
+        "--count",
+        "1000001",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("--count: 1000001 is above the most `gen --count` writes, 1000000"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
 }
 
 #[test]

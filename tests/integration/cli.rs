@@ -363,6 +363,21 @@ fn every_command_follows_one_exit_code_rule() {
         (vec!["experiment", "list"], 0),
         (vec!["experiment", "nope"], 2),
         (
+            vec![
+                "experiment",
+                "rtxen-capacity",
+                "--seeds",
+                "0",
+                "--out",
+                &out,
+            ],
+            2,
+        ),
+        (
+            vec!["experiment", "rtxen-quantum", "--seeds", "2", "--out", &out],
+            2,
+        ),
+        (
             vec!["experiment", "rtxen-overhead", "--quick", "--out", &bad_out],
             2,
         ),
@@ -444,7 +459,9 @@ fn help_documents_the_exit_codes() {
         assert!(text.contains("Exit codes (every command):"), "{text}");
         assert!(text.contains("2    usage error or bad input"), "{text}");
         assert!(
-            text.contains("130  an experiment, a long `sim` or a `host run` stopped by SIGINT"),
+            text.contains(
+                "130  an experiment, a sweep, a long `sim` or a `host run` stopped by SIGINT"
+            ),
             "{text}"
         );
     }

@@ -30,6 +30,10 @@
 //! - `shard`: `experiment NAME --shard I/N` and `experiment merge OUT DIR…`: a bad shard
 //!   number refused, a shard stopped by a signal marked partial and named by merge's
 //!   refusal, merged shards equal to the unsharded run.
+//! - `sweep`: `gen --count K --shard I/N` and `gen merge`, `sweep DIR --shard I/N` and
+//!   `sweep merge`: merged shards equal the unsharded files and table byte for byte, a
+//!   bad file is a row (or, with `--fail-fast`, the error), refusals name the shard and
+//!   the option, a signal keeps the finished rows marked partial.
 //! - `slurm`: `tools/slurm/submit.sh` runs a 4-shard study and its merge on a private
 //!   one-node Slurm started by the test (root; installs slurm and munge with apt if
 //!   missing; skipped with the reason otherwise), equal to the unsharded run.
@@ -53,3 +57,4 @@ mod python;
 mod readme;
 mod shard;
 mod slurm;
+mod sweep;

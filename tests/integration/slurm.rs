@@ -1,7 +1,8 @@
 //! A study on a real Slurm: `tools/slurm/submit.sh` submits a 4-shard job array of
 //! `rtxen-overhead --quick` and its merge to a one-node cluster started for the test, and
 //! the merged directory must hold the unsharded run's bytes (but for report.md's wall-time
-//! line).
+//! line); beside it, a 2-shard `rtvmm sweep` of four generated systems, whose merged table
+//! must be the unsharded one's bytes.
 //!
 //! The cluster is private (docs/cluster.md#the-test): its `slurm.conf` (`SLURM_CONF`),
 //! munge key and socket, state, spool, logs and pid files live in a temporary directory;
@@ -399,39 +400,80 @@ fn a_study_sharded_on_slurm_is_the_unsharded_run() {
     .unwrap();
     assert!(unsharded.status.success(), "{}", text(&unsharded));
     std::fs::rename(&out, &reference).unwrap();
-    let submitted = run(cluster
-        .slurm("bash")
-        .arg(&submit)
-        .args([EXPERIMENT, &SHARDS.to_string()])
-        .arg(&out)
-        .args(["--", "--quick"])
-        .env("RTVMM", rtvmm))
+    // A sweep beside the study, on the same cluster: 4 generated systems in 2 shards.
+    let systems = study.join("systems");
+    let generated = run(Command::new(rtvmm)
+        .args([
+            "gen",
+            "rtxen",
+            "--count",
+            "4",
+            "--duration",
+            "200ms",
+            "--out",
+        ])
+        .arg(&systems))
     .unwrap();
-    let said = text(&submitted);
-    assert!(submitted.status.success(), "submit.sh: {said}");
-    let job_after = |label: &str| -> String {
-        said.lines()
-            .find_map(|l| l.strip_prefix(label))
-            .and_then(|rest| rest.split_whitespace().next())
-            .map(|id| id.trim_end_matches(',').to_string())
-            .unwrap_or_else(|| panic!("no `{label}` in submit.sh's output: {said}"))
-    };
-    let (array, merge) = (job_after("shards: array job "), job_after("merge: job "));
-    cluster.jobs = vec![array, merge.clone()];
-    let state = cluster.wait_for("merge job's end", JOBS_TIMEOUT, || {
-        let state = cluster.job_state(&merge)?;
-        (!matches!(
-            state.as_str(),
-            "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"
-        ))
-        .then_some(state)
-    });
-    assert_eq!(
-        state,
-        "COMPLETED",
-        "the merge job\n{said}\n{}",
-        cluster.logs()
+    assert!(generated.status.success(), "{}", text(&generated));
+    let sweep_reference = run(Command::new(rtvmm)
+        .arg("sweep")
+        .arg(&systems)
+        .arg("--no-progress"))
+    .unwrap();
+    assert!(
+        sweep_reference.status.success(),
+        "{}",
+        text(&sweep_reference)
     );
+    let table = study.join("sweep.csv");
+
+    let submit_study = |args: &[&std::ffi::OsStr]| -> (String, String, String) {
+        let submitted = run(cluster
+            .slurm("bash")
+            .arg(&submit)
+            .args(args)
+            .env("RTVMM", rtvmm))
+        .unwrap();
+        let said = text(&submitted);
+        assert!(submitted.status.success(), "submit.sh: {said}");
+        let job_after = |label: &str| -> String {
+            said.lines()
+                .find_map(|l| l.strip_prefix(label))
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(|id| id.trim_end_matches(',').to_string())
+                .unwrap_or_else(|| panic!("no `{label}` in submit.sh's output: {said}"))
+        };
+        let (array, merge) = (job_after("shards: array job "), job_after("merge: job "));
+        (array, merge, said)
+    };
+    let shards = SHARDS.to_string();
+    let (array, merge, said) = submit_study(&[
+        EXPERIMENT.as_ref(),
+        shards.as_ref(),
+        out.as_ref(),
+        "--".as_ref(),
+        "--quick".as_ref(),
+    ]);
+    let sweep_study = format!("sweep={}", systems.display());
+    let (sweep_array, sweep_merge, sweep_said) =
+        submit_study(&[sweep_study.as_ref(), "2".as_ref(), table.as_ref()]);
+    cluster.jobs = vec![array, merge.clone(), sweep_array, sweep_merge.clone()];
+    for (merge, said) in [(&merge, &said), (&sweep_merge, &sweep_said)] {
+        let state = cluster.wait_for("merge job's end", JOBS_TIMEOUT, || {
+            let state = cluster.job_state(merge)?;
+            (!matches!(
+                state.as_str(),
+                "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"
+            ))
+            .then_some(state)
+        });
+        assert_eq!(
+            state,
+            "COMPLETED",
+            "the merge job\n{said}\n{}",
+            cluster.logs()
+        );
+    }
     let jobs = started.elapsed();
 
     assert_eq!(file_names(&reference), file_names(&out));
@@ -446,6 +488,10 @@ fn a_study_sharded_on_slurm_is_the_unsharded_run() {
             assert!(want == got, "{name} differs");
         }
     }
+    assert!(
+        std::fs::read(&table).unwrap() == sweep_reference.stdout,
+        "the merged sweep's table differs from the unsharded one"
+    );
     drop(cluster);
     let _ = writeln!(
         std::io::stderr(),

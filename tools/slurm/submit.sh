@@ -2,8 +2,13 @@
 # Runs an rtvmm study on a Slurm cluster (docs/cluster.md): a job array of N shards, then
 # a merge job that starts when every shard has succeeded.
 #
-#   tools/slurm/submit.sh EXPERIMENT N OUT [-- EXPERIMENT FLAGS…]
+#   tools/slurm/submit.sh STUDY N OUT [-- FLAGS…]
 #   e.g. RTVMM=$HOME/bin/rtvmm tools/slurm/submit.sh rtxen-isolation 16 results/iso -- --seed 3
+#
+# STUDY is an experiment's name (FLAGS: `rtvmm experiment`'s; OUT: the study's
+# directory), `sweep=DIR` (every scenario file of DIR; FLAGS: `rtvmm sweep`'s; OUT: the
+# results table, a CSV file) or `gen=KIND` (FLAGS: `rtvmm gen KIND`'s, --count K among
+# them; OUT: the directory of the K files). Not --out, --shard or -j: the scripts set them.
 #
 # Environment:
 #   RTVMM          the rtvmm binary, on a file system every node sees (default: `rtvmm` on
@@ -18,11 +23,11 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 EXPERIMENT N OUT [-- EXPERIMENT FLAGS…]" >&2
+  echo "usage: $0 STUDY N OUT [-- FLAGS…]  (STUDY: EXPERIMENT, sweep=DIR or gen=KIND)" >&2
   exit 2
 }
 [ "$#" -ge 3 ] || usage
-experiment=$1 count=$2 out=$3
+study=$1 count=$2 out=$3
 shift 3
 if [ "$#" -gt 0 ]; then
   [ "$1" = "--" ] || usage
@@ -41,6 +46,13 @@ fi
 export RTVMM
 RTVMM=$(realpath "$binary")
 out=$(realpath -m "$out")
+case $study in
+  sweep=*)
+    dir=${study#sweep=}
+    [ -d "$dir" ] || { echo "$0: $study: no directory $dir" >&2; exit 2; }
+    study="sweep=$(realpath "$dir")"
+    ;;
+esac
 shards=$(realpath -m "${RTVMM_SHARDS:-$out.shards}")
 if compgen -G "$shards/shard-*" >/dev/null; then
   echo "$0: $shards already holds shards; remove them or set RTVMM_SHARDS" >&2
@@ -49,10 +61,10 @@ fi
 mkdir -p "$shards"
 
 array=$(sbatch --parsable --array="1-$count" --output="$shards/slurm-%A_%a.out" \
-  "$here/rtvmm-shards.sbatch" "$experiment" "$count" "$shards" "$@")
+  "$here/rtvmm-shards.sbatch" "$study" "$count" "$shards" "$@")
 array=${array%%;*}
 merge=$(sbatch --parsable --dependency="afterok:$array" --kill-on-invalid-dep=yes \
-  --output="$shards/merge-%j.out" "$here/rtvmm-merge.sbatch" "$out" "$shards")
+  --output="$shards/merge-%j.out" "$here/rtvmm-merge.sbatch" "$out" "$shards" "$study")
 merge=${merge%%;*}
 
 echo "shards: array job $array, $count tasks, into $shards/shard-1 … shard-$count"

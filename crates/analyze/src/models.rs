@@ -87,14 +87,7 @@ pub fn analyze_models(
                     names.join(", ")
                 ))
             })?;
-        let period = fixed.period.exact_units(unit).ok_or_else(|| {
-            AnalyzeError::BadOption(format!(
-                "--fixed-period {}={}: not a whole number of units of {}",
-                fixed.domain,
-                fixed.period,
-                Nanos::from_ns(unit)
-            ))
-        })?;
+        let period = fixed.units(unit)?;
         if component.min_period.is_some() || component.max_period.is_some() {
             warnings.extend(fixed_period_warning(
                 &component.name,

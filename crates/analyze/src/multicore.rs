@@ -102,6 +102,34 @@ struct Outcome {
     full: Vec<bool>,
 }
 
+impl Outcome {
+    /// A global-EDF test's `verdict` on the domain of `report` over the `model` (MPR or
+    /// DMPR) supply: a violation is the reason, naming the task, the window and the test
+    /// (`source`).
+    fn gedf_verdict(
+        &mut self,
+        report: &DomainReport,
+        verdict: GedfVerdict,
+        model: &str,
+        source: &str,
+    ) {
+        if let GedfVerdict::Violation {
+            task_index,
+            window,
+            demand,
+            supply,
+        } = verdict
+        {
+            let name = report.tasks[task_index].name.clone();
+            self.reason = Some(format!(
+                "task '{name}': global EDF demand {demand} exceeds the {model} supply {supply} \
+                 in a window of {window} units ({source})"
+            ));
+            self.failed_task = Some(name);
+        }
+    }
+}
+
 /// The analysis of a scenario with several pcpus, pools or VCPUs (module docs).
 pub(crate) fn analyze(scenario: &Scenario, options: &Options) -> Result<Report, AnalyzeError> {
     if options.policy.is_some() {
@@ -893,20 +921,12 @@ fn mpr(
             mpr.concurrency()
         ));
     }
-    if let GedfVerdict::Violation {
-        task_index,
-        window,
-        demand,
-        supply,
-    } = gedf_schedulable(&workload, &mpr)
-    {
-        let name = report.tasks[task_index].name.clone();
-        outcome.reason = Some(format!(
-            "task '{name}': global EDF demand {demand} exceeds the MPR supply {supply} in a \
-             window of {window} units (Shin, Easwaran & Lee 2008, Theorem 1)"
-        ));
-        outcome.failed_task = Some(name);
-    }
+    outcome.gedf_verdict(
+        report,
+        gedf_schedulable(&workload, &mpr),
+        "MPR",
+        "Shin, Easwaran & Lee 2008, Theorem 1",
+    );
 }
 
 /// The period range of a global guest's search: `--period-range`, else 1 to its shortest
@@ -992,20 +1012,12 @@ fn dmpr(
         dmpr.period(),
         dmpr.budget()
     ));
-    if let GedfVerdict::Violation {
-        task_index,
-        window,
-        demand,
-        supply,
-    } = gedf_schedulable_dmpr(workload, &dmpr)
-    {
-        let name = report.tasks[task_index].name.clone();
-        outcome.reason = Some(format!(
-            "task '{name}': global EDF demand {demand} exceeds the DMPR supply {supply} in a \
-             window of {window} units (Xu et al. 2013)"
-        ));
-        outcome.failed_task = Some(name);
-    }
+    outcome.gedf_verdict(
+        report,
+        gedf_schedulable_dmpr(workload, &dmpr),
+        "DMPR",
+        "Xu et al. 2013",
+    );
 }
 
 /// DMPR's hybrid root: each full VCPU free to run anywhere in the pool gets a pcpu of its

@@ -115,6 +115,20 @@ impl FromStr for FixedPeriod {
     }
 }
 
+impl FixedPeriod {
+    /// The period in whole analysis units of `unit` ns; an error when it is not whole.
+    pub(crate) fn units(&self, unit: u64) -> Result<u64, crate::AnalyzeError> {
+        self.period.exact_units(unit).ok_or_else(|| {
+            crate::AnalyzeError::BadOption(format!(
+                "--fixed-period {}={}: not a whole number of units of {}",
+                self.domain,
+                self.period,
+                Nanos::from_ns(unit)
+            ))
+        })
+    }
+}
+
 /// `--sbf auto|general`.
 pub fn parse_sbf(text: &str) -> Result<SbfMode, String> {
     match text.trim().to_ascii_lowercase().as_str() {

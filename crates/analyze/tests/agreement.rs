@@ -23,23 +23,25 @@
 //! `RTVMM_AGREEMENT_CASES=20000 cargo test --release -p rtvmm-analyze --test agreement`
 //! is the long run recorded in `docs/analysis.md`.
 
+mod support;
+
 use proptest::prelude::*;
-use rtvmm_analyze::{admit, analyze, emit_scenario, Input, Options, Report, RtaStatus};
-use rtvmm_core::Nanos;
+use rtvmm_analyze::{admit, analyze, emit_scenario, Input, Options, Report};
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::Simulation;
+use support::{
+    admit_report, check_guarantees_until, guarantees, hyperperiod_ms, mix, phasings,
+    SERVER_POLICIES,
+};
 
-/// The policies whose root the analysis models on one pcpu.
-const POLICIES: [&str; 8] = [
-    "deferrable",
-    "periodic",
-    "polling",
-    "sporadic",
-    "wcps",
-    "crps",
-    "rtds",
-    "sedf",
-];
+/// The policies whose root the analysis models on one pcpu: the fixed-priority servers,
+/// then RTDS and SEDF.
+fn all_policies() -> Vec<&'static str> {
+    SERVER_POLICIES
+        .into_iter()
+        .chain(["rtds", "sedf"])
+        .collect()
+}
 
 const GUESTS: [&str; 4] = ["rm", "dm", "fp", "edf"];
 
@@ -152,11 +154,12 @@ fn domain_strategy(n: u64) -> impl Strategy<Value = DomainDraw> {
         )
 }
 
-/// The policies drawn from: all of [`POLICIES`], or the one `RTVMM_AGREEMENT_POLICY` names.
+/// The policies drawn from: all of [`all_policies`], or the one `RTVMM_AGREEMENT_POLICY`
+/// names.
 fn policies() -> Vec<&'static str> {
     match std::env::var("RTVMM_AGREEMENT_POLICY") {
-        Ok(only) => POLICIES.iter().copied().filter(|p| *p == only).collect(),
-        Err(_) => POLICIES.to_vec(),
+        Ok(only) => all_policies().into_iter().filter(|p| *p == only).collect(),
+        Err(_) => all_policies(),
     }
 }
 
@@ -177,14 +180,6 @@ fn system_strategy() -> impl Strategy<Value = SystemDraw> {
                 phasings,
             },
         )
-}
-
-/// A small deterministic mixer (splitmix64), for offsets drawn from a phasing seed.
-fn mix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// The system as scenario text; `phasing` `None` is the synchronous phasing (every task
@@ -243,68 +238,20 @@ fn duration_ms(system: &SystemDraw) -> u64 {
         .domains
         .iter()
         .flat_map(|d| std::iter::once(d.period).chain(d.tasks.iter().map(|t| t.period)));
-    let hyper = periods.fold(1u64, |acc, p| {
-        let g = Nanos(acc).gcd(Nanos(p)).as_ns();
-        (acc / g).saturating_mul(p).min(1_000_000)
-    });
-    (4 * hyper).clamp(200, 600) + 10
+    (4 * hyperperiod_ms(periods)).clamp(200, 600) + 10
 }
 
-/// Runs `scenario` and checks every domain `report` guarantees against it: no miss, and
-/// no response longer than the task's reported bound. Nothing is guaranteed when the
-/// input holds something the analysis does not model (`not_covered`).
+/// Runs `scenario` for its `duration` and checks every domain `report` guarantees against
+/// it (`support::guarantees`: nothing while the input holds something the analysis does
+/// not model): no miss, and no response longer than the task's reported bound.
 fn check_against_simulation(
     scenario: &Scenario,
     report: &Report,
     what: &str,
     text: &str,
 ) -> Result<(), TestCaseError> {
-    if !report.not_covered.is_empty() {
-        return Ok(());
-    }
-    let end = scenario.duration;
-    let mut sim = Simulation::new(&scenario.system, scenario.seed, false).expect("valid system");
-    sim.run_until(end).expect("run");
-    let results = sim.results("agreement", scenario.seed, end);
-    for (d, domain) in report.domains.iter().enumerate() {
-        if !domain.schedulable {
-            continue;
-        }
-        prop_assert_eq!(
-            results.domains[d].missed,
-            0,
-            "{}: domain '{}' is guaranteed but missed deadlines\n{}\n{:#?}",
-            what,
-            domain.name,
-            text,
-            domain
-        );
-        for (i, task) in domain.tasks.iter().enumerate() {
-            let (RtaStatus::Bounded, Some(bound)) = (task.rta, task.wcrt_ns) else {
-                continue;
-            };
-            let finished = sim.domains()[d].finished[i]
-                .iter()
-                .map(|j| j.finish.expect("finished") - j.release);
-            let pending = sim
-                .pending_jobs(d)
-                .filter(|(t, _)| *t == i)
-                .map(|(_, j)| end - j.release);
-            let seen = finished.chain(pending).max().unwrap_or(Nanos::ZERO);
-            prop_assert!(
-                seen <= Nanos::from_ns(bound),
-                "{}: domain '{}', task '{}' responded in {} > its bound {}\n{}\n{:#?}",
-                what,
-                domain.name,
-                task.name,
-                seen,
-                Nanos::from_ns(bound),
-                text,
-                domain
-            );
-        }
-    }
-    Ok(())
+    check_guarantees_until(scenario, scenario.duration, &guarantees(report), what)
+        .map_err(|e| TestCaseError::fail(format!("{e}\n{text}\n{:#?}", report.domains)))
 }
 
 /// One phasing of a drawn system: `check --admit` on the file's VCPUs, and `analyze`'s
@@ -313,10 +260,7 @@ fn check_phasing(system: &SystemDraw, phasing: Option<u64>) -> Result<(), TestCa
     let text = scenario_text(system, phasing);
     let scenario = Scenario::from_toml(&text, "agreement.toml")
         .unwrap_or_else(|e| panic!("the generator wrote an invalid scenario: {e}\n{text}"));
-    let admitted = match admit(&scenario) {
-        Ok(report) => report,
-        Err(refused) => refused.1,
-    };
+    let admitted = admit_report(&scenario);
     check_against_simulation(&scenario, &admitted, "check --admit", &text)?;
 
     let input = Input::Scenario(scenario);
@@ -344,9 +288,8 @@ proptest! {
     /// and two random ones.
     #[test]
     fn admitted_domains_never_miss_in_simulation(system in system_strategy()) {
-        check_phasing(&system, None)?;
-        for seed in system.phasings {
-            check_phasing(&system, Some(seed))?;
+        for phasing in phasings(system.phasings) {
+            check_phasing(&system, phasing)?;
         }
     }
 }
@@ -466,7 +409,7 @@ fn a_vcpu_offset_is_refused_not_admitted() {
         wcet = "1ms"
         deadline = "4ms"
     "#;
-    for policy in POLICIES {
+    for policy in all_policies() {
         let (verdict, missed) = admit_and_run(text, policy);
         assert_eq!(missed[0] > 0, policy != "rtds", "{policy}: the run misses");
         let refusal = verdict.unwrap_err();

@@ -40,7 +40,7 @@ use std::cell::Cell;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngSeed, TestError, TestRunner};
-use rtvmm_analyze::{admit, analyze, emit_scenario, Input, Options};
+use rtvmm_analyze::{analyze, emit_scenario, Input, Options};
 use rtvmm_core::Nanos;
 use rtvmm_scenario::Scenario;
 use rtvmm_sim::Simulation;
@@ -92,10 +92,7 @@ fn check_phasing(
     };
 
     // `check --admit`: the file's own VCPUs.
-    let admitted = match admit(&scenario) {
-        Ok(report) => report,
-        Err(refused) => refused.1,
-    };
+    let admitted = support::admit_report(&scenario);
     Tally::add(&tally.covered, u64::from(admitted.not_covered.is_empty()));
     let given = guarantees(&admitted);
     Tally::add(&tally.guaranteed, given.len() as u64);
@@ -148,9 +145,8 @@ fn run_property(shape: &Shape, cases: u32, seed: u64) -> Tally {
     let tapes = prop::collection::vec(any::<u32>(), TAPE_LEN);
     let result = runner.run(&tapes, |tape| {
         let system = SystemDraw::decode(shape, &tape);
-        check_phasing(&system, None, &tally)?;
-        for seed in system.phasings {
-            check_phasing(&system, Some(seed), &tally)?;
+        for phasing in support::phasings(system.phasings) {
+            check_phasing(&system, phasing, &tally)?;
         }
         Ok(())
     });
@@ -419,7 +415,7 @@ proptest! {
             supplies.push((format!("DMPR {:?}", dmpr.best), dmpr.best.period(), budgets));
         }
         for (what, period, budgets) in supplies {
-            for phasing in [None, Some(phasings[0]), Some(phasings[1])] {
+            for phasing in support::phasings(phasings) {
                 let text = gedf_on_vcpus(&tasks, period, &budgets, phasing);
                 let scenario = Scenario::from_toml(&text, "gedf.toml")
                     .unwrap_or_else(|e| panic!("{e}\n{text}"));

@@ -100,11 +100,22 @@ impl VcpuParams {
     /// Checks the budget and period every budget-per-period policy relies on: both above
     /// zero, the budget at most the period (SEDF's slice and RTDS's budget too).
     pub fn validate_slice(&self) -> Result<(), ParamError> {
+        self.validate_rtds_slice(Nanos::ZERO)
+    }
+
+    /// [`VcpuParams::validate_slice`] with RTDS's least budget, `min_budget` (Xen's
+    /// `RTDS_MIN_BUDGET`): a budget below it is [`ParamError::RtdsTooSmall`], checked after
+    /// the zeros and before the budget is compared with the period, as `xl sched-rtds`
+    /// checks each time before comparing them.
+    pub fn validate_rtds_slice(&self, min_budget: Nanos) -> Result<(), ParamError> {
         if self.period.is_zero() {
             return Err(ParamError::PeriodZero);
         }
         if self.budget.is_zero() {
             return Err(ParamError::BudgetZero);
+        }
+        if self.budget < min_budget {
+            return Err(ParamError::RtdsTooSmall(self.budget));
         }
         if self.budget > self.period {
             return Err(ParamError::BudgetAbovePeriod {
@@ -155,7 +166,7 @@ pub enum ParamError {
     CapTooLarge { cap: u32, max: u32 },
     #[error("max_replenishments: must be at least 1")]
     MaxReplenishmentsZero,
-    #[error("budget: RTDS needs at least 10us (got {0})")]
+    #[error("budget: RTDS needs at least {min}us (got {0})", min = crate::xl::RTDS_MIN_US)]
     RtdsTooSmall(Nanos),
     #[error("{0}")]
     Other(String),

@@ -63,6 +63,14 @@ pub enum ExperimentError {
     /// reported as an error).
     #[error("run '{run}' was stopped before its end")]
     Stopped { run: String },
+    /// `rtvmm sweep --fail-fast`: a scenario file of the sweep that could not be read,
+    /// checked (`bad_input`) or run.
+    #[error("{file}: {message}")]
+    SweepFile {
+        file: PathBuf,
+        message: String,
+        bad_input: bool,
+    },
     /// `--shard` or `merge`: a bad shard number, or shards that cannot be merged.
     #[error("{0}")]
     Shard(ShardError),
@@ -131,6 +139,7 @@ impl ExperimentError {
             | ExperimentError::Analysis(_)
             | ExperimentError::Stopped { .. } => false,
             ExperimentError::Host { refused, .. } => *refused,
+            ExperimentError::SweepFile { bad_input, .. } => *bad_input,
         }
     }
 }

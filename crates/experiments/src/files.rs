@@ -218,6 +218,18 @@ fn probe(dir: &Path) -> io::Result<()> {
         .map_err(plain)
 }
 
+/// Removes the file at `path` if there is one (a stale manifest that would vouch for
+/// files a new run did not write).
+pub fn remove_if_present(path: &Path) -> Result<(), WriteError> {
+    match fs::remove_file(path) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(WriteError {
+            path: path.to_path_buf(),
+            error,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Creates the output directory `dir` (and its parents) and proves it writable.
 pub fn prepare_dir(dir: &Path) -> Result<(), OutputError> {
     if dir.exists() && !dir.is_dir() {

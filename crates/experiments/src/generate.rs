@@ -94,6 +94,16 @@ pub enum Generator {
 }
 
 impl Generator {
+    /// Its name, as `rtvmm gen NAME` takes it (one of [`GENERATORS`]).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Generator::Rtxen { .. } => "rtxen",
+            Generator::Csa { .. } => "csa",
+            Generator::Arinc { .. } => "arinc",
+            Generator::Uunifast { .. } => "uunifast",
+        }
+    }
+
     /// The generator `name` (one of [`GENERATORS`]) with its default options.
     pub fn with_defaults(name: &str) -> Option<Generator> {
         Some(match name {

@@ -23,6 +23,9 @@
 //! - [`interfaces`]: domain interfaces from the analysis crate, as servers.
 //! - [`generate`]: the generated scenarios of `rtvmm gen` (rtxen, csa, arinc, uunifast),
 //!   which the Python package makes too.
+//! - [`draws`]: `--seeds N`, several task-set draws: each draw's seed, the spread of a
+//!   figure over the draws (mean, min–max, Student's t 95 % interval), and how often a
+//!   finding holds.
 //! - [`shard`]: `--shard I/N` runs one slice of an experiment's runs and keeps their
 //!   results; [`merge`] runs the experiment's finish on the shards' results, which writes
 //!   what the unsharded run writes.
@@ -47,6 +50,8 @@ pub mod files;
 pub mod host;
 pub mod shard;
 
+pub mod draws;
+
 pub mod error;
 
 pub mod interfaces;
@@ -67,6 +72,9 @@ pub mod rtxen;
 pub mod generate;
 
 pub mod experiments;
+
+pub mod scenario_sweep;
+pub mod systems;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,8 +126,34 @@ pub fn run_experiment(name: &str, options: &Options) -> Result<Report, Experimen
             experiment.description
         ),
     };
+    // Workload files (`--workload`) are read, not drawn: one run of them.
+    let full_draws = experiment.draws.filter(|_| options.workloads.is_empty());
+    let draws = options.draws(experiment.name, full_draws)?;
+    if draws == 1 {
+        // One draw, with the run seed: the run as it always was.
+        let mut output = Output::new(experiment.name, experiment.title, &description, options)?;
+        output.name_draws(draws, options.default_draws(full_draws));
+        run(&mut output)?;
+        return output.finish(started.elapsed(), Some(host::HostInfo::probe()));
+    }
+    // Several draws: the whole procedure once per draw seed, then the draws as one.
+    let per_draw: Vec<Options> = draws::draw_seeds(options.seed, draws)
+        .into_iter()
+        .map(|seed| Options {
+            seed,
+            ..options.clone()
+        })
+        .collect();
     let mut output = Output::new(experiment.name, experiment.title, &description, options)?;
-    run(&mut output)?;
+    output.name_draws(draws, options.default_draws(full_draws));
+    let base_parameters = output.parameter_count();
+    for (k, draw_options) in per_draw.iter().enumerate() {
+        output.begin_draw(k, draw_options);
+        run(&mut output)?;
+        output.end_draw(base_parameters);
+    }
+    output.options = options;
+    output.combine_draws()?;
     output.finish(started.elapsed(), Some(host::HostInfo::probe()))
 }
 
@@ -134,11 +168,7 @@ pub fn merge(
     base: &Options,
 ) -> Result<Report, ExperimentError> {
     // Writing there would remove the shard's files (see `report::Output`).
-    let out_dir = std::fs::canonicalize(out).ok();
-    let is_out = |dir: &&PathBuf| out_dir.is_some() && std::fs::canonicalize(dir).ok() == out_dir;
-    if let Some(dir) = shard_dirs.iter().find(is_out) {
-        return Err(shard::ShardError::OutIsShard { dir: dir.clone() }.into());
-    }
+    shard::refuse_out_among(out, shard_dirs)?;
     let shards = shard_dirs
         .iter()
         .map(|dir| shard::read_shard(dir))

@@ -28,6 +28,9 @@ pub struct Options {
     pub quick: bool,
     /// The run seed; task sets and job draws derive from it.
     pub seed: u64,
+    /// `--seeds N`: how many task-set draws an experiment that generates task sets runs
+    /// (see [`crate::draws`]); `None` is the experiment's default ([`Options::draws`]).
+    pub seeds: Option<usize>,
     /// Simulated length of each run, overriding the experiment's.
     pub duration: Option<Nanos>,
     /// Policies to run, overriding the experiment's list.
@@ -101,6 +104,7 @@ impl Options {
             out: out.into(),
             quick: false,
             seed: DEFAULT_SEED,
+            seeds: None,
             duration: None,
             policies: None,
             overheads: None,
@@ -129,11 +133,49 @@ impl Options {
             .unwrap_or(if self.quick { quick } else { full })
     }
 
+    /// How many task-set draws to run for an experiment whose full run makes
+    /// `full_default` of them (`None`: it draws no task sets): `--seeds N`, or one with
+    /// `--quick` (a test's scale), or the default. `--seeds 0`, and more than one draw of
+    /// an experiment that draws no task sets, are refused.
+    pub fn draws(
+        &self,
+        experiment: &str,
+        full_default: Option<usize>,
+    ) -> Result<usize, ExperimentError> {
+        match (self.seeds, full_default) {
+            (Some(0), _) => Err(ExperimentError::option(
+                "--seeds",
+                "must be at least 1 (one task-set draw per seed)",
+            )),
+            (Some(n), None) if n > 1 => Err(ExperimentError::option(
+                "--seeds",
+                format!(
+                    "{experiment} draws no task sets: its runs are fixed by its procedure \
+                     (drop --seeds, or give --seeds 1)"
+                ),
+            )),
+            (Some(n), _) => Ok(n),
+            (None, _) => Ok(self.default_draws(full_default)),
+        }
+    }
+
+    /// The draws without `--seeds`: `full_default` at full scale, one with `--quick` or
+    /// for an experiment that draws no task sets.
+    /// Real-time runs (`--host`) take their duration of real time each: one draw unless
+    /// `--seeds` asks for more.
+    pub fn default_draws(&self, full_default: Option<usize>) -> usize {
+        match full_default {
+            Some(n) if !self.quick && !self.driver.is_host() => n,
+            _ => 1,
+        }
+    }
+
     /// Every option that changes the results, for a shard's manifest.
     pub fn result_options(&self) -> ResultOptions {
         ResultOptions {
             quick: self.quick,
             seed: self.seed,
+            seeds: self.seeds,
             duration: self.duration.map(|d| format!("{}ns", d.as_ns())),
             policies: self
                 .policies
@@ -152,6 +194,7 @@ impl Options {
     pub fn with_result_options(mut self, from: &ResultOptions) -> Result<Options, ExperimentError> {
         self.quick = from.quick;
         self.seed = from.seed;
+        self.seeds = from.seeds;
         self.duration = match &from.duration {
             Some(d) => Some(
                 d.parse()
@@ -305,6 +348,7 @@ mod tests {
             (
                 o.quick,
                 o.seed,
+                o.seeds,
                 o.duration,
                 o.policies.clone(),
                 o.overheads,
@@ -314,6 +358,7 @@ mod tests {
         };
         let mut options = Options::quick("a");
         options.seed = 9;
+        options.seeds = Some(3);
         options.duration = Some(Nanos(1_500_001));
         options.policies = Some(vec![PolicyKind::Credit, PolicyKind::Deferrable]);
         options.overheads = Some(parse_overheads("150ns,1.5us").unwrap());
@@ -328,6 +373,30 @@ mod tests {
             .with_result_options(&plain.result_options())
             .unwrap();
         assert_eq!(fields(&back), fields(&plain));
+    }
+
+    #[test]
+    fn the_number_of_draws_is_the_flag_or_the_scale_default() {
+        let mut options = Options::new("a");
+        assert_eq!(options.draws("x", Some(10)).unwrap(), 10);
+        assert_eq!(options.draws("x", None).unwrap(), 1);
+        options.quick = true;
+        assert_eq!(options.draws("x", Some(10)).unwrap(), 1);
+        options.seeds = Some(4);
+        assert_eq!(options.draws("x", Some(10)).unwrap(), 4);
+        let e = options
+            .draws("rtxen-quantum", None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--seeds") && e.contains("rtxen-quantum draws no task sets"),
+            "{e}"
+        );
+        options.seeds = Some(1);
+        assert_eq!(options.draws("rtxen-quantum", None).unwrap(), 1);
+        options.seeds = Some(0);
+        let e = options.draws("x", Some(10)).unwrap_err().to_string();
+        assert!(e.contains("--seeds") && e.contains("at least 1"), "{e}");
     }
 
     #[test]

@@ -130,6 +130,16 @@ pub struct LineChart {
     pub markers: bool,
     pub reference: Option<RefLine>,
     pub legend: LegendAt,
+    /// Shaded bands behind the curves (the spread over several draws); none by default.
+    pub bands: Vec<Band>,
+}
+
+/// A shaded band behind curve `series` of a line chart: at each x, from `low` to `high`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Band {
+    pub series: usize,
+    /// `(x, low, high)`, by increasing x.
+    pub points: Vec<(f64, f64, f64)>,
 }
 
 impl LineChart {
@@ -145,6 +155,7 @@ impl LineChart {
             markers: true,
             reference: None,
             legend: LegendAt::UpperLeft,
+            bands: Vec::new(),
         }
     }
 }
@@ -245,6 +256,9 @@ pub struct BoxChart {
 pub enum Chart {
     Line(LineChart),
     Bar(BarChart),
+    /// Bars with a range drawn over each (`ranges[series][category]`: the minimum and
+    /// maximum over several draws).
+    BarRange(BarChart, Vec<Vec<Option<(f64, f64)>>>),
     Box(BoxChart),
 }
 
@@ -252,7 +266,7 @@ impl Chart {
     pub fn title(&self) -> &str {
         match self {
             Chart::Line(c) => &c.title,
-            Chart::Bar(c) => &c.title,
+            Chart::Bar(c) | Chart::BarRange(c, _) => &c.title,
             Chart::Box(c) => &c.title,
         }
     }
@@ -262,7 +276,7 @@ impl Chart {
         let mut chart = self.clone();
         match &mut chart {
             Chart::Line(c) => c.title = title,
-            Chart::Bar(c) => c.title = title,
+            Chart::Bar(c) | Chart::BarRange(c, _) => c.title = title,
             Chart::Box(c) => c.title = title,
         }
         chart
@@ -293,6 +307,124 @@ pub fn cdf_points(samples: &[f64], clip: f64, max_points: usize) -> Vec<(f64, f6
         i = (i + step).min(n - 1);
     }
     points
+}
+
+/// One figure over several draws, from each draw's version of it (`charts[k]`: draw
+/// `k`'s; the same kind of chart, the same series and categories):
+///
+/// - a line chart: each curve is the mean over the draws, with the draws' min–max as a
+///   shaded band. The draws' curves are read at every x any of them has (the value at a
+///   point's own x, the last if a step has several; linear between points; the end value
+///   beyond the ends), so curves of other x values (CDFs) average too;
+/// - a bar chart: the mean bar, with the min–max as a range over it;
+/// - a box plot: each statistic (quartiles, whiskers) averaged over the draws, without
+///   the outliers.
+///
+/// A chart unlike the first draw's (another kind) leaves the first draw's as it is.
+pub fn mean_of_draws(charts: &[Chart]) -> Option<Chart> {
+    let first = charts.first()?;
+    match first {
+        Chart::Line(line) => {
+            let others: Option<Vec<&LineChart>> = charts
+                .iter()
+                .map(|c| match c {
+                    Chart::Line(l) => Some(l),
+                    _ => None,
+                })
+                .collect();
+            let others = others?;
+            let mut mean = line.clone();
+            mean.bands.clear();
+            for (i, series) in mean.series.iter_mut().enumerate() {
+                let curves: Vec<&[(f64, f64)]> = others
+                    .iter()
+                    .filter_map(|c| c.series.iter().find(|s| s.name == series.name))
+                    .map(|s| s.points.as_slice())
+                    .collect();
+                let mut xs: Vec<f64> = curves.iter().flat_map(|c| c.iter().map(|p| p.0)).collect();
+                xs.sort_by(f64::total_cmp);
+                xs.dedup();
+                let mut points = Vec::new();
+                let mut band = Vec::new();
+                for x in xs {
+                    let values: Vec<f64> = curves.iter().filter_map(|c| value_at(c, x)).collect();
+                    if let Some(spread) = crate::draws::Spread::of(&values) {
+                        points.push((x, spread.mean));
+                        band.push((x, spread.min, spread.max));
+                    }
+                }
+                series.points = points;
+                mean.bands.push(Band {
+                    series: i,
+                    points: band,
+                });
+            }
+            Some(Chart::Line(mean))
+        }
+        Chart::Bar(bar) | Chart::BarRange(bar, _) => {
+            let values = |s: usize, i: usize| -> Vec<f64> {
+                charts
+                    .iter()
+                    .filter_map(|c| match c {
+                        Chart::Bar(b) | Chart::BarRange(b, _) => b.series.get(s)?.1.get(i).copied(),
+                        _ => None,
+                    })
+                    .collect()
+            };
+            let mut mean = bar.clone();
+            let mut ranges = Vec::new();
+            for (s, (_, bars)) in mean.series.iter_mut().enumerate() {
+                let mut row = Vec::new();
+                for (i, value) in bars.iter_mut().enumerate() {
+                    let spread = crate::draws::Spread::of(&values(s, i));
+                    *value = spread.map_or(f64::NAN, |x| x.mean);
+                    row.push(spread.map(|x| (x.min, x.max)));
+                }
+                ranges.push(row);
+            }
+            Some(Chart::BarRange(mean, ranges))
+        }
+        Chart::Box(boxes) => {
+            let mut mean = boxes.clone();
+            for (s, (_, stats)) in mean.series.iter_mut().enumerate() {
+                for (i, slot) in stats.iter_mut().enumerate() {
+                    let all: Vec<BoxStats> = charts
+                        .iter()
+                        .filter_map(|c| match c {
+                            Chart::Box(b) => b.series.get(s)?.1.get(i).cloned().flatten(),
+                            _ => None,
+                        })
+                        .collect();
+                    let average =
+                        |f: fn(&BoxStats) -> f64| all.iter().map(f).sum::<f64>() / all.len() as f64;
+                    *slot = (!all.is_empty()).then(|| BoxStats {
+                        count: all.iter().map(|b| b.count).sum(),
+                        q1: average(|b| b.q1),
+                        median: average(|b| b.median),
+                        q3: average(|b| b.q3),
+                        whisker_low: average(|b| b.whisker_low),
+                        whisker_high: average(|b| b.whisker_high),
+                        outliers: Vec::new(),
+                    });
+                }
+            }
+            Some(Chart::Box(mean))
+        }
+    }
+}
+
+/// A curve's value at `x` (points by increasing x): the last point's at that x, linear
+/// between points, the end value beyond the ends; `None` for an empty curve.
+fn value_at(points: &[(f64, f64)], x: f64) -> Option<f64> {
+    let first = points.first()?;
+    let Some(at) = points.iter().rposition(|p| p.0 <= x) else {
+        return Some(first.1);
+    };
+    let (x0, y0) = points[at];
+    match points.get(at + 1) {
+        Some(&(x1, y1)) if x0 < x && x1 > x0 => Some(y0 + (y1 - y0) * (x - x0) / (x1 - x0)),
+        _ => Some(y0),
+    }
 }
 
 fn plot_err(path: &Path, e: impl std::fmt::Display) -> ExperimentError {
@@ -335,7 +467,8 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Dra
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     match chart {
         Chart::Line(c) => draw_lines(root, c),
-        Chart::Bar(c) => draw_bars(root, c),
+        Chart::Bar(c) => draw_bars(root, c, &[]),
+        Chart::BarRange(c, ranges) => draw_bars(root, c, ranges),
         Chart::Box(c) => draw_boxes(root, c),
     }
 }
@@ -367,7 +500,11 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
     let (x0, x1) = c.x_range.unwrap_or_else(|| fit(all().map(|p| p.0), 0.02));
     let (y0, y1) = c.y_range.unwrap_or_else(|| {
         let refs = c.reference.iter().map(|r| r.y);
-        fit(all().map(|p| p.1).chain(refs), 0.05)
+        let bands = c
+            .bands
+            .iter()
+            .flat_map(|b| b.points.iter().flat_map(|&(_, low, high)| [low, high]));
+        fit(all().map(|p| p.1).chain(refs).chain(bands), 0.05)
     });
     let mut chart = ChartBuilder::on(root)
         .caption(&c.title, title_style())
@@ -399,6 +536,21 @@ fn draw_lines<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &LineChart) 
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 24, y)], grey.stroke_width(1))
             });
+    }
+    for band in &c.bands {
+        // The band's outline: along the lows, back along the highs.
+        let outline: Vec<(f64, f64)> = band
+            .points
+            .iter()
+            .map(|&(x, low, _)| (x, low))
+            .chain(band.points.iter().rev().map(|&(x, _, high)| (x, high)))
+            .collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(
+                outline,
+                colour(band.series).mix(0.2).filled(),
+            )))
+            .map_err(e)?;
     }
     let count = c.series.len();
     for (i, s) in c.series.iter().enumerate() {
@@ -471,13 +623,18 @@ fn category_label(categories: &[String], x: f64) -> String {
     }
 }
 
-fn draw_bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChart) -> DrawResult {
+fn draw_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    c: &BarChart,
+    ranges: &[Vec<Option<(f64, f64)>>],
+) -> DrawResult {
     let e = |e: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let n = c.categories.len().max(1);
     let top = c
         .series
         .iter()
         .flat_map(|(_, v)| v.iter().copied())
+        .chain(ranges.iter().flatten().flatten().map(|&(_, high)| high))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
     // Headroom for the legend above the tallest bar.
@@ -521,6 +678,23 @@ fn draw_bars<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, c: &BarChart) ->
             .map_err(e)?
             .label(name.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 16, y + 6)], col.filled()));
+        let whiskers = ranges.get(s).into_iter().flatten().enumerate();
+        let mut lines = Vec::new();
+        for (i, range) in whiskers {
+            let Some((low, high)) = *range else { continue };
+            let (a, b) = slot(i, s, count);
+            let (mid, cap) = ((a + b) / 2.0, (b - a) / 4.0);
+            for points in [
+                vec![(mid, low), (mid, high)],
+                vec![(mid - cap, low), (mid + cap, low)],
+                vec![(mid - cap, high), (mid + cap, high)],
+            ] {
+                lines.push(PathElement::new(points, BLACK.stroke_width(1)));
+            }
+        }
+        if !lines.is_empty() {
+            chart.draw_series(lines).map_err(e)?;
+        }
     }
     chart
         .configure_series_labels()
@@ -645,6 +819,49 @@ mod tests {
         assert_eq!(b.whisker_high, 9.0);
         assert_eq!(b.outliers, vec![100.0]);
         assert!(BoxStats::of(&[]).is_none());
+    }
+
+    #[test]
+    fn the_mean_of_draws_is_banded_by_their_extremes() {
+        let line = |ys: [f64; 2]| {
+            Chart::Line(LineChart::new(
+                "t",
+                "x",
+                "y",
+                vec![Series {
+                    name: "a".to_string(),
+                    points: vec![(0.0, ys[0]), (2.0, ys[1])],
+                }],
+            ))
+        };
+        let Some(Chart::Line(mean)) = mean_of_draws(&[line([0.0, 4.0]), line([2.0, 2.0])]) else {
+            panic!("a line chart")
+        };
+        assert_eq!(mean.series[0].points, vec![(0.0, 1.0), (2.0, 3.0)]);
+        assert_eq!(mean.bands[0].points, vec![(0.0, 0.0, 2.0), (2.0, 2.0, 4.0)]);
+        // Between points a curve is read linearly; beyond its ends, at its end value.
+        assert_eq!(value_at(&[(0.0, 0.0), (2.0, 4.0)], 1.0), Some(2.0));
+        assert_eq!(value_at(&[(1.0, 5.0), (2.0, 4.0)], 0.0), Some(5.0));
+        assert_eq!(
+            value_at(&[(1.0, 0.0), (1.0, 0.5), (2.0, 1.0)], 1.0),
+            Some(0.5)
+        );
+        assert_eq!(value_at(&[], 1.0), None);
+        let bar = |v: f64| {
+            Chart::Bar(BarChart {
+                title: "b".to_string(),
+                x_label: String::new(),
+                y_label: String::new(),
+                categories: vec!["c".to_string()],
+                series: vec![("s".to_string(), vec![v])],
+                legend: LegendAt::UpperRight,
+            })
+        };
+        let Some(Chart::BarRange(mean, ranges)) = mean_of_draws(&[bar(90.0), bar(100.0)]) else {
+            panic!("bars with ranges")
+        };
+        assert_eq!(mean.series[0].1, vec![95.0]);
+        assert_eq!(ranges, vec![vec![Some((90.0, 100.0))]]);
     }
 
     #[test]

@@ -354,6 +354,27 @@ pub struct Output<'a> {
     stored: Vec<StoredRun>,
     /// `--shard`: how many of the experiment's runs are this shard's.
     shard_runs: usize,
+    /// The findings stated as checks ([`Output::check`]) in the draw under way.
+    checks: Vec<(String, bool)>,
+    /// Several task-set draws (`--seeds N`): what each finished draw produced.
+    draws: Vec<DrawRecord>,
+    /// The draw under way, and the runs counted before it began.
+    draw: Option<(usize, u64, usize, usize)>,
+    /// How many task-set draws the run makes (1 unless `--seeds` or the default says).
+    draw_count: usize,
+}
+
+/// What one task-set draw of several produced, put aside until every draw is done and
+/// [`Output::combine_draws`] writes them as one.
+struct DrawRecord {
+    seed: u64,
+    parameters: Vec<(String, String)>,
+    findings: Vec<String>,
+    sections: Vec<Section>,
+    pending: Vec<Pending>,
+    /// Its checks; `None` when some of its runs did not finish (interrupted, or another
+    /// shard's).
+    checks: Option<Vec<(String, bool)>>,
 }
 
 impl<'a> Output<'a> {
@@ -398,6 +419,10 @@ impl<'a> Output<'a> {
             pending: Vec::new(),
             stored: Vec::new(),
             shard_runs: 0,
+            checks: Vec::new(),
+            draws: Vec::new(),
+            draw: None,
+            draw_count: 1,
         })
     }
 
@@ -416,6 +441,64 @@ impl<'a> Output<'a> {
     /// Records a main result (one line).
     pub fn finding(&mut self, text: impl Into<String>) {
         self.report.findings.push(text.into());
+    }
+
+    /// States a qualitative finding as a check on this draw's runs: `finding` (the same
+    /// words in every draw, no figures of this draw) and whether it `holds`. With several
+    /// task-set draws the report lists each as "holds in k of N draws"; a single draw's
+    /// report is unchanged (its findings are [`Output::finding`]'s).
+    pub fn check(&mut self, finding: impl Into<String>, holds: bool) {
+        self.checks.push((finding.into(), holds));
+    }
+
+    /// Adds `--seeds N` to the report's command line when `--seeds` asked for a number of
+    /// draws other than the experiment's default at this scale.
+    pub(crate) fn name_draws(&mut self, draws: usize, default: usize) {
+        self.draw_count = draws;
+        if self.options.seeds.is_some() && draws != default {
+            let _ = write!(self.report.command, " --seeds {draws}");
+        }
+    }
+
+    /// How many task-set draws this run makes (see [`crate::draws`]); each calls the
+    /// experiment's `run` once.
+    pub fn draw_count(&self) -> usize {
+        self.draw_count
+    }
+
+    /// How many parameters are recorded so far.
+    pub(crate) fn parameter_count(&self) -> usize {
+        self.report.parameters.len()
+    }
+
+    /// Begins draw `index` of several, run with `options` (the run's options with the
+    /// draw's seed; see [`crate::draws`]).
+    pub(crate) fn begin_draw(&mut self, index: usize, options: &'a Options) {
+        self.options = options;
+        self.draw = Some((
+            index,
+            options.seed,
+            self.report.runs_done,
+            self.report.runs_total,
+        ));
+    }
+
+    /// Puts aside what the draw begun last produced; the next draw starts from the
+    /// run's own parameters.
+    pub(crate) fn end_draw(&mut self, base_parameters: usize) {
+        let Some((_, seed, done_before, total_before)) = self.draw.take() else {
+            return;
+        };
+        let complete = self.report.runs_done - done_before == self.report.runs_total - total_before;
+        let checks = std::mem::take(&mut self.checks);
+        self.draws.push(DrawRecord {
+            seed,
+            parameters: self.report.parameters.split_off(base_parameters),
+            findings: std::mem::take(&mut self.report.findings),
+            sections: std::mem::take(&mut self.report.sections),
+            pending: std::mem::take(&mut self.pending),
+            checks: complete.then_some(checks),
+        });
     }
 
     /// Adds Markdown text to the report.
@@ -437,6 +520,220 @@ impl<'a> Output<'a> {
         self.text(md);
     }
 
+    /// Writes the draws put aside by [`Output::end_draw`] as one report (see
+    /// [`crate::draws`]): each finding checked as "holds in k of N draws"; each CSV with
+    /// every draw's rows (a `draw` column first) and its spread beside it
+    /// (`<name>_spread.csv`: mean, min, max and the 95 % interval per point and column);
+    /// each table cell as the mean and range over the draws; each figure as the mean with
+    /// its range; `draws.csv` listing each draw's seed and checks. The text is draw 0's.
+    pub(crate) fn combine_draws(&mut self) -> Result<(), ExperimentError> {
+        let draws = std::mem::take(&mut self.draws);
+        let Some(first) = draws.first() else {
+            return Ok(());
+        };
+        let count = draws.len();
+        let seeds: Vec<String> = draws.iter().map(|d| d.seed.to_string()).collect();
+        self.param(
+            "task-set draws (--seeds)",
+            format!(
+                "{count}, seeds {} (draw 0: the run seed; draw k: the k-th SplitMix64 output \
+                 from it); parameters and text below that name a seed are draw 0's",
+                seeds.join(", ")
+            ),
+        );
+        self.report
+            .parameters
+            .extend(first.parameters.iter().cloned());
+        let checked: Vec<Vec<(String, bool)>> =
+            draws.iter().filter_map(|d| d.checks.clone()).collect();
+        let tally = crate::draws::Tally::of(&checked);
+        self.report.findings = if tally.findings.is_empty() {
+            first
+                .findings
+                .iter()
+                .map(|f| format!("draw 0: {f}"))
+                .collect()
+        } else {
+            tally.lines()
+        };
+        let mut intro = format!(
+            "### Several task-set draws\n\n{count} draws, each the whole procedure on its own \
+             task sets. Tables give each figure as the mean over the draws with the range \
+             (min–max) in parentheses, or each value with the number of draws that gave it; \
+             every CSV holds every draw's rows (column `draw`), and `NAME_spread.csv` beside it \
+             the mean, min, max and a 95 % confidence interval for the mean (Student's t, \
+             n − 1 degrees of freedom) per point and column; figures show the mean with the \
+             draws' range. The main results count the draws in which each finding holds \
+             (`draws.csv`).\n\nFindings of each draw:\n\n"
+        );
+        for (k, draw) in draws.iter().enumerate() {
+            let status = if draw.checks.is_some() {
+                ""
+            } else {
+                " (not every run finished)"
+            };
+            let _ = writeln!(intro, "- draw {k} (seed {}){status}:", draw.seed);
+            for f in &draw.findings {
+                let _ = writeln!(intro, "  - {f}");
+            }
+        }
+        self.text(intro);
+        let mut check_rows = Vec::new();
+        for (k, draw) in draws.iter().enumerate() {
+            for (finding, holds) in draw.checks.iter().flatten() {
+                check_rows.push(vec![
+                    k.to_string(),
+                    draw.seed.to_string(),
+                    finding.clone(),
+                    holds.to_string(),
+                ]);
+            }
+        }
+        self.csv(
+            "draws.csv",
+            "each draw's seed and whether each finding held in it",
+            &["draw", "seed", "finding", "holds"],
+            &check_rows,
+        )?;
+        let pending_of = |draw: &DrawRecord, wanted: &str| -> Option<usize> {
+            draw.pending.iter().position(|p| match p {
+                Pending::Csv { file, .. } | Pending::Table { file, .. } => file == wanted,
+                Pending::Figure { stem, .. } => format!("{stem}.svg") == wanted,
+            })
+        };
+        for section in &first.sections {
+            match section {
+                Section::Text(text) => self.text(text.clone()),
+                Section::Data { title, file } => {
+                    let Some(i) = pending_of(first, file) else {
+                        continue;
+                    };
+                    let Pending::Csv { header, .. } = &first.pending[i] else {
+                        continue;
+                    };
+                    let mut all_rows = Vec::new();
+                    let mut per_draw = Vec::new();
+                    for (k, draw) in draws.iter().enumerate() {
+                        let rows = match pending_of(draw, file).map(|j| &draw.pending[j]) {
+                            Some(Pending::Csv {
+                                header: h, rows, ..
+                            }) if h == header => rows.clone(),
+                            _ => Vec::new(),
+                        };
+                        for row in &rows {
+                            let mut line = vec![k.to_string()];
+                            line.extend(row.iter().cloned());
+                            all_rows.push(line);
+                        }
+                        per_draw.push(rows);
+                    }
+                    let mut stacked_header = vec!["draw"];
+                    stacked_header.extend(header.iter().map(String::as_str));
+                    self.csv(
+                        file,
+                        &format!("{title}, every draw"),
+                        &stacked_header,
+                        &all_rows,
+                    )?;
+                    let stem = file.strip_suffix(".csv").unwrap_or(file);
+                    match crate::draws::summarise_rows(header, &per_draw) {
+                        Some((h, rows)) => {
+                            let h: Vec<&str> = h.iter().map(String::as_str).collect();
+                            self.csv(
+                                &format!("{stem}_spread.csv"),
+                                &format!("{title}: mean, min–max and 95 % interval over the draws"),
+                                &h,
+                                &rows,
+                            )?;
+                        }
+                        None => self.text(format!(
+                            "({file}: the draws' rows are not the same points, so it has no \
+                             spread file; compare the draws by its `draw` column.)"
+                        )),
+                    }
+                }
+                Section::Table(table) => {
+                    let tables: Vec<&Table> = draws
+                        .iter()
+                        .filter_map(|d| {
+                            d.sections.iter().find_map(|s| match s {
+                                Section::Table(t) if t.file == table.file => Some(t),
+                                _ => None,
+                            })
+                        })
+                        .collect();
+                    let same_shape = tables.len() == count
+                        && tables.iter().all(|t| {
+                            t.header == table.header
+                                && t.rows.len() == table.rows.len()
+                                && t.rows
+                                    .iter()
+                                    .zip(&table.rows)
+                                    .all(|(a, b)| a.len() == b.len())
+                        });
+                    let (title, rows) = if same_shape {
+                        let rows = table
+                            .rows
+                            .iter()
+                            .enumerate()
+                            .map(|(r, row)| {
+                                (0..row.len())
+                                    .map(|c| {
+                                        let cells: Vec<&str> =
+                                            tables.iter().map(|t| t.rows[r][c].as_str()).collect();
+                                        crate::draws::spread_cell(&cells)
+                                    })
+                                    .collect()
+                            })
+                            .collect();
+                        (format!("{} — over {count} draws", table.title), rows)
+                    } else {
+                        (
+                            format!(
+                                "{} — draw 0 (the draws' tables differ in shape)",
+                                table.title
+                            ),
+                            table.rows.clone(),
+                        )
+                    };
+                    let header: Vec<&str> = table.header.iter().map(String::as_str).collect();
+                    let stem = table.file.strip_suffix(".md").unwrap_or(&table.file);
+                    self.table(stem, &title, &header, rows)?;
+                }
+                Section::Figure(figure) => {
+                    let charts: Vec<Chart> = draws
+                        .iter()
+                        .filter_map(|d| {
+                            d.pending.iter().find_map(|p| match p {
+                                Pending::Figure { stem, chart }
+                                    if format!("{stem}.svg") == figure.svg =>
+                                {
+                                    Some(chart.clone())
+                                }
+                                _ => None,
+                            })
+                        })
+                        .collect();
+                    let Some(chart) = crate::plot::mean_of_draws(&charts) else {
+                        continue;
+                    };
+                    let how = match chart {
+                        Chart::Line(_) => "each curve is the mean of the draws, shaded from their minimum to their maximum",
+                        Chart::Bar(_) | Chart::BarRange(..) => "each bar is the mean of the draws, the line over it their minimum to maximum",
+                        Chart::Box(_) => "each box averages the draws' quartiles and whiskers (outliers: in the draws' CSVs)",
+                    };
+                    let caption = format!(
+                        "{} Over {count} task-set draws: {how}; a seed named above is draw 0's.",
+                        figure.caption.trim()
+                    );
+                    let stem = figure.svg.strip_suffix(".svg").unwrap_or(&figure.svg);
+                    self.figure(stem, &chart, &caption)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Runs a sweep (see [`crate::sweep::sweep`]) and counts its runs for the report.
     ///
     /// The runs are numbered over the whole experiment, in order; with `--shard` only
@@ -455,6 +752,12 @@ impl<'a> Output<'a> {
         W: Fn(&T) -> Result<R, ExperimentError> + Sync,
         N: Fn(&T) -> String + Sync,
     {
+        // Draw k > 0 names its runs apart from draw 0's, which keeps the single draw's names.
+        let draw = self.draw.map_or(0, |d| d.0);
+        let name = |item: &T| match draw {
+            0 => name(item),
+            k => format!("{} (draw {k})", name(item)),
+        };
         let first = self.report.runs_total;
         let outcome = match &self.options.runs {
             Runs::All => sweep(label, items, self.options, &self.counter, name, work)?,
@@ -710,14 +1013,8 @@ fn finish_shard(
         Some(p) => p,
         None => "complete".to_string(),
     };
-    let mut lines = String::new();
-    for run in &stored {
-        let line = serde_json::to_string(run).map_err(|e| {
-            ExperimentError::Analysis(format!("run '{}': result not storable: {e}", run.name))
-        })?;
-        lines.push_str(&line);
-        lines.push('\n');
-    }
+    let lines = crate::shard::runs_jsonl(&stored)
+        .map_err(|e| ExperimentError::Analysis(format!("a result not storable: {e}")))?;
     let manifest_json = ShardManifest {
         experiment: report.experiment.clone(),
         rtvmm_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -727,9 +1024,8 @@ fn finish_shard(
         runs_in_experiment,
         runs: stored.iter().map(run_key).collect(),
     };
-    let mut json = serde_json::to_string_pretty(&manifest_json)
+    let json = crate::shard::manifest_text(&manifest_json)
         .map_err(|e| ExperimentError::Analysis(format!("shard manifest: {e}")))?;
-    json.push('\n');
     let names = vec![SHARD_RUNS.to_string(), SHARD_MANIFEST.to_string()];
     let previous = read_manifest(&dir);
     let mut all = previous.clone();
@@ -766,7 +1062,7 @@ fn capitalised(text: &str) -> String {
 }
 
 /// A CSV's bytes: the header and rows, after a `# partial: …` line when partial.
-fn csv_bytes(
+pub(crate) fn csv_bytes(
     path: &Path,
     partial: Option<&str>,
     header: &[String],

@@ -32,6 +32,10 @@
 //! a shard given twice; a shard missing; a stored run whose name is not the run the
 //! experiment asks for at that number (its inputs changed).
 //!
+//! `rtvmm gen --count` ([`crate::systems`]) and `rtvmm sweep` ([`crate::scenario_sweep`])
+//! shard the same way: the same slice ([`Shard::runs_of_sweep`]), their own manifests, and
+//! the same checks on merge ([`ShardHead`], [`check_set`]).
+//!
 //! Known gap: real-time runs (`--host`) do not shard yet.
 
 use std::collections::BTreeMap;
@@ -148,6 +152,11 @@ impl Replay {
         self.runs.is_empty()
     }
 
+    /// The name of the stored run `run`, if a shard holds it.
+    pub fn name_of(&self, run: usize) -> Option<String> {
+        self.runs.get(&run).map(|r| r.name.clone())
+    }
+
     /// The stored result of run `run`, which the experiment names `name`.
     pub fn result<R: serde::de::DeserializeOwned>(
         &self,
@@ -201,6 +210,9 @@ impl Eq for Runs {}
 pub struct ResultOptions {
     pub quick: bool,
     pub seed: u64,
+    /// `--seeds N` when given (absent from manifests of runs without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seeds: Option<usize>,
     pub duration: Option<String>,
     pub policies: Option<String>,
     pub overhead: Option<String>,
@@ -215,6 +227,11 @@ impl ResultOptions {
         vec![
             ("--quick", self.quick.to_string()),
             ("--seed", self.seed.to_string()),
+            (
+                "--seeds",
+                self.seeds
+                    .map_or_else(|| "(default)".to_string(), |n| n.to_string()),
+            ),
             ("--duration", opt(&self.duration)),
             ("--policies", opt(&self.policies)),
             ("--overhead", opt(&self.overhead)),
@@ -262,7 +279,7 @@ pub fn run_key(run: &StoredRun) -> String {
 pub enum ShardError {
     #[error("--shard: {problem}")]
     BadShard { problem: String },
-    #[error("{dir}: not a shard (no {SHARD_MANIFEST}; write one with `rtvmm experiment NAME --shard I/N`)")]
+    #[error("{dir}: not a shard (no {SHARD_MANIFEST}; a command run with --shard I/N writes one)")]
     NotAShard { dir: PathBuf },
     #[error("{path}: {message}")]
     Unreadable { path: PathBuf, message: String },
@@ -326,43 +343,9 @@ pub struct LoadedShard {
 
 /// Reads the shard in `dir`: its manifest and its results, which must agree.
 pub fn read_shard(dir: &Path) -> Result<LoadedShard, ShardError> {
-    let manifest_path = dir.join(SHARD_MANIFEST);
-    if !manifest_path.is_file() {
-        return Err(ShardError::NotAShard {
-            dir: dir.to_path_buf(),
-        });
-    }
-    let unreadable = |path: &Path, message: String| ShardError::Unreadable {
-        path: path.to_path_buf(),
-        message,
-    };
-    let text = std::fs::read_to_string(&manifest_path)
-        .map_err(|e| unreadable(&manifest_path, e.to_string()))?;
-    let manifest: ShardManifest =
-        serde_json::from_str(&text).map_err(|e| unreadable(&manifest_path, e.to_string()))?;
-    if !manifest.is_complete() {
-        return Err(ShardError::Partial {
-            dir: dir.to_path_buf(),
-            shard: manifest.shard,
-            status: manifest.status,
-        });
-    }
-    let runs_path = dir.join(SHARD_RUNS);
-    let text =
-        std::fs::read_to_string(&runs_path).map_err(|e| unreadable(&runs_path, e.to_string()))?;
-    let mut runs = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let run: StoredRun = serde_json::from_str(line)
-            .map_err(|e| unreadable(&runs_path, format!("line {}: {e}", n + 1)))?;
-        runs.push(run);
-    }
-    let keys: Vec<String> = runs.iter().map(run_key).collect();
-    if keys != manifest.runs {
-        return Err(unreadable(
-            &runs_path,
-            format!("its runs are not the ones {SHARD_MANIFEST} lists"),
-        ));
-    }
+    let manifest: ShardManifest = read_manifest(dir)?;
+    check_complete(dir, manifest.shard, &manifest.status)?;
+    let runs = read_runs(dir, &manifest.runs)?;
     Ok(LoadedShard {
         dir: dir.to_path_buf(),
         manifest,
@@ -370,53 +353,136 @@ pub fn read_shard(dir: &Path) -> Result<LoadedShard, ShardError> {
     })
 }
 
-/// Checks that `shards` are the N shards of one run, each once, and gathers their
-/// results. Returns the experiment, its options and the replay.
-pub fn combine(shards: Vec<LoadedShard>) -> Result<(String, ResultOptions, Replay), ShardError> {
-    let first = shards.first().ok_or(ShardError::NoShards)?;
-    let mismatch = |field: &str, a: String, shard: &LoadedShard, b: String| {
-        (a != b).then(|| ShardError::Mismatch {
-            field: field.to_string(),
-            first_dir: first.dir.clone(),
-            first_value: a,
-            dir: shard.dir.clone(),
-            value: b,
-        })
+/// The manifest ([`SHARD_MANIFEST`]) of the shard in `dir`, of whatever command wrote it
+/// (an experiment's [`ShardManifest`], or a sweep's or `gen`'s own).
+pub fn read_manifest<M: serde::de::DeserializeOwned>(dir: &Path) -> Result<M, ShardError> {
+    let manifest_path = dir.join(SHARD_MANIFEST);
+    if !manifest_path.is_file() {
+        return Err(ShardError::NotAShard {
+            dir: dir.to_path_buf(),
+        });
+    }
+    let unreadable = |message: String| ShardError::Unreadable {
+        path: manifest_path.clone(),
+        message,
     };
-    let count = first.manifest.shard.count;
-    for shard in &shards[1..] {
-        let (a, b) = (&first.manifest, &shard.manifest);
-        let checks = [
-            ("the experiment", a.experiment.clone(), b.experiment.clone()),
-            (
-                "the rtvmm version",
-                a.rtvmm_version.clone(),
-                b.rtvmm_version.clone(),
-            ),
-            (
-                "the shard count",
-                count.to_string(),
-                b.shard.count.to_string(),
-            ),
+    let text = std::fs::read_to_string(&manifest_path).map_err(|e| unreadable(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| unreadable(e.to_string()))
+}
+
+/// Refuses a shard whose `status` is not `complete` (one stopped by a signal).
+pub fn check_complete(dir: &Path, shard: Shard, status: &str) -> Result<(), ShardError> {
+    if status == "complete" {
+        return Ok(());
+    }
+    Err(ShardError::Partial {
+        dir: dir.to_path_buf(),
+        shard,
+        status: status.to_string(),
+    })
+}
+
+/// The stored results ([`SHARD_RUNS`]) of the shard in `dir`, which must be the runs
+/// its manifest lists (`keys`, as [`run_key`] writes them).
+pub fn read_runs(dir: &Path, keys: &[String]) -> Result<Vec<StoredRun>, ShardError> {
+    let runs_path = dir.join(SHARD_RUNS);
+    let unreadable = |message: String| ShardError::Unreadable {
+        path: runs_path.clone(),
+        message,
+    };
+    let text = std::fs::read_to_string(&runs_path).map_err(|e| unreadable(e.to_string()))?;
+    let mut runs = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let run: StoredRun =
+            serde_json::from_str(line).map_err(|e| unreadable(format!("line {}: {e}", n + 1)))?;
+        runs.push(run);
+    }
+    if runs.iter().map(run_key).ne(keys.iter().cloned()) {
+        return Err(unreadable(format!(
+            "its runs are not the ones {SHARD_MANIFEST} lists"
+        )));
+    }
+    Ok(runs)
+}
+
+/// A shard manifest's text ([`SHARD_MANIFEST`]): pretty JSON and a final newline.
+pub fn manifest_text<M: Serialize>(manifest: &M) -> Result<String, serde_json::Error> {
+    let mut json = serde_json::to_string_pretty(manifest)?;
+    json.push('\n');
+    Ok(json)
+}
+
+/// The stored results as [`SHARD_RUNS`] holds them: one JSON line per run.
+pub fn runs_jsonl(runs: &[StoredRun]) -> Result<String, serde_json::Error> {
+    let mut lines = String::new();
+    for run in runs {
+        lines.push_str(&serde_json::to_string(run)?);
+        lines.push('\n');
+    }
+    Ok(lines)
+}
+
+/// What every merge checks of a shard, whatever command wrote it: its directory, which
+/// shard it is, and the facts that must be the same in every shard of one run, each
+/// named as a refusal names it (`the experiment`, `the rtvmm version`, `--seed`, …).
+#[derive(Clone, Debug)]
+pub struct ShardHead {
+    pub dir: PathBuf,
+    pub shard: Shard,
+    facts: Vec<(String, String)>,
+}
+
+impl ShardHead {
+    /// `what` names the run (`("the experiment", "rtxen-overhead")`); `options` are the
+    /// options that change its results, as the command line spells them. The facts are
+    /// checked in this order: what, the rtvmm version, the shard count, the options.
+    pub fn new(
+        dir: &Path,
+        shard: Shard,
+        what: (&str, &str),
+        rtvmm_version: &str,
+        options: Vec<(String, String)>,
+    ) -> ShardHead {
+        let mut facts = vec![
+            (what.0.to_string(), what.1.to_string()),
+            ("the rtvmm version".to_string(), rtvmm_version.to_string()),
+            ("the shard count".to_string(), shard.count.to_string()),
         ];
-        for (field, x, y) in checks {
-            if let Some(e) = mismatch(field, x, shard, y) {
-                return Err(e);
-            }
+        facts.extend(options);
+        ShardHead {
+            dir: dir.to_path_buf(),
+            shard,
+            facts,
         }
-        for ((field, x), (_, y)) in a.options.fields().into_iter().zip(b.options.fields()) {
-            if let Some(e) = mismatch(field, x, shard, y) {
-                return Err(e);
+    }
+}
+
+/// Checks that `heads` are the N shards of one run, each once: the same facts as the
+/// first, no shard twice, none missing. The one check behind `experiment merge`, `sweep
+/// merge` and `gen merge`.
+pub fn check_set(heads: &[ShardHead]) -> Result<(), ShardError> {
+    let first = heads.first().ok_or(ShardError::NoShards)?;
+    let count = first.shard.count;
+    for head in &heads[1..] {
+        for ((field, a), (_, b)) in first.facts.iter().zip(&head.facts) {
+            if a != b {
+                return Err(ShardError::Mismatch {
+                    field: field.clone(),
+                    first_dir: first.dir.clone(),
+                    first_value: a.clone(),
+                    dir: head.dir.clone(),
+                    value: b.clone(),
+                });
             }
         }
     }
-    let mut by_index: BTreeMap<usize, &LoadedShard> = BTreeMap::new();
-    for shard in &shards {
-        if let Some(other) = by_index.insert(shard.manifest.shard.index, shard) {
+    let mut by_index: BTreeMap<usize, &ShardHead> = BTreeMap::new();
+    for head in heads {
+        if let Some(other) = by_index.insert(head.shard.index, head) {
             return Err(ShardError::Duplicate {
-                shard: shard.manifest.shard,
+                shard: head.shard,
                 first: other.dir.clone(),
-                second: shard.dir.clone(),
+                second: head.dir.clone(),
             });
         }
     }
@@ -427,19 +493,59 @@ pub fn combine(shards: Vec<LoadedShard>) -> Result<(String, ResultOptions, Repla
             count,
             have: by_index
                 .values()
-                .map(|s| format!("{} in {}", s.manifest.shard, s.dir.display()))
+                .map(|s| format!("{} in {}", s.shard, s.dir.display()))
                 .collect(),
         });
     }
-    let experiment = first.manifest.experiment.clone();
-    let options = first.manifest.options.clone();
+    Ok(())
+}
+
+/// Refuses a merge whose output `out` is one of the shards' directories.
+pub fn refuse_out_among(out: &Path, shard_dirs: &[PathBuf]) -> Result<(), ShardError> {
+    let out_dir = std::fs::canonicalize(out).ok();
+    let is_out = |dir: &&PathBuf| out_dir.is_some() && std::fs::canonicalize(dir).ok() == out_dir;
+    match shard_dirs.iter().find(is_out) {
+        Some(dir) => Err(ShardError::OutIsShard { dir: dir.clone() }),
+        None => Ok(()),
+    }
+}
+
+/// Gathers the runs of checked shards ([`check_set`]) for a replay.
+pub fn replay_of(shards: impl IntoIterator<Item = Vec<StoredRun>>) -> Replay {
     let mut replay = Replay::default();
-    for shard in shards {
-        for run in shard.runs {
+    for runs in shards {
+        for run in runs {
             replay.runs.insert(run.run, run);
         }
     }
-    Ok((experiment, options, replay))
+    replay
+}
+
+/// Checks that `shards` are the N shards of one run, each once, and gathers their
+/// results. Returns the experiment, its options and the replay.
+pub fn combine(shards: Vec<LoadedShard>) -> Result<(String, ResultOptions, Replay), ShardError> {
+    let heads: Vec<ShardHead> = shards
+        .iter()
+        .map(|s| {
+            let m = &s.manifest;
+            let options = m.options.fields().into_iter();
+            ShardHead::new(
+                &s.dir,
+                m.shard,
+                ("the experiment", &m.experiment),
+                &m.rtvmm_version,
+                options.map(|(f, v)| (f.to_string(), v)).collect(),
+            )
+        })
+        .collect();
+    check_set(&heads)?;
+    let experiment = shards[0].manifest.experiment.clone();
+    let options = shards[0].manifest.options.clone();
+    Ok((
+        experiment,
+        options,
+        replay_of(shards.into_iter().map(|s| s.runs)),
+    ))
 }
 
 #[cfg(test)]
@@ -487,6 +593,31 @@ mod tests {
                 let (min, max) = (sizes.iter().min(), sizes.iter().max());
                 assert!(max.unwrap() - min.unwrap() <= 1, "{sizes:?}");
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// For any shard count and any sweep, the N shards' runs are disjoint and cover
+        /// the sweep, and no shard holds more than one run more than another.
+        #[test]
+        fn the_shards_of_any_count_are_disjoint_and_cover_the_runs(
+            count in 1usize..=40,
+            first in 0usize..1000,
+            len in 0usize..300,
+        ) {
+            let mut seen = vec![0u32; len];
+            let mut sizes = Vec::new();
+            for index in 1..=count {
+                let mine = Shard { index, count }.runs_of_sweep(first, len);
+                proptest::prop_assert!(mine.windows(2).all(|w| w[0] < w[1]), "{mine:?}");
+                sizes.push(mine.len());
+                for run in mine {
+                    seen[run] += 1;
+                }
+            }
+            proptest::prop_assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+            let (min, max) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            proptest::prop_assert!(max - min <= 1, "{sizes:?}");
         }
     }
 

@@ -3,11 +3,12 @@
 //! # Design note
 //! A domain has one guest process per VCPU ([`tasks_by_vcpu`]): all its tasks for a
 //! domain of one VCPU; for a partitioned guest of several VCPUs, the tasks pinned to each
-//! VCPU. The process is the enforcement unit: the executor stops and resumes VCPU `j` of
-//! a domain by stopping and resuming its guest process `j` (its cgroup, its threads'
-//! band, or its signals), so a VCPU's threads run only while that VCPU runs, and each
-//! VCPU's work is its own process's (a global guest of several VCPUs, whose jobs move
-//! between VCPUs, is refused).
+//! VCPU; for a global guest of several VCPUs, none: each VCPU's process is one worker that
+//! runs the job the guest's scheduler grants it, its jobs moving between VCPUs as data
+//! ([`crate::global`]). The process is the enforcement unit: the executor stops and
+//! resumes VCPU `j` of a domain by stopping and resuming its guest process `j` (its
+//! cgroup, its threads' band, or its signals), so a VCPU's threads run only while that
+//! VCPU runs.
 //!
 //! [`ProcessDomain::spawn`] writes each process's tasks into a fresh [`Shared`] page (with
 //! the guest-level `SCHED_FIFO` priorities of the whole domain: [`guest_ranks`]),
@@ -36,7 +37,11 @@ use rtvmm_system::records::JobRecord;
 use rtvmm_system::stats::TaskStats;
 
 use crate::enforce::{guest_priority, Member, GUEST_LEVELS};
-use crate::shm::{ArrivalKind, JobTimes, Shared, TaskConfig, TaskState, DEFAULT_RING_LEN};
+use crate::global::{is_global, GlobalGuest};
+use crate::shm::{
+    ArrivalKind, JobTimes, PageKind, Shared, TaskConfig, TaskState, DEFAULT_RING_LEN,
+    GRANT_VALUE_MAX,
+};
 use crate::{HelperCommand, HostError};
 
 /// The rank (0: most urgent) of each task under the guest scheduler: tasks of equal level
@@ -93,8 +98,31 @@ fn arrival(task: &TaskSpec) -> Result<(ArrivalKind, u64), String> {
     }
 }
 
-/// Checks that the host can run a domain's guest (before anything starts).
+/// Checks that the host can run a domain's guest (before anything starts). A global guest
+/// of several VCPUs is scheduled by the core's guest scheduler ([`crate::global`]), not by
+/// `SCHED_FIFO`: any guest scheduler, and releases at listed times, run there.
 pub fn check_runnable(domain: &DomainSpec) -> Result<(), String> {
+    if is_global(domain) {
+        for t in &domain.tasks {
+            if t.arrival.is_triggered() {
+                return Err(format!(
+                    "task '{}': triggered releases are not supported by the host executor \
+                     (a global guest's tasks may be periodic, sporadic, Poisson or listed)",
+                    t.name
+                ));
+            }
+            if t.wcet.as_ns() >= GRANT_VALUE_MAX {
+                return Err(format!(
+                    "task '{}': wcet {}: a job of a global guest of several VCPUs may need \
+                     less than {} on the host",
+                    t.name,
+                    t.wcet,
+                    Nanos(GRANT_VALUE_MAX)
+                ));
+            }
+        }
+        return Ok(());
+    }
     guest_ranks(domain)?;
     tasks_by_vcpu(domain)?;
     for t in &domain.tasks {
@@ -190,16 +218,20 @@ impl JobBook {
     }
 }
 
-/// The tasks each guest process of `spec` runs: a partitioned guest of several VCPUs
-/// ([`GuestSmp::Partitioned`]: each task on its [`TaskSpec::vcpu`]) has one guest process
-/// per VCPU, so that a VCPU's tasks run only while that VCPU runs (the process is the
-/// enforcement unit); a domain of one VCPU, or a global guest of several, has one process
-/// of all its tasks, which runs while any of its VCPUs runs (Linux, the guest scheduler,
-/// runs its best threads on it). `Err` for what the host cannot run.
+/// The tasks each guest process of `spec` runs as threads: a domain of one VCPU has one
+/// process of all its tasks (Linux, the guest scheduler, runs its best thread); a
+/// partitioned guest of several VCPUs ([`GuestSmp::Partitioned`]: each task on its
+/// [`TaskSpec::vcpu`]) has one guest process per VCPU, so that a VCPU's tasks run only
+/// while that VCPU runs (the process is the enforcement unit); a global guest of several
+/// has one process per VCPU too, holding no task: its worker runs the jobs granted
+/// ([`crate::global`]). `Err` for what the host cannot run.
 pub fn tasks_by_vcpu(spec: &DomainSpec) -> Result<Vec<Vec<usize>>, String> {
     let count = spec.placement.vcpu_count();
-    if count == 1 || spec.placement.smp == GuestSmp::Global {
+    if count == 1 {
         return Ok(vec![(0..spec.tasks.len()).collect()]);
+    }
+    if spec.placement.smp == GuestSmp::Global {
+        return Ok(vec![Vec::new(); count as usize]);
     }
     let mut by_vcpu = vec![Vec::new(); count as usize];
     for (t, task) in spec.tasks.iter().enumerate() {
@@ -210,13 +242,13 @@ pub fn tasks_by_vcpu(spec: &DomainSpec) -> Result<Vec<Vec<usize>>, String> {
 }
 
 /// One guest process: the tasks of one VCPU of a partitioned domain (all of them for a
-/// domain of one VCPU or a global guest), their shared page, and the threads and cgroup
-/// the enforcement acts on.
+/// domain of one VCPU; none for a VCPU of a global guest, whose worker is its page's task
+/// 0), their shared page, and the threads and cgroup the enforcement acts on.
 pub struct GuestProcess {
-    /// The VCPU whose tasks it runs (a global guest's: its first).
+    /// The VCPU it runs.
     pub vcpu: VcpuId,
-    /// The domain's task index of each of its tasks (its page's task `i` is the domain's
-    /// task `tasks[i]`).
+    /// The domain's task index of each of its task threads (its page's task `i` is the
+    /// domain's task `tasks[i]`).
     pub tasks: Vec<usize>,
     pub shared: Shared,
     pub member: Member,
@@ -265,13 +297,12 @@ pub struct ProcessDomain {
     pub spec: DomainSpec,
     /// Its VCPUs, in VCPU order.
     pub vcpus: Vec<VcpuId>,
-    /// Its guest processes, one per VCPU in VCPU order (partitioned), or one of all its
-    /// tasks ([`tasks_by_vcpu`]).
+    /// Its guest processes, one per VCPU in VCPU order, or one of all its tasks (a domain
+    /// of one VCPU) ([`tasks_by_vcpu`]).
     pub guests: Vec<GuestProcess>,
     pub book: JobBook,
-    /// A global guest of several VCPUs: which of its VCPUs have work (bit j = VCPU j), as
-    /// the core's rule last said ([`rtvmm_core::guest::global_awake`]).
-    pub awake: Option<u64>,
+    /// A global guest of several VCPUs: its scheduler, whose grants its VCPUs' workers run.
+    pub global: Option<Box<GlobalGuest>>,
 }
 
 impl ProcessDomain {
@@ -297,15 +328,51 @@ impl ProcessDomain {
             domain: name.clone(),
             reason,
         };
-        let ranks = guest_ranks(&spec).map_err(bad)?;
+        let global = match is_global(&spec) {
+            true => Some(Box::new(
+                GlobalGuest::new(&spec, seed, index, join).map_err(bad)?,
+            )),
+            false => None,
+        };
+        let ranks = match global {
+            Some(_) => Vec::new(),
+            None => guest_ranks(&spec).map_err(bad)?,
+        };
         let by_vcpu = tasks_by_vcpu(&spec).map_err(bad)?;
         let mut guests = Vec::with_capacity(by_vcpu.len());
         for (j, tasks) in by_vcpu.into_iter().enumerate() {
             // The page's domain number labels its tasks' random streams: VCPU 0's is the
             // domain's, so a domain of one VCPU draws as it always did.
             let label = index | ((j as u32) << 16);
-            let shared = Shared::create(tasks.len(), DEFAULT_RING_LEN, seed, label)
-                .map_err(|e| bad(e.to_string()))?;
+            let shared = match &global {
+                Some(global) => {
+                    // One worker, the page's task 0, at the guest's top priority.
+                    let page = Shared::create(1, 1, seed, label).map_err(|e| bad(e.to_string()))?;
+                    page.set_kind(PageKind::GlobalVcpu);
+                    page.write_config(
+                        0,
+                        &TaskConfig {
+                            arrival: ArrivalKind::Periodic,
+                            period: 0,
+                            wcet: 0,
+                            min_exec: 0,
+                            deadline: 0,
+                            offset: 0,
+                            priority: 0,
+                            arrival_param: 0,
+                            fifo_priority: if fifo {
+                                guest_priority(0).expect("the top level")
+                            } else {
+                                0
+                            },
+                        },
+                    );
+                    global.grant_nothing(|_| &page);
+                    page
+                }
+                None => Shared::create(tasks.len(), DEFAULT_RING_LEN, seed, label)
+                    .map_err(|e| bad(e.to_string()))?,
+            };
             shared.set_join(join.as_ns());
             for (local, &t) in tasks.iter().enumerate() {
                 let task = &spec.tasks[t];
@@ -347,14 +414,65 @@ impl ProcessDomain {
         for guest in &mut guests {
             guest.wait_ready().map_err(bad)?;
         }
-        let global = vcpus.len() > 1 && guests.len() == 1;
         Ok(ProcessDomain {
             book: JobBook::new(spec.tasks.len(), keep_jobs),
             spec,
             vcpus,
             guests,
-            awake: global.then_some(0),
+            global,
         })
+    }
+
+    /// A global guest of several VCPUs at `now`, the VCPUs of `running` running (bit j =
+    /// VCPU j): if a re-choice is due ([`GlobalGuest::due`]), its finished jobs (into the
+    /// book) and due releases taken in. Returns whether they are taken in, not yet
+    /// handed out.
+    pub fn take_in_global(&mut self, now: Nanos, running: u64) -> bool {
+        let Some(global) = &mut self.global else {
+            return false;
+        };
+        let guests = &self.guests;
+        let page = |j: usize| &guests[j].shared;
+        if !global.taken_in() && global.due(page, now, running) {
+            let (book, spec) = (&mut self.book, &self.spec);
+            global.take_in(page, now, &mut |t, times| {
+                book.record(t, spec.tasks[t].deadline, times, None)
+            });
+        }
+        global.taken_in()
+    }
+
+    /// A global guest of several VCPUs with something taken in, or due to be (see
+    /// [`Self::take_in_global`]): the VCPUs of `running` get their jobs. Returns whether
+    /// it handed out.
+    pub fn hand_out_global(&mut self, now: Nanos, running: u64) -> bool {
+        if !self.take_in_global(now, running) {
+            return false;
+        }
+        let guests = &self.guests;
+        let (book, spec) = (&mut self.book, &self.spec);
+        let global = self.global.as_mut().expect("taken in: a global guest");
+        global.hand_out(|j: usize| &guests[j].shared, running, &mut |t, times| {
+            book.record(t, spec.tasks[t].deadline, times, None)
+        });
+        true
+    }
+
+    /// A global guest of several VCPUs, its VCPUs stopped at `at` (the end of the run, or
+    /// its removal): every grant taken back, what its jobs had credited, and, `pending`,
+    /// its unfinished jobs reported as the other guests report theirs.
+    pub fn close_global(&mut self, at: Nanos, pending: bool) {
+        let Some(global) = &mut self.global else {
+            return;
+        };
+        let guests = &self.guests;
+        let (book, spec) = (&mut self.book, &self.spec);
+        global.close(
+            |j: usize| &guests[j].shared,
+            at,
+            &mut |t, times| book.record(t, spec.tasks[t].deadline, times, Some(at)),
+            pending,
+        );
     }
 
     /// The guest process that runs while VCPU `j` (its number in the domain) runs: its
@@ -391,11 +509,11 @@ impl ProcessDomain {
         self.pages().all(|(s, local)| s.finalized(local))
     }
 
-    /// Every task's page and its index there.
+    /// Every thread's page and its index there (a task's, or a global guest's worker).
     fn pages(&self) -> impl Iterator<Item = (&Shared, usize)> {
         self.guests
             .iter()
-            .flat_map(|g| (0..g.tasks.len()).map(move |local| (&g.shared, local)))
+            .flat_map(|g| (0..g.shared.tasks()).map(move |local| (&g.shared, local)))
     }
 
     /// Kills the guests (a removed domain's): their threads are first moved to
@@ -542,6 +660,35 @@ mod tests {
                 .collect(),
         );
         assert!(check_runnable(&many).unwrap_err().contains("distinct"));
+    }
+
+    /// A global guest of several VCPUs is scheduled by the core's guest, not `SCHED_FIFO`:
+    /// `edf` and listed releases run; a triggered task and a job longer than a grant can
+    /// carry are refused by name.
+    #[test]
+    fn a_global_guest_runs_any_guest_scheduler_and_names_what_it_cannot_run() {
+        let mut listed = TaskSpec::periodic("l", ms(10), ms(1));
+        listed.arrival = Arrival::AperiodicTimes(vec![ms(1)]);
+        let mut edf = domain(
+            GuestScheduler::Edf,
+            vec![TaskSpec::periodic("t", ms(10), ms(1)), listed],
+        );
+        assert!(check_runnable(&edf).is_err(), "one VCPU: SCHED_FIFO");
+        edf.placement.vcpus = 2;
+        assert_eq!(check_runnable(&edf), Ok(()));
+        assert_eq!(tasks_by_vcpu(&edf), Ok(vec![vec![], vec![]]));
+        edf.tasks[0].arrival = Arrival::Triggered {
+            by_domain: "d".into(),
+            by_task: "l".into(),
+            delay: Nanos::ZERO,
+        };
+        let why = check_runnable(&edf).unwrap_err();
+        assert!(why.starts_with("task 't': triggered releases"), "{why}");
+        edf.tasks[0] = TaskSpec::periodic("long", ms(10), Nanos(GRANT_VALUE_MAX));
+        let why = check_runnable(&edf).unwrap_err();
+        assert!(why.starts_with("task 'long': wcet"), "{why}");
+        edf.tasks[0].wcet = Nanos(GRANT_VALUE_MAX - 1);
+        assert_eq!(check_runnable(&edf), Ok(()));
     }
 
     /// The bookkeeping: finished jobs go into the statistics (late ones counted), a job

@@ -24,6 +24,11 @@
 //! every few microseconds of burning) answers the executor's switch probe. At the end
 //! (phase `Finalize`) it releases what fell due up to the end and reports every job still
 //! pending, then exits.
+//!
+//! A page of kind [`PageKind::GlobalVcpu`] is one VCPU of a global guest of several VCPUs
+//! ([`crate::global`]): the process then starts one worker thread instead, which burns the
+//! job its VCPU is granted ([`Burner`]), rings the eventfd when it reaches its demand, and
+//! spins (answering the switch probe) while it has none.
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
@@ -33,16 +38,12 @@ use rtvmm_core::guest::{Arrival, Guest, GuestScheduler, TaskSpec};
 use rtvmm_core::rng::SimRng;
 use rtvmm_core::Nanos;
 
+use crate::global::{Burn, Burner};
 use crate::shm::{
-    ArrivalKind, JobTimes, Phase, Shared, TaskConfig, TaskState, GUEST_NOTIFY_FD, GUEST_SHM_FD,
+    stream_label, ArrivalKind, JobTimes, PageKind, Phase, Shared, TaskConfig, TaskState,
+    GUEST_NOTIFY_FD, GUEST_SHM_FD,
 };
 use crate::sys;
-
-/// The label of a task's random stream: domain and task, so that no two tasks of a run
-/// share draws.
-pub fn stream_label(domain: u32, task: usize) -> u64 {
-    ((domain as u64 + 1) << 32) | task as u64
-}
 
 /// The core's task for a configuration (the rules of releases and draws are the core's).
 pub fn task_spec(c: &TaskConfig) -> TaskSpec {
@@ -102,6 +103,9 @@ fn run(args: &[String]) -> Result<(), String> {
     let notify = Arc::new(unsafe { EventFd::from_owned_fd(notify) });
     sys::pin_to(0, cpu).map_err(|e| format!("pinning to cpu {cpu}: {e}"))?;
     let _ = sys::lock_memory();
+    if shared.kind() == PageKind::GlobalVcpu {
+        return vcpu_worker(&shared, &notify);
+    }
     let mut threads = Vec::new();
     for task in 0..shared.tasks() {
         let shared = Arc::clone(&shared);
@@ -205,6 +209,36 @@ fn task_thread(shared: &Shared, notify: &EventFd, task: usize) -> Result<(), Str
             );
         }
     }
+}
+
+/// The worker of one VCPU of a global guest (its page's task 0): burns what is granted.
+fn vcpu_worker(shared: &Shared, notify: &EventFd) -> Result<(), String> {
+    let config = shared.config(0);
+    shared.set_tid(0, sys::gettid());
+    if config.fifo_priority > 0 {
+        sys::set_fifo(0, config.fifo_priority)
+            .map_err(|e| format!("the VCPU worker: SCHED_FIFO {}: {e}", config.fifo_priority))?;
+    }
+    shared.mark_ready();
+    while shared.phase() == Phase::Setup {
+        sys::futex_wait_until(shared.phase_word(), Phase::Setup as u32, None, true);
+    }
+    let start = shared.start();
+    let cpu_at_start = sys::thread_cpu_ns();
+    let rel = || sys::mono_ns().saturating_sub(start);
+    let mut burner = Burner::default();
+    while shared.phase() != Phase::Finalize {
+        shared.answer_probe(rel);
+        let cpu = sys::thread_cpu_ns();
+        if burner.step(shared, cpu, rel) == Burn::Finished {
+            let _ = notify.write(1);
+        }
+        shared.set_cpu(0, cpu - cpu_at_start);
+        std::hint::spin_loop();
+    }
+    shared.set_cpu(0, sys::thread_cpu_ns() - cpu_at_start);
+    shared.mark_finalized(0);
+    Ok(())
 }
 
 /// Spins until this thread has had `amount` ns of CPU time, answering the switch probe;

@@ -23,8 +23,11 @@
 //!   simulator's format; live control of the run ([`executor::control`]: the control
 //!   socket served between two decisions, commands applied by [`ctl::apply`]).
 //! - [`domain`]: process domains — one guest process per VCPU (a domain of one VCPU, or
-//!   a partitioned guest of several: each VCPU's tasks run only while that VCPU runs) —
-//!   and the bookkeeping of their jobs.
+//!   a partitioned guest of several: each VCPU's tasks run only while that VCPU runs; a
+//!   global guest of several: each VCPU's worker runs the job it is granted) — and the
+//!   bookkeeping of their jobs.
+//! - [`global`]: a global guest of several VCPUs — the core's guest scheduler, driven by
+//!   the executor as the simulator drives it, granting each VCPU's worker its job.
 //! - [`external`]: external domains — an existing cgroup or processes (a QEMU VM, a
 //!   container) scheduled as one VCPU; how to put a QEMU VM under rtvmm.
 //! - [`guest`]: the guest process: tasks as `SCHED_FIFO` threads burning thread CPU time.
@@ -105,6 +108,9 @@ pub mod cgroup;
 pub mod enforce;
 #[cfg(target_os = "linux")]
 pub mod shm;
+
+#[cfg(target_os = "linux")]
+pub mod global;
 
 #[cfg(target_os = "linux")]
 pub mod domain;

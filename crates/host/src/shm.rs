@@ -26,6 +26,14 @@
 //! - **Per task, a ring** of [`RECORD_WORDS`]-word job records (seq, release, first start,
 //!   finish; [`NONE`] for "not yet"): single producer (the task's thread), single consumer
 //!   (the executor), head and tail counters that only grow.
+//! - The page's **kind** ([`PageKind`]): a guest of task threads (above), or one VCPU of a
+//!   global guest of several VCPUs, whose one "task" is the VCPU's worker thread and whose
+//!   job comes through the **grant** words (`crate::global`): `GRANT` (the executor's:
+//!   generation and the job's demand, or none), `DONE` (generation and the CPU time the
+//!   job has had; the worker advances it, the executor takes it back, both by
+//!   compare-and-swap, so that a worker that lost its grant can never add to it), and the
+//!   worker's `RAN_FROM` (when it began running the grant) and `FINISHED_AT` (when the
+//!   job reached its demand), each written before the `DONE` update that makes it count.
 //!
 //! Block and wake, paravirtually (`docs/host.md`): a domain has work iff one of its tasks is
 //! `BUSY` or has a release at or before now. When a task runs out of work it writes its
@@ -45,7 +53,7 @@ use nix::unistd::ftruncate;
 /// "RTVMMSHM" in ASCII.
 pub const MAGIC: u64 = u64::from_be_bytes(*b"RTVMMSHM");
 /// Bumped on every change of the layout.
-pub const VERSION: u64 = 1;
+pub const VERSION: u64 = 2;
 /// The file descriptor under which a guest process finds its shared memory.
 pub const GUEST_SHM_FD: i32 = 3;
 /// The file descriptor under which a guest process finds the executor's eventfd.
@@ -58,6 +66,12 @@ pub const RECORD_WORDS: usize = 4;
 /// Job records per task ring by default: at a 1 ms period, four seconds of jobs between
 /// two drains (the executor drains at every decision).
 pub const DEFAULT_RING_LEN: usize = 4096;
+
+/// The label of a task's random stream, from the page's domain word and the task: no two
+/// tasks of a run share draws.
+pub fn stream_label(domain: u32, task: usize) -> u64 {
+    ((domain as u64 + 1) << 32) | task as u64
+}
 
 /// "Not yet" in a record (no start, no finish).
 pub const NONE: u64 = u64::MAX;
@@ -84,6 +98,38 @@ const H_PROBE_AT: usize = 12;
 const H_ACK_SEQ: usize = 13;
 const H_ACK_AT: usize = 14;
 const H_JOIN: usize = 15;
+const H_KIND: usize = 16;
+const H_GRANT: usize = 17;
+const H_DONE: usize = 18;
+const H_RAN_FROM: usize = 19;
+const H_FINISHED_AT: usize = 20;
+
+/// Bits of a grant word's value (the job's demand, or the CPU time it has had, in ns): a
+/// job of a global guest may need up to 2^44 ns (4.9 hours); the 20 bits above are the
+/// generation.
+pub const GRANT_VALUE_BITS: u32 = 44;
+/// The largest demand a grant carries; also "no job" in `GRANT`.
+pub const GRANT_VALUE_MAX: u64 = (1 << GRANT_VALUE_BITS) - 1;
+/// Generations wrap at this (20 bits).
+pub const GRANT_GEN_MODULUS: u32 = 1 << (64 - GRANT_VALUE_BITS);
+
+fn pack(gen: u32, value: u64) -> u64 {
+    debug_assert!(value <= GRANT_VALUE_MAX && gen < GRANT_GEN_MODULUS);
+    ((gen as u64) << GRANT_VALUE_BITS) | value
+}
+
+fn unpack(word: u64) -> (u32, u64) {
+    ((word >> GRANT_VALUE_BITS) as u32, word & GRANT_VALUE_MAX)
+}
+
+/// What a guest page serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageKind {
+    /// A guest process of task threads (a domain of one VCPU, a partitioned guest's VCPU).
+    Tasks = 0,
+    /// One VCPU of a global guest of several VCPUs: a worker that runs the job granted.
+    GlobalVcpu = 1,
+}
 
 // Task state words.
 const S_TID: usize = 0;
@@ -436,6 +482,96 @@ impl Shared {
         self.set(H_ACK_AT, 0);
     }
 
+    // ---- a global guest's VCPU: the grant (`crate::global`) ----
+
+    pub fn kind(&self) -> PageKind {
+        match self.get(H_KIND) {
+            1 => PageKind::GlobalVcpu,
+            _ => PageKind::Tasks,
+        }
+    }
+
+    pub fn set_kind(&self, kind: PageKind) {
+        self.set(H_KIND, kind as u64);
+    }
+
+    /// Executor side: grants generation `gen` of the VCPU a job that has had `done` of its
+    /// `demand` (`None`: no job). `DONE` first, then `GRANT`: a worker that sees the grant
+    /// finds its progress.
+    pub fn grant(&self, gen: u32, job: Option<(u64, u64)>) {
+        let (done, demand) = job.unwrap_or((0, GRANT_VALUE_MAX));
+        self.set(H_DONE, pack(gen, done));
+        self.set(H_GRANT, pack(gen, demand));
+    }
+
+    /// Executor side: takes the grant of generation `gen` back, giving `DONE` generation
+    /// `revoked` (no grant's: no worker can add to it any more). Returns the CPU time the
+    /// job had under it, final; `None` if `gen` was not the grant's.
+    pub fn revoke(&self, gen: u32, revoked: u32) -> Option<u64> {
+        let word = self.word(H_DONE);
+        let mut current = word.load(Ordering::Acquire);
+        loop {
+            let (g, done) = unpack(current);
+            if g != gen {
+                return None;
+            }
+            match word.compare_exchange_weak(
+                current,
+                pack(revoked, done),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Some(done),
+                Err(now) => current = now,
+            }
+        }
+    }
+
+    /// The CPU time the granted job has had and its generation (either side).
+    pub fn done(&self) -> (u32, u64) {
+        unpack(self.get(H_DONE))
+    }
+
+    /// Worker side: the grant — its generation and the job's demand (`None`: no job).
+    pub fn granted(&self) -> (u32, Option<u64>) {
+        let (gen, demand) = unpack(self.get(H_GRANT));
+        (gen, (demand != GRANT_VALUE_MAX).then_some(demand))
+    }
+
+    /// Worker side: the job of generation `gen` has had `to` (it had `from`, as this worker
+    /// last wrote or read it); `false` if the grant was taken back meanwhile (nothing
+    /// written).
+    pub fn advance(&self, gen: u32, from: u64, to: u64) -> bool {
+        self.word(H_DONE)
+            .compare_exchange(
+                pack(gen, from),
+                pack(gen, to.min(GRANT_VALUE_MAX)),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Worker side: when it began running the current grant (relative; before its first
+    /// [`Self::advance`] under it).
+    pub fn set_ran_from(&self, at: u64) {
+        self.set(H_RAN_FROM, at);
+    }
+
+    pub fn ran_from(&self) -> u64 {
+        self.get(H_RAN_FROM)
+    }
+
+    /// Worker side: when the granted job reached its demand (before the [`Self::advance`]
+    /// that says so).
+    pub fn set_finished_at(&self, at: u64) {
+        self.set(H_FINISHED_AT, at);
+    }
+
+    pub fn finished_at(&self) -> u64 {
+        self.get(H_FINISHED_AT)
+    }
+
     // ---- tasks ----
 
     fn config_base(&self, task: usize) -> usize {
@@ -704,7 +840,7 @@ mod tests {
         let err = Shared::open(shared.fd().try_clone_to_owned().unwrap())
             .err()
             .unwrap();
-        assert!(err.to_string().contains("layout version 2"), "{err}");
+        assert!(err.to_string().contains("layout version 3"), "{err}");
         shared.set(H_MAGIC, 0xdead);
         let err = Shared::open(shared.fd().try_clone_to_owned().unwrap())
             .err()

@@ -346,12 +346,12 @@ fn set<'py, T: FromPyObjectOwned<'py>>(
 }
 
 /// experiment(name, out, quick=False, seed=1, duration=None, policies=None, overhead=None,
-/// in_phase=False, workloads=(), jobs=0) -> (summary, files, interrupted)
+/// in_phase=False, workloads=(), jobs=0, seeds=None) -> (summary, files, interrupted)
 ///
 /// Runs experiment `name` as `rtvmm experiment NAME` does, writing its files to `out`.
 #[pyfunction]
 #[pyo3(signature = (name, out, quick=false, seed=None, duration=None, policies=None,
-                    overhead=None, in_phase=false, workloads=Vec::new(), jobs=0))]
+                    overhead=None, in_phase=false, workloads=Vec::new(), jobs=0, seeds=None))]
 #[allow(clippy::too_many_arguments)] // the command's flags, one argument each
 fn experiment(
     py: Python<'_>,
@@ -365,9 +365,11 @@ fn experiment(
     in_phase: bool,
     workloads: Vec<PathBuf>,
     jobs: usize,
+    seeds: Option<usize>,
 ) -> PyResult<(String, Vec<String>, bool)> {
     let mut options = rtvmm_experiments::Options::new(out);
     options.quick = quick;
+    options.seeds = seeds;
     if let Some(seed) = seed {
         options.seed = seed;
     }

@@ -333,14 +333,7 @@ fn apply_interface_options(
                     names.join(", ")
                 ))
             })?;
-        let period = fixed.period.exact_units(unit).ok_or_else(|| {
-            AnalyzeError::BadOption(format!(
-                "--fixed-period {}={}: not a whole number of units of {}",
-                fixed.domain,
-                fixed.period,
-                Nanos::from_ns(unit)
-            ))
-        })?;
+        let period = fixed.units(unit)?;
         if let InterfaceChoice::Optimal(range) = d.choice {
             let origin = if ranged_by_option.contains(&d.name) {
                 "--period-range"

@@ -1,7 +1,8 @@
 //! Random multicore systems as scenario text, and the check of a report's guarantees
 //! against a simulation of the scenario it emitted — shared by
-//! `tests/multicore_soundness.rs` (the property) and `examples/guarantee_cost.rs` (what a
-//! guarantee costs in bandwidth).
+//! `tests/multicore_soundness.rs` (the property), `tests/agreement.rs` (the one-pcpu
+//! property, which draws its own systems and checks them here) and
+//! `examples/guarantee_cost.rs` (what a guarantee costs in bandwidth).
 //!
 //! - **Drawing.** A system is decoded from a *tape* of random `u32`s ([`SystemDraw::decode`]):
 //!   every choice reads the next number, and a tape of zeros decodes to the simplest system
@@ -403,6 +404,12 @@ pub fn tape_from_seed(seed: u64) -> Vec<u32> {
         .collect()
 }
 
+/// The phasings a drawn system runs in: the synchronous one (`None`), then the random ones
+/// of `seeds`.
+pub fn phasings(seeds: [u64; 2]) -> [Option<u64>; 3] {
+    [None, Some(seeds[0]), Some(seeds[1])]
+}
+
 /// The offset of task `task` of domain `domain` in a phasing: `None` is the synchronous
 /// phasing (0), `Some(seed)` a random offset in `[0, period)`, in whole µs.
 pub fn offset_of(phasing: Option<u64>, domain: usize, task: usize, period: Nanos) -> Nanos {
@@ -498,14 +505,19 @@ pub fn scenario_text(system: &SystemDraw, phasing: Option<u64>) -> String {
     text
 }
 
+/// The least common multiple of `periods_ms`, capped at 1,000,000 (a run is never that
+/// long: callers clamp it).
+pub fn hyperperiod_ms(periods_ms: impl Iterator<Item = u64>) -> u64 {
+    periods_ms.fold(1u64, |acc, p| {
+        let g = Nanos(acc).gcd(Nanos(p)).as_ns();
+        (acc / g).saturating_mul(p).min(1_000_000)
+    })
+}
+
 /// Three hyperperiods of `periods_ms`, at least 240 ms and at most 600 ms, plus 60 ms (the
 /// longest drawn period, so that a late first release still meets a deadline in the run).
 pub fn run_length_ms(periods_ms: impl Iterator<Item = u64>) -> u64 {
-    let hyper = periods_ms.fold(1u64, |acc, p| {
-        let g = Nanos(acc).gcd(Nanos(p)).as_ns();
-        (acc / g).saturating_mul(p).min(1_000_000)
-    });
-    (3 * hyper).clamp(240, 600) + 60
+    (3 * hyperperiod_ms(periods_ms)).clamp(240, 600) + 60
 }
 
 /// How long to simulate `scenario`: [`run_length_ms`] over its task and VCPU periods in
@@ -524,6 +536,15 @@ pub fn rephase(scenario: &mut Scenario, phasing: Option<u64>) {
         for (i, t) in d.tasks.iter_mut().enumerate() {
             t.offset = offset_of(phasing, k, i, t.period);
         }
+    }
+}
+
+/// `check --admit`'s report on `scenario`, whether it admits or refuses (a refusal still
+/// guarantees the domains it passes).
+pub fn admit_report(scenario: &Scenario) -> Report {
+    match rtvmm_analyze::admit(scenario) {
+        Ok(report) => report,
+        Err(refused) => refused.1,
     }
 }
 
@@ -563,10 +584,15 @@ pub fn guarantees(report: &Report) -> Vec<Guarantee> {
 /// Simulates `scenario` for [`run_length`] and returns the simulation and its end.
 pub fn simulate(scenario: &Scenario) -> (Simulation, Nanos) {
     let end = run_length(scenario);
+    (simulate_until(scenario, end), end)
+}
+
+/// Simulates `scenario` until `end`.
+pub fn simulate_until(scenario: &Scenario, end: Nanos) -> Simulation {
     let mut sim = Simulation::new(&scenario.system, scenario.seed, false)
         .unwrap_or_else(|e| panic!("the scenario does not simulate: {e}"));
     sim.run_until(end).expect("run");
-    (sim, end)
+    sim
 }
 
 /// Misses per domain of a simulation of `scenario`, by name.
@@ -579,19 +605,31 @@ pub fn misses(scenario: &Scenario) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// Simulates `scenario` and checks each of `guaranteed` against it: no miss, and no
-/// response (finished, or still pending at the end) above the task's bound. `Err` names
-/// the domain, the task and what was seen; `what` says which path the scenario came from.
+/// Simulates `scenario` for [`run_length`] and checks each of `guaranteed` against it: no
+/// miss, and no response (finished, or still pending at the end) above the task's bound.
+/// `Err` names the domain, the task and what was seen; `what` says which path the scenario
+/// came from.
 pub fn check_guarantees(
     scenario: &Scenario,
+    guaranteed: &[Guarantee],
+    what: &str,
+) -> Result<(), String> {
+    check_guarantees_until(scenario, run_length(scenario), guaranteed, what)
+}
+
+/// [`check_guarantees`] over a simulation that ends at `end` (`tests/agreement.rs` runs
+/// each scenario for its own `duration`).
+pub fn check_guarantees_until(
+    scenario: &Scenario,
+    end: Nanos,
     guaranteed: &[Guarantee],
     what: &str,
 ) -> Result<(), String> {
     if guaranteed.is_empty() {
         return Ok(());
     }
-    let (sim, end) = simulate(scenario);
-    let results = sim.results("multicore", scenario.seed, end);
+    let sim = simulate_until(scenario, end);
+    let results = sim.results("guarantees", scenario.seed, end);
     for g in guaranteed {
         let Some(d) = results.domains.iter().position(|r| r.name == g.domain) else {
             return Err(format!(

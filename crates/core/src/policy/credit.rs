@@ -645,10 +645,7 @@ impl Policy for Credit {
         };
         let s = self.get_mut(v);
         s.uncharged = s.uncharged.saturating_add(as_i64(ran));
-        match spent {
-            Spent::Running => s.counters.consumed += ran,
-            Spent::Overhead => s.counters.overhead += ran,
-        }
+        s.counters.spend(spent, ran);
     }
 
     fn do_schedule(&mut self, _cx: &mut Cx, pcpu: PcpuId) -> Decision {

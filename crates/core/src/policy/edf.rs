@@ -24,7 +24,7 @@
 use crate::event::{CoreEvent, Cx};
 use crate::model::{VcpuId, VcpuParams};
 use crate::policy::table::VcpuTable;
-use crate::policy::{BudgetCounters, Spent};
+use crate::policy::{BudgetCounters, Spent, VcpuView};
 use crate::time::Nanos;
 
 /// One EDF server VCPU.
@@ -72,10 +72,7 @@ impl EdfServer {
     pub fn consume(&mut self, cx: &mut Cx, ran: Nanos, spent: Spent) -> bool {
         let taken = ran.min(self.remaining);
         self.remaining -= taken;
-        match spent {
-            Spent::Running => self.counters.consumed += taken,
-            Spent::Overhead => self.counters.overhead += taken,
-        }
+        self.counters.spend(spent, taken);
         let exhausted = !taken.is_zero() && self.remaining.is_zero();
         if exhausted {
             let vcpu = self.vcpu;
@@ -93,6 +90,11 @@ impl EdfServer {
         let period = self.params.period.as_ns();
         let periods_passed = (cx.now - self.deadline).as_ns() / period + 1;
         self.deadline += Nanos(period * periods_passed);
+        self.refill(cx);
+    }
+
+    /// The budget is full again (a replenishment, or RTDS's extratime refill).
+    pub fn refill(&mut self, cx: &mut Cx) {
         self.remaining = self.params.budget;
         let (vcpu, budget) = (self.vcpu, self.remaining);
         cx.emit(|| CoreEvent::Replenish { vcpu, budget });
@@ -102,6 +104,16 @@ impl EdfServer {
     pub fn adjust(&mut self, params: &VcpuParams) {
         self.remaining = self.remaining.min(params.budget);
         self.pending = Some(params.clone());
+    }
+
+    /// What [`Policy::view`](crate::policy::Policy::view) shows of it: the remaining
+    /// budget and the deadline.
+    pub fn view(&self) -> VcpuView {
+        VcpuView {
+            remaining_budget: Some(self.remaining),
+            deadline: Some(self.deadline),
+            credit: None,
+        }
     }
 }
 

@@ -116,6 +116,18 @@ pub struct BudgetCounters {
     pub overhead: Nanos,
 }
 
+impl BudgetCounters {
+    /// Counts `amount` of budget (Credit: credit) spent as `spent` says: run time as
+    /// `consumed`, overhead as `overhead`.
+    #[inline]
+    pub fn spend(&mut self, spent: Spent, amount: Nanos) {
+        match spent {
+            Spent::Running => self.consumed += amount,
+            Spent::Overhead => self.overhead += amount,
+        }
+    }
+}
+
 impl std::ops::AddAssign for BudgetCounters {
     fn add_assign(&mut self, o: BudgetCounters) {
         self.consumed += o.consumed;

@@ -59,7 +59,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::cpuset::CpuSet;
-use crate::event::{CoreEvent, Cx};
+use crate::event::Cx;
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::edf::{EdfMember, EdfServer, EdfSet};
 use crate::policy::global::{self, Affinities};
@@ -71,7 +71,7 @@ use crate::time::Nanos;
 
 /// Xen's lower bound on both budget and period (`RTDS_MIN_BUDGET`, 10 µs): below it the
 /// scheduler's own overhead dominates.
-pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(10);
+pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(crate::xl::RTDS_MIN_US);
 
 /// RTDS's priority key: level, then deadline, then VCPU id (see [`RtVcpu::key`]).
 type RtKey = (u32, Nanos, VcpuId);
@@ -106,13 +106,17 @@ impl RtVcpu {
 
     /// The budget reached zero: with extratime, a fresh budget one level down.
     fn on_exhausted(&mut self, cx: &mut Cx) {
-        let s = &mut self.server;
-        if s.params.extratime_under(PolicyKind::Rtds) {
+        if self.server.params.extratime_under(PolicyKind::Rtds) {
             self.level += 1;
-            s.remaining = s.params.budget;
-            let (vcpu, budget) = (s.vcpu, s.remaining);
-            cx.emit(|| CoreEvent::Replenish { vcpu, budget });
+            self.server.refill(cx);
         }
+    }
+
+    /// Whether it has a replenishment timer: like Xen's replenishment queue, only while it
+    /// has work or runs.
+    #[inline]
+    fn timed(&self) -> bool {
+        self.server.has_work || self.on.is_some()
     }
 
     /// Xen's `rt_update_deadline`: the EDF replenishment, back at level 0.
@@ -220,28 +224,25 @@ impl Rtds {
         self.current.len() > 1
     }
 
-    /// Like Xen's replenishment queue, only VCPUs with work (or running) have a timer.
+    /// Recomputes the earliest replenishment timer ([`RtVcpu::timed`]).
     fn refresh_timer(&mut self) {
-        self.vcpus
-            .refresh_timer(|m| m.server.has_work || m.on.is_some());
+        self.vcpus.refresh_timer(RtVcpu::timed);
     }
 
     /// The deadline of `vcpu`'s replenishment timer, if it has one.
     fn timer_of(&self, vcpu: VcpuId) -> Option<Nanos> {
         let m = self.vcpus.get(vcpu);
-        (m.server.has_work || m.on.is_some()).then_some(m.server.deadline)
+        m.timed().then_some(m.server.deadline)
     }
 
     /// [`Self::refresh_timer`] after a change to `vcpu` alone, whose timer was `before`.
     fn retime(&mut self, vcpu: VcpuId, before: Option<Nanos>) {
         let after = self.timer_of(vcpu);
-        self.vcpus
-            .retime(before, after, |m| m.server.has_work || m.on.is_some());
+        self.vcpus.retime(before, after, RtVcpu::timed);
     }
 
     fn earliest_timer(&self) -> Option<Nanos> {
-        self.vcpus
-            .earliest_deadline(|m| m.server.has_work || self.is_running(m.server.vcpu))
+        self.vcpus.earliest_deadline(RtVcpu::timed)
     }
 
     /// The priority level of a VCPU (0 = real-time), for tests.
@@ -384,22 +385,7 @@ impl Policy for Rtds {
 
     /// Budget and period > 0, budget ≥ 10 µs (so the period is too), budget ≤ period.
     fn validate(&self, params: &VcpuParams) -> Result<(), ParamError> {
-        if params.period.is_zero() {
-            return Err(ParamError::PeriodZero);
-        }
-        if params.budget.is_zero() {
-            return Err(ParamError::BudgetZero);
-        }
-        if params.budget < RTDS_MIN_BUDGET {
-            return Err(ParamError::RtdsTooSmall(params.budget));
-        }
-        if params.budget > params.period {
-            return Err(ParamError::BudgetAbovePeriod {
-                budget: params.budget,
-                period: params.period,
-            });
-        }
-        Ok(())
+        params.validate_rtds_slice(RTDS_MIN_BUDGET)
     }
 
     fn insert_vcpu(&mut self, cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) {
@@ -549,8 +535,8 @@ impl Policy for Rtds {
             if !self.vcpus.contains(v) {
                 continue;
             }
-            let s = self.vcpus.server(v);
-            if !((s.has_work || self.is_running(v)) && s.deadline <= cx.now) {
+            let m = self.vcpus.get(v);
+            if !(m.timed() && m.server.deadline <= cx.now) {
                 continue;
             }
             self.vcpus.get_mut(v).replenish(cx);
@@ -640,12 +626,7 @@ impl Policy for Rtds {
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
-        let s = self.vcpus.server(vcpu);
-        VcpuView {
-            remaining_budget: Some(s.remaining),
-            deadline: Some(s.deadline),
-            credit: None,
-        }
+        self.vcpus.server(vcpu).view()
     }
 
     fn counters(&self, vcpu: VcpuId) -> BudgetCounters {
@@ -653,8 +634,7 @@ impl Policy for Rtds {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.vcpus
-            .check(|m| m.server.has_work || self.is_running(m.server.vcpu))?;
+        self.vcpus.check(RtVcpu::timed)?;
         for m in self.vcpus.iter() {
             if m.level > 0 && !m.server.params.extratime_under(PolicyKind::Rtds) {
                 return Err(format!(
@@ -760,6 +740,22 @@ mod tests {
         q.max_replenishments = 0;
         q.weight = 0;
         assert_eq!(rtds.validate(&q), Ok(()));
+        // Below the minimum and above the period: the minimum is named, as `xl sched-rtds`
+        // names it before comparing budget and period; SEDF's rule has no minimum.
+        let mut r = params(2, 10, false);
+        (r.budget, r.period) = (Nanos::from_us(8), Nanos::from_us(5));
+        assert_eq!(
+            rtds.validate(&r),
+            Err(ParamError::RtdsTooSmall(Nanos::from_us(8)))
+        );
+        assert_eq!(
+            ParamError::RtdsTooSmall(Nanos::from_us(8)).to_string(),
+            "budget: RTDS needs at least 10us (got 8us)"
+        );
+        assert!(matches!(
+            r.validate_slice(),
+            Err(ParamError::BudgetAbovePeriod { .. })
+        ));
     }
 
     #[test]

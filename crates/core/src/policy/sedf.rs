@@ -443,10 +443,7 @@ impl Policy for Sedf {
         let s = self.vcpus.get_mut(v);
         let remaining = s.remaining();
         let taken = ran.min(remaining);
-        match spent {
-            Spent::Running => s.counters.consumed += taken,
-            Spent::Overhead => s.counters.overhead += taken,
-        }
+        s.counters.spend(spent, taken);
         s.cputime += ran;
         if !taken.is_zero() && taken == remaining {
             cx.emit(|| CoreEvent::BudgetExhausted { vcpu: v });

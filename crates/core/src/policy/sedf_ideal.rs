@@ -256,12 +256,7 @@ impl Policy for SedfIdeal {
     }
 
     fn view(&self, vcpu: VcpuId) -> VcpuView {
-        let s = self.servers.get(vcpu);
-        VcpuView {
-            remaining_budget: Some(s.remaining),
-            deadline: Some(s.deadline),
-            credit: None,
-        }
+        self.servers.get(vcpu).view()
     }
 
     fn counters(&self, vcpu: VcpuId) -> BudgetCounters {

@@ -51,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         always eligible, as the evaluated release treated it.",
     run: Some(run),
     host: false,
+    draws: None,
 };
 
 /// The VM configurations (budget, period) in ms, as the evaluation gave them.

@@ -68,6 +68,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         Policies deferrable, ptps, wcps, crps.",
     run: Some(run),
     host: false,
+    draws: None,
 };
 
 /// The long job's execution time (full scale).

@@ -51,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         it: Min, Act (last), Avg, Max in µs.",
     run: Some(run),
     host: false,
+    draws: None,
 };
 
 /// The timer threads' intervals (cyclictest `-t4 -i 10000 -d 500`).

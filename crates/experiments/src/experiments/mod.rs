@@ -6,7 +6,11 @@
 //!    `run(out: &mut Output)`: read sizes from `out.options` (honour `quick`, `seed`,
 //!    `duration`, `policies`), record parameters with `out.param`, run the sweep with
 //!    `out.sweep`, write CSVs, tables and figures with `out.csv` / `out.table` /
-//!    `out.figure`, and the main results with `out.finding`.
+//!    `out.figure`, and the main results with `out.finding`. An experiment that generates
+//!    task sets also sets `draws` and states each qualitative finding as a check,
+//!    `out.check(finding, holds)`, evaluated on its runs: with several draws
+//!    (`--seeds N`) its `run` is called once per draw and the report counts the draws in
+//!    which each finding holds.
 //! 2. Add `pub mod <name>;` below and its `EXPERIMENT` to [`REGISTRY`] (replacing its
 //!    "planned" entry if there is one).
 //! 3. Add a `--quick` test in `tests/`.
@@ -45,6 +49,10 @@ pub struct Experiment {
     /// Whether it also runs in real time on this machine (`--host`,
     /// [`crate::driver::Driver::Host`]); its `run` then reads `out.options.driver`.
     pub host: bool,
+    /// For an experiment that generates task sets: how many task-set draws its full run
+    /// makes unless `--seeds` says (`--quick` makes one; see [`crate::draws`]). `None`:
+    /// it draws no task sets, and runs once.
+    pub draws: Option<usize>,
 }
 
 /// An experiment that is described here and implemented later.
@@ -56,6 +64,7 @@ const fn planned(name: &'static str, title: &'static str, description: &'static 
         description,
         run: None,
         host: false,
+        draws: None,
     }
 }
 
@@ -115,7 +124,13 @@ pub fn list() -> String {
             (true, true) => "  [also --host]",
             (true, false) => "",
         };
-        out.push_str(&format!("\n{:<16} {}{}\n", e.name, e.title, status));
+        let draws = e
+            .draws
+            .map_or_else(String::new, |n| format!("  [--seeds {n} by default]"));
+        out.push_str(&format!(
+            "\n{:<16} {}{}{}\n",
+            e.name, e.title, status, draws
+        ));
         for line in wrap(e.description, 72) {
             out.push_str(&format!("{:<16} {}\n", "", line));
         }

@@ -49,6 +49,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         1 ms.",
     run: Some(run),
     host: false,
+    draws: None,
 };
 
 /// The loads of the thin and driver domains, in percent of a pcpu.

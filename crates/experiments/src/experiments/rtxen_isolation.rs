@@ -27,6 +27,7 @@ use crate::figures::{decimal, percent};
 use rtvmm_core::policy::PolicyKind;
 use rtvmm_core::Nanos;
 use rtvmm_gen::rtxen::SharePattern;
+use rtvmm_system::results::RunResults;
 
 use super::Experiment;
 use crate::driver::{real_time_label, Driver};
@@ -42,6 +43,9 @@ use crate::system::{
     RTXEN_REPLENISHMENT,
 };
 
+/// Task-set draws of a full run (`--seeds`; see `docs/experiments.md`).
+pub const DRAWS: usize = 20;
+
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-isolation",
     title: "one overloaded domain",
@@ -54,6 +58,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         the others.",
     run: Some(run),
     host: true,
+    draws: Some(DRAWS),
 };
 
 /// The overloaded domain (index into d1…d5).
@@ -320,6 +325,34 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 phasing.short()
             ),
         )?;
+    }
+    // The qualitative findings, as checks on this draw (see `Output::check`): the
+    // overload stays in d3 under every policy, and costs it under a server.
+    for policy in &policies {
+        let result = |case: usize| {
+            runs.iter()
+                .zip(&outcome.results)
+                .find(|((c, p), _)| *c == case && p.label == policy.label)
+                .and_then(|(_, r)| r.as_ref())
+        };
+        let (Some(normal), Some(overloaded)) = (result(0), result(1)) else {
+            continue;
+        };
+        let untouched = overloaded
+            .domains
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != OVERLOADED_DOMAIN && i + 1 < overloaded.domains.len())
+            .all(|(_, d)| d.missed == 0);
+        out.check(
+            format!("overloaded, {policy}: d1, d2 and d4 miss no deadline"),
+            untouched,
+        );
+        let d3 = |r: &RunResults| r.domains[OVERLOADED_DOMAIN].deadline_miss_ratio;
+        out.check(
+            format!("overloaded, {policy}: d3 misses more deadlines than in the normal case"),
+            d3(overloaded) > d3(normal),
+        );
     }
     // Main result: where the overloaded case's misses went.
     for (&(c, policy), result) in runs.iter().zip(&outcome.results) {

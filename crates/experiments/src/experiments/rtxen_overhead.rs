@@ -39,6 +39,9 @@ use crate::system::{
     RTXEN_REPLENISHMENT,
 };
 
+/// Task-set draws of a full run (`--seeds`; see `docs/experiments.md`).
+pub const DRAWS: usize = 20;
+
 pub const EXPERIMENT: Experiment = Experiment {
     name: "rtxen-overhead",
     title: "scheduler activity per policy",
@@ -51,6 +54,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         threads come with the host executor.",
     run: Some(run),
     host: true,
+    draws: Some(DRAWS),
 };
 
 /// The experiment's total load, in permille.
@@ -77,6 +81,42 @@ fn setup(
     let mut domains = rtxen_domains(SharePattern::Even, LOAD_PERMILLE, options.seed)?;
     phasing.boot(&mut domains, u64::from(LOAD_PERMILLE));
     Ok((policies, domains, phasing))
+}
+
+/// The qualitative findings, as checks on this draw (see `Output::check`): the RT-Xen
+/// servers reschedule at every tick, Credit at Xen 4.0's defaults only at the end of its
+/// slice and on events, SEDF only on events.
+fn check_findings(out: &mut Output, names: &[String], calls_per_s: &[f64]) {
+    let rate = |label: &str| {
+        names
+            .iter()
+            .position(|n| n == label)
+            .map(|i| calls_per_s[i])
+    };
+    let servers: Vec<f64> = ["deferrable", "periodic", "polling", "sporadic"]
+        .into_iter()
+        .filter_map(rate)
+        .collect();
+    let Some(busiest_least) = servers.iter().copied().reduce(f64::min) else {
+        return;
+    };
+    for (label, words) in [
+        ("credit", "Credit at Xen 4.0's defaults (30 ms slice)"),
+        ("sedf", "SEDF"),
+    ] {
+        if let Some(calls) = rate(label) {
+            out.check(
+                format!("{words} calls do_schedule less often than every RT-Xen server"),
+                calls < busiest_least,
+            );
+        }
+    }
+    if let (Some(coarse), Some(fine)) = (rate("credit"), rate("credit-1ms")) {
+        out.check(
+            "credit-1ms calls do_schedule more often than credit at Xen 4.0's defaults",
+            fine > coarse,
+        );
+    }
 }
 
 fn run(out: &mut Output) -> Result<(), ExperimentError> {
@@ -161,6 +201,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         calls.push(p.do_schedule_calls as f64 / seconds);
         switches.push(p.context_switches as f64 / seconds);
     }
+    check_findings(out, &names, &calls);
     out.csv(
         "overhead.csv",
         "scheduler activity per policy",

@@ -51,6 +51,7 @@ pub const EXPERIMENT: Experiment = Experiment {
         deadlines.",
     run: Some(run),
     host: false,
+    draws: None,
 };
 
 /// Domain 1's task period.

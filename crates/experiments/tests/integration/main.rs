@@ -3,11 +3,13 @@
 //! that follow from the theory; plus the framework (list, interruption, compare, gen).
 //! One binary: `csa` holds the 2012 experiments, `eval` the evaluation experiments,
 //! `host_driver` the `--host` path of rtxen-overhead and rtxen-isolation (a stand-in
-//! executor), `shard` the sharded sweeps and their merge.
+//! executor), `shard` the sharded sweeps and their merge, `draws` several task-set draws
+//! (`--seeds`).
 mod util;
 
 mod capacity;
 mod csa;
+mod draws;
 mod eval;
 mod framework;
 mod host_driver;

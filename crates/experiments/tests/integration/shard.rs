@@ -126,15 +126,35 @@ fn assert_merge_is_unsharded(
 proptest! {
     #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
+    /// `seeds`: task-set draws (`--seeds`), for the experiment of `FAST` that draws task
+    /// sets (rtxen-overhead); the runs of every draw are dealt to the shards.
     #[test]
     fn merged_shards_are_the_unsharded_run_byte_for_byte(
         which in 0..FAST.len(),
         count in 1usize..=5,
         jobs in prop::sample::select(vec![1usize, 2]),
         order in Just((0..5usize).collect::<Vec<_>>()).prop_shuffle(),
+        seeds in 1usize..=3,
     ) {
-        assert_merge_is_unsharded(FAST[which], count, jobs, &order, |_| {})?;
+        let draws = FAST[which] == "rtxen-overhead";
+        assert_merge_is_unsharded(FAST[which], count, jobs, &order, |o| {
+            if draws {
+                o.seeds = Some(seeds);
+            }
+        })?;
     }
+}
+
+/// Several task-set draws in shards: each draw's runs, numbered after the draw before,
+/// dealt to every shard; the merge writes the unsharded run's files over the draws.
+#[test]
+fn the_shards_of_several_draws_merge_to_the_unsharded_run() {
+    assert_merge_is_unsharded("rtxen-capacity", 3, 2, &[1, 2, 0], |o| {
+        o.seeds = Some(3);
+        o.duration = Some(Nanos::from_ms(500));
+        o.policies = Some(vec![PolicyKind::Deferrable, PolicyKind::Credit]);
+    })
+    .unwrap();
 }
 
 /// The runs are numbered across sweeps: eval-contention's (b) then (c), cut short.
@@ -200,8 +220,16 @@ fn merge_refuses_shards_of_different_options() {
     let b = root.path().join("b");
     shard("rtxen-overhead", &a, 1, 2, |_| {});
     shard("rtxen-overhead", &b, 2, 2, |o| o.seed = 2);
-    let e = merge_error(&root.path().join("out"), &[a, b]);
+    let e = merge_error(&root.path().join("out"), &[a.clone(), b]);
     assert!(e.contains("--seed is 2") && e.contains("has 1"), "{e}");
+    // Another number of task-set draws.
+    let c = root.path().join("c");
+    shard("rtxen-overhead", &c, 2, 2, |o| o.seeds = Some(2));
+    let e = merge_error(&root.path().join("out"), &[a, c]);
+    assert!(
+        e.contains("--seeds is 2") && e.contains("has (default)"),
+        "{e}"
+    );
 }
 
 #[test]

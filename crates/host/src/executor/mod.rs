@@ -19,7 +19,9 @@
 //!    executor owns — so a frozen VCPU is woken at the right time. A domain has one guest
 //!    process per VCPU ([`crate::domain`]: a partitioned guest's VCPU runs its own tasks),
 //!    so this is the core's rule for a partitioned guest: VCPU j has work while one of its
-//!    tasks has a pending job.
+//!    tasks has a pending job. A global guest of several VCPUs is the core's guest itself
+//!    ([`crate::global`]): its finished jobs and due releases are taken in, and its
+//!    `vcpu_has_work` says which VCPUs wake and block.
 //! 3. **Changes**: the scenario's timed events that are due, then the live-control
 //!    requests queued ([`control`]: `ctl::apply`), all through the one change path both
 //!    drivers use (`rtvmm_system::change::apply_change`, over `ctl::Domains`, whose
@@ -33,15 +35,18 @@
 //!    parks its IDLE spinner, [`crate::idle`]), then the guests of VCPUs that run on a
 //!    seat other than the one whose cpu they are pinned to are moved there (an affinity
 //!    change of every thread), then every such seat enters its new VCPU (resumes its
-//!    guest) or spins; IDLE, and modelled overhead, run the spinner.
+//!    guest) or spins; IDLE, and modelled overhead, run the spinner. Then each global
+//!    guest of several VCPUs grants its jobs to the VCPUs the seats now run (another
+//!    iteration at once if that changed which of its VCPUs have work).
 //! 6. **Jobs**: every guest's job records are taken into its [`JobBook`].
 //! 7. **Wait** on an absolute timer (`timerfd`, `TFD_TIMER_ABSTIME`) for the earliest of
-//!    `poll_timeout`, the blocked domains' wake-ups, the next event and the end — or for a
-//!    guest's notification or a control command (eventfds); a timer wake-up's lateness is
-//!    measured.
+//!    `poll_timeout`, the blocked domains' wake-ups, the global guests' releases, the next
+//!    event and the end — or for a guest's notification or a control command (eventfds);
+//!    a timer wake-up's lateness is measured.
 //!
 //! No scheduling logic lives here: which VCPU runs, for how long, and when budgets
-//! change is the core's; the executor reports, asks and enforces.
+//! change is the core's, as is which job a global guest runs on which VCPU; the executor
+//! reports, asks and enforces.
 //!
 //! At the end every domain is stopped at the end instant, the guests report their pending
 //! jobs (phase `Finalize`), and the results are built by the same code as the simulator's
@@ -115,7 +120,6 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
 use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
-use rtvmm_core::guest::global_awake;
 use rtvmm_core::machine::Machine;
 use rtvmm_core::model::{DomainSpec, PcpuId, VcpuId};
 use rtvmm_core::Nanos;
@@ -132,6 +136,7 @@ use crate::ctl::{self, Applied, Command, Domains, Effect, ErrorCode, Reply, Sche
 use crate::domain::{JobBook, ProcessDomain};
 use crate::enforce::{enforcer, Backend, Enforcer, Member, IDLE_PRIORITY_BAND, SCHEDULER_PRIORITY};
 use crate::external::{AttachContext, ExternalDomain, Hold};
+use crate::global::GlobalGuest;
 use crate::idle::IdleSpinner;
 use crate::shm::TaskState;
 use crate::sys;
@@ -568,6 +573,15 @@ impl Run {
             // start-up, a few milliseconds, would otherwise come due at once as a burst
             // of late jobs).
             let ready = Nanos(self.rel()).max(join);
+            if let Some(global) = &mut domain.global {
+                **global = GlobalGuest::new(&domain.spec, self.seed, index as u32, ready).map_err(
+                    |reason| HostError::Domain {
+                        domain: name.clone(),
+                        reason,
+                    },
+                )?;
+                global.grant_nothing(|j| &domain.guests[j].shared);
+            }
             for guest in &domain.guests {
                 guest.shared.set_join(ready.as_ns());
                 for (local, &t) in guest.tasks.iter().enumerate() {
@@ -602,6 +616,9 @@ impl Run {
         }
         let off_seats = self.off_seats();
         let slot = &mut self.slots[d];
+        if let Domain::Process(p) = &mut slot.domain {
+            p.close_global(now, false);
+        }
         slot.domain.drain(Some(now));
         slot.removed_at = Some(now);
         slot.wake_at.iter_mut().for_each(|w| *w = None);
@@ -683,10 +700,13 @@ impl Run {
             self.reap();
             self.decide(now);
             self.enforce(now)?;
+            let again = self.grant(now);
             for slot in &mut self.slots {
                 slot.domain.drain(None);
             }
-            self.wait(now, end);
+            if !again {
+                self.wait(now, end);
+            }
         }
     }
 
@@ -727,10 +747,10 @@ impl Run {
     /// 2. Wake and block the domains' VCPUs from their guests' state, by the core's
     ///    rules ("Several VCPUs" in `rtvmm_core::guest`): a VCPU of a partitioned guest
     ///    (or of one VCPU) has work while one of its tasks has a pending job; a global
-    ///    guest of k VCPUs keeps `min(n, k)` awake, n = its tasks with a pending job, as
-    ///    [`rtvmm_core::guest::global_awake`] chooses them; an external domain has work
-    ///    while its threads are not all sleeping. A VCPU without work waits for its
-    ///    tasks' earliest next release, a timer the executor owns.
+    ///    guest of several VCPUs is the core's guest itself ([`crate::global`]: its due
+    ///    releases and finished jobs taken in first), whose `vcpu_has_work` says; an
+    ///    external domain has work while its threads are not all sleeping. A VCPU without
+    ///    work waits for its tasks' earliest next release, a timer the executor owns.
     fn observe_guests(&mut self, now: Nanos) -> Result<(), HostError> {
         for (d, slot) in self.slots.iter_mut().enumerate() {
             if slot.removed_at.is_some() {
@@ -738,28 +758,15 @@ impl Run {
             }
             let vcpus = slot.domain.vcpus().len();
             if let Domain::Process(p) = &mut slot.domain {
-                if let Some(awake) = p.awake {
-                    // The VCPUs the seats run; on a pcpu, a running VCPU of a guest with a
-                    // pending job runs one (its best).
-                    let mut running = 0u64;
-                    for seat in &self.seats {
-                        if let Some(Target::Vcpu { domain, vcpu }) = seat.current {
-                            if domain == d {
-                                running |= 1 << vcpu;
-                            }
-                        }
-                    }
-                    let shared = &p.guest(0).shared;
-                    let ready = (0..shared.tasks())
-                        .filter(|&t| shared.state(t).has_work_at(now.as_ns()))
-                        .count() as u32;
-                    let next = shared.work_at(now.as_ns()).err().flatten();
-                    let with_job = if ready > 0 { running } else { 0 };
-                    let all = (1u64 << vcpus) - 1;
-                    let awake = global_awake(awake, running, with_job, ready, all);
-                    p.awake = Some(awake);
+                if p.global.is_some() {
+                    // Finishes and releases taken in if due (the jobs are handed out once
+                    // the seats run what the machine decides: `grant`); its VCPUs' work is
+                    // the core's rule for a global guest.
+                    p.take_in_global(now, running_of(&self.seats, d));
+                    let global = p.global.as_ref().expect("a global guest");
+                    let next = global.next_release().map(Nanos::as_ns);
                     for j in 0..vcpus {
-                        let work = awake & (1 << j) != 0;
+                        let work = global.has_work(j);
                         let vcpu = p.vcpus[j];
                         // Every sleeping VCPU waits for the guest's next release.
                         slot.wake_at[j] = if work { None } else { next };
@@ -1051,6 +1058,30 @@ impl Run {
         Ok(())
     }
 
+    /// 5b. Each global guest of several VCPUs that took something in (step 2), or
+    ///     whose running VCPUs the enforcement changed, hands its jobs out to the VCPUs
+    ///     the seats now run ([`crate::global`]). Returns whether that changed which of its
+    ///     VCPUs have work: the machine is then told at once (another iteration, no
+    ///     sleep), as the simulator settles at the same instant.
+    fn grant(&mut self, now: Nanos) -> bool {
+        let mut again = false;
+        for (d, slot) in self.slots.iter_mut().enumerate() {
+            let Domain::Process(p) = &mut slot.domain else {
+                continue;
+            };
+            if slot.removed_at.is_some() || !p.hand_out_global(now, running_of(&self.seats, d)) {
+                continue;
+            }
+            let global = p.global.as_ref().expect("synced: a global guest");
+            again |= p
+                .vcpus
+                .iter()
+                .enumerate()
+                .any(|(j, &v)| global.has_work(j) != self.machine.has_work(v));
+        }
+        again
+    }
+
     /// Re-pins the guest of `vcpu` (stopped) to host cpu `to`, the seat that runs it next:
     /// every thread of its guest process (an affinity change).
     fn move_guest(&mut self, vcpu: VcpuId, to: usize) -> Result<(), HostError> {
@@ -1082,6 +1113,14 @@ impl Run {
         }
         for at in self.slots.iter().flat_map(|s| s.wake_at.iter().flatten()) {
             next = next.min(Nanos(*at));
+        }
+        // A global guest releases at its instants, whichever of its VCPUs run.
+        for slot in self.slots.iter().filter(|s| s.removed_at.is_none()) {
+            if let Domain::Process(p) = &slot.domain {
+                if let Some(at) = p.global.as_ref().and_then(|g| g.next_release()) {
+                    next = next.min(at);
+                }
+            }
         }
         if let Some(c) = self.changes.get(self.next_change) {
             next = next.min(c.at);
@@ -1163,6 +1202,12 @@ impl Run {
                 if let Domain::Process(p) = &self.slots[domain].domain {
                     let _ = self.enforcer.stop(&p.guest(vcpu).member);
                 }
+            }
+        }
+        // A global guest's jobs are the executor's to report: credited, due ones released.
+        for slot in self.slots.iter_mut().filter(|s| s.removed_at.is_none()) {
+            if let Domain::Process(p) = &mut slot.domain {
+                p.close_global(reached, true);
             }
         }
         // External domains are given back at the end instant (their CPU time counted
@@ -1405,4 +1450,15 @@ impl Run {
         };
         (events, names)
     }
+}
+
+/// The VCPUs of domain `d` the seats run (bit j = its VCPU j).
+fn running_of(seats: &[Seat], d: usize) -> u64 {
+    seats
+        .iter()
+        .filter_map(|s| match s.current {
+            Some(Target::Vcpu { domain, vcpu }) if domain == d => Some(1u64 << vcpu),
+            _ => None,
+        })
+        .fold(0, |mask, bit| mask | bit)
 }

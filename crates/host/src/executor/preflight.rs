@@ -3,7 +3,6 @@
 //! `xl` events), the control socket's path, the privileges, the enforcement backend.
 
 use rtvmm_core::cpuset::CpuSet;
-use rtvmm_core::guest::GuestSmp;
 use rtvmm_system::{Change, SystemSpec};
 
 use super::HostOptions;
@@ -164,23 +163,14 @@ pub(super) fn preflight(
 }
 
 /// Whether the executor can run domain `spec` as guest processes on `seats` seats: what
-/// any run refuses ([`check_runnable`]), and, on several seats, a global guest of several
-/// VCPUs — one process for all its tasks, which cannot run on two seats' cores at once
-/// while the core may run two of its VCPUs on two pcpus.
+/// any run refuses ([`check_runnable`]). Every guest runs on any number of seats: a
+/// process per VCPU for a partitioned or global guest of several VCPUs, each moved with
+/// its VCPU ([`crate::global`] for a global one).
 pub(super) fn runnable_on(
     spec: &rtvmm_core::model::DomainSpec,
-    seats: usize,
+    _seats: usize,
 ) -> Result<(), String> {
-    check_runnable(spec)?;
-    let vcpus = spec.placement.vcpu_count();
-    if seats > 1 && vcpus > 1 && spec.placement.smp == GuestSmp::Global {
-        return Err(format!(
-            "a global guest of {vcpus} VCPUs on {seats} pcpus: its one guest process cannot \
-             run on two cores at once; give it smp = \"partitioned\" (a guest process per \
-             VCPU) or run it on one pcpu"
-        ));
-    }
-    Ok(())
+    check_runnable(spec)
 }
 
 /// The machine's pcpus, all driven by the executor.
@@ -213,8 +203,7 @@ fn seats_for(system: &SystemSpec, cpus: &[usize]) -> Result<(), HostError> {
 
 /// What the executor runs: one pool of any number of pcpus (one seat each). Cpupools,
 /// domains in a pool of their own, or chains are refused by name (the simulator runs
-/// them). Domains of several VCPUs run (a partitioned guest:
-/// [`crate::domain::tasks_by_vcpu`]).
+/// them). Domains of several VCPUs run ([`crate::domain::tasks_by_vcpu`]).
 fn what_it_runs(system: &SystemSpec) -> Result<(), HostError> {
     let refuse = |what: String| {
         Err(HostError::Unsupported(format!(
@@ -304,7 +293,7 @@ fn allowed(options: &HostOptions) -> Result<Allowed, HostError> {
 
 #[cfg(test)]
 mod tests {
-    use rtvmm_core::guest::{GuestScheduler, TaskSpec};
+    use rtvmm_core::guest::{GuestScheduler, GuestSmp, TaskSpec};
     use rtvmm_core::machine::{MachineConfig, PoolSpec};
     use rtvmm_core::model::{DomainSpec, VcpuParams};
     use rtvmm_core::policy::PolicyConfig;
@@ -326,8 +315,6 @@ mod tests {
         }
     }
 
-    /// What the one-pcpu executor cannot run is refused by name, before anything starts;
-    /// a partitioned guest of several VCPUs runs, a global one is refused by name.
     /// Several managed cpus are refused where the machine has no core to spare beyond
     /// them, naming the cores; a cpu named twice or missing is refused by number.
     #[test]
@@ -398,11 +385,7 @@ mod tests {
         let mut pair = system().domains[0].clone();
         pair.placement.vcpus = 2;
         assert_eq!(runnable_on(&pair, 1), Ok(()), "a global guest on one pcpu");
-        let why = runnable_on(&pair, 2).unwrap_err();
-        assert!(
-            why.starts_with("a global guest of 2 VCPUs on 2 pcpus"),
-            "{why}"
-        );
+        assert_eq!(runnable_on(&pair, 2), Ok(()), "a global guest on two pcpus");
         pair.placement.smp = GuestSmp::Partitioned;
         assert_eq!(runnable_on(&pair, 2), Ok(()), "a partitioned guest");
     }

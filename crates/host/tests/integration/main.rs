@@ -37,18 +37,24 @@
 //!   domain's budget from its next replenishment; commands one pcpu cannot honour are
 //!   refused and change nothing.
 //! - [`multi_vcpu`]: a partitioned guest of several VCPUs is one guest process per VCPU
-//!   holding that VCPU's threads; a 2-VCPU domain gets the simulator's per-VCPU shares
-//!   before and after an `xl sched-rtds -v` event.
+//!   holding that VCPU's threads, a global one a VCPU process per VCPU holding one worker;
+//!   a 2-VCPU domain, partitioned and global, gets the simulator's per-VCPU shares and
+//!   per-task job counts before and after an `xl sched-rtds -v` event.
 //! - [`several_pcpus`]: a run of two pcpus where a third core is spare (each domain its
 //!   budget, VCPUs migrating), refused naming the cores where none is (then skipped, with
 //!   the reason); the plan of every decision of a 2-pcpu global RTDS system agrees with
-//!   the simulator (run time per VCPU, guest moves = migrations), a partitioned one never
-//!   moves a guest (no real time).
+//!   the simulator (run time per VCPU, guest moves = migrations), with a global guest of
+//!   two VCPUs too, a partitioned one never moves a guest (no real time).
+//! - [`global_guest`]: a global guest of several VCPUs — its grants, driven over the
+//!   simulator's VCPU run intervals, run each job on the VCPU and over the instants the
+//!   simulator does, on a hand-picked 2-pcpu system and 40 random ones (no real time);
+//!   its real-time run on two pcpus where a third core is spare (skipped on two cores).
 //! - [`replay`]: one event list through the simulator and through the host's control
 //!   path leaves the same machine after each event (no real time).
 
 mod ctl;
 mod external;
+mod global_guest;
 mod idle_server;
 mod live;
 mod multi_vcpu;
@@ -125,6 +131,10 @@ fn main() -> ExitCode {
         several_pcpus::a_system_of_two_pcpus_needs_a_core_to_spare_beyond_its_cpus,
         several_pcpus::a_global_rtds_system_of_two_pcpus_is_planned_as_the_simulator_schedules_it,
         several_pcpus::a_partitioned_system_of_two_pcpus_never_moves_a_guest,
+        several_pcpus::a_global_guest_of_two_vcpus_on_two_pcpus_is_planned_as_simulated,
+        global_guest::a_global_guest_on_two_pcpus_runs_each_job_where_the_simulator_does,
+        global_guest::on_random_systems_a_global_guest_runs_each_job_where_the_simulator_does,
+        global_guest::a_global_guest_of_two_vcpus_runs_on_two_pcpus,
     ];
     util::run_tests(tests, &args)
 }

@@ -106,17 +106,19 @@ pub fn a_two_vcpu_domain_gets_the_simulators_per_vcpu_shares_before_and_after_an
         return;
     }
     shares_match(PAIR, true);
-    // The same as a global guest (one guest process, run while either VCPU runs; both
-    // VCPUs awake while both tasks have work).
+    // The same as a global guest (a VCPU process per VCPU, running the jobs the core's
+    // guest scheduler grants it; both VCPUs awake while both tasks have work): each task's
+    // jobs are where the simulator's global rule puts them.
     let global = PAIR
         .replace("smp = \"partitioned\"", "smp = \"global\"")
         .replace("vcpu = 0\n", "")
         .replace("vcpu = 1\n", "");
-    shares_match(&global, false);
+    shares_match(&global, true);
 }
 
 /// Runs `text` in simulation and on the host and compares the shares; `per_task`: each
-/// task runs on its own VCPU (partitioned), so its jobs follow that VCPU's time.
+/// task's finished jobs too (within 3 of the simulation's: the host's switches cost the
+/// guest about 4 % of its time, a job of 20 ms in 25; a wrong placement costs 5).
 fn shares_match(text: &str, per_task: bool) {
     let scenario = Scenario::from_toml(text, "pair.toml").unwrap_or_else(|e| panic!("{e}"));
     let (half, end) = (ms(1000), ms(2000));
@@ -167,10 +169,11 @@ fn shares_match(text: &str, per_task: bool) {
             "simulated {share:.2}%, budget {want}%"
         );
     }
-    // Each VCPU's task had that VCPU's time, not the domain's: task a (VCPU 0) 20 % of
-    // 2 s = 400 ms, 20 jobs of 20 ms; task b (VCPU 1) 200 + 400 = 600 ms, 30 jobs — as in
-    // the simulation. Were both threads run while either VCPU runs, they would share
-    // 1000 ms evenly (25 jobs each).
+    // Partitioned, each VCPU's task had that VCPU's time, not the domain's: task a (VCPU
+    // 0) 20 % of 2 s = 400 ms, 20 jobs of 20 ms; task b (VCPU 1) 200 + 400 = 600 ms, 30
+    // jobs — as in the simulation. Were both threads run while either VCPU runs, they
+    // would share 1000 ms evenly (25 jobs each). Global, the jobs go where the
+    // simulator's rule puts them, and finish as often.
     let pair = &run.results.domains[0];
     let simulated_jobs: Vec<u64> = sim.domains()[0].stats.iter().map(|s| s.finished).collect();
     for (t, task) in pair.tasks.iter().enumerate().filter(|_| per_task) {
@@ -179,7 +182,7 @@ fn shares_match(text: &str, per_task: bool) {
             task.name, task.finished, simulated_jobs[t]
         );
         assert!(
-            task.finished.abs_diff(simulated_jobs[t]) <= 2,
+            task.finished.abs_diff(simulated_jobs[t]) <= 3,
             "task {}: {} jobs finished on the host, {} in the simulation",
             task.name,
             task.finished,
@@ -204,7 +207,7 @@ fn shares_match(text: &str, per_task: bool) {
 /// is two guest processes, each holding exactly its VCPU's task threads — the threads the
 /// enforcement stops and resumes with that VCPU.
 pub fn the_enforcement_units_of_a_multi_vcpu_domain_hold_their_vcpus_threads() {
-    global_guest_is_one_unit();
+    global_guest_is_one_unit_per_vcpu();
     let text = r#"name = "units"
 duration = "1s"
 [[domain]]
@@ -274,9 +277,9 @@ vcpu = 0
     drop(domain);
 }
 
-/// A global guest of two VCPUs is one guest process of all its tasks, which both VCPUs
-/// run.
-fn global_guest_is_one_unit() {
+/// A global guest of two VCPUs is two VCPU processes, each one worker thread and no task
+/// thread (the jobs are granted, `rtvmm_host::global`), each its VCPU's enforcement unit.
+fn global_guest_is_one_unit_per_vcpu() {
     let text = r#"name = "units"
 duration = "1s"
 [[domain]]
@@ -296,7 +299,7 @@ wcet = "1ms"
     let spec = scenario.system.domains[0].clone();
     assert_eq!(
         rtvmm_host::domain::tasks_by_vcpu(&spec),
-        Ok(vec![vec![0, 1]])
+        Ok(vec![vec![], vec![]])
     );
     let notify = nix::sys::eventfd::EventFd::new().expect("an eventfd");
     let helper = HelperCommand::this_program().expect("this test binary");
@@ -314,16 +317,26 @@ wcet = "1ms"
         false,
     )
     .unwrap_or_else(|e| panic!("spawn: {e}"));
-    assert_eq!(domain.guests.len(), 1);
-    assert_eq!(
+    assert_eq!(domain.guests.len(), 2);
+    assert_ne!(
         domain.guest(0).pid(),
         domain.guest(1).pid(),
-        "both VCPUs run it"
+        "a process per VCPU"
     );
-    assert_eq!(domain.guest(1).member.threads.len(), 2);
-    assert_eq!(
-        domain.awake,
-        Some(0),
-        "the core's rule decides which VCPUs wake"
+    for j in 0..2 {
+        let guest = domain.guest(j);
+        assert_eq!(guest.vcpu, VcpuId(j as u32));
+        assert!(guest.tasks.is_empty(), "VCPU {j} holds no task");
+        assert_eq!(guest.member.threads.len(), 1, "VCPU {j}: one worker");
+        let (tid, _) = guest.member.threads[0];
+        let path = format!("/proc/{}/task/{tid}", guest.pid());
+        assert!(std::path::Path::new(&path).exists(), "VCPU {j}: {path}");
+        assert_eq!(guest.shared.kind(), rtvmm_host::shm::PageKind::GlobalVcpu);
+    }
+    let global = domain.global.as_ref().expect("the guest's scheduler");
+    assert_eq!(global.vcpus(), 2);
+    assert!(
+        !global.has_work(0) && !global.has_work(1),
+        "nothing released before the run"
     );
 }

@@ -156,7 +156,15 @@ struct StandInGuests {
 /// on two seats; after each decision every seat runs the core's `activity`. Returns the
 /// stand-ins and the simulation.
 fn planned(policy: &str, pinned: bool) -> (StandInGuests, Simulation) {
-    let scenario = three_on_two(policy, pinned);
+    planned_scenario(&three_on_two(policy, pinned), policy)
+}
+
+/// [`planned`] for any scenario of two pcpus (`name` in messages).
+fn planned_scenario(
+    scenario: &rtvmm_scenario::Scenario,
+    name: &str,
+) -> (StandInGuests, Simulation) {
+    let policy = name;
     let mut sim = Simulation::new(&scenario.system, 3, false).expect("a valid system");
     let cpus = [5, 7];
     let mut seats: Vec<SeatView> = cpus
@@ -282,4 +290,37 @@ pub fn a_partitioned_system_of_two_pcpus_never_moves_a_guest() {
         assert_eq!(stand_in.migrations[i], 0, "VCPU {i} moved");
         assert_eq!(stats.migrations, 0, "VCPU {i} migrated in the core");
     }
+}
+
+/// A global guest of two VCPUs beside two busy domains under RTDS on two pcpus
+/// ([`crate::global_guest::TWO_ON_TWO`]): a VCPU process per VCPU, each planned as any
+/// VCPU's guest — resumed only on the seat whose pcpu runs its VCPU, for exactly as long
+/// as the simulator ran it, and moved exactly as often as the core migrated it; the
+/// guest's two processes both move. (Which job each of them runs: `global_guest`.)
+pub fn a_global_guest_of_two_vcpus_on_two_pcpus_is_planned_as_simulated() {
+    let scenario =
+        rtvmm_scenario::Scenario::from_toml(crate::global_guest::TWO_ON_TWO, "global-two.toml")
+            .unwrap_or_else(|e| panic!("{e}"));
+    let (stand_in, sim) = planned_scenario(&scenario, "rtds, a global guest");
+    let machine = sim.machine();
+    for (i, run) in stand_in.run.iter().enumerate() {
+        let stats = machine.vcpu_stats(VcpuId(i as u32));
+        assert_eq!(*run, stats.run, "VCPU {i}: run time");
+        assert_eq!(
+            stand_in.migrations[i], stats.migrations,
+            "VCPU {i}: guest moves against the core's migrations"
+        );
+    }
+    let g = &sim.domains()[0].vcpus;
+    assert_eq!(g.len(), 2);
+    for v in g {
+        assert!(
+            stand_in.migrations[v.index()] > 0,
+            "the global guest's {v:?} never moved in 400 ms"
+        );
+    }
+    eprintln!(
+        "a global guest on 2 pcpus, 400 ms: runs {:?}, guest moves {:?}",
+        stand_in.run, stand_in.migrations
+    );
 }

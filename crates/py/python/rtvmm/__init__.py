@@ -353,6 +353,7 @@ def experiment(
     in_phase: bool = False,
     workloads: Sequence[Union[str, "os.PathLike[str]"]] = (),
     jobs: int = 0,
+    seeds: Optional[int] = None,
 ) -> ExperimentResult:
     """Runs a published evaluation, as ``rtvmm experiment NAME`` does (see
     :func:`experiments` for the names), writing its CSV, figures and ``report.md``.
@@ -370,6 +371,8 @@ def experiment(
         in_phase: rtxen-*: start every domain at time 0.
         workloads: csa-arinc: workload files instead of the generated suite.
         jobs: worker threads (0: one per core).
+        seeds: task-set draws, for the experiments that generate task sets (default:
+            the experiment's own; 1 with ``quick``), as ``--seeds N``.
 
     Raises:
         InputError: an unknown name, a bad option or an unusable output directory.
@@ -390,6 +393,7 @@ def experiment(
         in_phase,
         [os.fspath(w) for w in workloads],
         jobs,
+        seeds,
     )
     return ExperimentResult(os.fspath(out), summary, files, interrupted)
 
