@@ -71,8 +71,8 @@ pub const PCPUS: u32 = 2;
 pub const PINGS: u64 = 100;
 pub const LONG_PINGS: u64 = 10_000;
 /// The short and the long run's pings with `--quick`.
-pub const QUICK_PINGS: u64 = 10;
-pub const QUICK_LONG_PINGS: u64 = 20;
+pub const QUICK_PINGS: u64 = 5;
+pub const QUICK_LONG_PINGS: u64 = 10;
 /// The interval between pings: `ping -i 0.2`, the least an ordinary user may ask for —
 /// far above any round trip here (a check says so), and a fifth of the simulated time
 /// `ping`'s default 1 s would take, where CPU-bound domains keep the simulator busy.
@@ -364,7 +364,7 @@ fn ms(ns: f64) -> String {
 pub const REPRODUCES: &[&str] = &[
     "A ping through a driver domain: a back-end in the driver domain, a front-end in the \
      guest, event channels between them; three domains (thin, driver, guest) on two pcpus.",
-    "100 pings per configuration, and a 10,000-ping run of each (`--quick`: 10 and 20; \
+    "100 pings per configuration, and a 10,000-ping run of each (`--quick`: 5 and 10; \
      `--duration D`: the long run pings until D).",
     "The published loads: idle; the thin domain CPU-bound (\"30 %\"); the thin and driver \
      domains (\"60 %\"); all three (\"75 %\").",
