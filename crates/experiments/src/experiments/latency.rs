@@ -847,8 +847,11 @@ mod tests {
         (m, vcpus)
     }
 
-    /// Per domain, per VCPU: (pool, affinity, budget, period, extratime).
-    fn layout(case: Case) -> Vec<(String, Vec<(String, CpuSet, Nanos, Nanos, Option<bool>)>)> {
+    /// One VCPU as the test sees it: (pool, affinity, budget, period, extratime).
+    type Seen = (String, CpuSet, Nanos, Nanos, Option<bool>);
+
+    /// Per domain, per VCPU, what [`Seen`] lists.
+    fn layout(case: Case) -> Vec<(String, Vec<Seen>)> {
         let (m, domains) = replayed(case);
         domains
             .into_iter()
@@ -868,7 +871,7 @@ mod tests {
 
     /// Both VCPUs of `domain` in `layout` are (pool, affinity, budget µs, period µs).
     fn assert_domain(
-        layout: &[(String, Vec<(String, CpuSet, Nanos, Nanos, Option<bool>)>)],
+        layout: &[(String, Vec<Seen>)],
         domain: &str,
         pool: &str,
         cpus: CpuSet,

@@ -128,7 +128,7 @@ fn packet_latency_quick_files_and_chain_bounds() {
     let samples = Csv::read(&dir.path().join("packet-latency-samples.csv"));
     assert_eq!(
         samples.rows.len(),
-        3 * 4 * (10 + 20),
+        3 * 4 * (5 + 10),
         "every ping's round trip"
     );
     let names: Vec<String> = report.figures().map(|f| f.svg.clone()).collect();
