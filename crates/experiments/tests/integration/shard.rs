@@ -13,8 +13,8 @@ use rtvmm_core::Nanos;
 use rtvmm_experiments::shard::{Runs, Shard, SHARD_MANIFEST, SHARD_RUNS};
 use rtvmm_experiments::{merge, run_experiment, Options};
 
-/// The experiments with the cheapest `--quick` runs (well under a second in a debug
-/// build), of 7 to 12 runs: enough for 5 shards to each hold some.
+/// The experiments with the cheapest `--quick` runs (seconds at most in a debug build),
+/// of 7 to 24 runs: enough for 5 shards to each hold some.
 const FAST: [&str; 3] = ["rtxen-overhead", "latency", "packet-latency"];
 
 fn shard(name: &str, dir: &Path, index: usize, count: usize, tweak: impl Fn(&mut Options)) {
