@@ -134,6 +134,8 @@ fn main() -> ExitCode {
         several_pcpus::a_global_guest_of_two_vcpus_on_two_pcpus_is_planned_as_simulated,
         global_guest::a_global_guest_on_two_pcpus_runs_each_job_where_the_simulator_does,
         global_guest::on_random_systems_a_global_guest_runs_each_job_where_the_simulator_does,
+        global_guest::a_job_finishing_mid_slice_hands_its_vcpu_the_next_job_at_once,
+        global_guest::near_its_capacity_a_global_guest_misses_as_simulated_until_a_stall,
         global_guest::a_global_guest_of_two_vcpus_runs_on_two_pcpus,
     ];
     util::run_tests(tests, &args)
