@@ -47,8 +47,10 @@
 //!   two VCPUs too, a partitioned one never moves a guest (no real time).
 //! - [`global_guest`]: a global guest of several VCPUs — its grants, driven over the
 //!   simulator's VCPU run intervals, run each job on the VCPU and over the instants the
-//!   simulator does, on a hand-picked 2-pcpu system and 40 random ones (no real time);
-//!   its real-time run on two pcpus where a third core is spare (skipped on two cores).
+//!   simulator does, on a hand-picked 2-pcpu system and 40 random ones, and hand a VCPU
+//!   whose job finished mid-slice the next job at once (no real time); near its capacity
+//!   on one pcpu it misses as simulated until the host's first stall; its real-time run
+//!   on two pcpus where a third core is spare (skipped on two cores).
 //! - [`replay`]: one event list through the simulator and through the host's control
 //!   path leaves the same machine after each event (no real time).
 
