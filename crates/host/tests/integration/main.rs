@@ -47,8 +47,10 @@
 //!   two VCPUs too, a partitioned one never moves a guest (no real time).
 //! - [`global_guest`]: a global guest of several VCPUs — its grants, driven over the
 //!   simulator's VCPU run intervals, run each job on the VCPU and over the instants the
-//!   simulator does, on a hand-picked 2-pcpu system and 40 random ones (no real time);
-//!   its real-time run on two pcpus where a third core is spare (skipped on two cores).
+//!   simulator does, on a hand-picked 2-pcpu system and 40 random ones, and hand a VCPU
+//!   whose job finished mid-slice the next job at once (no real time); near its capacity
+//!   on one pcpu it misses as simulated until the host's first stall; its real-time run
+//!   on two pcpus where a third core is spare (skipped on two cores).
 //! - [`replay`]: one event list through the simulator and through the host's control
 //!   path leaves the same machine after each event (no real time).
 
@@ -134,6 +136,8 @@ fn main() -> ExitCode {
         several_pcpus::a_global_guest_of_two_vcpus_on_two_pcpus_is_planned_as_simulated,
         global_guest::a_global_guest_on_two_pcpus_runs_each_job_where_the_simulator_does,
         global_guest::on_random_systems_a_global_guest_runs_each_job_where_the_simulator_does,
+        global_guest::a_job_finishing_mid_slice_hands_its_vcpu_the_next_job_at_once,
+        global_guest::near_its_capacity_a_global_guest_misses_as_simulated_until_a_stall,
         global_guest::a_global_guest_of_two_vcpus_runs_on_two_pcpus,
     ];
     util::run_tests(tests, &args)
