@@ -241,6 +241,7 @@
 pub mod error;
 
 pub mod external;
+pub mod wake;
 
 mod raw;
 
@@ -268,6 +269,7 @@ pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
 pub use external::External;
 pub use validate::{ARINC653_MAX_MINOR_FRAMES, MAX_TIME};
+pub use wake::{parse_wake_delivery, wake_delivery_preset, WAKE_DELIVERY_PRESETS};
 
 /// The seed of a scenario whose file names none.
 pub const DEFAULT_SEED: u64 = 0;
