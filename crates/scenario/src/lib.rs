@@ -60,6 +60,9 @@
 //!                                  # the pool)
 //! overhead_charge = "incoming"     # who pays for overhead: the VCPU chosen (default,
 //!                                  # as Xen) or "none"
+//! wake_delivery = { fixed = "5us", random = { dist = "exponential", mean = "3us" } }
+//!                                  # a timer or event reaches its guest task that much
+//!                                  # later (default off); or a preset, "this-machine"
 //!
 //! [scheduler]
 //! policy = "deferrable"            # any name or alias of `rtvmm policies`; default deferrable
