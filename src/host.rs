@@ -721,22 +721,22 @@ pub fn bench_wake(args: BenchWakeArgs) -> Result<(), Failure> {
     }
     let fifo =
         !sys::missing_privileges(&sys::Host, false).contains(&MissingPrivilege::RealTimeScheduling);
+    let mut options = WakeupOptions {
+        cpu: args.cpu.unwrap_or(sys::cpu_count() - 1),
+        interval: args.interval,
+        loops: args.loops,
+        fifo,
+        busy: args.busy,
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    options.check().map_err(bad_input)?;
     if !fifo && !args.best_effort {
         return Err(runtime(anyhow!(
             "{}; or give --best-effort to measure as SCHED_OTHER (not a real-time figure)",
             MissingPrivilege::RealTimeScheduling
         )));
     }
-    let (stop, _) = stop_on_signal();
-    let options = WakeupOptions {
-        cpu: args.cpu.unwrap_or(sys::cpu_count() - 1),
-        interval: args.interval,
-        loops: args.loops,
-        fifo,
-        busy: args.busy,
-        stop,
-    };
-    options.check().map_err(bad_input)?;
+    options.stop = stop_on_signal().0;
     let run = wakeup::measure(&options).map_err(runtime)?;
     if run.latencies.is_empty() {
         return Err(runtime(anyhow!("stopped before the first wake")));
