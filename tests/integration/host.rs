@@ -232,8 +232,14 @@ fn bench_wake_refuses_bad_options() {
         (&["--interval", "5"][..], "no unit"),
         (&["--interval", "0ms"][..], "must be greater than 0"),
         (&["--quantiles", "1"][..], "--quantiles 1: at least 2"),
-        (&["--loops", "1000000", "--interval", "1ms"][..], "more than the 600s"),
-        (&["--cpu", "4096"][..], "--cpu 4096: this machine has cpus 0 to"),
+        (
+            &["--loops", "1000000", "--interval", "1ms"][..],
+            "more than the 600s",
+        ),
+        (
+            &["--cpu", "4096"][..],
+            "--cpu 4096: this machine has cpus 0 to",
+        ),
     ] {
         let mut all = vec!["bench", "wake"];
         all.extend_from_slice(args);

@@ -228,8 +228,10 @@
 //!   replenishment or deadline (now + period or offset, or its period boundary moved to
 //!   the first one after now), Credit's next accounting (now + accounting period). The
 //!   largest is a Poisson gap: the exponential draw is the mean times −ln(1 − U) with
-//!   1 − U ≥ 2⁻⁵³, so at most 36.8 means, and the next release is at most 38M. So every
-//!   instant is below 64·M = 6.4·10¹⁸ < 2⁶³ ≈ 9.2·10¹⁸: inside the `u64` clock with room
+//!   1 − U ≥ 2⁻⁵³, so at most 36.8 means, and the next release is at most 38M. A wake
+//!   delivery ends at a release (at most M) plus at most 1 s + 36.8 s (its times are at
+//!   most 1 s, `rtvmm_core::wake::MAX_WAKE_DELIVERY`), or at its task's previous one. So
+//!   every instant is below 64·M = 6.4·10¹⁸ < 2⁶³ ≈ 9.2·10¹⁸: inside the `u64` clock with room
 //!   to spare, and inside the `i64` in which lateness (finish − deadline) is computed.
 //!   Accumulated times (busy, idle, overhead, budget counters, run times) add up to at
 //!   most the run's length; sums over jobs are `u128`. The analysis converts times to

@@ -256,6 +256,9 @@ pub struct Simulation {
     delivery_rng: SimRng,
     /// Jobs whose delivery has not ended, by when it ends.
     in_flight: BinaryHeap<Reverse<InFlight>>,
+    /// When the first of `in_flight` ends (`Nanos::MAX` when none): one comparison per
+    /// step instead of a look into the heap.
+    next_delivery: Nanos,
     /// Jobs released so far with a delivery latency (the order of [`InFlight`]).
     sent: u64,
     /// When the last delivery of each task ends, by domain and task (with delivery on).
@@ -308,6 +311,7 @@ impl Simulation {
             delivery: spec.machine.wake_delivery.clone(),
             delivery_rng: WakeDelivery::stream(seed),
             in_flight: BinaryHeap::new(),
+            next_delivery: Nanos::MAX,
             sent: 0,
             last_delivery: Vec::new(),
             now: Nanos::ZERO,
@@ -620,9 +624,7 @@ impl Simulation {
         if let Some(Reverse((at, ..))) = self.triggered.peek() {
             t = t.min(*at);
         }
-        if let Some(Reverse(job)) = self.in_flight.peek() {
-            t = t.min(job.at);
-        }
+        t = t.min(self.next_delivery);
         if let Some(c) = self.changes.get(self.next_change) {
             t = t.min(c.at.max(self.now));
         }
@@ -736,7 +738,7 @@ impl Simulation {
     /// `t`: checks the task's backlog, records the release (where the job reaches the
     /// guest: with wake delivery, its delivery's end) and wakes the domain's VCPU if the
     /// guest (of one VCPU) had no work before.
-    #[inline]
+    #[inline(always)]
     fn admitted(
         &mut self,
         t: Nanos,
@@ -778,6 +780,7 @@ impl Simulation {
     /// With wake delivery on: the job of task `task` of domain `d` released at `t` is made
     /// now (from the run's stream, as without delivery) and joins its guest when its
     /// delivery ends — a drawn latency later, and not before the task's previous job.
+    #[inline(never)]
     fn send(&mut self, t: Nanos, d: usize, task: usize, origin: Option<Nanos>) {
         let job = self.domains[d].guest.arrive(t, task, &mut self.rng, origin);
         let latency = self.delivery.draw(&mut self.delivery_rng);
@@ -791,14 +794,17 @@ impl Simulation {
             job,
         }));
         self.sent += 1;
+        self.next_delivery = self.next_delivery.min(at);
     }
 
     /// Hands every job whose delivery ends at or before `t` to its guest, in order of
     /// delivery (then of release).
+    #[inline(never)]
     fn deliver_due(&mut self, t: Nanos) -> Result<(), SimError> {
         while let Some(Reverse(next)) = self.in_flight.peek() {
             if next.at > t {
-                break;
+                self.next_delivery = next.at;
+                return Ok(());
             }
             let Reverse(InFlight { domain: d, job, .. }) =
                 self.in_flight.pop().expect("peeked above");
@@ -811,6 +817,7 @@ impl Simulation {
             dom.guest.deliver(job);
             self.admitted(t, d, task, seq, had_work)?;
         }
+        self.next_delivery = Nanos::MAX;
         Ok(())
     }
 
@@ -915,7 +922,7 @@ impl Simulation {
             }
         }
         // 4b'. Jobs whose wake delivery ends now.
-        if !self.in_flight.is_empty() {
+        if self.next_delivery <= t {
             self.deliver_due(t)?;
         }
         if !LONE && !self.multi.is_empty() {
