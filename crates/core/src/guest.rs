@@ -434,9 +434,8 @@ impl Guest {
 
     /// Releases a job of `task` now, as [`Self::release`] does; `origin` is the origin of
     /// the job whose completion triggered it ([`Job::origin`]; `None`: released from
-    /// outside, its own release). It is [`Self::arrive`] then [`Self::deliver`], written
-    /// out whole: the simulator's hot path, where the two calls cost a copy of the job
-    /// (callgrind, `docs/benchmarks.md`, "Wake delivery").
+    /// outside, its own release).
+    #[inline]
     pub fn release_from(
         &mut self,
         now: Nanos,
@@ -444,66 +443,17 @@ impl Guest {
         rng: &mut SimRng,
         origin: Option<Nanos>,
     ) -> &Job {
-        let spec = &self.tasks[task];
-        let demand = if spec.min_exec == spec.wcet {
-            spec.wcet
-        } else {
-            Nanos(rng.uniform_u64(spec.min_exec.as_ns(), spec.wcet.as_ns()))
-        };
-        let a = &mut self.arrivals[task];
-        let job = Job {
-            task: task as u32,
-            seq: a.released,
-            release: now,
-            deadline: now + spec.deadline,
-            demand,
-            done: Nanos::ZERO,
-            first_start: None,
-            origin: origin.unwrap_or(now),
-        };
-        a.released += 1;
-        a.next = match &spec.arrival {
-            Arrival::Periodic => {
-                Some(self.start + spec.offset + Nanos(spec.period.as_ns() * a.released))
-            }
-            Arrival::Sporadic { max_extra_gap } => {
-                Some(now + spec.period + Nanos(rng.uniform_u64(0, max_extra_gap.as_ns())))
-            }
-            Arrival::AperiodicTimes(times) => {
-                a.listed += 1;
-                times.get(a.listed).map(|&at| self.start + at)
-            }
-            Arrival::Poisson { mean_gap } => {
-                let gap = rng.exponential_f64(mean_gap.as_ns() as f64).round() as u64;
-                Some(now + Nanos(gap.max(1)))
-            }
-            Arrival::Triggered { .. } => None,
-        };
-        self.pending += 1;
-        let becomes_head = self.queues[task].is_empty();
-        self.queues[task].push_back(job);
-        if becomes_head {
-            let key = self.head_key(task);
-            if let Some(ready) = &mut self.ready {
-                ready.insert(key);
-            }
-            self.picked = match self.picked {
-                Some(best) if !self.head_before(task, best) => Some(best),
-                _ => Some(task),
-            };
-        }
-        debug_assert_eq!(self.picked, self.scan_pick(), "stale pick after release");
-        if becomes_head && self.smp.is_some() {
-            self.refresh_awake();
-        }
-        self.queues[task].back().expect("just pushed")
+        let job = self.arrive(now, task, rng, origin);
+        self.deliver(job)
     }
 
     /// The first half of [`Self::release_from`]: the job of `task` released at `now` —
     /// its demand drawn, the task's next release set — but not yet in the ready queue.
     /// A driver that models a wake delivery latency hands it to [`Self::deliver`] later;
     /// the job keeps `now` as its release and its deadline counts from there.
-    #[inline]
+    // Always inlined: `release_from` is the simulator's hot path, where a call boundary
+    // costs a copy of the job (callgrind, `docs/benchmarks.md`, "Wake delivery off").
+    #[inline(always)]
     pub fn arrive(
         &mut self,
         now: Nanos,
@@ -552,7 +502,7 @@ impl Guest {
     /// The second half of [`Self::release_from`]: `job` (from [`Self::arrive`]) joins its
     /// task's queue, behind the task's earlier jobs. Jobs of one task must be delivered in
     /// the order they arrived.
-    #[inline]
+    #[inline(always)]
     pub fn deliver(&mut self, job: Job) -> &Job {
         let task = job.task as usize;
         debug_assert!(
