@@ -142,6 +142,34 @@ pub struct BenchHostArgs {
     repeat: usize,
 }
 
+/// `rtvmm bench wake`.
+#[derive(clap::Args)]
+pub struct BenchWakeArgs {
+    /// The cpu the measuring thread is pinned to (default: the last one)
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Between two deadlines (with a unit; cyclictest's -i)
+    #[arg(long, value_parser = parse_time, default_value = "1ms")]
+    interval: Nanos,
+    /// Wakes to measure (cyclictest's -l); loops × interval is at most 10 minutes
+    #[arg(long, default_value_t = 10_000)]
+    loops: u64,
+    /// Keep the cpu busy with a SCHED_OTHER spinner (no halting between wakes)
+    #[arg(long)]
+    busy: bool,
+    /// Without real-time privileges, measure as SCHED_OTHER instead of refusing (the
+    /// result is labelled as not real-time)
+    #[arg(long)]
+    best_effort: bool,
+    /// Write the distribution as a wake delivery preset (the `fixed` and `random` keys of
+    /// `[machine] wake_delivery`, with empirical quantiles)
+    #[arg(long, value_name = "PATH")]
+    write_preset: Option<PathBuf>,
+    /// Quantiles in the preset, at evenly spaced probabilities from p0 to p100 (at least 2)
+    #[arg(long, default_value_t = 1001)]
+    quantiles: usize,
+}
+
 fn host_failure(e: HostError) -> Failure {
     if e.is_bad_input() {
         bad_input(e)
@@ -676,4 +704,140 @@ impl RealTime for ExperimentHost {
         }
         flags
     }
+}
+
+/// `rtvmm bench wake`: timer wake-up latency on a real thread (`rtvmm_host::wakeup`).
+pub fn bench_wake(args: BenchWakeArgs) -> Result<(), Failure> {
+    use rtvmm_host::sys::{self, MissingPrivilege};
+    use rtvmm_host::wakeup::{self, WakeupOptions, FIFO_PRIORITY};
+    if args.quantiles < 2 {
+        return Err(bad_input(anyhow!(
+            "--quantiles {}: at least 2 are needed (p0 and p100)",
+            args.quantiles
+        )));
+    }
+    if let Some(out) = &args.write_preset {
+        files::check_outputs(&[], &[out.as_path()]).map_err(bad_input)?;
+    }
+    let fifo =
+        !sys::missing_privileges(&sys::Host, false).contains(&MissingPrivilege::RealTimeScheduling);
+    let mut options = WakeupOptions {
+        cpu: args.cpu.unwrap_or(sys::cpu_count() - 1),
+        interval: args.interval,
+        loops: args.loops,
+        fifo,
+        busy: args.busy,
+        stop: Arc::new(AtomicBool::new(false)),
+    };
+    options.check().map_err(bad_input)?;
+    if !fifo && !args.best_effort {
+        return Err(runtime(anyhow!(
+            "{}; or give --best-effort to measure as SCHED_OTHER (not a real-time figure)",
+            MissingPrivilege::RealTimeScheduling
+        )));
+    }
+    options.stop = stop_on_signal().0;
+    let run = wakeup::measure(&options).map_err(runtime)?;
+    if run.latencies.is_empty() {
+        return Err(runtime(anyhow!("stopped before the first wake")));
+    }
+    let mut sorted = run.latencies.clone();
+    sorted.sort_unstable();
+    let n = sorted.len();
+    let avg = sorted.iter().map(|&x| x as f64).sum::<f64>() / n as f64;
+    let us = |ns: u64| format!("{:.1}us", ns as f64 / 1e3);
+    let scheduling = if run.fifo {
+        format!("SCHED_FIFO {FIFO_PRIORITY}")
+    } else {
+        "SCHED_OTHER (not real-time: no privilege, --best-effort)".to_string()
+    };
+    let setting = format!(
+        "{scheduling}, pinned to cpu {}, absolute clock_nanosleep every {}, {} wakes{}, cpu {}",
+        options.cpu,
+        options.interval,
+        n,
+        if (n as u64) < options.loops {
+            format!(" (stopped early, of {})", options.loops)
+        } else {
+            String::new()
+        },
+        if options.busy {
+            "kept busy"
+        } else {
+            "left idle between wakes"
+        },
+    );
+    let percentiles = [0.5, 0.9, 0.99, 0.999]
+        .iter()
+        .map(|&q| format!("p{} {}", q * 100.0, us(wakeup::quantile(&sorted, q))))
+        .collect::<Vec<_>>()
+        .join("  ");
+    let summary = format!(
+        "min {}  avg {:.1}us  max {}  {percentiles}",
+        us(sorted[0]),
+        avg / 1e3,
+        us(sorted[n - 1])
+    );
+    let steal = run
+        .steal
+        .map(|s| format!("steal on cpu {} during the run: {s}", options.cpu))
+        .unwrap_or_else(|| "steal: not reported by this kernel".to_string());
+    // cyclictest's line, in µs.
+    let cyclictest = format!(
+        "T: 0 P:{} I:{} C:{n} Min:{} Act:{} Avg:{} Max:{}",
+        if run.fifo { FIFO_PRIORITY } else { 0 },
+        options.interval.as_ns() / 1000,
+        sorted[0] / 1000,
+        run.latencies[n - 1] / 1000,
+        (avg / 1e3).round() as u64,
+        sorted[n - 1] / 1000
+    );
+    let mut text = format!(
+        "timer wake-up latency: {setting}\n{}\n{cyclictest}\n{summary}\n{steal}\n",
+        machine_description()
+    );
+    if let Some(out) = &args.write_preset {
+        let command: Vec<String> = std::env::args().collect();
+        let comment = vec![
+            "A wake delivery preset: timer wake-up latency measured by `rtvmm bench wake`.".to_string(),
+            format!("measured: {}", utc_now()),
+            format!("command: {}", command.join(" ")),
+            format!("setting: {setting}"),
+            machine_description(),
+            format!("result: {summary}"),
+            steal,
+            "In a scenario, write these keys under `[machine.wake_delivery]` and `[machine.wake_delivery.random]`.".to_string(),
+        ];
+        let quantiles = wakeup::even_quantiles(&sorted, args.quantiles);
+        let preset = rtvmm_scenario::wake::wake_delivery_preset_file(&comment, &quantiles);
+        // What was written reads back as a wake delivery.
+        rtvmm_scenario::parse_wake_delivery(&preset)
+            .map_err(|e| runtime(anyhow!("the preset written does not read back: {e}")))?;
+        files::commit_all(vec![text_file(out, &preset)?]).map_err(runtime)?;
+        text.push_str(&format!("preset: {}\n", out.display()));
+    }
+    print(&text)
+}
+
+/// The current UTC time as `YYYY-MM-DD HH:MM UTC`.
+fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60
+    )
 }

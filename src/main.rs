@@ -179,6 +179,13 @@ enum BenchCommand {
     /// (do_schedule and switch latency median/p99, CPU lost to scheduling, steal)
     #[command(after_help = EXIT_CODES)]
     Host(host::BenchHostArgs),
+    /// Timer wake-up latency, cyclictest's way: a thread pinned to a cpu (SCHED_FIFO 99;
+    /// needs root or CAP_SYS_NICE, else refused unless --best-effort) sleeps on absolute
+    /// clock_nanosleep deadlines; latency = wake time - deadline. Prints min/avg/max and
+    /// percentiles; --write-preset writes the distribution as a `[machine] wake_delivery`
+    /// preset
+    #[command(after_help = EXIT_CODES)]
+    Wake(host::BenchWakeArgs),
 }
 
 /// Options of `rtvmm analyze`.
@@ -342,6 +349,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Host(command) => host::run(command),
         #[cfg(target_os = "linux")]
         Command::Bench(BenchCommand::Host(args)) => host::bench(args),
+        Command::Bench(BenchCommand::Wake(args)) => host::bench_wake(args),
         #[cfg(target_os = "linux")]
         Command::Ctl(args) => ctl::run(args),
         Command::Check {

@@ -222,3 +222,64 @@ fn a_killed_watchdog_stops_host_run_unless_told_to_carry_on() {
         assert!(left.is_empty(), "carry on {carry_on}: left behind {left:?}");
     }
 }
+
+/// `rtvmm bench wake` refuses bad options before anything runs (exit 2, naming the
+/// option), on any machine.
+#[test]
+fn bench_wake_refuses_bad_options() {
+    for (args, says) in [
+        (&["--loops", "0"][..], "--loops: must be at least 1"),
+        (&["--interval", "5"][..], "no unit"),
+        (&["--interval", "0ms"][..], "must be greater than 0"),
+        (&["--quantiles", "1"][..], "--quantiles 1: at least 2"),
+        (
+            &["--loops", "1000000", "--interval", "1ms"][..],
+            "more than the 600s",
+        ),
+        (
+            &["--cpu", "4096"][..],
+            "--cpu 4096: this machine has cpus 0 to",
+        ),
+    ] {
+        let mut all = vec!["bench", "wake"];
+        all.extend_from_slice(args);
+        let o = rtvmm(&all);
+        assert_exit(&o, 2);
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}
+
+/// A short real-time `rtvmm bench wake` (200 wakes of 500 µs) prints its figures and
+/// writes a preset that a scenario's `wake_delivery` reads; it leaves no real-time thread
+/// (the process has ended). Only where privileged.
+#[test]
+fn bench_wake_measures_and_writes_a_preset_that_reads_back() {
+    if skip_real_time("bench wake, real time") {
+        return;
+    }
+    let _one_at_a_time = REAL_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let preset = dir.path().join("here.toml");
+    let o = rtvmm(&[
+        "bench",
+        "wake",
+        "--loops",
+        "200",
+        "--interval",
+        "500us",
+        "--quantiles",
+        "11",
+        "--write-preset",
+        preset.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("SCHED_FIFO 99"), "{out}");
+    assert!(out.contains("C:200 Min:"), "{out}");
+    let text = std::fs::read_to_string(&preset).unwrap();
+    let delivery = rtvmm_scenario::parse_wake_delivery(&text).unwrap();
+    match delivery.random {
+        rtvmm_core::wake::WakeRandom::Empirical { quantiles } => assert_eq!(quantiles.len(), 11),
+        other => panic!("{other:?}"),
+    }
+}

@@ -13,6 +13,7 @@
 //! - [`machine`]: pcpus, the tick, overheads and time accounting around a policy.
 //! - [`guest`]: tasks, jobs and the guest schedulers (rm, dm, fp, edf).
 //! - [`rng`]: the portable seeded random stream.
+//! - [`wake`]: the latency of a timer or event reaching a guest task ([`wake::WakeDelivery`]).
 //! - [`words`]: serde's error messages in words, for every reader of a file.
 //! - [`xl`]: the `xl`-compatible commands (cpupools, pinning, `sched-rtds`, `sched-credit`).
 
@@ -24,6 +25,7 @@ pub mod time;
 pub mod words;
 
 pub mod guest;
+pub mod wake;
 
 pub mod model;
 

@@ -118,6 +118,7 @@ pub fn machine(quantum: Nanos, overheads: Overheads) -> MachineConfig {
         replenishment: ReplenishMode::Exact,
         overheads,
         overhead_charge: OverheadCharge::default(),
+        wake_delivery: rtvmm_core::wake::WakeDelivery::OFF,
     }
 }
 

@@ -11,7 +11,7 @@
 //! only on its outcome.
 //!
 //! The modules, by floor (a module uses only those of the floors before its own):
-//! `sys`; `cgroup`, `enforce`, `shm`; `domain`, `guest`, `idle`, `undo`; `ctl`,
+//! `sys`; `cgroup`, `enforce`, `shm`, `wakeup`; `domain`, `guest`, `idle`, `undo`; `ctl`,
 //! `external`, `runs`; `watchdog`; `executor`.
 //!
 //! - [`executor`]: the run — a resource guard (what the run changes on the machine and
@@ -35,6 +35,8 @@
 //! - [`enforce`]: stopping and resuming domains: `freeze` (cgroup v2), `band` (priority
 //!   band), `signal` (SIGSTOP/SIGCONT).
 //! - [`idle`]: the IDLE VCPU, a `SCHED_FIFO` spinner.
+//! - [`wakeup`]: timer wake-up latency on real threads, cyclictest's way (`rtvmm bench
+//!   wake`): what a wake delivery preset is measured with.
 //! - [`cgroup`]: the run's cgroups.
 //! - [`undo`]: what a run changed, one line per change, and how it is undone.
 //! - [`watchdog`]: the process that undoes everything if the executor dies.
@@ -108,6 +110,8 @@ pub mod cgroup;
 pub mod enforce;
 #[cfg(target_os = "linux")]
 pub mod shm;
+#[cfg(target_os = "linux")]
+pub mod wakeup;
 
 #[cfg(target_os = "linux")]
 pub mod global;

@@ -13,6 +13,7 @@ use rtvmm_core::model::{
 };
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, RtdsMode};
 use rtvmm_core::time::TimeParseError;
+use rtvmm_core::wake::WakeDelivery;
 use rtvmm_core::xl::{parse_cpu_list, VcpuSel, XlCommand};
 use rtvmm_core::Nanos;
 use rtvmm_system::{ChainSpec, Change, DomainSpec, SystemSpec, TimedChange};
@@ -22,6 +23,7 @@ use crate::raw::{
     RawChain, RawDomain, RawEvent, RawMachine, RawOverhead, RawPool, RawScenario, RawScheduler,
     RawTask, RawTime, RawVcpu,
 };
+use crate::wake::wake_delivery_from_value;
 use crate::{ArincTableSpec, NamedMinorFrame, Scenario, SchedulerSettings, DEFAULT_SEED, MAX_TIME};
 
 /// Parses and converts; does not run the policies' checks (the caller does).
@@ -385,12 +387,23 @@ impl Builder<'_> {
                 )
             })?,
         };
+        let wake_delivery = match &raw.wake_delivery {
+            None => WakeDelivery::OFF,
+            Some(value) => wake_delivery_from_value(value).map_err(|(field, kind)| {
+                let field = match field.as_str() {
+                    "" => "wake_delivery".to_string(),
+                    f => format!("wake_delivery.{f}"),
+                };
+                self.err(at(&field), kind)
+            })?,
+        };
         Ok(MachineConfig {
             pcpus,
             quantum,
             replenishment,
             overheads,
             overhead_charge,
+            wake_delivery,
         })
     }
 

@@ -60,6 +60,9 @@
 //!                                  # the pool)
 //! overhead_charge = "incoming"     # who pays for overhead: the VCPU chosen (default,
 //!                                  # as Xen) or "none"
+//! wake_delivery = { fixed = "5us", random = { dist = "exponential", mean = "3us" } }
+//!                                  # a timer or event reaches its guest task that much
+//!                                  # later (default off); or a preset, "this-machine"
 //!
 //! [scheduler]
 //! policy = "deferrable"            # any name or alias of `rtvmm policies`; default deferrable
@@ -225,8 +228,10 @@
 //!   replenishment or deadline (now + period or offset, or its period boundary moved to
 //!   the first one after now), Credit's next accounting (now + accounting period). The
 //!   largest is a Poisson gap: the exponential draw is the mean times −ln(1 − U) with
-//!   1 − U ≥ 2⁻⁵³, so at most 36.8 means, and the next release is at most 38M. So every
-//!   instant is below 64·M = 6.4·10¹⁸ < 2⁶³ ≈ 9.2·10¹⁸: inside the `u64` clock with room
+//!   1 − U ≥ 2⁻⁵³, so at most 36.8 means, and the next release is at most 38M. A wake
+//!   delivery ends at a release (at most M) plus at most 1 s + 36.8 s (its times are at
+//!   most 1 s, `rtvmm_core::wake::MAX_WAKE_DELIVERY`), or at its task's previous one. So
+//!   every instant is below 64·M = 6.4·10¹⁸ < 2⁶³ ≈ 9.2·10¹⁸: inside the `u64` clock with room
 //!   to spare, and inside the `i64` in which lateness (finish − deadline) is computed.
 //!   Accumulated times (busy, idle, overhead, budget counters, run times) add up to at
 //!   most the run's length; sums over jobs are `u128`. The analysis converts times to
@@ -241,6 +246,7 @@
 pub mod error;
 
 pub mod external;
+pub mod wake;
 
 mod raw;
 
@@ -268,6 +274,7 @@ pub use build::weight_from_share;
 pub use error::{ErrorKind, Location, ScenarioError};
 pub use external::External;
 pub use validate::{ARINC653_MAX_MINOR_FRAMES, MAX_TIME};
+pub use wake::{parse_wake_delivery, wake_delivery_preset, WAKE_DELIVERY_PRESETS};
 
 /// The seed of a scenario whose file names none.
 pub const DEFAULT_SEED: u64 = 0;

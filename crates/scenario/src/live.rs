@@ -56,6 +56,7 @@ const ANY_MACHINE: MachineConfig = MachineConfig {
     replenishment: rtvmm_core::machine::ReplenishMode::Exact,
     overheads: rtvmm_core::machine::Overheads::ZERO,
     overhead_charge: rtvmm_core::machine::OverheadCharge::Incoming,
+    wake_delivery: rtvmm_core::wake::WakeDelivery::OFF,
 };
 use crate::error::{ErrorKind, Location, ScenarioError};
 use crate::raw::{RawEvent, RawScheduler};

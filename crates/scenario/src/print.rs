@@ -78,6 +78,9 @@ impl Scenario {
             overheads(&m.overheads, &Overheads::default())
         );
         let _ = writeln!(w, "overhead_charge = {}", quote(m.overhead_charge.name()));
+        if let Some(delivery) = crate::wake::wake_delivery_toml(&m.wake_delivery) {
+            let _ = writeln!(w, "wake_delivery = {delivery}");
+        }
 
         let _ = writeln!(w, "\n[scheduler]");
         let _ = writeln!(w, "policy = {}", quote(self.system.policy().kind().name()));

@@ -74,7 +74,7 @@ pub(crate) struct RawChain {
 #[derive(Debug, Default, Deserialize)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a table with pcpus, quantum, replenishment, overhead"
+    expecting = "a table with pcpus, quantum, replenishment, overhead, overhead_charge, wake_delivery"
 )]
 pub(crate) struct RawMachine {
     pub pcpus: Option<i64>,
@@ -82,6 +82,8 @@ pub(crate) struct RawMachine {
     pub replenishment: Option<String>,
     pub overhead: Option<RawOverhead>,
     pub overhead_charge: Option<String>,
+    /// A preset's name or a table: kept as a value to accept both (`wake.rs` reads it).
+    pub wake_delivery: Option<toml::Value>,
 }
 
 #[derive(Debug, Default, Deserialize)]

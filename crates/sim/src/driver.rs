@@ -14,9 +14,23 @@
 //!    task it triggers ([`Arrival::Triggered`]), and ends a chain instance if its task ends
 //!    a chain ([`ChainSpec`]).
 //! 4. At `t`, in this order: job releases from outside (in order of domain, then task
-//!    declaration), triggered releases (in order of the finishes that caused them) — a guest
-//!    that gets work wakes its VCPU, the same wake as any other, so Credit's BOOST follows —
-//!    scheduled changes, then the machine's timeouts.
+//!    declaration), triggered releases (in order of the finishes that caused them), jobs
+//!    whose wake delivery ends now (below) — a guest that gets work wakes its VCPU, the
+//!    same wake as any other, so Credit's BOOST follows — scheduled changes, then the
+//!    machine's timeouts.
+//!
+//! # Wake delivery
+//! With a [`WakeDelivery`] in the machine's configuration (off by default), every release
+//! — a timer's (periodic, sporadic), an outside event's (aperiodic, Poisson) and a
+//! trigger's — reaches the guest a drawn latency after its instant: at the release the job
+//! is made ([`Guest::arrive`]: its demand and the task's next release drawn from the run's
+//! stream, as without delivery), and it joins the guest's queue when its delivery ends
+//! ([`Guest::deliver`]). It keeps its release instant, so the latency is part of its
+//! response time. The latencies come from a stream of their own
+//! ([`WakeDelivery::stream`]). A task's jobs are delivered in order: a job whose delivery
+//! would end before its predecessor's is delivered with it (one wake path per task, as one
+//! thread waits on one timer). Off, a release is delivered at once, by the same code as
+//! before the setting existed.
 //!
 //! Ties are broken by a fixed order (domain, then task index), never by a hash.
 //!
@@ -40,6 +54,7 @@ use rtvmm_core::machine::{Machine, MachineError};
 use rtvmm_core::model::{PcpuId, VcpuId};
 use rtvmm_core::policy::PolicySettings;
 use rtvmm_core::rng::SimRng;
+use rtvmm_core::wake::WakeDelivery;
 use rtvmm_core::Nanos;
 
 use rtvmm_system::change::{apply_change, Applied, ChangeError, DomainTable};
@@ -147,6 +162,36 @@ struct Trigger {
 /// in order of time, then of the finishes that caused them.
 type TriggeredRelease = (Nanos, u64, usize, usize, Nanos);
 
+/// A job on its way to its guest: it joins the guest's queue `at` (module doc, "Wake
+/// delivery"). Ordered by `at`, then by `order` (the order the jobs were released in).
+#[derive(Debug)]
+struct InFlight {
+    at: Nanos,
+    order: u64,
+    domain: usize,
+    job: Job,
+}
+
+impl PartialEq for InFlight {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.order) == (other.at, other.order)
+    }
+}
+
+impl Eq for InFlight {}
+
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for InFlight {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.order).cmp(&(other.at, other.order))
+    }
+}
+
 /// The simulator's domains as the change path sees them, with the index of each present
 /// domain by name (present names are unique: the change path refuses a second one).
 struct Table<'a> {
@@ -203,6 +248,21 @@ pub struct Simulation {
     policy_settings: PolicySettings,
     next_change: usize,
     rng: SimRng,
+    /// Whether releases reach their guest after a delivery latency (the machine's
+    /// `wake_delivery` is not off).
+    delivery_on: bool,
+    delivery: WakeDelivery,
+    /// The delivery latencies' own stream ([`WakeDelivery::stream`]).
+    delivery_rng: SimRng,
+    /// Jobs whose delivery has not ended, by when it ends.
+    in_flight: BinaryHeap<Reverse<InFlight>>,
+    /// When the first of `in_flight` ends (`Nanos::MAX` when none): one comparison per
+    /// step instead of a look into the heap.
+    next_delivery: Nanos,
+    /// Jobs released so far with a delivery latency (the order of [`InFlight`]).
+    sent: u64,
+    /// When the last delivery of each task ends, by domain and task (with delivery on).
+    last_delivery: Vec<Vec<Nanos>>,
     now: Nanos,
     trace: Option<Recorder>,
     check_invariants: bool,
@@ -247,6 +307,13 @@ impl Simulation {
             policy_settings: spec.policy_settings.clone(),
             next_change: 0,
             rng: SimRng::new(seed),
+            delivery_on: !spec.machine.wake_delivery.is_off(),
+            delivery: spec.machine.wake_delivery.clone(),
+            delivery_rng: WakeDelivery::stream(seed),
+            in_flight: BinaryHeap::new(),
+            next_delivery: Nanos::MAX,
+            sent: 0,
+            last_delivery: Vec::new(),
             now: Nanos::ZERO,
             trace: record.then(|| Recorder::Memory(Vec::new())),
             check_invariants: cfg!(debug_assertions),
@@ -375,6 +442,9 @@ impl Simulation {
         if count > 1 {
             self.multi.push(index);
             self.lone = false;
+        }
+        if self.delivery_on {
+            self.last_delivery.push(vec![Nanos::ZERO; spec.tasks.len()]);
         }
         self.domains.push(DomainRun {
             finished: vec![Vec::new(); spec.tasks.len()],
@@ -554,6 +624,7 @@ impl Simulation {
         if let Some(Reverse((at, ..))) = self.triggered.peek() {
             t = t.min(*at);
         }
+        t = t.min(self.next_delivery);
         if let Some(c) = self.changes.get(self.next_change) {
             t = t.min(c.at.max(self.now));
         }
@@ -643,7 +714,8 @@ impl Simulation {
     }
 
     /// Releases a job of task `task` of domain `d` at `t` (`origin`: see
-    /// [`Guest::release_from`]); a guest of one VCPU that gets work wakes it.
+    /// [`Guest::release_from`]); a guest of one VCPU that gets work wakes it. With wake
+    /// delivery on, the job is sent on its way instead ([`Self::send`]).
     #[inline]
     fn release(
         &mut self,
@@ -652,9 +724,30 @@ impl Simulation {
         task: usize,
         origin: Option<Nanos>,
     ) -> Result<(), SimError> {
+        if self.delivery_on {
+            self.send(t, d, task, origin);
+            return Ok(());
+        }
         let dom = &mut self.domains[d];
         let had_work = dom.guest.has_work();
         let seq = dom.guest.release_from(t, task, &mut self.rng, origin).seq;
+        self.admitted(t, d, task, seq, had_work)
+    }
+
+    /// A job of task `task` of domain `d`, with number `seq`, joined its guest's queue at
+    /// `t`: checks the task's backlog, records the release (where the job reaches the
+    /// guest: with wake delivery, its delivery's end) and wakes the domain's VCPU if the
+    /// guest (of one VCPU) had no work before.
+    #[inline(always)]
+    fn admitted(
+        &mut self,
+        t: Nanos,
+        d: usize,
+        task: usize,
+        seq: u64,
+        had_work: bool,
+    ) -> Result<(), SimError> {
+        let dom = &self.domains[d];
         let pending = dom.guest.queue(task).len();
         if pending > self.max_pending_jobs {
             let spec = &dom.spec.tasks[task];
@@ -681,6 +774,50 @@ impl Simulation {
             self.machine.wake(t, vcpu);
             self.machine_told = true;
         }
+        Ok(())
+    }
+
+    /// With wake delivery on: the job of task `task` of domain `d` released at `t` is made
+    /// now (from the run's stream, as without delivery) and joins its guest when its
+    /// delivery ends — a drawn latency later, and not before the task's previous job.
+    #[inline(never)]
+    fn send(&mut self, t: Nanos, d: usize, task: usize, origin: Option<Nanos>) {
+        let job = self.domains[d].guest.arrive(t, task, &mut self.rng, origin);
+        let latency = self.delivery.draw(&mut self.delivery_rng);
+        let last = &mut self.last_delivery[d][task];
+        let at = (t + latency).max(*last);
+        *last = at;
+        self.in_flight.push(Reverse(InFlight {
+            at,
+            order: self.sent,
+            domain: d,
+            job,
+        }));
+        self.sent += 1;
+        self.next_delivery = self.next_delivery.min(at);
+    }
+
+    /// Hands every job whose delivery ends at or before `t` to its guest, in order of
+    /// delivery (then of release).
+    #[inline(never)]
+    fn deliver_due(&mut self, t: Nanos) -> Result<(), SimError> {
+        while let Some(Reverse(next)) = self.in_flight.peek() {
+            if next.at > t {
+                self.next_delivery = next.at;
+                return Ok(());
+            }
+            let Reverse(InFlight { domain: d, job, .. }) =
+                self.in_flight.pop().expect("peeked above");
+            let dom = &mut self.domains[d];
+            if dom.removed_at.is_some() {
+                continue;
+            }
+            let (task, seq) = (job.task as usize, job.seq);
+            let had_work = dom.guest.has_work();
+            dom.guest.deliver(job);
+            self.admitted(t, d, task, seq, had_work)?;
+        }
+        self.next_delivery = Nanos::MAX;
         Ok(())
     }
 
@@ -784,6 +921,10 @@ impl Simulation {
                 self.release(t, d, task, Some(origin))?;
             }
         }
+        // 4b'. Jobs whose wake delivery ends now.
+        if self.next_delivery <= t {
+            self.deliver_due(t)?;
+        }
         if !LONE && !self.multi.is_empty() {
             self.sync_multi(t);
         }
@@ -841,11 +982,20 @@ impl Simulation {
         Ok(reached)
     }
 
-    /// Every job still pending (released, unfinished) per domain and task.
+    /// Every job still pending (released, unfinished) per domain and task: those in the
+    /// guest's queues, then those whose wake delivery has not ended (by task, then job).
     pub fn pending_jobs(&self, domain: usize) -> impl Iterator<Item = (usize, JobRecord)> + '_ {
+        let mut in_flight: Vec<&Job> = self
+            .in_flight
+            .iter()
+            .filter(|f| f.0.domain == domain)
+            .map(|f| &f.0.job)
+            .collect();
+        in_flight.sort_by_key(|j| (j.task, j.seq));
         self.domains[domain]
             .guest
             .pending()
+            .chain(in_flight)
             .map(|j| (j.task as usize, JobRecord::from_job(j, None)))
     }
 }

@@ -178,7 +178,7 @@ impl SystemSpec {
     /// The machine the system starts with, without VCPUs: its pools. The one place a
     /// system becomes a machine.
     pub fn machine(&self) -> Result<Machine, MachineError> {
-        Machine::with_pools(self.machine, self.pools.clone())
+        Machine::with_pools(self.machine.clone(), self.pools.clone())
     }
 
     /// Every domain the run may have: the first ones, then those added by changes.

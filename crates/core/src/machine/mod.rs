@@ -84,6 +84,7 @@ use crate::event::{CoreEvent, Cx, EventLog, ScheduleReason};
 use crate::model::{DomainId, ParamError, PcpuId, VcpuId, VcpuParams};
 use crate::policy::{BudgetCounters, PolicyConfig, PolicyKind};
 use crate::time::Nanos;
+use crate::wake::WakeDelivery;
 use pcpu::Pcpu;
 use pools::Pool;
 
@@ -99,7 +100,7 @@ pub enum ReplenishMode {
 }
 
 /// Machine-wide settings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MachineConfig {
     pub pcpus: u32,
     /// The scheduling quantum: the RT-Xen servers' tick interval.
@@ -107,6 +108,10 @@ pub struct MachineConfig {
     pub replenishment: ReplenishMode,
     pub overheads: Overheads,
     pub overhead_charge: OverheadCharge,
+    /// How long a timer or an event takes to reach a guest task ([`WakeDelivery`]). The
+    /// machine itself never reads it: a driver applies it to the releases it delivers.
+    /// Off by default.
+    pub wake_delivery: WakeDelivery,
 }
 
 impl Default for MachineConfig {
@@ -117,6 +122,7 @@ impl Default for MachineConfig {
             replenishment: ReplenishMode::Exact,
             overheads: Overheads::default(),
             overhead_charge: OverheadCharge::Incoming,
+            wake_delivery: WakeDelivery::OFF,
         }
     }
 }
@@ -230,12 +236,13 @@ impl Machine {
         if config.quantum.is_zero() {
             return Err(MachineError::QuantumZero);
         }
+        let pcpus = config.pcpus;
         let mut m = Machine {
             config,
             pools: Vec::new(),
             lone: false,
             vcpus: Vec::new(),
-            pcpus: (0..config.pcpus)
+            pcpus: (0..pcpus)
                 .map(|_| Pcpu::new(None, None, Nanos::ZERO))
                 .collect(),
             now: Nanos::ZERO,

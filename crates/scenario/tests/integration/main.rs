@@ -19,3 +19,4 @@ mod limits;
 mod multicore;
 mod roundtrip;
 mod util;
+mod wake_delivery;

@@ -14,3 +14,4 @@ mod properties;
 mod results;
 mod runtime_changes;
 mod trace;
+mod wake_delivery;

@@ -209,6 +209,7 @@ fn arb_scenario(
                                 },
                                 overheads,
                                 overhead_charge,
+                                wake_delivery: rtvmm_core::wake::WakeDelivery::OFF,
                             },
                             PolicyConfig::Deferrable,
                         )

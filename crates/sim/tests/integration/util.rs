@@ -67,6 +67,7 @@ pub fn machine() -> MachineConfig {
         replenishment: ReplenishMode::Exact,
         overheads: Overheads::default(),
         overhead_charge: OverheadCharge::Incoming,
+        wake_delivery: rtvmm_core::wake::WakeDelivery::OFF,
     }
 }
 

@@ -11,8 +11,9 @@ impl Machine {
     /// A machine driving `built` (the policy `policy` describes) on one pool of every pcpu;
     /// `config` is valid.
     fn with_policy(config: MachineConfig, policy: PolicyConfig, built: Box<dyn Policy>) -> Machine {
+        let quantum = config.quantum;
         let mut m = Self::new(config, policy).expect("a valid configuration");
-        let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), config.quantum);
+        let (tick, quantum_tick) = Self::resolve_tick(built.tick_interval(), quantum);
         let pool = &mut m.pools[0];
         pool.policy = built;
         pool.tick = tick;
@@ -210,7 +211,7 @@ fn tick_mode_delays_timers_only_for_the_quantum_tick() {
     ] {
         let (mut policy, seen) = fake(tick, None);
         policy.timer = Some(us(1500));
-        let mut m = machine(config, policy);
+        let mut m = machine(config.clone(), policy);
         vcpu(&mut m, 0);
         run_until(&mut m, ms(3));
         assert_eq!(seen.lock().unwrap().timers, vec![due], "{tick:?}");

@@ -152,7 +152,7 @@ fn partitioned_policies_need_one_pcpu_per_vcpu() {
         pcpus: 2,
         ..MachineConfig::default()
     };
-    let mut m = Machine::new(config, PolicyConfig::Sedf).unwrap();
+    let mut m = Machine::new(config.clone(), PolicyConfig::Sedf).unwrap();
     let p = VcpuParams::server(ms(2), ms(10), 1);
     assert!(matches!(
         m.add_vcpu(Nanos::ZERO, DomainId(0), p.clone()),
@@ -169,7 +169,7 @@ fn partitioned_policies_need_one_pcpu_per_vcpu() {
         m.pin(Nanos::ZERO, v, None),
         Err(MachineError::NeedsPinning { .. })
     ));
-    let mut g = Machine::new(config, PolicyConfig::Rtds(Default::default())).unwrap();
+    let mut g = Machine::new(config.clone(), PolicyConfig::Rtds(Default::default())).unwrap();
     let w = g.add_vcpu(Nanos::ZERO, DomainId(0), p).unwrap();
     assert_eq!(g.placement(w), ("Pool-0", CpuSet::first(2)));
     assert_eq!(
