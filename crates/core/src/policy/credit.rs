@@ -470,10 +470,7 @@ impl Credit {
                 s.cap = p.cap;
             }
         }
-        let weight_total: i128 = self
-            .active_list()
-            .map(|v| self.get(v).weight as i128)
-            .sum();
+        let weight_total: i128 = self.active_list().map(|v| self.get(v).weight as i128).sum();
         let mut credit_total = self.accounting_worth() as i128 * self.pcpus as i128
             - self.credit_balance.min(0) as i128;
         let balance = self.credit_balance;
@@ -812,7 +809,11 @@ impl Policy for Credit {
             return Err("run queue holds unknown vcpus".to_string());
         }
         for class in [Class::Boost, Class::Under, Class::Over] {
-            let n = self.runq.iter().filter(|&&v| self.get(v).class == class).count();
+            let n = self
+                .runq
+                .iter()
+                .filter(|&&v| self.get(v).class == class)
+                .count();
             if n != self.queued_of[class as usize] {
                 return Err(format!(
                     "{class:?}: {n} queued, counted {}",

@@ -36,6 +36,7 @@ use rtvmm_core::machine::{MachineConfig, Overheads, PoolSpec};
 use rtvmm_core::model::{DomainSpec, Placement, VcpuParams, DEFAULT_WEIGHT};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, PolicySettings, RtdsMode};
 use rtvmm_core::rng::SimRng;
+use rtvmm_core::wake::WakeDelivery;
 use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_sim::Simulation;
@@ -192,35 +193,88 @@ impl Load {
     }
 }
 
-/// One run of the experiment: a case under a load.
+/// How a timer's wake reaches its thread in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// At once: the latency is the schedulers' alone.
+    None,
+    /// After the wake delivery measured on this machine (the `this-machine` preset of
+    /// `[machine] wake_delivery`): the interrupt, the upcall and the guest's wake path.
+    Measured,
+}
+
+impl Delivery {
+    pub const ALL: [Delivery; 2] = [Delivery::None, Delivery::Measured];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Delivery::None => "none",
+            Delivery::Measured => "this-machine",
+        }
+    }
+
+    /// The machine's setting for it.
+    pub fn setting(self) -> WakeDelivery {
+        match self {
+            Delivery::None => WakeDelivery::OFF,
+            Delivery::Measured => {
+                rtvmm_scenario::wake_delivery_preset("this-machine").expect("a shipped preset")
+            }
+        }
+    }
+}
+
+/// One run of the experiment: a case under a load, with a wake delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
     pub case: Case,
     pub load: Load,
+    pub delivery: Delivery,
 }
 
 impl Run {
-    /// Every run, in order: each case under each of its loads.
+    /// Every run, in order: each case under each of its loads, without wake delivery, then
+    /// the same with the measured one.
     pub fn all() -> Vec<Run> {
-        Case::ALL
+        Delivery::ALL
             .iter()
-            .flat_map(|&case| case.loads().iter().map(move |&load| Run { case, load }))
+            .flat_map(|&delivery| {
+                Case::ALL.iter().flat_map(move |&case| {
+                    case.loads().iter().map(move |&load| Run {
+                        case,
+                        load,
+                        delivery,
+                    })
+                })
+            })
             .collect()
     }
 
-    /// `1 global-defaults, thin idle`.
+    /// `1 global-defaults, thin idle` (`…, delivery this-machine` with the measured one).
     pub fn label(self) -> String {
         format!(
-            "{} {}, thin {}",
+            "{} {}, thin {}{}",
             self.case.number(),
             self.case.name(),
-            self.load.name()
+            self.load.name(),
+            match self.delivery {
+                Delivery::None => String::new(),
+                d => format!(", delivery {}", d.name()),
+            }
         )
     }
 
     /// The run's name in progress lines and shards.
     pub fn key(self) -> String {
-        format!("latency-{}-{}", self.case.name(), self.load.name())
+        match self.delivery {
+            Delivery::None => format!("latency-{}-{}", self.case.name(), self.load.name()),
+            d => format!(
+                "latency-{}-{}-{}",
+                self.case.name(),
+                self.load.name(),
+                d.name()
+            ),
+        }
     }
 }
 
@@ -252,11 +306,18 @@ pub fn machine(overheads: Overheads) -> MachineConfig {
     }
 }
 
-/// Every run with its system on `machine`, in [`Run::all`]'s order.
+/// Every run with its system on `machine` (with each run's wake delivery), in
+/// [`Run::all`]'s order.
 pub fn systems(machine: MachineConfig, boot: Boot, length: Length) -> Vec<(Run, SystemSpec)> {
     Run::all()
         .into_iter()
-        .map(|run| (run, system(run, machine, boot, length)))
+        .map(|run| {
+            let machine = MachineConfig {
+                wake_delivery: run.delivery.setting(),
+                ..machine.clone()
+            };
+            (run, system(run, machine, boot, length))
+        })
         .collect()
 }
 
@@ -576,7 +637,14 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         },
     );
     out.param("overheads", crate::options::describe_overheads(&overheads));
-    out.param("wake delivery", "none");
+    out.param(
+        "wake delivery",
+        "every run twice: none (the timer's wake reaches the thread at once), and this \
+         machine's (the `this-machine` preset of `[machine] wake_delivery`: timer wake \
+         latency of a SCHED_FIFO thread measured by `rtvmm bench wake` on the host, mean \
+         about 50 µs, its distribution by quantiles) added between each timer's expiry and \
+         the thread's release to the guest's scheduler",
+    );
     out.param(
         "cyclictest",
         "in Domain-D: four threads, intervals 10, 10.5, 11, 11.5 ms, started together at \
@@ -661,6 +729,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 run.case.number().to_string(),
                 run.case.name().to_string(),
                 run.load.name().to_string(),
+                run.delivery.name().to_string(),
                 t.thread.to_string(),
                 (t.interval.as_ns() / 1_000).to_string(),
                 t.count.to_string(),
@@ -673,12 +742,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     }
     out.csv(
         "latency.csv",
-        "per case, load and thread: interval, wake-ups, and the release-to-start latency's \
-         min, last (act), mean and max (µs)",
+        "per case, load, wake delivery and thread: interval, wake-ups, and the \
+         release-to-start latency's min, last (act), mean and max (µs)",
         &[
             "case",
             "setup",
             "load",
+            "delivery",
             "thread",
             "interval_us",
             "count",
@@ -701,6 +771,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 run.case.number().to_string(),
                 run.case.name().to_string(),
                 run.load.name().to_string(),
+                run.delivery.name().to_string(),
                 count.to_string(),
                 decimal(us(min.as_ns() as u128), 0),
                 decimal(avg, 0),
@@ -711,12 +782,24 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     out.table(
         "latency",
         "Release-to-start latency over the four threads (µs)",
-        &["case", "set-up", "thin", "wake-ups", "min", "avg", "max"],
+        &[
+            "case", "set-up", "thin", "delivery", "wake-ups", "min", "avg", "max",
+        ],
         table_rows,
     )?;
     let categories: Vec<String> = finished
         .iter()
-        .map(|(run, _)| format!("{} {}", run.case.number(), run.load.name()))
+        .map(|(run, _)| {
+            format!(
+                "{} {}{}",
+                run.case.number(),
+                run.load.name(),
+                match run.delivery {
+                    Delivery::None => "",
+                    Delivery::Measured => " +d",
+                }
+            )
+        })
         .collect();
     let series = vec![
         (
@@ -743,7 +826,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         }),
         "The mean and the largest release-to-start latency over the four timer threads, per \
          case (1 global defaults, 2 global tuned, 3 partitioned, 4 pools) and load of the \
-         thin domain.",
+         thin domain; `+d`: with this machine's measured wake delivery.",
     )?;
     for (run, threads) in &finished {
         let (count, _, avg, max) = overall(threads);
@@ -786,10 +869,14 @@ pub fn checks(finished: &[(Run, &Vec<ThreadLatency>)], length: Length) -> Vec<St
         });
     }
     for case in [Case::Partitioned, Case::Pools] {
+        // Without delivery: with it, the thin domain's own releases draw delays too, and
+        // shift the threads' draws.
         let of = |load| {
             finished
                 .iter()
-                .find(|(run, _)| run.case == case && run.load == load)
+                .find(|(run, _)| {
+                    run.case == case && run.load == load && run.delivery == Delivery::None
+                })
                 .map(|(_, th)| *th)
         };
         if let (Some(idle), Some(loaded)) = (of(Load::Idle), of(Load::Loaded)) {
@@ -814,6 +901,7 @@ mod tests {
     use super::*;
     use rtvmm_core::machine::Machine;
     use rtvmm_core::model::VcpuId;
+    use rtvmm_core::wake::WakeRandom;
     use rtvmm_system::change::Domains;
 
     fn us(n: u64) -> Nanos {
@@ -826,6 +914,7 @@ mod tests {
         let run = Run {
             case,
             load: Load::Loaded,
+            delivery: Delivery::None,
         };
         let boot = Boot {
             seed: 7,
@@ -938,6 +1027,63 @@ mod tests {
         assert_domain(&l, GUEST, "Pool-0", CpuSet::one(0), 4_000, 10_000);
     }
 
+    /// With this machine's wake delivery every wake-up reaches its thread at least the
+    /// preset's smallest delay later than its timer, and the latencies grow by about the
+    /// preset's mean; without it, case 1 idle starts a thread within its own 10 µs.
+    #[test]
+    fn the_measured_wake_delivery_is_added_to_every_latency() {
+        let boot = Boot {
+            seed: 5,
+            in_phase: false,
+        };
+        let latencies = |delivery| {
+            let run = Run {
+                case: Case::GlobalDefaults,
+                load: Load::Idle,
+                delivery,
+            };
+            let s = &systems(machine(Overheads::default()), boot, Length::Loops(200))
+                .into_iter()
+                .find(|(r, _)| *r == run)
+                .expect("the run")
+                .1;
+            let latest = s.domains.iter().map(|d| d.vcpu.offset).max().unwrap();
+            simulate_with(
+                s,
+                "t",
+                boot.seed,
+                run_length(Length::Loops(200), latest),
+                |sim| thread_latencies(sim),
+            )
+            .unwrap()
+            .1
+        };
+        let (off, on) = (latencies(Delivery::None), latencies(Delivery::Measured));
+        let setting = Delivery::Measured.setting();
+        let WakeRandom::Empirical { quantiles } = &setting.random else {
+            panic!("the preset is an empirical distribution")
+        };
+        let least = setting.fixed + quantiles[0];
+        assert!(least >= Nanos::from_us(5), "a measured floor: {least}");
+        for (a, b) in off.iter().zip(&on) {
+            assert_eq!((a.count, b.count), (200, 200));
+            assert!(
+                b.min >= least,
+                "thread {}: min {} < {least}",
+                b.thread,
+                b.min
+            );
+            assert!(a.max <= Nanos::from_us(30), "without delivery: {}", a.max);
+            let grown = b.avg_us() - a.avg_us();
+            let mean = setting.mean_ns() / 1_000.0;
+            assert!(
+                grown > 0.5 * mean && grown < 2.0 * mean,
+                "thread {}: avg grew {grown} µs, the preset's mean is {mean} µs",
+                b.thread
+            );
+        }
+    }
+
     #[test]
     fn cyclictest_runs_four_threads_for_the_loops_asked() {
         let boot = Boot {
@@ -947,6 +1093,7 @@ mod tests {
         let run = Run {
             case: Case::GlobalDefaults,
             load: Load::Idle,
+            delivery: Delivery::None,
         };
         let s = system(
             run,
@@ -1006,6 +1153,13 @@ mod tests {
                 "latency-partitioned-loaded",
                 "latency-pools-idle",
                 "latency-pools-loaded",
+                "latency-global-defaults-idle-this-machine",
+                "latency-global-defaults-loaded-this-machine",
+                "latency-global-tuned-idle-this-machine",
+                "latency-partitioned-idle-this-machine",
+                "latency-partitioned-loaded-this-machine",
+                "latency-pools-idle-this-machine",
+                "latency-pools-loaded-this-machine",
             ]
         );
     }
@@ -1041,7 +1195,11 @@ mod tests {
             max: Nanos(max),
         };
         let (a, b, c) = (vec![t(5, 10)], vec![t(5, 10)], vec![t(4, 20)]);
-        let run = |case, load| Run { case, load };
+        let run = |case, load| Run {
+            case,
+            load,
+            delivery: Delivery::None,
+        };
         let finished = vec![
             (run(Case::Partitioned, Load::Idle), &a),
             (run(Case::Partitioned, Load::Loaded), &b),

@@ -475,7 +475,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         |c| c.key(),
         |c| {
             let pings = times[..c.pings as usize].to_vec();
-            let system = system(c.sched, c.load, pings, machine);
+            let system = system(c.sched, c.load, pings, machine.clone());
             let (_, latencies) =
                 simulate_with(&system, &c.key(), seed, run_length(c.pings), |sim| {
                     let samples = &sim.chains()[0].stats.latency;
