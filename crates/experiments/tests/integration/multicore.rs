@@ -8,7 +8,8 @@ use crate::util::{assert_structure, csv_bytes, run, Csv};
 /// thread wakes the `--quick` 200 times; a thread's latency is at least 0 and, with
 /// Domain-D's VCPUs never out of budget (40 µs of work per 10 ms), at most the other
 /// three threads' work (30 µs) when nothing else competes; and where Domain-D has pcpu 1
-/// to itself (cases 3 and 4) the thin domain's load changes nothing.
+/// to itself (cases 3 and 4) the thin domain's load changes nothing. With this machine's
+/// wake delivery every latency is at least the preset's least delay.
 #[test]
 fn latency_quick_files_and_isolation_facts() {
     let (dir, report) = run("latency", |_| {});
@@ -21,6 +22,7 @@ fn latency_quick_files_and_isolation_facts() {
                 "case",
                 "setup",
                 "load",
+                "delivery",
                 "thread",
                 "interval_us",
                 "count",
@@ -32,26 +34,40 @@ fn latency_quick_files_and_isolation_facts() {
         )],
     );
     let csv = Csv::read(&dir.path().join("latency.csv"));
-    assert_eq!(csv.rows.len(), 7 * 4, "case-and-load runs × threads");
+    assert_eq!(
+        csv.rows.len(),
+        2 * 7 * 4,
+        "deliveries × case-and-load runs × threads"
+    );
     for row in &csv.rows {
         assert_eq!(csv.u64(row, "count"), 200, "{row:?}");
     }
     for (setup, load) in [("global-defaults", "idle"), ("global-tuned", "idle")] {
-        for row in csv.select(&[("setup", setup), ("load", load)]) {
+        for row in csv.select(&[("setup", setup), ("load", load), ("delivery", "none")]) {
             assert!(csv.f64(row, "max_us") <= 30.0, "{row:?}");
         }
     }
     for setup in ["partitioned", "pools"] {
-        let idle = csv.select(&[("setup", setup), ("load", "idle")]);
-        let loaded = csv.select(&[("setup", setup), ("load", "loaded")]);
+        let of = |load| csv.select(&[("setup", setup), ("load", load), ("delivery", "none")]);
+        let (idle, loaded) = (of("idle"), of("loaded"));
         let times = |rows: Vec<&Vec<String>>| -> Vec<Vec<String>> {
-            rows.iter().map(|r| r[3..].to_vec()).collect()
+            rows.iter().map(|r| r[4..].to_vec()).collect()
         };
         assert_eq!(
             times(idle),
             times(loaded),
             "{setup}: Domain-D alone on pcpu 1"
         );
+    }
+    let measured = rtvmm_scenario::wake_delivery_preset("this-machine").expect("shipped");
+    let rtvmm_core::wake::WakeRandom::Empirical { quantiles } = &measured.random else {
+        panic!("an empirical preset")
+    };
+    let least = (measured.fixed + quantiles[0]).as_ns() as f64 / 1_000.0;
+    let delivered = csv.select(&[("delivery", "this-machine")]);
+    assert_eq!(delivered.len(), 7 * 4);
+    for row in delivered {
+        assert!(csv.f64(row, "min_us") >= least.floor(), "{row:?}");
     }
     let text = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(
