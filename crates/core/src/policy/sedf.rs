@@ -8,7 +8,7 @@
 //!   period, which begins at `deadline − p`) and the `cputime` used in it (remaining slice =
 //!   s − cputime).
 //! - **Queues** per pcpu, each ordered as Xen's sorted lists (a newcomer goes after the
-//!   entries it ties with) but kept as an ordered set, O(log n) per operation
+//!   entries it ties with), past 64 entries as an ordered set, O(log n) per operation
 //!   ([`OrderedQueue`]): the **run queue** holds the runnable VCPUs whose period has begun,
 //!   by deadline (the running EDF VCPU stays on it); the **wait queue** the runnable ones
 //!   whose next period has not begun, by period start. A blocked VCPU is on neither.
@@ -164,17 +164,24 @@ type Slot<K> = (K, u64);
 
 /// VCPUs by key, a newcomer after every entry whose key is at most its own (Xen's sorted
 /// lists): ordered by (key, insertion number). A VCPU's key must not change while it is
-/// queued; it keeps its [`Slot`] to be removed in O(log n).
+/// queued; it keeps its [`Slot`] to be removed by it. Up to [`SMALL_QUEUE`] entries the
+/// queue is a sorted array (cheaper than a tree at the sizes most systems have); past that
+/// an ordered set, O(log n) per operation, until it empties.
 #[derive(Clone, Debug)]
 struct OrderedQueue<K> {
-    entries: BTreeSet<(K, u64, VcpuId)>,
+    small: Vec<(K, u64, VcpuId)>,
+    big: BTreeSet<(K, u64, VcpuId)>,
     next_seq: u64,
 }
+
+/// The most entries an [`OrderedQueue`] keeps in its sorted array.
+const SMALL_QUEUE: usize = 64;
 
 impl<K: Ord + Copy> OrderedQueue<K> {
     fn new() -> Self {
         OrderedQueue {
-            entries: BTreeSet::new(),
+            small: Vec::new(),
+            big: BTreeSet::new(),
             next_seq: 0,
         }
     }
@@ -182,32 +189,58 @@ impl<K: Ord + Copy> OrderedQueue<K> {
     fn insert(&mut self, vcpu: VcpuId, key: K) -> Slot<K> {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.entries.insert((key, seq, vcpu));
+        if self.big.is_empty() && self.small.len() < SMALL_QUEUE {
+            // Its insertion number is above every other: it goes after its ties.
+            let at = self.small.partition_point(|&(k, _, _)| k <= key);
+            self.small.insert(at, (key, seq, vcpu));
+        } else {
+            self.big.extend(self.small.drain(..));
+            self.big.insert((key, seq, vcpu));
+        }
         (key, seq)
     }
 
     fn remove(&mut self, vcpu: VcpuId, (key, seq): Slot<K>) -> bool {
-        self.entries.remove(&(key, seq, vcpu))
+        if !self.big.is_empty() {
+            return self.big.remove(&(key, seq, vcpu));
+        }
+        let at = self.small.partition_point(|&(k, s, _)| (k, s) < (key, seq));
+        if self.small.get(at) == Some(&(key, seq, vcpu)) {
+            self.small.remove(at);
+            true
+        } else {
+            false
+        }
     }
 
     fn first(&self) -> Option<VcpuId> {
-        self.entries.first().map(|&(_, _, v)| v)
+        match self.small.first() {
+            Some(&(_, _, v)) => Some(v),
+            None => self.big.first().map(|&(_, _, v)| v),
+        }
     }
 
     fn pop_first(&mut self) -> Option<VcpuId> {
-        self.entries.pop_first().map(|(_, _, v)| v)
+        if self.small.is_empty() {
+            self.big.pop_first().map(|(_, _, v)| v)
+        } else {
+            Some(self.small.remove(0).2)
+        }
     }
 
     fn iter(&self) -> impl Iterator<Item = (Slot<K>, VcpuId)> + '_ {
-        self.entries.iter().map(|&(k, seq, v)| ((k, seq), v))
+        self.small
+            .iter()
+            .chain(self.big.iter())
+            .map(|&(k, seq, v)| ((k, seq), v))
     }
 
     fn len(&self) -> usize {
-        self.entries.len()
+        self.small.len() + self.big.len()
     }
 
     fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.small.is_empty() && self.big.is_empty()
     }
 }
 
@@ -821,19 +854,26 @@ mod tests {
 
     /// The extra queue against Xen's list, step by step: `add` drops every entry's score
     /// by `sub` and puts the newcomer before the first higher score; removal anywhere.
-    /// Same order and the same live scores after every operation (a pseudo-random run).
+    /// Same order and the same live scores after every operation (a pseudo-random run
+    /// that grows the queue past [`SMALL_QUEUE`] and empties it again, in turns).
     #[test]
     fn extra_queue_matches_xens_sorted_list_with_score_drops() {
+        const VCPUS: usize = 160;
         let mut queue = ExtraQueue::new();
-        let mut slots: Vec<Option<Slot<i128>>> = vec![None; 16];
+        let mut slots: Vec<Option<Slot<i128>>> = vec![None; VCPUS];
         let mut model: Vec<(u32, i64)> = Vec::new();
         let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
         let mut next = |n: u64| {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
             (seed >> 33) % n
         };
-        for _ in 0..5_000 {
-            let v = next(16) as u32;
+        let (mut most, mut emptied_after_big) = (0, 0);
+        for step in 0..12_000 {
+            let grow = step / 2_000 % 2 == 0;
+            let v = next(VCPUS as u64) as u32;
+            if slots[v as usize].is_some() == grow {
+                continue;
+            }
             if let Some(slot) = slots[v as usize].take() {
                 let at = model.iter().position(|&(w, _)| w == v).unwrap();
                 let (_, score) = model.remove(at);
@@ -857,7 +897,16 @@ mod tests {
                 .map(|(slot, v)| (v.0, queue.score(slot)))
                 .collect();
             assert_eq!(ours, model);
+            most = most.max(model.len());
+            if model.is_empty() && most > SMALL_QUEUE {
+                emptied_after_big += 1;
+                most = 0;
+            }
         }
+        assert!(
+            emptied_after_big >= 2,
+            "the run grows past the array and empties"
+        );
     }
 
     /// A used-up slice moves the deadline on by one period and carries an overrun over;
