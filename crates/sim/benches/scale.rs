@@ -14,7 +14,9 @@
 //!   100,000 domains with priorities cycling 1–100, built and run for 1 s (the servers'
 //!   ordered index: a wake, a requeue and a pick in O(log n); see `docs/benchmarks.md`,
 //!   "Scale"); `domains_100k_1s_credit`: the 100,000 under Credit (its run queue's
-//!   per-class counts: a wake behind its class without a search).
+//!   per-class counts: a wake behind its class without a search); `domains_100k_1s_sedf`:
+//!   the 100,000 under SEDF (its run, wait and extra-time queues ordered sets: a wake, a
+//!   period's start and a deschedule in O(log n); `docs/benchmarks.md`, "SEDF at scale").
 //!
 //! The systems are scenario text (`docs/benchmarks.md`, "Scale", writes the same files for
 //! the CLI) parsed once outside the timing; each iteration builds the simulation from the
@@ -153,6 +155,12 @@ fn many_domains(c: &mut Criterion) {
     let credit = system(&domains(100_000, 100).replace("\"deferrable\"", "\"credit\""));
     group.bench_function("domains_100k_1s_credit", |b| {
         b.iter(|| run(black_box(&credit), Nanos::from_secs(1)))
+    });
+    // And under SEDF: every VCPU wakes at 0 and goes on the run queue after the others
+    // (a scan of that queue per wake before the queues were ordered sets).
+    let sedf = system(&domains(100_000, 100).replace("\"deferrable\"", "\"sedf\""));
+    group.bench_function("domains_100k_1s_sedf", |b| {
+        b.iter(|| run(black_box(&sedf), Nanos::from_secs(1)))
     });
     group.finish();
 }

@@ -7,10 +7,11 @@
 //!   **Live state**, as Xen keeps it: the absolute `deadline` (the end of the current
 //!   period, which begins at `deadline − p`) and the `cputime` used in it (remaining slice =
 //!   s − cputime).
-//! - **Queues** per pcpu, each an ordered list as in Xen (a newcomer goes after the entries
-//!   it ties with): the **run queue** holds the runnable VCPUs whose period has begun, by
-//!   deadline (the running EDF VCPU stays on it); the **wait queue** the runnable ones whose
-//!   next period has not begun, by period start. A blocked VCPU is on neither.
+//! - **Queues** per pcpu, each ordered as Xen's sorted lists (a newcomer goes after the
+//!   entries it ties with), past 64 entries as an ordered set, O(log n) per operation
+//!   ([`OrderedQueue`]): the **run queue** holds the runnable VCPUs whose period has begun,
+//!   by deadline (the running EDF VCPU stays on it); the **wait queue** the runnable ones
+//!   whose next period has not begun, by period start. A blocked VCPU is on neither.
 //! - **Slice used up** (`desched_edf_dom`): cputime −= s (an overrun carries over), the
 //!   deadline moves on by p and the VCPU waits on the wait queue for that period to begin.
 //! - **Missed deadline** (`update_queues`, at every `do_schedule`): a run-queue VCPU whose
@@ -40,7 +41,9 @@
 //!   run per short unblocking, whether or not it has `extratime` (Xen does not check it
 //!   there). The utilisation queue holds the runnable VCPUs with `extratime`; after a run
 //!   a VCPU's score becomes (p << 10) / s and the others' scores drop by its old score, so
-//!   it is served in proportion to its utilisation. An extra run ends with cputime = 0.
+//!   it is served in proportion to its utilisation (a uniform drop keeps the order: the
+//!   queue keeps each score relative to an offset, [`ExtraQueue`]). An extra run ends with
+//!   cputime = 0.
 //! - **adjust**: the remaining slice is cut to the new slice at once; the new slice and
 //!   period take effect when the next period starts; `extratime` at once (Xen's
 //!   `extraq_check`).
@@ -55,6 +58,8 @@
 //! weight-driven domains (`sedf_adjust_weights`) are not modelled — the papers use neither;
 //! Xen's `PERIOD_MIN`/`SLICE_MIN`/`PERIOD_MAX` bounds are not enforced; with nothing
 //! runnable rtvmm idles until an event where Xen re-ran `do_schedule` every second.
+
+use std::collections::BTreeSet;
 
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
@@ -106,6 +111,11 @@ struct SedfVcpu {
     /// Run time in the current period (may pass the slice by an overrun).
     cputime: Nanos,
     queue: Queue,
+    /// Where it sits on the run or wait queue (meaningless when `Asleep`). Its key never
+    /// changes while it is queued: `deadline` and `params` change only in `new_period`,
+    /// which runs on a VCPU off both queues (a wake from `Asleep`, `desched_edf` after
+    /// `dequeue`, `update_queues` after `pop_first`).
+    slot: Slot<Nanos>,
     has_work: bool,
     /// Joined and not woken yet: its first wake is not an unblocking.
     joined: bool,
@@ -114,8 +124,12 @@ struct SedfVcpu {
     /// Wants the penalty queue (Xen's `EXTRA_WANT_PEN_Q`): set by a short unblocking that
     /// lost slice, cleared by its penalty run.
     want_penalty: bool,
-    /// Extra-time scores, indexed by [`Extra`]; lower is served first.
+    /// Extra-time scores, indexed by [`Extra`]; lower is served first. While the VCPU is
+    /// on that extra queue the live score is the queue's ([`Sedf::score`]) and this one is
+    /// stale; leaving the queue writes the live score back.
     score: [i64; 2],
+    /// Where it sits on each extra queue; `None`: not on it.
+    extra_slot: [Option<Slot<i128>>; 2],
     counters: BudgetCounters,
 }
 
@@ -145,15 +159,141 @@ impl SedfVcpu {
     }
 }
 
+/// A queued VCPU's place: its key and its insertion number.
+type Slot<K> = (K, u64);
+
+/// VCPUs by key, a newcomer after every entry whose key is at most its own (Xen's sorted
+/// lists): ordered by (key, insertion number). A VCPU's key must not change while it is
+/// queued; it keeps its [`Slot`] to be removed by it. Up to [`SMALL_QUEUE`] entries the
+/// queue is a sorted array (cheaper than a tree at the sizes most systems have); past that
+/// an ordered set, O(log n) per operation, until it empties.
+#[derive(Clone, Debug)]
+struct OrderedQueue<K> {
+    small: Vec<(K, u64, VcpuId)>,
+    big: BTreeSet<(K, u64, VcpuId)>,
+    next_seq: u64,
+}
+
+/// The most entries an [`OrderedQueue`] keeps in its sorted array.
+const SMALL_QUEUE: usize = 64;
+
+impl<K: Ord + Copy> OrderedQueue<K> {
+    fn new() -> Self {
+        OrderedQueue {
+            small: Vec::new(),
+            big: BTreeSet::new(),
+            next_seq: 0,
+        }
+    }
+
+    fn insert(&mut self, vcpu: VcpuId, key: K) -> Slot<K> {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if self.big.is_empty() && self.small.len() < SMALL_QUEUE {
+            // Its insertion number is above every other: it goes after its ties.
+            let at = self.small.partition_point(|&(k, _, _)| k <= key);
+            self.small.insert(at, (key, seq, vcpu));
+        } else {
+            self.big.extend(self.small.drain(..));
+            self.big.insert((key, seq, vcpu));
+        }
+        (key, seq)
+    }
+
+    fn remove(&mut self, vcpu: VcpuId, (key, seq): Slot<K>) -> bool {
+        if !self.big.is_empty() {
+            return self.big.remove(&(key, seq, vcpu));
+        }
+        let at = self.small.partition_point(|&(k, s, _)| (k, s) < (key, seq));
+        if self.small.get(at) == Some(&(key, seq, vcpu)) {
+            self.small.remove(at);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn first(&self) -> Option<VcpuId> {
+        match self.small.first() {
+            Some(&(_, _, v)) => Some(v),
+            None => self.big.first().map(|&(_, _, v)| v),
+        }
+    }
+
+    fn pop_first(&mut self) -> Option<VcpuId> {
+        if self.small.is_empty() {
+            self.big.pop_first().map(|(_, _, v)| v)
+        } else {
+            Some(self.small.remove(0).2)
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (Slot<K>, VcpuId)> + '_ {
+        self.small
+            .iter()
+            .chain(self.big.iter())
+            .map(|&(k, seq, v)| ((k, seq), v))
+    }
+
+    fn len(&self) -> usize {
+        self.small.len() + self.big.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.small.is_empty() && self.big.is_empty()
+    }
+}
+
+/// An extra-time queue: by score, where `add` first drops every entry's score by `sub`.
+/// Entries are keyed by score + `offset` at their insertion; a drop raises `offset`, so
+/// the live score is key − `offset` and the order is untouched (the drops a VCPU saw
+/// while queued are written back to it when it leaves). i128 so that the sum of drops
+/// cannot overflow; it restarts at 0 whenever the queue empties.
+#[derive(Clone, Debug)]
+struct ExtraQueue {
+    queue: OrderedQueue<i128>,
+    offset: i128,
+}
+
+impl ExtraQueue {
+    fn new() -> Self {
+        ExtraQueue {
+            queue: OrderedQueue::new(),
+            offset: 0,
+        }
+    }
+
+    /// Xen's `extraq_add_sort_update`.
+    fn add(&mut self, vcpu: VcpuId, score: i64, sub: i64) -> Slot<i128> {
+        self.offset += i128::from(sub);
+        self.queue.insert(vcpu, i128::from(score) + self.offset)
+    }
+
+    /// Removes `vcpu` and returns its live score.
+    fn remove(&mut self, vcpu: VcpuId, slot: Slot<i128>) -> i64 {
+        let removed = self.queue.remove(vcpu, slot);
+        debug_assert!(removed, "{vcpu:?} not on its extra queue");
+        let score = self.score(slot);
+        if self.queue.is_empty() {
+            self.offset = 0;
+        }
+        score
+    }
+
+    fn score(&self, (key, _): Slot<i128>) -> i64 {
+        (key - self.offset) as i64
+    }
+}
+
 /// The SEDF policy for one pcpu.
 pub struct Sedf {
     vcpus: VcpuTable<SedfVcpu>,
     /// Runnable VCPUs whose period has begun, by deadline.
-    run_queue: Vec<VcpuId>,
+    run_queue: OrderedQueue<Nanos>,
     /// Runnable VCPUs waiting for their period, by period start.
-    wait_queue: Vec<VcpuId>,
+    wait_queue: OrderedQueue<Nanos>,
     /// The penalty and utilisation extra-time queues, by score.
-    extra_queues: [Vec<VcpuId>; 2],
+    extra_queues: [ExtraQueue; 2],
     /// What the last `do_schedule` chose (None = idle) and on what.
     current: Option<(VcpuId, RunMode)>,
     /// When the last decision's time runs out (Xen's `current_slice_expires`); `None`:
@@ -161,48 +301,28 @@ pub struct Sedf {
     slice_expires: Option<Nanos>,
 }
 
-/// Inserts `vcpu` into `queue` after every entry whose key is at most its own.
-fn insert_sorted(queue: &mut Vec<VcpuId>, vcpu: VcpuId, key: impl Fn(VcpuId) -> Nanos) {
-    let k = key(vcpu);
-    let at = queue
-        .iter()
-        .position(|&v| key(v) > k)
-        .unwrap_or(queue.len());
-    queue.insert(at, vcpu);
-}
-
-fn remove_from(queue: &mut Vec<VcpuId>, vcpu: VcpuId) -> bool {
-    match queue.iter().position(|&v| v == vcpu) {
-        Some(i) => {
-            queue.remove(i);
-            true
-        }
-        None => false,
-    }
-}
-
 impl Sedf {
     pub fn new(_pcpus: u32) -> Sedf {
         Sedf {
             vcpus: VcpuTable::new(),
-            run_queue: Vec::new(),
-            wait_queue: Vec::new(),
-            extra_queues: [Vec::new(), Vec::new()],
+            run_queue: OrderedQueue::new(),
+            wait_queue: OrderedQueue::new(),
+            extra_queues: [ExtraQueue::new(), ExtraQueue::new()],
             current: None,
             slice_expires: None,
         }
     }
 
     fn enqueue_run(&mut self, v: VcpuId) {
-        self.vcpus.get_mut(v).queue = Queue::Run;
-        let vcpus = &self.vcpus;
-        insert_sorted(&mut self.run_queue, v, |w| vcpus.get(w).deadline);
+        let s = self.vcpus.get_mut(v);
+        s.queue = Queue::Run;
+        s.slot = self.run_queue.insert(v, s.deadline);
     }
 
     fn enqueue_wait(&mut self, v: VcpuId) {
-        self.vcpus.get_mut(v).queue = Queue::Wait;
-        let vcpus = &self.vcpus;
-        insert_sorted(&mut self.wait_queue, v, |w| vcpus.get(w).period_begin());
+        let s = self.vcpus.get_mut(v);
+        s.queue = Queue::Wait;
+        s.slot = self.wait_queue.insert(v, s.period_begin());
     }
 
     /// On the run queue if its period has begun by `now`, else on the wait queue.
@@ -216,37 +336,43 @@ impl Sedf {
 
     fn dequeue(&mut self, v: VcpuId) {
         let s = self.vcpus.get_mut(v);
-        match s.queue {
-            Queue::Run => remove_from(&mut self.run_queue, v),
-            Queue::Wait => remove_from(&mut self.wait_queue, v),
-            Queue::Asleep => false,
+        let removed = match s.queue {
+            Queue::Run => self.run_queue.remove(v, s.slot),
+            Queue::Wait => self.wait_queue.remove(v, s.slot),
+            Queue::Asleep => true,
         };
+        debug_assert!(removed, "{v:?} not on its {:?} queue", s.queue);
         s.queue = Queue::Asleep;
     }
 
     /// Xen's `extraq_add_sort_update`: every entry's score drops by `sub`, then `v` goes in
     /// before the first entry with a higher score.
     fn extra_add(&mut self, q: Extra, v: VcpuId, sub: i64) {
-        let queue = &mut self.extra_queues[q as usize];
-        debug_assert!(!queue.contains(&v));
-        for &w in queue.iter() {
-            self.vcpus.get_mut(w).score[q as usize] -= sub;
-        }
-        let mine = self.vcpus.get(v).score[q as usize];
-        let vcpus = &self.vcpus;
-        let at = queue
-            .iter()
-            .position(|&w| vcpus.get(w).score[q as usize] > mine)
-            .unwrap_or(queue.len());
-        queue.insert(at, v);
+        let s = self.vcpus.get_mut(v);
+        debug_assert!(s.extra_slot[q as usize].is_none());
+        let slot = self.extra_queues[q as usize].add(v, s.score[q as usize], sub);
+        s.extra_slot[q as usize] = Some(slot);
     }
 
-    fn extra_remove(&mut self, q: Extra, v: VcpuId) -> bool {
-        remove_from(&mut self.extra_queues[q as usize], v)
+    /// Takes `v` off extra queue `q` (if on it), its live score written back.
+    fn extra_remove(&mut self, q: Extra, v: VcpuId) {
+        let s = self.vcpus.get_mut(v);
+        if let Some(slot) = s.extra_slot[q as usize].take() {
+            s.score[q as usize] = self.extra_queues[q as usize].remove(v, slot);
+        }
     }
 
     fn on_extra(&self, q: Extra, v: VcpuId) -> bool {
-        self.extra_queues[q as usize].contains(&v)
+        self.vcpus.get(v).extra_slot[q as usize].is_some()
+    }
+
+    /// `v`'s live score for extra queue `q`.
+    fn score(&self, q: Extra, v: VcpuId) -> i64 {
+        let s = self.vcpus.get(v);
+        match s.extra_slot[q as usize] {
+            Some(slot) => self.extra_queues[q as usize].score(slot),
+            None => s.score[q as usize],
+        }
     }
 
     /// A blocked VCPU leaves every queue.
@@ -302,19 +428,19 @@ impl Sedf {
     /// Xen's `update_queues`: periods that have begun, then deadlines that have passed.
     fn update_queues(&mut self, cx: &mut Cx) {
         let now = cx.now;
-        while let Some(&w) = self.wait_queue.first() {
+        while let Some(w) = self.wait_queue.first() {
             if self.vcpus.get(w).period_begin() > now {
                 break;
             }
-            self.wait_queue.remove(0);
+            self.wait_queue.pop_first();
             self.enqueue_run(w);
         }
-        while let Some(&r) = self.run_queue.first() {
+        while let Some(r) = self.run_queue.first() {
             let s = self.vcpus.get(r);
             if s.deadline >= now && s.cputime < s.slice() {
                 break;
             }
-            self.run_queue.remove(0);
+            self.run_queue.pop_first();
             let s = self.vcpus.get_mut(r);
             // The next period boundary at or after now (Xen: one period, then DIV_UP).
             let period = s.params.period.as_ns();
@@ -337,9 +463,7 @@ impl Sedf {
             None => true,
             Some((_, RunMode::Edf)) => false,
             Some((c, RunMode::Extra(Extra::Penalty))) => {
-                o.want_penalty
-                    && o.score[Extra::Penalty as usize]
-                        < self.vcpus.get(c).score[Extra::Penalty as usize]
+                o.want_penalty && self.score(Extra::Penalty, other) < self.score(Extra::Penalty, c)
             }
             Some((_, RunMode::Extra(Extra::Util))) => o.want_penalty,
         }
@@ -372,11 +496,13 @@ impl Policy for Sedf {
                 deadline: cx.now + params.offset + params.period,
                 cputime: Nanos::ZERO,
                 queue: Queue::Asleep,
+                slot: (Nanos::ZERO, 0),
                 has_work: false,
                 joined: true,
                 extra_aware: params.extratime_under(PolicyKind::Sedf),
                 want_penalty: false,
                 score: [0, 0],
+                extra_slot: [None, None],
                 counters: BudgetCounters::default(),
             },
         );
@@ -461,15 +587,15 @@ impl Policy for Sedf {
         let next_begin = self
             .wait_queue
             .first()
-            .map(|&w| self.vcpus.get(w).period_begin() - now);
-        let (run, time) = if let Some(&r) = self.run_queue.first() {
+            .map(|w| self.vcpus.get(w).period_begin() - now);
+        let (run, time) = if let Some(r) = self.run_queue.first() {
             let left = self.vcpus.get(r).remaining();
             self.current = Some((r, RunMode::Edf));
             (Some(r), Some(next_begin.map_or(left, |b| left.min(b))))
         } else if let Some(until_begin) = next_begin {
             let extra = [Extra::Penalty, Extra::Util]
                 .into_iter()
-                .find_map(|q| self.extra_queues[q as usize].first().map(|&v| (v, q)))
+                .find_map(|q| self.extra_queues[q as usize].queue.first().map(|v| (v, q)))
                 .filter(|_| until_begin >= EXTRA_QUANTUM);
             match extra {
                 Some((v, q)) => {
@@ -535,16 +661,19 @@ impl Policy for Sedf {
             ("run", &self.run_queue, Queue::Run),
             ("wait", &self.wait_queue, Queue::Wait),
         ] {
-            for &v in queue {
+            for (slot, v) in queue.iter() {
                 if !self.vcpus.contains(v) || self.vcpus.get(v).queue != want {
                     return Err(format!("vcpu {v:?} on the {name} queue is not {want:?}"));
+                }
+                if self.vcpus.get(v).slot != slot {
+                    return Err(format!("vcpu {v:?} on the {name} queue not at its slot"));
                 }
             }
         }
         for s in self.vcpus.iter() {
             let on = match s.queue {
-                Queue::Run => self.run_queue.iter().filter(|&&v| v == s.vcpu).count(),
-                Queue::Wait => self.wait_queue.iter().filter(|&&v| v == s.vcpu).count(),
+                Queue::Run => self.run_queue.iter().filter(|&(_, v)| v == s.vcpu).count(),
+                Queue::Wait => self.wait_queue.iter().filter(|&(_, v)| v == s.vcpu).count(),
                 Queue::Asleep => 1,
             };
             if on != 1 {
@@ -554,31 +683,60 @@ impl Policy for Sedf {
                 ));
             }
         }
-        let sorted = |queue: &[VcpuId], key: &dyn Fn(&SedfVcpu) -> i128| {
-            queue
-                .windows(2)
-                .all(|w| key(self.vcpus.get(w[0])) <= key(self.vcpus.get(w[1])))
+        // Each queue's order is its stored keys'; the live keys must agree with them.
+        let sorted = |queue: &mut dyn Iterator<Item = VcpuId>, key: &dyn Fn(VcpuId) -> i128| {
+            let keys: Vec<i128> = queue.map(key).collect();
+            keys.windows(2).all(|w| w[0] <= w[1])
         };
-        if !sorted(&self.run_queue, &|s| s.deadline.as_ns() as i128) {
+        let key_is_live = |queue: &OrderedQueue<Nanos>, live: &dyn Fn(&SedfVcpu) -> Nanos| {
+            queue.iter().all(|((k, _), v)| live(self.vcpus.get(v)) == k)
+        };
+        if !sorted(&mut self.run_queue.iter().map(|(_, v)| v), &|v| {
+            self.vcpus.get(v).deadline.as_ns() as i128
+        }) || !key_is_live(&self.run_queue, &|s| s.deadline)
+        {
             return Err("run queue not in deadline order".to_string());
         }
-        if !sorted(&self.wait_queue, &|s| s.period_begin().as_ns() as i128) {
+        if !sorted(&mut self.wait_queue.iter().map(|(_, v)| v), &|v| {
+            self.vcpus.get(v).period_begin().as_ns() as i128
+        }) || !key_is_live(&self.wait_queue, &|s| s.period_begin())
+        {
             return Err("wait queue not in period-start order".to_string());
         }
         for q in [Extra::Penalty, Extra::Util] {
-            let queue = &self.extra_queues[q as usize];
-            for (i, &v) in queue.iter().enumerate() {
+            let queue = &self.extra_queues[q as usize].queue;
+            let mut seen = Vec::new();
+            for (slot, v) in queue.iter() {
                 if !self.vcpus.contains(v) || self.vcpus.get(v).queue == Queue::Asleep {
                     return Err(format!("vcpu {v:?} on the {q:?} extra queue is not queued"));
                 }
-                if queue[..i].contains(&v) {
+                if seen.contains(&v) {
                     return Err(format!("vcpu {v:?} twice on the {q:?} extra queue"));
+                }
+                seen.push(v);
+                if self.vcpus.get(v).extra_slot[q as usize] != Some(slot) {
+                    return Err(format!(
+                        "vcpu {v:?} on the {q:?} extra queue not at its slot"
+                    ));
                 }
                 if q == Extra::Penalty && !self.vcpus.get(v).want_penalty {
                     return Err(format!("vcpu {v:?} on the penalty queue wants none"));
                 }
             }
-            if !sorted(queue, &|s| s.score[q as usize] as i128) {
+            let flagged = self
+                .vcpus
+                .iter()
+                .filter(|s| s.extra_slot[q as usize].is_some())
+                .count();
+            if flagged != queue.len() {
+                return Err(format!(
+                    "{flagged} vcpus say they are on the {q:?} extra queue, {} are",
+                    queue.len()
+                ));
+            }
+            if !sorted(&mut queue.iter().map(|(_, v)| v), &|v| {
+                self.score(q, v) as i128
+            }) {
                 return Err(format!("{q:?} extra queue not in score order"));
             }
         }
@@ -663,6 +821,92 @@ mod tests {
             run: None,
             slice: Some(t),
         }
+    }
+
+    fn ids(queue: &OrderedQueue<i128>) -> Vec<u32> {
+        queue.iter().map(|(_, v)| v.0).collect()
+    }
+
+    /// Entries with equal keys stay in insertion order; a newcomer goes after its ties.
+    #[test]
+    fn ordered_queue_keeps_insertion_order_among_equal_keys() {
+        let mut q = OrderedQueue::new();
+        for (v, key) in [(0, 5), (1, 3), (2, 5), (3, 3), (4, 7), (5, 5)] {
+            q.insert(VcpuId(v), key);
+        }
+        assert_eq!(ids(&q), [1, 3, 0, 2, 5, 4]);
+        assert_eq!(q.pop_first(), Some(VcpuId(1)));
+        assert_eq!(q.first(), Some(VcpuId(3)));
+    }
+
+    /// Removing a VCPU from the middle (by its slot) leaves the others in order, and a
+    /// later newcomer with the same key goes after them all.
+    #[test]
+    fn ordered_queue_removal_from_the_middle_keeps_the_rest_in_order() {
+        let mut q = OrderedQueue::new();
+        let slots: Vec<_> = (0..5).map(|v| q.insert(VcpuId(v), 4)).collect();
+        assert!(q.remove(VcpuId(2), slots[2]));
+        assert!(!q.remove(VcpuId(2), slots[2]), "already gone");
+        assert_eq!(ids(&q), [0, 1, 3, 4]);
+        q.insert(VcpuId(2), 4);
+        assert_eq!(ids(&q), [0, 1, 3, 4, 2]);
+    }
+
+    /// The extra queue against Xen's list, step by step: `add` drops every entry's score
+    /// by `sub` and puts the newcomer before the first higher score; removal anywhere.
+    /// Same order and the same live scores after every operation (a pseudo-random run
+    /// that grows the queue past [`SMALL_QUEUE`] and empties it again, in turns).
+    #[test]
+    fn extra_queue_matches_xens_sorted_list_with_score_drops() {
+        const VCPUS: usize = 160;
+        let mut queue = ExtraQueue::new();
+        let mut slots: Vec<Option<Slot<i128>>> = vec![None; VCPUS];
+        let mut model: Vec<(u32, i64)> = Vec::new();
+        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = |n: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) % n
+        };
+        let (mut most, mut emptied_after_big) = (0, 0);
+        for step in 0..12_000 {
+            let grow = step / 2_000 % 2 == 0;
+            let v = next(VCPUS as u64) as u32;
+            if slots[v as usize].is_some() == grow {
+                continue;
+            }
+            if let Some(slot) = slots[v as usize].take() {
+                let at = model.iter().position(|&(w, _)| w == v).unwrap();
+                let (_, score) = model.remove(at);
+                assert_eq!(queue.remove(VcpuId(v), slot), score);
+            } else {
+                let score = next(8) as i64 - 2;
+                let sub = [0, 0, 1, 3][next(4) as usize];
+                for entry in model.iter_mut() {
+                    entry.1 -= sub;
+                }
+                let at = model
+                    .iter()
+                    .position(|&(_, s)| s > score)
+                    .unwrap_or(model.len());
+                model.insert(at, (v, score));
+                slots[v as usize] = Some(queue.add(VcpuId(v), score, sub));
+            }
+            let ours: Vec<(u32, i64)> = queue
+                .queue
+                .iter()
+                .map(|(slot, v)| (v.0, queue.score(slot)))
+                .collect();
+            assert_eq!(ours, model);
+            most = most.max(model.len());
+            if model.is_empty() && most > SMALL_QUEUE {
+                emptied_after_big += 1;
+                most = 0;
+            }
+        }
+        assert!(
+            emptied_after_big >= 2,
+            "the run grows past the array and empties"
+        );
     }
 
     /// A used-up slice moves the deadline on by one period and carries an overrun over;
