@@ -166,11 +166,15 @@ pub enum ParamError {
     CapTooLarge { cap: u32, max: u32 },
     #[error("max_replenishments: must be at least 1")]
     MaxReplenishmentsZero,
-    #[error("budget: RTDS needs at least {min}us (got {0})", min = crate::xl::RTDS_MIN_US)]
+    #[error("budget: RTDS needs at least {min}us (got {0})", min = RTDS_MIN_US)]
     RtdsTooSmall(Nanos),
     #[error("{0}")]
     Other(String),
 }
+
+/// Xen's lower bound on an RTDS budget and period, in µs (`RTDS_MIN_BUDGET`); `xl`
+/// refuses less, and so does the policy.
+pub const RTDS_MIN_US: u64 = 10;
 
 /// Every policy rtvmm knows, by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -42,8 +42,7 @@ use std::fmt;
 use crate::cpuset::CpuSet;
 use crate::policy::PolicyKind;
 
-/// Xen's lower bound on an RTDS budget and period, in µs (`RTDS_MIN_BUDGET`).
-pub const RTDS_MIN_US: u64 = 10;
+pub use crate::model::RTDS_MIN_US;
 
 /// The largest time an `xl` command may give, in µs: 10¹⁴ µs = 10¹⁷ ns, the scenario
 /// format's bound on every time (`rtvmm_scenario::MAX_TIME`, "Limits" there says why).

@@ -71,7 +71,7 @@ use crate::time::Nanos;
 
 /// Xen's lower bound on both budget and period (`RTDS_MIN_BUDGET`, 10 µs): below it the
 /// scheduler's own overhead dominates.
-pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(crate::xl::RTDS_MIN_US);
+pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(crate::model::RTDS_MIN_US);
 
 /// RTDS's priority key: level, then deadline, then VCPU id (see [`RtVcpu::key`]).
 type RtKey = (u32, Nanos, VcpuId);
