@@ -1057,7 +1057,7 @@ mod tests {
                 "t",
                 boot.seed,
                 run_length(Length::Loops(200), latest),
-                |sim| thread_latencies(sim),
+                thread_latencies,
             )
             .unwrap()
             .1
