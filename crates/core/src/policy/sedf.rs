@@ -9,7 +9,7 @@
 //!   s − cputime).
 //! - **Queues** per pcpu, each ordered as Xen's sorted lists (a newcomer goes after the
 //!   entries it ties with), past 64 entries as an ordered set, O(log n) per operation
-//!   ([`OrderedQueue`]): the **run queue** holds the runnable VCPUs whose period has begun,
+//!   (`OrderedQueue`): the **run queue** holds the runnable VCPUs whose period has begun,
 //!   by deadline (the running EDF VCPU stays on it); the **wait queue** the runnable ones
 //!   whose next period has not begun, by period start. A blocked VCPU is on neither.
 //! - **Slice used up** (`desched_edf_dom`): cputime −= s (an overrun carries over), the
@@ -42,7 +42,7 @@
 //!   there). The utilisation queue holds the runnable VCPUs with `extratime`; after a run
 //!   a VCPU's score becomes (p << 10) / s and the others' scores drop by its old score, so
 //!   it is served in proportion to its utilisation (a uniform drop keeps the order: the
-//!   queue keeps each score relative to an offset, [`ExtraQueue`]). An extra run ends with
+//!   queue keeps each score relative to an offset, `ExtraQueue`). An extra run ends with
 //!   cputime = 0.
 //! - **adjust**: the remaining slice is cut to the new slice at once; the new slice and
 //!   period take effect when the next period starts; `extratime` at once (Xen's
