@@ -69,4 +69,7 @@ pub mod timeline;
 
 pub mod results;
 
-pub use spec::{ChainSpec, Change, DomainSpec, SystemSpec, TimedChange, WorkEstimate};
+pub use spec::{
+    pool_step_weight, run_step_weight, ChainSpec, Change, DomainSpec, SystemSpec, TimedChange,
+    WorkEstimate, SETUP_PER_ITEM,
+};

@@ -289,16 +289,68 @@ pub struct WorkEstimate {
     /// Whether `do_schedule` or a context switch costs time: each decision then takes a
     /// second step (the end of its overhead).
     pub overheads: bool,
-    /// What one step costs, in steps of a small system: the policies search their VCPUs
-    /// on a decision (the fixed-priority servers scan one array per pcpu, in priority
-    /// order), and on a pool of several pcpus every tick and decision asks which pcpus
-    /// must decide again (a pass over the pool's VCPUs and pcpus). With `vcpus` the VCPUs
-    /// the run may have (every domain's, added ones too) and `pcpus` those of its largest
-    /// pool: `1 + vcpus / 64` when every pool has one pcpu, `1 + vcpus + pcpus` otherwise
-    /// (measured on 2026-11-28: 64 pcpus and 128 VCPUs under CRPS cost about 150 small
-    /// steps a step, Periodic and Deferrable 20–30; 10,000 VCPUs on one pcpu about 110:
-    /// upper-leaning, see `docs/benchmarks.md`, "Scale"). 1 for the demo's sizes.
+    /// What one step costs, in steps of a small system ([`run_step_weight`]): the largest of
+    /// its pools' weights, each from the pool's policies (the one it starts with and every
+    /// swap's), its VCPUs and its pcpus, plus a share for the memory a very large system
+    /// touches. 1 for the demo's sizes.
     pub step_weight: u64,
+    /// Building the simulation (every VCPU, task and guest), in steps of a small system:
+    /// [`SETUP_PER_ITEM`] for each VCPU and each task.
+    pub setup: u64,
+}
+
+/// Steps of a small system to build one VCPU or one task (measured 2026-11-28: 100,000
+/// one-task domains built in about 0.25 s, 2.5 µs each, about 40 steps at
+/// `docs/benchmarks.md`'s 15 million steps a second).
+pub const SETUP_PER_ITEM: u64 = 40;
+
+/// What one step of a pool costs, in steps of a small system, under `policy`, with `vcpus`
+/// VCPUs in the pool and `pcpus` pcpus. Fitted to CPU times measured on 2026-11-28
+/// (`docs/benchmarks.md`, "What a step costs"), leaning high:
+///
+/// - the fixed-priority servers on one pcpu search one array kept in priority order: a
+///   search from the top usually stops early, so the cost grows with the logarithm of the
+///   VCPUs (measured 5, 9 and 15 at 100, 1,000 and 10,000 VCPUs): `1 + 3 log2(vcpus / 16)`;
+/// - on several pcpus, each tick and decision asks which pcpus must decide again, a pass
+///   over the pool's VCPUs and pcpus: `1 + (vcpus + pcpus) / 6` for the servers (31–54
+///   measured at 64 pcpus and 256 VCPUs), `/ 32` for Credit (8), `/ 64` for RTDS (3);
+/// - Credit, SEDF, RTDS and ARINC 653 on one pcpu keep ordered queues or tables: 1.
+///
+/// [`run_step_weight`] adds what the memory of a very large system costs.
+pub fn pool_step_weight(policy: &PolicyConfig, vcpus: u64, pcpus: u64) -> u64 {
+    let server = matches!(
+        policy,
+        PolicyConfig::Deferrable
+            | PolicyConfig::Periodic
+            | PolicyConfig::Polling
+            | PolicyConfig::Sporadic
+            | PolicyConfig::Wcps
+            | PolicyConfig::Crps
+    );
+    let pass = vcpus.saturating_add(pcpus);
+    match policy {
+        _ if pcpus <= 1 && server => 1 + 3 * u64::from((vcpus / 16).max(1).ilog2()),
+        _ if pcpus <= 1 => 1,
+        _ if server => 1 + pass / 6,
+        PolicyConfig::Credit(_) => 1 + pass / 32,
+        _ => 1 + pass / 64,
+    }
+}
+
+/// What one step of a run costs, in steps of a small system: the largest
+/// [`pool_step_weight`] over `pools` (policy, VCPUs, pcpus), plus one for each 8,000 VCPUs
+/// of the whole run (a step of a very large system misses the caches: 100,000 one-pcpu
+/// VCPUs measured 8–15 under Credit and SEDF).
+pub fn run_step_weight<'a>(
+    pools: impl IntoIterator<Item = (&'a PolicyConfig, u64, u64)>,
+    vcpus: u64,
+) -> u64 {
+    let widest = pools
+        .into_iter()
+        .map(|(policy, v, p)| pool_step_weight(policy, v, p))
+        .max()
+        .unwrap_or(1);
+    widest.saturating_add(vcpus / 8_000)
 }
 
 impl WorkEstimate {
@@ -315,9 +367,11 @@ impl WorkEstimate {
     }
 
     /// The run's cost in steps of a small system: [`Self::steps`] × [`Self::step_weight`]
-    /// (what a driver divides by its speed to tell how long a run takes).
+    /// + [`Self::setup`] (what a driver divides by its speed to tell how long a run takes).
     pub fn cost(&self) -> u64 {
-        self.steps().saturating_mul(self.step_weight.max(1))
+        self.steps()
+            .saturating_mul(self.step_weight.max(1))
+            .saturating_add(self.setup)
     }
 }
 
@@ -391,6 +445,7 @@ impl SystemSpec {
                 (p.policy.clone(), quantum, u64::from(p.pcpus.len()))
             })
             .collect();
+        let mut names: Vec<&str> = self.pools.iter().map(|p| p.name.as_str()).collect();
         for change in &self.changes {
             if let Change::Xl(XlCommand::CpupoolCreate { name, sched }) = &change.change {
                 let adds = self
@@ -403,6 +458,7 @@ impl SystemSpec {
                     .count() as u64;
                 if let Ok(policy) = self.policy_settings.config(*sched) {
                     pools.push((policy, self.machine.quantum, adds.min(machine_pcpus)));
+                    names.push(name);
                 }
             }
         }
@@ -454,19 +510,70 @@ impl SystemSpec {
             Change::AddDomain(d) => Some((d, c.at)),
             _ => None,
         });
-        let mut vcpus: u64 = 0;
+        // VCPUs per pool (a domain without a pool is in the first; one that a pool created
+        // later takes by `xl cpupool-migrate` is counted where it starts).
+        let mut in_pool = vec![0u64; pools.len()];
+        let (mut vcpus, mut tasks) = (0u64, 0u64);
         for (d, join) in self.domains.iter().map(|d| (d, Nanos::ZERO)).chain(added) {
             let (jobs, periods) = domain(d, join);
             estimate.jobs = estimate.jobs.saturating_add(jobs);
             estimate.periods = estimate.periods.saturating_add(periods);
-            vcpus = vcpus.saturating_add(u64::from(d.placement.vcpu_count()));
+            let count = u64::from(d.placement.vcpu_count());
+            vcpus = vcpus.saturating_add(count);
+            tasks = tasks.saturating_add(d.tasks.len() as u64);
+            let pool = match &d.placement.pool {
+                Some(name) => names.iter().position(|n| n == name),
+                None => Some(0),
+            };
+            if let Some(k) = pool.filter(|&k| k < in_pool.len()) {
+                in_pool[k] = in_pool[k].saturating_add(count);
+            }
         }
-        let widest = pools.iter().map(|&(_, _, pcpus)| pcpus).max().unwrap_or(1);
-        estimate.step_weight = if widest <= 1 {
-            1 + vcpus / 64
-        } else {
-            vcpus.saturating_add(widest).saturating_add(1)
-        };
+        estimate.step_weight = run_step_weight(
+            pools
+                .iter()
+                .zip(&in_pool)
+                .flat_map(|((policy, _, pcpus), &v)| {
+                    std::iter::once(policy)
+                        .chain(swaps.iter().copied())
+                        .map(move |p| (p, v, *pcpus))
+                }),
+            vcpus,
+        );
+        estimate.setup = vcpus.saturating_add(tasks).saturating_mul(SETUP_PER_ITEM);
         estimate
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtvmm_core::policy::{CreditConfig, RtdsMode};
+
+    /// The weights by hand: a server pool of one pcpu searches from the top (log2 of its
+    /// VCPUs in sixteens, three small steps each); on several pcpus a pass over VCPUs and
+    /// pcpus, cheapest for RTDS; the memory share is one per 8,000 VCPUs of the run.
+    #[test]
+    fn a_step_weighs_by_policy_vcpus_and_pcpus() {
+        let d = PolicyConfig::Deferrable;
+        assert_eq!(pool_step_weight(&d, 1, 1), 1);
+        assert_eq!(pool_step_weight(&d, 31, 1), 1, "31 / 16 = 1: log 0");
+        assert_eq!(pool_step_weight(&d, 32, 1), 4);
+        assert_eq!(
+            pool_step_weight(&d, 100_000, 1),
+            1 + 3 * 12,
+            "6,250: log 12"
+        );
+        assert_eq!(pool_step_weight(&PolicyConfig::Sedf, 100_000, 1), 1);
+        assert_eq!(pool_step_weight(&PolicyConfig::Crps, 256, 64), 1 + 320 / 6);
+        let credit = PolicyConfig::Credit(CreditConfig::default());
+        assert_eq!(pool_step_weight(&credit, 256, 64), 1 + 320 / 32);
+        let rtds = PolicyConfig::Rtds(RtdsMode::default());
+        assert_eq!(pool_step_weight(&rtds, 256, 64), 1 + 320 / 64);
+        // The widest pool decides; the run's VCPUs add their memory share.
+        let pools = [(&d, 100, 1), (&rtds, 256, 64)];
+        assert_eq!(run_step_weight(pools, 356), 7);
+        assert_eq!(run_step_weight(pools, 16_356), 9);
+        assert_eq!(run_step_weight([], 0), 1);
     }
 }

@@ -397,13 +397,14 @@ fn the_work_estimate_counts_ticks_jobs_and_periods() {
             policy_timers: 0,
             overheads: false,
             step_weight: 1,
+            setup: (2 + 3) * rtvmm_system::SETUP_PER_ITEM,
         }
     );
     assert_eq!(estimate.steps(), 1000 + 127 + 2 * 28);
     assert_eq!(
         estimate.cost(),
-        estimate.steps(),
-        "two VCPUs on one pcpu weigh 1"
+        estimate.steps() + 5 * rtvmm_system::SETUP_PER_ITEM,
+        "two VCPUs on one pcpu weigh 1; two VCPUs and three tasks to build"
     );
     spec.machine.overheads.do_schedule = Nanos(100);
     assert_eq!(spec.estimate_work(ms(1000)).steps(), 2 * 1127 + 56);
@@ -412,9 +413,11 @@ fn the_work_estimate_counts_ticks_jobs_and_periods() {
 /// Issue 23's wide system: 64 pcpus in one CRPS pool, 64 domains of two VCPUs (2 ms every
 /// 10 ms) with one task of 1 ms every 20 ms, for 1 s. By hand: ticks 64 × 1000 = 64,000;
 /// VCPU periods 101 × 128 = 12,928; jobs 51 × 64 = 3,264, two steps each; steps 83,456.
-/// Each step weighs 1 + 128 VCPUs + 64 pcpus = 193 (it took 48 s with a weight of 1 in
-/// the estimate, which then said under 3 s): cost 16,107,008 small steps. The same
-/// VCPUs on one pcpu weigh 1 + 128 / 64 = 3.
+/// Each step weighs 1 + (128 VCPUs + 64 pcpus) / 6 = 33 (it took 48 s with a weight of 1
+/// in the estimate, which then said under 3 s; 0.9 s now, about 2.3 million small steps at
+/// 15 million a second): cost 83,456 × 33 + (128 VCPUs + 64 tasks) × 40 to build =
+/// 2,761,728 small steps. The same VCPUs on one pcpu weigh 1 + 3 log2(128 / 16) = 10; in
+/// 64 pools of one pcpu (two VCPUs each) 1.
 #[test]
 fn the_work_estimate_weighs_each_step_by_the_vcpus_and_pcpus_it_searches() {
     let domains: Vec<_> = (0..64)
@@ -443,11 +446,25 @@ fn the_work_estimate_weighs_each_step_by_the_vcpus_and_pcpus_it_searches() {
         (64_000, 12_928, 3_264)
     );
     assert_eq!(estimate.steps(), 83_456);
-    assert_eq!(estimate.step_weight, 193);
-    assert_eq!(estimate.cost(), 83_456 * 193);
+    assert_eq!(estimate.step_weight, 33);
+    assert_eq!(estimate.cost(), 83_456 * 33 + (128 + 64) * 40);
     let estimate = wide(1).estimate_work(ms(1000));
-    assert_eq!(estimate.step_weight, 3);
+    assert_eq!(estimate.step_weight, 10);
     assert_eq!(estimate.ticks, 1000);
+    // The same 64 pcpus as 64 pools of one pcpu, domain d in pool d: each pool searches
+    // its own two VCPUs.
+    let mut split = wide(64);
+    split.pools = (0..64u32)
+        .map(|p| rtvmm_core::machine::PoolSpec {
+            name: format!("p{p}"),
+            pcpus: rtvmm_core::cpuset::CpuSet::one(p),
+            ..split.pools[0].clone()
+        })
+        .collect();
+    for (d, domain) in split.domains.iter_mut().enumerate() {
+        domain.placement.pool = Some(format!("p{d}"));
+    }
+    assert_eq!(split.estimate_work(ms(1000)).step_weight, 1);
 }
 
 /// Found by the fuzzing harness: Credit's tick is its own, not the quantum, so a scenario
