@@ -26,9 +26,10 @@
 //!
 //! # Wake delivery
 //! [`machine`] is the one place the machine is chosen and [`systems`] builds every run's
-//! system from it, each run with its [`Delivery`]: every case runs without wake delivery
-//! and again with this machine's measured one (the `this-machine` preset), its runs named
-//! apart (`…-this-machine`).
+//! system from it, each run with its [`Delivery`] (shared with packet-latency,
+//! [`super::multicore_common`]): every case runs without wake delivery and again with
+//! this machine's measured one (the `this-machine` preset), its runs named apart
+//! (`…-this-machine`).
 
 use crate::figures::decimal;
 use rtvmm_core::cpuset::CpuSet;
@@ -37,12 +38,11 @@ use rtvmm_core::machine::{MachineConfig, Overheads, PoolSpec};
 use rtvmm_core::model::{DomainSpec, Placement, VcpuParams, DEFAULT_WEIGHT};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, PolicyKind, PolicySettings, RtdsMode};
 use rtvmm_core::rng::SimRng;
-use rtvmm_core::wake::WakeDelivery;
-use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_sim::Simulation;
-use rtvmm_system::{Change, SystemSpec, TimedChange};
+use rtvmm_system::SystemSpec;
 
+use super::multicore_common::{xl_at_zero, Delivery};
 use super::Experiment;
 use crate::error::ExperimentError;
 use crate::plot::{BarChart, Chart, LegendAt};
@@ -194,37 +194,6 @@ impl Load {
     }
 }
 
-/// How a timer's wake reaches its thread in a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
-    /// At once: the latency is the schedulers' alone.
-    None,
-    /// After the wake delivery measured on this machine (the `this-machine` preset of
-    /// `[machine] wake_delivery`): the interrupt, the upcall and the guest's wake path.
-    Measured,
-}
-
-impl Delivery {
-    pub const ALL: [Delivery; 2] = [Delivery::None, Delivery::Measured];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Delivery::None => "none",
-            Delivery::Measured => "this-machine",
-        }
-    }
-
-    /// The machine's setting for it.
-    pub fn setting(self) -> WakeDelivery {
-        match self {
-            Delivery::None => WakeDelivery::OFF,
-            Delivery::Measured => {
-                rtvmm_scenario::wake_delivery_preset("this-machine").expect("a shipped preset")
-            }
-        }
-    }
-}
-
 /// One run of the experiment: a case under a load, with a wake delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
@@ -267,15 +236,11 @@ impl Run {
 
     /// The run's name in progress lines and shards.
     pub fn key(self) -> String {
-        match self.delivery {
-            Delivery::None => format!("latency-{}-{}", self.case.name(), self.load.name()),
-            d => format!(
-                "latency-{}-{}-{}",
-                self.case.name(),
-                self.load.name(),
-                d.name()
-            ),
-        }
+        self.delivery.suffixed(&format!(
+            "latency-{}-{}",
+            self.case.name(),
+            self.load.name()
+        ))
     }
 }
 
@@ -432,15 +397,7 @@ pub fn system(run: Run, machine: MachineConfig, boot: Boot, length: Length) -> S
         PolicyKind::Credit => PolicyConfig::Credit(CreditConfig::default()),
         _ => xen45_rtds(),
     };
-    let changes = run
-        .case
-        .xl()
-        .iter()
-        .map(|line| TimedChange {
-            at: Nanos::ZERO,
-            change: Change::Xl(XlCommand::parse(line).expect("the published commands parse")),
-        })
-        .collect();
+    let changes = xl_at_zero(run.case.xl());
     SystemSpec {
         machine,
         pools: vec![PoolSpec::new(
@@ -907,6 +864,7 @@ mod tests {
     use rtvmm_core::model::VcpuId;
     use rtvmm_core::wake::WakeRandom;
     use rtvmm_system::change::Domains;
+    use rtvmm_system::Change;
 
     fn us(n: u64) -> Nanos {
         Nanos::from_us(n)
@@ -1064,10 +1022,11 @@ mod tests {
         };
         let (off, on) = (latencies(Delivery::None), latencies(Delivery::Measured));
         let setting = Delivery::Measured.setting();
-        let WakeRandom::Empirical { quantiles } = &setting.random else {
-            panic!("the preset is an empirical distribution")
-        };
-        let least = setting.fixed + quantiles[0];
+        assert!(
+            matches!(setting.random, WakeRandom::Empirical { .. }),
+            "the preset is an empirical distribution"
+        );
+        let least = Delivery::Measured.least();
         assert!(least >= Nanos::from_us(5), "a measured floor: {least}");
         for (a, b) in off.iter().zip(&on) {
             assert_eq!((a.count, b.count), (200, 200));

@@ -25,6 +25,7 @@ pub mod csa_periods;
 pub mod eval_affinity;
 pub mod eval_contention;
 pub mod latency;
+pub mod multicore_common;
 pub mod packet_latency;
 pub mod rtxen_capacity;
 pub mod rtxen_isolation;

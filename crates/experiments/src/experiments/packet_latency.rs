@@ -29,8 +29,14 @@
 //!   with budget — preempted by the others, given the rest of its pcpu.
 //!
 //! # Wake delivery
-//! [`machine`] is the one place the machine is chosen; [`system`] takes it. Running every
-//! configuration again with a wake-delivery cost is the sweep over a second `machine`.
+//! [`machine`] is the one place the machine is chosen, with a [`Delivery`]
+//! ([`super::multicore_common`], shared with latency); [`system`] takes it. Every
+//! configuration runs without wake delivery, as it always did, and again with this
+//! machine's measured one (the `this-machine` preset): each of a ping's three releases
+//! (`rx` on the ping, `front` and `tx` on their event channels) then reaches its handler a
+//! drawn delivery later, so a round trip takes at least [`FLOOR`] plus three of the
+//! preset's least delay ([`floor`]). Those runs and figures are named apart
+//! (`…-this-machine`); the figures without delivery keep their names and bytes.
 
 use crate::figures::{decimal, percent};
 use rtvmm_core::guest::{Arrival, GuestScheduler, TaskSpec};
@@ -38,12 +44,12 @@ use rtvmm_core::machine::MachineConfig;
 use rtvmm_core::model::{DomainSpec, Placement, VcpuParams};
 use rtvmm_core::policy::{CreditConfig, PolicyConfig, RtdsMode};
 use rtvmm_core::rng::SimRng;
-use rtvmm_core::xl::XlCommand;
 use rtvmm_core::Nanos;
 use rtvmm_system::spec::ChainSpec;
 use rtvmm_system::stats::EXACT_SAMPLES;
-use rtvmm_system::{Change, SystemSpec, TimedChange};
+use rtvmm_system::SystemSpec;
 
+use super::multicore_common::{xl_at_zero, Delivery};
 use super::Experiment;
 use crate::error::ExperimentError;
 use crate::plot::{cdf_points, Chart, LegendAt, LineChart, Series};
@@ -59,8 +65,9 @@ pub const EXPERIMENT: Experiment = Experiment {
         200 ms at a drawn phase. Loads as published: idle, thin CPU-bound (\"30 %\"), thin \
         and driver (\"60 %\"), all three (\"75 %\"). Schedulers: Credit at its defaults, \
         RTDS partitioned (driver 200 µs / 200 µs alone on pcpu 1; guest 400 µs / 400 µs and \
-        thin with a 1 ms period on pcpu 0), RTDS global with the same parameters. Shows the \
-        round trip's average, max, standard deviation, share within 1 ms and CDF.",
+        thin with a 1 ms period on pcpu 0), RTDS global with the same parameters. Every \
+        configuration runs with no wake delivery and again with this machine's measured one. \
+        Shows the round trip's average, max, standard deviation, share within 1 ms and CDF.",
     run: Some(run),
     host: false,
     draws: None,
@@ -184,29 +191,46 @@ impl Load {
     }
 }
 
-/// One configuration and the number of pings it runs.
+/// One configuration, its wake delivery and the number of pings it runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     pub sched: Sched,
     pub load: Load,
+    pub delivery: Delivery,
     pub pings: u64,
 }
 
 impl Config {
+    /// The run's name in progress lines and shards (`…-this-machine` with delivery).
     pub fn key(self) -> String {
-        format!(
+        self.delivery.suffixed(&format!(
             "packet-latency-{}-{}-{}",
             self.sched.name(),
             self.load.name(),
             self.pings
+        ))
+    }
+
+    /// `credit, load 75 %` (`…, delivery this-machine` with delivery).
+    pub fn label(self) -> String {
+        format!(
+            "{}, load {}{}",
+            self.sched.name(),
+            self.load.published(),
+            match self.delivery {
+                Delivery::None => String::new(),
+                d => format!(", delivery {}", d.name()),
+            }
         )
     }
 }
 
-/// The machine every configuration runs on: two pcpus, the defaults otherwise.
-pub fn machine() -> MachineConfig {
+/// The machine every configuration runs on: two pcpus and `delivery`'s wake delivery, the
+/// defaults otherwise.
+pub fn machine(delivery: Delivery) -> MachineConfig {
     MachineConfig {
         pcpus: PCPUS,
+        wake_delivery: delivery.setting(),
         ..MachineConfig::default()
     }
 }
@@ -281,14 +305,7 @@ pub fn system(sched: Sched, load: Load, pings: Vec<Nanos>, machine: MachineConfi
         Sched::Credit => PolicyConfig::Credit(CreditConfig::default()),
         _ => PolicyConfig::Rtds(RtdsMode::Event),
     };
-    let changes = sched
-        .xl()
-        .iter()
-        .map(|line| TimedChange {
-            at: Nanos::ZERO,
-            change: Change::Xl(XlCommand::parse(line).expect("the commands parse")),
-        })
-        .collect();
+    let changes = xl_at_zero(sched.xl());
     SystemSpec {
         domains,
         changes,
@@ -303,6 +320,31 @@ pub fn system(sched: Sched, load: Load, pings: Vec<Nanos>, machine: MachineConfi
         }],
         ..SystemSpec::one_pool(machine, policy)
     }
+}
+
+/// Runs `config` on `machine` (its delivery's, [`machine`]) with the first `config.pings`
+/// of `times`, and returns its round trips.
+pub fn round_trips(
+    config: Config,
+    times: &[Nanos],
+    machine: &MachineConfig,
+    seed: u64,
+) -> Result<Pings, ExperimentError> {
+    let pings = times[..config.pings as usize].to_vec();
+    let system = system(config.sched, config.load, pings, machine.clone());
+    let key = config.key();
+    let (_, latencies) = simulate_with(&system, &key, seed, run_length(config.pings), |sim| {
+        let samples = &sim.chains()[0].stats.latency;
+        // At most EXACT_SAMPLES pings (checked by `run`): every value is held.
+        debug_assert!(samples.is_exact(), "every round trip is kept");
+        let mut v = Vec::with_capacity(samples.count() as usize);
+        samples.for_each(|value, count| v.extend(std::iter::repeat_n(value, count as usize)));
+        v
+    })?;
+    Ok(Pings {
+        sent: config.pings,
+        latencies,
+    })
 }
 
 /// The round trips of one run.
@@ -374,7 +416,7 @@ pub const REPRODUCES: &[&str] = &[
      all 1`; driver 200 µs / 200 µs, guest 400 µs / 400 µs, thin with a 1 ms period; RTDS \
      global: the same parameters in one pool of both pcpus.",
     "Per configuration: the round trip's average, max, standard deviation, share within \
-     1 ms, and its CDF.",
+     1 ms, and its CDF; each with no wake delivery and with this machine's measured one.",
 ];
 
 /// Where the run departs from the published set-up, and why.
@@ -384,8 +426,14 @@ pub const DEPARTS: &[&str] = &[
      1 ms) and runs the rest as extratime (current RTDS's default), below every VCPU with \
      budget.",
     "Handler work (rx 50 µs, front 100 µs, tx 50 µs) and the 20 µs event-channel delay are \
-     not given by the source; there is no other wake-delivery cost (interrupt, hypervisor \
-     upcall, guest kernel).",
+     not given by the source.",
+    "Wake delivery (interrupt, hypervisor upcall, guest kernel wake path) is modelled, not \
+     run: every configuration runs once without it — the round trip is the handlers', the \
+     event channels' and the schedulers' alone — and once with this machine's timer wake \
+     latency, measured on real threads by `rtvmm bench wake` (the `this-machine` preset), \
+     drawn independently for each of a ping's three wakes. The published machine's own \
+     delivery cost is not known; this machine is a VM, whose wake path is slower than bare \
+     metal.",
     "Each domain has one VCPU (the source gives no count); domains boot together at 0.",
     "Pings come every 200 ms (`ping -i 0.2`; the source gives no interval, and ping's \
      default 1 s would take five times the simulated time for the same pings), each \
@@ -458,39 +506,47 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             format!("one pool of both pcpus under {pool}; at 0: {xl}"),
         );
     }
-    out.param("wake delivery", "none beyond the event-channel delays");
+    let measured = Delivery::Measured.setting();
+    out.param(
+        "wake delivery",
+        format!(
+            "every configuration twice: none beyond the event-channel delays, and this \
+             machine's (the `this-machine` preset of `[machine] wake_delivery`: timer wake \
+             latency of a SCHED_FIFO thread measured by `rtvmm bench wake` on the host, mean \
+             {} µs, least {} µs, its distribution by quantiles), drawn for each of a ping's \
+             three releases (rx on the ping, front and tx on their event channels) and added \
+             before the handler's job reaches its guest's scheduler",
+            decimal(measured.mean_ns() / 1e3, 1),
+            decimal(Delivery::Measured.least().as_ns() as f64 / 1e3, 1),
+        ),
+    );
     let mut configs = Vec::new();
-    for pings in [short, long] {
-        for sched in Sched::ALL {
-            for load in Load::ALL {
-                configs.push(Config { sched, load, pings });
+    for delivery in Delivery::ALL {
+        for pings in [short, long] {
+            for sched in Sched::ALL {
+                for load in Load::ALL {
+                    configs.push(Config {
+                        sched,
+                        load,
+                        delivery,
+                        pings,
+                    });
+                }
             }
         }
     }
     let times = ping_times(seed, short.max(long));
-    let machine = machine();
+    let machines = Delivery::ALL.map(|d| (d, machine(d)));
     let outcome = out.sweep(
         "packet-latency",
         &configs,
         |c| c.key(),
         |c| {
-            let pings = times[..c.pings as usize].to_vec();
-            let system = system(c.sched, c.load, pings, machine.clone());
-            let (_, latencies) =
-                simulate_with(&system, &c.key(), seed, run_length(c.pings), |sim| {
-                    let samples = &sim.chains()[0].stats.latency;
-                    // At most EXACT_SAMPLES pings (checked above): every value is held.
-                    debug_assert!(samples.is_exact(), "every round trip is kept");
-                    let mut v = Vec::with_capacity(samples.count() as usize);
-                    samples.for_each(|value, count| {
-                        v.extend(std::iter::repeat_n(value, count as usize))
-                    });
-                    v
-                })?;
-            Ok(Pings {
-                sent: c.pings,
-                latencies,
-            })
+            let (_, machine) = machines
+                .iter()
+                .find(|(d, _)| *d == c.delivery)
+                .expect("a machine per delivery");
+            round_trips(*c, &times, machine, seed)
         },
     )?;
     let finished: Vec<(Config, &Pings, Stats)> = configs
@@ -506,6 +562,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 c.sched.name().to_string(),
                 c.load.name().to_string(),
                 c.load.published().to_string(),
+                c.delivery.name().to_string(),
                 p.sent.to_string(),
                 s.count.to_string(),
                 ms(s.mean_ns),
@@ -517,12 +574,13 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         .collect();
     out.csv(
         "packet-latency.csv",
-        "per scheduler, load and run length: pings sent and answered, round trip mean, max \
-         and standard deviation (ms), and the share answered within 1 ms",
+        "per scheduler, load, wake delivery and run length: pings sent and answered, round \
+         trip mean, max and standard deviation (ms), and the share answered within 1 ms",
         &[
             "scheduler",
             "load",
             "published_load",
+            "delivery",
             "pings",
             "answered",
             "mean_ms",
@@ -538,6 +596,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             raw.push(vec![
                 c.sched.name().to_string(),
                 c.load.name().to_string(),
+                c.delivery.name().to_string(),
                 c.pings.to_string(),
                 (i + 1).to_string(),
                 decimal(l as f64 / 1e3, 3),
@@ -546,17 +605,25 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     }
     out.csv(
         "packet-latency-samples.csv",
-        "every answered ping's round trip (µs), per scheduler, load and run length, in the \
-         order the replies left",
-        &["scheduler", "load", "pings", "reply", "round_trip_us"],
+        "every answered ping's round trip (µs), per scheduler, load, wake delivery and run \
+         length, in the order the replies left",
+        &[
+            "scheduler",
+            "load",
+            "delivery",
+            "pings",
+            "reply",
+            "round_trip_us",
+        ],
         &raw,
     )?;
     out.table(
         "packet-latency",
-        "Round trip per scheduler, load and number of pings",
+        "Round trip per scheduler, load, wake delivery and number of pings",
         &[
             "scheduler",
             "load",
+            "delivery",
             "pings",
             "avg (ms)",
             "max (ms)",
@@ -569,6 +636,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
                 vec![
                     c.sched.name().to_string(),
                     c.load.published().to_string(),
+                    c.delivery.name().to_string(),
                     if s.count == p.sent {
                         p.sent.to_string()
                     } else {
@@ -583,106 +651,41 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
             })
             .collect(),
     )?;
-    for load in Load::ALL {
-        let series: Vec<Series> = Sched::ALL
-            .iter()
-            .filter_map(|&sched| {
-                let (_, p, _) = finished
-                    .iter()
-                    .find(|(c, _, _)| c.sched == sched && c.load == load && c.pings == long)?;
-                let values: Vec<f64> = p.latencies.iter().map(|&l| l as f64 / 1e6).collect();
-                Some(Series {
-                    name: sched.name().to_string(),
-                    points: cdf_points(&values, f64::INFINITY, 600),
-                })
-            })
-            .collect();
-        if series.is_empty() {
-            continue;
-        }
-        let mut chart = LineChart::new(
-            &format!("Round trip CDF, load {} ({long} pings)", load.published()),
-            "round-trip latency (ms)",
-            "fraction of pings (CDF)",
-            series,
-        );
-        chart.markers = false;
-        chart.y_range = Some((0.0, 1.02));
-        chart.legend = LegendAt::LowerRight;
-        out.figure(
-            &format!("packet-latency-cdf-{}", load.name().replace('+', "-")),
-            &Chart::Line(chart),
-            &format!(
-                "The distribution of the round trip of {long} pings under each scheduler, \
-                 load {} ({}).",
-                load.published(),
-                load.name()
-            ),
-        )?;
+    for delivery in Delivery::ALL {
+        figures(out, &finished, delivery, long)?;
     }
-    let by_load = |f: &dyn Fn(&Stats) -> f64| -> Vec<Series> {
-        Sched::ALL
-            .iter()
-            .map(|&s| Series {
-                name: s.name().to_string(),
-                points: finished
-                    .iter()
-                    .filter(|(c, _, _)| c.sched == s && c.pings == long)
-                    .map(|(c, _, st)| (c.load.percent() as f64, f(st)))
-                    .collect(),
-            })
-            .collect()
-    };
-    out.figure(
-        "packet-latency-mean",
-        &Chart::Line(LineChart::new(
-            &format!("Round trip, mean ({long} pings)"),
-            "published load (%; 0 = idle)",
-            "mean round trip (ms)",
-            by_load(&|s| s.mean_ns / 1e6),
-        )),
-        "Mean round trip against the published load (0 idle, 30 thin, 60 thin and driver, \
-         75 all three CPU-bound).",
-    )?;
-    out.figure(
-        "packet-latency-within-1ms",
-        &Chart::Line(LineChart::new(
-            &format!("Pings answered within 1 ms ({long} pings)"),
-            "published load (%; 0 = idle)",
-            "share within 1 ms (%)",
-            by_load(&|s| s.within * 100.0),
-        )),
-        "The share of pings whose round trip took at most 1 ms, against the published load.",
-    )?;
-    for sched in Sched::ALL {
-        for load in Load::ALL {
-            let of = |pings| {
-                finished
-                    .iter()
-                    .find(|(c, _, _)| c.sched == sched && c.load == load && c.pings == pings)
-                    .map(|(_, _, s)| s)
-            };
-            let say = |s: &Stats| {
-                format!(
-                    "{} pings: avg {} ms, max {} ms, {} % within 1 ms",
-                    s.count,
-                    ms(s.mean_ns),
-                    ms(s.max_ns as f64),
-                    percent(s.within, 1)
-                )
-            };
-            let parts: Vec<String> = [of(short), of(long)]
-                .into_iter()
-                .flatten()
-                .map(say)
-                .collect();
-            if !parts.is_empty() {
-                out.finding(format!(
-                    "{}, load {}: {}",
-                    sched.name(),
-                    load.published(),
-                    parts.join("; ")
-                ));
+    for delivery in Delivery::ALL {
+        for sched in Sched::ALL {
+            for load in Load::ALL {
+                let config = |pings| Config {
+                    sched,
+                    load,
+                    delivery,
+                    pings,
+                };
+                let of = |pings| {
+                    finished
+                        .iter()
+                        .find(|(c, _, _)| *c == config(pings))
+                        .map(|(_, _, s)| s)
+                };
+                let say = |s: &Stats| {
+                    format!(
+                        "{} pings: avg {} ms, max {} ms, {} % within 1 ms",
+                        s.count,
+                        ms(s.mean_ns),
+                        ms(s.max_ns as f64),
+                        percent(s.within, 1)
+                    )
+                };
+                let parts: Vec<String> = [of(short), of(long)]
+                    .into_iter()
+                    .flatten()
+                    .map(say)
+                    .collect();
+                if !parts.is_empty() {
+                    out.finding(format!("{}: {}", config(long).label(), parts.join("; ")));
+                }
             }
         }
     }
@@ -692,7 +695,7 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
         .filter_map(|(c, p, _)| {
             finished
                 .iter()
-                .find(|(o, _, _)| o.sched == c.sched && o.load == c.load && o.pings == long)
+                .find(|(o, _, _)| *o == Config { pings: long, ..*c })
                 .map(|(_, l, _)| (*p, *l))
         })
         .collect();
@@ -712,23 +715,146 @@ fn run(out: &mut Output) -> Result<(), ExperimentError> {
     Ok(())
 }
 
+/// The figures of `delivery`'s runs of `long` pings: the CDF per load, and the mean and
+/// the share within 1 ms against the load. Without delivery they are the figures the
+/// experiment always drew, under the same names; with it, `…-this-machine`.
+fn figures(
+    out: &mut Output,
+    finished: &[(Config, &Pings, Stats)],
+    delivery: Delivery,
+    long: u64,
+) -> Result<(), ExperimentError> {
+    let runs = || {
+        finished
+            .iter()
+            .filter(move |(c, _, _)| c.delivery == delivery && c.pings == long)
+    };
+    // In titles and captions: nothing without delivery (the figures' old text).
+    let (title_with, caption_with) = match delivery {
+        Delivery::None => (String::new(), String::new()),
+        d => (
+            format!(", delivery {}", d.name()),
+            format!(
+                ", with this machine's measured wake delivery ({})",
+                d.name()
+            ),
+        ),
+    };
+    for load in Load::ALL {
+        let series: Vec<Series> = Sched::ALL
+            .iter()
+            .filter_map(|&sched| {
+                let (_, p, _) = runs().find(|(c, _, _)| c.sched == sched && c.load == load)?;
+                let values: Vec<f64> = p.latencies.iter().map(|&l| l as f64 / 1e6).collect();
+                Some(Series {
+                    name: sched.name().to_string(),
+                    points: cdf_points(&values, f64::INFINITY, 600),
+                })
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let mut chart = LineChart::new(
+            &format!(
+                "Round trip CDF, load {}{title_with} ({long} pings)",
+                load.published()
+            ),
+            "round-trip latency (ms)",
+            "fraction of pings (CDF)",
+            series,
+        );
+        chart.markers = false;
+        chart.y_range = Some((0.0, 1.02));
+        chart.legend = LegendAt::LowerRight;
+        out.figure(
+            &delivery.suffixed(&format!(
+                "packet-latency-cdf-{}",
+                load.name().replace('+', "-")
+            )),
+            &Chart::Line(chart),
+            &format!(
+                "The distribution of the round trip of {long} pings under each scheduler, \
+                 load {} ({}){caption_with}.",
+                load.published(),
+                load.name()
+            ),
+        )?;
+    }
+    let by_load = |f: &dyn Fn(&Stats) -> f64| -> Vec<Series> {
+        Sched::ALL
+            .iter()
+            .map(|&s| Series {
+                name: s.name().to_string(),
+                points: runs()
+                    .filter(|(c, _, _)| c.sched == s)
+                    .map(|(c, _, st)| (c.load.percent() as f64, f(st)))
+                    .collect(),
+            })
+            .collect()
+    };
+    out.figure(
+        &delivery.suffixed("packet-latency-mean"),
+        &Chart::Line(LineChart::new(
+            &format!("Round trip, mean{title_with} ({long} pings)"),
+            "published load (%; 0 = idle)",
+            "mean round trip (ms)",
+            by_load(&|s| s.mean_ns / 1e6),
+        )),
+        &format!(
+            "Mean round trip against the published load (0 idle, 30 thin, 60 thin and driver, \
+             75 all three CPU-bound){caption_with}."
+        ),
+    )?;
+    out.figure(
+        &delivery.suffixed("packet-latency-within-1ms"),
+        &Chart::Line(LineChart::new(
+            &format!("Pings answered within 1 ms{title_with} ({long} pings)"),
+            "published load (%; 0 = idle)",
+            "share within 1 ms (%)",
+            by_load(&|s| s.within * 100.0),
+        )),
+        &format!(
+            "The share of pings whose round trip took at most 1 ms, against the published \
+             load{caption_with}."
+        ),
+    )?;
+    Ok(())
+}
+
 /// The least round trip: the three handlers' work and the two event channels, with
 /// nothing in the way.
 pub const FLOOR: Nanos = Nanos(RX_WORK.0 + FRONT_WORK.0 + TX_WORK.0 + 2 * EVENT_DELAY.0);
 
+/// The wakes of one ping that a wake delivery delays: `rx` on the ping, `front` and `tx`
+/// on their event channels.
+pub const WAKES_PER_PING: u64 = 3;
+
+/// The least round trip with `delivery`: [`FLOOR`], and each of the ping's
+/// [`WAKES_PER_PING`] wakes delayed by the least delivery it can draw.
+pub fn floor(delivery: Delivery) -> Nanos {
+    FLOOR + Nanos(WAKES_PER_PING * delivery.least().as_ns())
+}
+
 /// The experiment's own checks, facts that follow from the set-up whatever the numbers:
-/// every ping is answered, none faster than [`FLOOR`], each before the next ping can
-/// arrive (so pings never meet); and the two runs of each configuration, whose pings
-/// are one list cut at two lengths, answer the pings they share alike (a ping's round
-/// trip cannot depend on pings after it).
+/// every ping is answered, none faster than [`FLOOR`] (with delivery, than its
+/// [`floor`]), each before the next ping can arrive (so pings never meet); and the two
+/// runs of each configuration, whose pings are one list cut at two lengths, answer the
+/// pings they share alike (a ping's round trip cannot depend on pings after it).
 pub fn checks(finished: &[(Config, &Pings)], pairs: &[(&Pings, &Pings)]) -> Vec<String> {
     let verdict = |ok: bool| if ok { "holds" } else { "does not hold" };
     let answered = finished
         .iter()
         .all(|(_, p)| p.latencies.len() as u64 == p.sent);
-    let floor = finished
-        .iter()
-        .all(|(_, p)| p.latencies.iter().all(|&l| l >= FLOOR.as_ns()));
+    // Whether every round trip of the runs of `delivery` (of every run: `None`) is at
+    // least `floor`.
+    let above = |delivery: Option<Delivery>, floor: Nanos| {
+        finished
+            .iter()
+            .filter(|(c, _)| delivery.is_none_or(|d| c.delivery == d))
+            .all(|(_, p)| p.latencies.iter().all(|&l| l >= floor.as_ns()))
+    };
+    let floor_held = above(None, FLOOR);
     // With `--duration` the "long" run may be the shorter: compare the pings both have.
     let prefix = pairs.iter().all(|(short, long)| {
         let n = short.latencies.len().min(long.latencies.len());
@@ -748,9 +874,22 @@ pub fn checks(finished: &[(Config, &Pings)], pairs: &[(&Pings, &Pings)]) -> Vec<
         format!(
             "check: no round trip below the handlers' work and event channels ({} µs) — {}",
             FLOOR.as_ns() / 1_000,
-            verdict(floor)
+            verdict(floor_held)
         ),
     ];
+    for delivery in Delivery::ALL {
+        if delivery == Delivery::None || finished.iter().all(|(c, _)| c.delivery != delivery) {
+            continue;
+        }
+        let least = floor(delivery);
+        out.push(format!(
+            "check: with wake delivery {}, no round trip below that and {WAKES_PER_PING} of \
+             its least delay ({} µs) — {}",
+            delivery.name(),
+            decimal(least.as_ns() as f64 / 1e3, 1),
+            verdict(above(Some(delivery), least))
+        ));
+    }
     if !pairs.is_empty() {
         out.push(format!(
             "check: the two runs of each configuration answer the pings they share alike \
@@ -769,6 +908,7 @@ mod tests {
     use rtvmm_core::model::VcpuId;
     use rtvmm_core::policy::PolicyKind;
     use rtvmm_system::change::Domains;
+    use rtvmm_system::Change;
 
     /// One VCPU as the test sees it: (affinity, budget, period, weight).
     type Seen = (CpuSet, Nanos, Nanos, u32);
@@ -776,7 +916,7 @@ mod tests {
     /// Per domain, its VCPUs after the scheduler's `xl` commands ran (the one pool is
     /// asserted here).
     fn layout(sched: Sched) -> Vec<(String, Vec<Seen>)> {
-        let system = system(sched, Load::All, ping_times(1, 3), machine());
+        let system = system(sched, Load::All, ping_times(1, 3), machine(Delivery::None));
         let mut m: Machine = system.machine().unwrap();
         let mut table = Domains::default();
         let joins = system.domains.iter().cloned().map(Change::AddDomain);
@@ -861,7 +1001,12 @@ mod tests {
             assert_eq!(vcpus.len(), 1, "{name}");
             assert_eq!((vcpus[0].0, vcpus[0].3), (CpuSet::first(2), 256), "{name}");
         }
-        let s = system(Sched::Credit, Load::Idle, Vec::new(), machine());
+        let s = system(
+            Sched::Credit,
+            Load::Idle,
+            Vec::new(),
+            machine(Delivery::None),
+        );
         let PolicyConfig::Credit(c) = s.policy() else {
             panic!("credit")
         };
@@ -874,7 +1019,7 @@ mod tests {
     #[test]
     fn loads_make_the_published_domains_cpu_bound() {
         let busy = |load| -> Vec<String> {
-            system(Sched::Credit, load, Vec::new(), machine())
+            system(Sched::Credit, load, Vec::new(), machine(Delivery::None))
                 .domains
                 .iter()
                 .filter(|d| d.tasks.iter().any(|t| t.name == "load"))
@@ -933,11 +1078,93 @@ mod tests {
         );
     }
 
+    /// With this machine's wake delivery each of a ping's three wakes waits at least the
+    /// preset's least delay, so every round trip is at least [`floor`] (about 274 µs), and
+    /// the mean grows by about three of the preset's mean; without it, an idle machine
+    /// answers every ping in exactly [`FLOOR`], and under load the delivery still adds.
+    #[test]
+    fn the_measured_wake_delivery_delays_each_of_a_pings_wakes() {
+        let seed = 3;
+        let times = ping_times(seed, 200);
+        let trips = |sched, load, delivery| {
+            let config = Config {
+                sched,
+                load,
+                delivery,
+                pings: 200,
+            };
+            round_trips(config, &times, &machine(delivery), seed)
+                .unwrap()
+                .latencies
+        };
+        let mean = |v: &[u64]| Stats::of(v).mean_ns;
+        let least = floor(Delivery::Measured);
+        assert!(
+            least >= FLOOR + Nanos::from_us(3 * 5),
+            "a measured least delay: {least}"
+        );
+        let per_ping = 3.0 * Delivery::Measured.setting().mean_ns();
+        for sched in Sched::ALL {
+            let off = trips(sched, Load::Idle, Delivery::None);
+            let on = trips(sched, Load::Idle, Delivery::Measured);
+            assert_eq!((off.len(), on.len()), (200, 200), "{sched:?}");
+            assert!(
+                off.iter().all(|&l| l == FLOOR.as_ns()),
+                "{sched:?}: {off:?}"
+            );
+            assert!(
+                on.iter().all(|&l| l >= least.as_ns()),
+                "{sched:?}: {:?} < {least}",
+                on.iter().min()
+            );
+            let grown = mean(&on) - mean(&off);
+            assert!(
+                grown > 0.5 * per_ping && grown < 2.0 * per_ping,
+                "{sched:?}: the mean grew by {grown} ns, three deliveries' mean is {per_ping}"
+            );
+        }
+        // Under load (thin CPU-bound under Credit) too.
+        let off = trips(Sched::Credit, Load::Thin, Delivery::None);
+        let on = trips(Sched::Credit, Load::Thin, Delivery::Measured);
+        assert!(on.iter().all(|&l| l >= least.as_ns()));
+        assert!(mean(&on) > mean(&off) + 0.5 * per_ping);
+    }
+
+    #[test]
+    fn runs_are_named_apart_by_delivery() {
+        let config = Config {
+            sched: Sched::RtdsGlobal,
+            load: Load::ThinDriver,
+            delivery: Delivery::None,
+            pings: 100,
+        };
+        let measured = Config {
+            delivery: Delivery::Measured,
+            ..config
+        };
+        assert_eq!(config.key(), "packet-latency-rtds-global-thin+driver-100");
+        assert_eq!(
+            measured.key(),
+            "packet-latency-rtds-global-thin+driver-100-this-machine"
+        );
+        assert_eq!(config.label(), "rtds-global, load 60 %");
+        assert_eq!(
+            measured.label(),
+            "rtds-global, load 60 %, delivery this-machine"
+        );
+        assert!(machine(Delivery::None).wake_delivery.is_off());
+        assert_eq!(
+            machine(Delivery::Measured).wake_delivery.preset,
+            Some("this-machine")
+        );
+    }
+
     #[test]
     fn checks_name_what_does_not_hold() {
         let config = Config {
             sched: Sched::Credit,
             load: Load::Idle,
+            delivery: Delivery::None,
             pings: 2,
         };
         let good = Pings {
@@ -953,5 +1180,22 @@ mod tests {
         assert!(all.iter().all(|c| c.ends_with("— holds")), "{all:?}");
         let bad = checks(&[(config, &fast)], &[(&good, &fast)]);
         assert!(bad.iter().all(|c| c.ends_with("does not hold")), "{bad:?}");
+        // With delivery, 250 µs is above the handlers' floor but below the delivered one
+        // (274 µs): only that check fails, and only runs with delivery are held to it.
+        let delivered = Config {
+            delivery: Delivery::Measured,
+            ..config
+        };
+        let both = checks(&[(config, &good), (delivered, &good)], &[]);
+        assert_eq!(both.len(), 4, "{both:?}");
+        assert!(both[3].starts_with("check: with wake delivery this-machine"));
+        assert!(both[3].ends_with("(274.0 µs) — does not hold"), "{both:?}");
+        assert!(both[..3].iter().all(|c| c.ends_with("— holds")), "{both:?}");
+        let slow = Pings {
+            sent: 2,
+            latencies: vec![300_000, 280_000],
+        };
+        let held = checks(&[(config, &good), (delivered, &slow)], &[]);
+        assert!(held.iter().all(|c| c.ends_with("— holds")), "{held:?}");
     }
 }

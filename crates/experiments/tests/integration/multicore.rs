@@ -90,7 +90,12 @@ fn latency_quick_files_and_isolation_facts() {
 
 /// Without load nothing delays a ping but its own chain: each round trip takes exactly
 /// rx 50 + delay 20 + front 100 + delay 20 + tx 50 = 240 µs, under every scheduler. Loads
-/// only add; every ping is answered; the short run's pings are the long run's first.
+/// only add; every ping is answered; the short run's pings are the long run's first. With
+/// this machine's wake delivery each of a ping's three wakes waits at least the preset's
+/// least delay, so no round trip is below 240 µs and three of it, and where nothing but the
+/// chain delays a ping (every ping within 1 ms without delivery) the mean grows. (Credit
+/// with all three domains CPU-bound is left out: there a ping waits for a 30 ms slice, and
+/// the delivery moves when it arrives against the slices, which can shorten the wait.)
 #[test]
 fn packet_latency_quick_files_and_chain_bounds() {
     let (dir, report) = run("packet-latency", |_| {});
@@ -104,6 +109,7 @@ fn packet_latency_quick_files_and_chain_bounds() {
                     "scheduler",
                     "load",
                     "published_load",
+                    "delivery",
                     "pings",
                     "answered",
                     "mean_ms",
@@ -114,15 +120,22 @@ fn packet_latency_quick_files_and_chain_bounds() {
             ),
             (
                 "packet-latency-samples.csv",
-                &["scheduler", "load", "pings", "reply", "round_trip_us"],
+                &[
+                    "scheduler",
+                    "load",
+                    "delivery",
+                    "pings",
+                    "reply",
+                    "round_trip_us",
+                ],
             ),
         ],
     );
     let csv = Csv::read(&dir.path().join("packet-latency.csv"));
     assert_eq!(
         csv.rows.len(),
-        2 * 3 * 4,
-        "run lengths × schedulers × loads"
+        2 * 2 * 3 * 4,
+        "deliveries × run lengths × schedulers × loads"
     );
     for row in &csv.rows {
         assert_eq!(csv.u64(row, "pings"), csv.u64(row, "answered"), "{row:?}");
@@ -134,7 +147,7 @@ fn packet_latency_quick_files_and_chain_bounds() {
         assert!(m >= 0.240 && x >= m, "{row:?}");
         assert!((0.0..=1.0).contains(&w), "{row:?}");
     }
-    for row in csv.select(&[("load", "idle")]) {
+    for row in csv.select(&[("load", "idle"), ("delivery", "none")]) {
         assert_eq!(
             (csv.f64(row, "mean_ms"), csv.f64(row, "max_ms")),
             (0.240, 0.240),
@@ -144,15 +157,45 @@ fn packet_latency_quick_files_and_chain_bounds() {
     let samples = Csv::read(&dir.path().join("packet-latency-samples.csv"));
     assert_eq!(
         samples.rows.len(),
-        3 * 4 * (5 + 10),
+        2 * 3 * 4 * (5 + 10),
         "every ping's round trip"
     );
+    let measured = rtvmm_scenario::wake_delivery_preset("this-machine").expect("shipped");
+    let rtvmm_core::wake::WakeRandom::Empirical { quantiles } = &measured.random else {
+        panic!("an empirical preset")
+    };
+    let least_us = 240.0 + 3.0 * (measured.fixed + quantiles[0]).as_ns() as f64 / 1_000.0;
+    let delivered = samples.select(&[("delivery", "this-machine")]);
+    assert_eq!(delivered.len(), 3 * 4 * (5 + 10));
+    for row in delivered {
+        assert!(
+            samples.f64(row, "round_trip_us") >= least_us - 0.001,
+            "{row:?}: below {least_us} µs"
+        );
+    }
+    for none in csv.select(&[("delivery", "none"), ("within_1ms", "1.0000")]) {
+        let cell = |name| none[csv.column(name)].as_str();
+        let with = csv.select(&[
+            ("scheduler", cell("scheduler")),
+            ("load", cell("load")),
+            ("delivery", "this-machine"),
+            ("pings", cell("pings")),
+        ]);
+        assert_eq!(with.len(), 1, "{none:?}");
+        assert!(
+            csv.f64(with[0], "mean_ms") > csv.f64(none, "mean_ms"),
+            "{none:?} / {:?}",
+            with[0]
+        );
+    }
     let names: Vec<String> = report.figures().map(|f| f.svg.clone()).collect();
     for load in ["idle", "thin", "thin-driver", "all"] {
-        assert!(
-            names.contains(&format!("packet-latency-cdf-{load}.svg")),
-            "{names:?}"
-        );
+        for name in [
+            format!("packet-latency-cdf-{load}.svg"),
+            format!("packet-latency-cdf-{load}-this-machine.svg"),
+        ] {
+            assert!(names.contains(&name), "{name}: {names:?}");
+        }
     }
     assert!(report
         .findings
