@@ -16,7 +16,9 @@
 //!   "Scale"); `domains_100k_1s_credit`: the 100,000 under Credit (its run queue's
 //!   per-class counts: a wake behind its class without a search); `domains_100k_1s_sedf`:
 //!   the 100,000 under SEDF (its run, wait and extra-time queues ordered sets: a wake, a
-//!   period's start and a deschedule in O(log n); `docs/benchmarks.md`, "SEDF at scale").
+//!   period's start and a deschedule in O(log n); `docs/benchmarks.md`, "SEDF at scale");
+//!   `domains_100k_1s_sedf_ideal`: the 100,000 under `sedf-ideal` (its EDF, timer and
+//!   round-robin orders: a pick, a boundary and a join in O(log n); same section).
 //!
 //! The systems are scenario text (`docs/benchmarks.md`, "Scale", writes the same files for
 //! the CLI) parsed once outside the timing; each iteration builds the simulation from the
@@ -161,6 +163,11 @@ fn many_domains(c: &mut Criterion) {
     let sedf = system(&domains(100_000, 100).replace("\"deferrable\"", "\"sedf\""));
     group.bench_function("domains_100k_1s_sedf", |b| {
         b.iter(|| run(black_box(&sedf), Nanos::from_secs(1)))
+    });
+    // And under sedf-ideal: each pick scanned every VCPU, each join every deadline.
+    let ideal = system(&domains(100_000, 100).replace("\"deferrable\"", "\"sedf-ideal\""));
+    group.bench_function("domains_100k_1s_sedf_ideal", |b| {
+        b.iter(|| run(black_box(&ideal), Nanos::from_secs(1)))
     });
     group.finish();
 }

@@ -44,6 +44,7 @@ pub mod deferrable;
 pub mod edf;
 pub mod fp;
 pub mod global;
+pub(crate) mod ordered_queue;
 pub mod partitioned;
 pub mod per_pcpu;
 pub mod periodic;

@@ -9,9 +9,10 @@
 //!   s − cputime).
 //! - **Queues** per pcpu, each ordered as Xen's sorted lists (a newcomer goes after the
 //!   entries it ties with), past 64 entries as an ordered set, O(log n) per operation
-//!   (`OrderedQueue`): the **run queue** holds the runnable VCPUs whose period has begun,
-//!   by deadline (the running EDF VCPU stays on it); the **wait queue** the runnable ones
-//!   whose next period has not begun, by period start. A blocked VCPU is on neither.
+//!   (`OrderedQueue`, `policy/ordered_queue.rs`): the **run queue** holds the runnable
+//!   VCPUs whose period has begun, by deadline (the running EDF VCPU stays on it); the
+//!   **wait queue** the runnable ones whose next period has not begun, by period start. A
+//!   blocked VCPU is on neither.
 //! - **Slice used up** (`desched_edf_dom`): cputime −= s (an overrun carries over), the
 //!   deadline moves on by p and the VCPU waits on the wait queue for that period to begin.
 //! - **Missed deadline** (`update_queues`, at every `do_schedule`): a run-queue VCPU whose
@@ -59,10 +60,9 @@
 //! Xen's `PERIOD_MIN`/`SLICE_MIN`/`PERIOD_MAX` bounds are not enforced; with nothing
 //! runnable rtvmm idles until an event where Xen re-ran `do_schedule` every second.
 
-use std::collections::BTreeSet;
-
 use crate::event::{CoreEvent, Cx};
 use crate::model::{ParamError, PcpuId, VcpuId, VcpuParams};
+use crate::policy::ordered_queue::{OrderedQueue, Slot};
 use crate::policy::table::VcpuTable;
 use crate::policy::{BudgetCounters, Decision, Policy, PolicyKind, Spent, TickInterval, VcpuView};
 use crate::time::Nanos;
@@ -159,91 +159,6 @@ impl SedfVcpu {
     }
 }
 
-/// A queued VCPU's place: its key and its insertion number.
-type Slot<K> = (K, u64);
-
-/// VCPUs by key, a newcomer after every entry whose key is at most its own (Xen's sorted
-/// lists): ordered by (key, insertion number). A VCPU's key must not change while it is
-/// queued; it keeps its [`Slot`] to be removed by it. Up to [`SMALL_QUEUE`] entries the
-/// queue is a sorted array (cheaper than a tree at the sizes most systems have); past that
-/// an ordered set, O(log n) per operation, until it empties.
-#[derive(Clone, Debug)]
-struct OrderedQueue<K> {
-    small: Vec<(K, u64, VcpuId)>,
-    big: BTreeSet<(K, u64, VcpuId)>,
-    next_seq: u64,
-}
-
-/// The most entries an [`OrderedQueue`] keeps in its sorted array.
-const SMALL_QUEUE: usize = 64;
-
-impl<K: Ord + Copy> OrderedQueue<K> {
-    fn new() -> Self {
-        OrderedQueue {
-            small: Vec::new(),
-            big: BTreeSet::new(),
-            next_seq: 0,
-        }
-    }
-
-    fn insert(&mut self, vcpu: VcpuId, key: K) -> Slot<K> {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        if self.big.is_empty() && self.small.len() < SMALL_QUEUE {
-            // Its insertion number is above every other: it goes after its ties.
-            let at = self.small.partition_point(|&(k, _, _)| k <= key);
-            self.small.insert(at, (key, seq, vcpu));
-        } else {
-            self.big.extend(self.small.drain(..));
-            self.big.insert((key, seq, vcpu));
-        }
-        (key, seq)
-    }
-
-    fn remove(&mut self, vcpu: VcpuId, (key, seq): Slot<K>) -> bool {
-        if !self.big.is_empty() {
-            return self.big.remove(&(key, seq, vcpu));
-        }
-        let at = self.small.partition_point(|&(k, s, _)| (k, s) < (key, seq));
-        if self.small.get(at) == Some(&(key, seq, vcpu)) {
-            self.small.remove(at);
-            true
-        } else {
-            false
-        }
-    }
-
-    fn first(&self) -> Option<VcpuId> {
-        match self.small.first() {
-            Some(&(_, _, v)) => Some(v),
-            None => self.big.first().map(|&(_, _, v)| v),
-        }
-    }
-
-    fn pop_first(&mut self) -> Option<VcpuId> {
-        if self.small.is_empty() {
-            self.big.pop_first().map(|(_, _, v)| v)
-        } else {
-            Some(self.small.remove(0).2)
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = (Slot<K>, VcpuId)> + '_ {
-        self.small
-            .iter()
-            .chain(self.big.iter())
-            .map(|&(k, seq, v)| ((k, seq), v))
-    }
-
-    fn len(&self) -> usize {
-        self.small.len() + self.big.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.small.is_empty() && self.big.is_empty()
-    }
-}
-
 /// An extra-time queue: by score, where `add` first drops every entry's score by `sub`.
 /// Entries are keyed by score + `offset` at their insertion; a drop raises `offset`, so
 /// the live score is key − `offset` and the order is untouched (the drops a VCPU saw
@@ -313,12 +228,14 @@ impl Sedf {
         }
     }
 
+    #[inline]
     fn enqueue_run(&mut self, v: VcpuId) {
         let s = self.vcpus.get_mut(v);
         s.queue = Queue::Run;
         s.slot = self.run_queue.insert(v, s.deadline);
     }
 
+    #[inline]
     fn enqueue_wait(&mut self, v: VcpuId) {
         let s = self.vcpus.get_mut(v);
         s.queue = Queue::Wait;
@@ -326,6 +243,7 @@ impl Sedf {
     }
 
     /// On the run queue if its period has begun by `now`, else on the wait queue.
+    #[inline]
     fn enqueue(&mut self, v: VcpuId, now: Nanos) {
         if self.vcpus.get(v).period_begin() > now {
             self.enqueue_wait(v);
@@ -334,6 +252,7 @@ impl Sedf {
         }
     }
 
+    #[inline]
     fn dequeue(&mut self, v: VcpuId) {
         let s = self.vcpus.get_mut(v);
         let removed = match s.queue {
@@ -355,6 +274,7 @@ impl Sedf {
     }
 
     /// Takes `v` off extra queue `q` (if on it), its live score written back.
+    #[inline]
     fn extra_remove(&mut self, q: Extra, v: VcpuId) {
         let s = self.vcpus.get_mut(v);
         if let Some(slot) = s.extra_slot[q as usize].take() {
@@ -376,6 +296,7 @@ impl Sedf {
     }
 
     /// A blocked VCPU leaves every queue.
+    #[inline]
     fn put_to_sleep(&mut self, v: VcpuId) {
         self.dequeue(v);
         self.extra_remove(Extra::Penalty, v);
@@ -428,8 +349,9 @@ impl Sedf {
     /// Xen's `update_queues`: periods that have begun, then deadlines that have passed.
     fn update_queues(&mut self, cx: &mut Cx) {
         let now = cx.now;
-        while let Some(w) = self.wait_queue.first() {
-            if self.vcpus.get(w).period_begin() > now {
+        // A queued VCPU's key is its live period start (see `SedfVcpu::slot`).
+        while let Some((begin, w)) = self.wait_queue.first_entry() {
+            if begin > now {
                 break;
             }
             self.wait_queue.pop_first();
@@ -584,10 +506,7 @@ impl Policy for Sedf {
             None => {}
         }
         self.update_queues(cx);
-        let next_begin = self
-            .wait_queue
-            .first()
-            .map(|w| self.vcpus.get(w).period_begin() - now);
+        let next_begin = self.wait_queue.first_entry().map(|(begin, _)| begin - now);
         let (run, time) = if let Some(r) = self.run_queue.first() {
             let left = self.vcpus.get(r).remaining();
             self.current = Some((r, RunMode::Edf));
@@ -748,6 +667,7 @@ impl Policy for Sedf {
 mod tests {
     use super::*;
     use crate::event::EventLog;
+    use crate::policy::ordered_queue::SMALL_QUEUE;
 
     fn ms(x: u64) -> Nanos {
         Nanos::from_ms(x)
@@ -821,35 +741,6 @@ mod tests {
             run: None,
             slice: Some(t),
         }
-    }
-
-    fn ids(queue: &OrderedQueue<i128>) -> Vec<u32> {
-        queue.iter().map(|(_, v)| v.0).collect()
-    }
-
-    /// Entries with equal keys stay in insertion order; a newcomer goes after its ties.
-    #[test]
-    fn ordered_queue_keeps_insertion_order_among_equal_keys() {
-        let mut q = OrderedQueue::new();
-        for (v, key) in [(0, 5), (1, 3), (2, 5), (3, 3), (4, 7), (5, 5)] {
-            q.insert(VcpuId(v), key);
-        }
-        assert_eq!(ids(&q), [1, 3, 0, 2, 5, 4]);
-        assert_eq!(q.pop_first(), Some(VcpuId(1)));
-        assert_eq!(q.first(), Some(VcpuId(3)));
-    }
-
-    /// Removing a VCPU from the middle (by its slot) leaves the others in order, and a
-    /// later newcomer with the same key goes after them all.
-    #[test]
-    fn ordered_queue_removal_from_the_middle_keeps_the_rest_in_order() {
-        let mut q = OrderedQueue::new();
-        let slots: Vec<_> = (0..5).map(|v| q.insert(VcpuId(v), 4)).collect();
-        assert!(q.remove(VcpuId(2), slots[2]));
-        assert!(!q.remove(VcpuId(2), slots[2]), "already gone");
-        assert_eq!(ids(&q), [0, 1, 3, 4]);
-        q.insert(VcpuId(2), 4);
-        assert_eq!(ids(&q), [0, 1, 3, 4, 2]);
     }
 
     /// The extra queue against Xen's list, step by step: `add` drops every entry's score
