@@ -249,7 +249,9 @@ pub struct Simulation {
     next_change: usize,
     rng: SimRng,
     /// Whether releases reach their guest after a delivery latency (the machine's
-    /// `wake_delivery` is not off).
+    /// `wake_delivery` is not off). Fixed for the run: the step loop is compiled once
+    /// for each answer (`DELIVERY` in [`Self::step_as`]), so that off, nothing of the
+    /// delivery is looked at.
     delivery_on: bool,
     delivery: WakeDelivery,
     /// The delivery latencies' own stream ([`WakeDelivery::stream`]).
@@ -257,7 +259,7 @@ pub struct Simulation {
     /// Jobs whose delivery has not ended, by when it ends.
     in_flight: BinaryHeap<Reverse<InFlight>>,
     /// When the first of `in_flight` ends (`Nanos::MAX` when none): one comparison per
-    /// step instead of a look into the heap.
+    /// step (with delivery on) instead of a look into the heap.
     next_delivery: Nanos,
     /// Jobs released so far with a delivery latency (the order of [`InFlight`]).
     sent: u64,
@@ -614,9 +616,10 @@ impl Simulation {
         }
     }
 
-    /// The instant of the next event other than a running job's finish, capped at `end`.
+    /// The instant of the next event other than a running job's finish, capped at `end`
+    /// (`DELIVERY`: see [`Self::step_as`]).
     #[inline(always)]
-    fn next_instant(&self, end: Nanos) -> Nanos {
+    fn next_instant<const DELIVERY: bool>(&self, end: Nanos) -> Nanos {
         let mut t = self.machine_due.min(end);
         if let Some(Reverse((at, _, _))) = self.releases.peek() {
             t = t.min(*at);
@@ -624,7 +627,9 @@ impl Simulation {
         if let Some(Reverse((at, ..))) = self.triggered.peek() {
             t = t.min(*at);
         }
-        t = t.min(self.next_delivery);
+        if DELIVERY {
+            t = t.min(self.next_delivery);
+        }
         if let Some(c) = self.changes.get(self.next_change) {
             t = t.min(c.at.max(self.now));
         }
@@ -715,16 +720,17 @@ impl Simulation {
 
     /// Releases a job of task `task` of domain `d` at `t` (`origin`: see
     /// [`Guest::release_from`]); a guest of one VCPU that gets work wakes it. With wake
-    /// delivery on, the job is sent on its way instead ([`Self::send`]).
+    /// delivery on (`DELIVERY`: see [`Self::step_as`]), the job is sent on its way instead
+    /// ([`Self::send`]).
     #[inline]
-    fn release(
+    fn release<const DELIVERY: bool>(
         &mut self,
         t: Nanos,
         d: usize,
         task: usize,
         origin: Option<Nanos>,
     ) -> Result<(), SimError> {
-        if self.delivery_on {
+        if DELIVERY {
             self.send(t, d, task, origin);
             return Ok(());
         }
@@ -842,18 +848,34 @@ impl Simulation {
 
     /// Advances to the next event (at most `end`). Returns the new time.
     pub fn step(&mut self, end: Nanos) -> Result<Nanos, SimError> {
-        if self.lone {
-            self.step_as::<true>(end)
+        if self.delivery_on {
+            self.step_in::<true>(end)
         } else {
-            self.step_as::<false>(end)
+            self.step_in::<false>(end)
+        }
+    }
+
+    /// [`Self::step`] with wake delivery on or off (`DELIVERY`), chosen by the caller:
+    /// once per run in [`Self::run_until_with`].
+    fn step_in<const DELIVERY: bool>(&mut self, end: Nanos) -> Result<Nanos, SimError> {
+        if self.lone {
+            self.step_as::<true, DELIVERY>(end)
+        } else {
+            self.step_as::<false, DELIVERY>(end)
         }
     }
 
     /// [`Self::step`]; `LONE`: one pcpu and every present domain has one VCPU, so at most
     /// one VCPU runs and no guest needs telling which of its VCPUs run (the code the
-    /// single-pcpu path had before several pcpus, chosen once per step).
+    /// single-pcpu path had before several pcpus, chosen once per step). `DELIVERY`: the
+    /// machine's wake delivery is on (`delivery_on`, fixed for the run); off, releases go
+    /// straight to their guests and the in-flight jobs are never looked at — the code the
+    /// simulator had before wake delivery.
     #[inline(always)]
-    fn step_as<const LONE: bool>(&mut self, end: Nanos) -> Result<Nanos, SimError> {
+    fn step_as<const LONE: bool, const DELIVERY: bool>(
+        &mut self,
+        end: Nanos,
+    ) -> Result<Nanos, SimError> {
         // The machine's state is constant until `t`: what runs now runs all along.
         if LONE {
             // The VCPU of pcpu 0, without the list.
@@ -861,7 +883,7 @@ impl Simulation {
                 .machine
                 .running(PcpuId(0))
                 .map(|v| (v, self.domain_of_vcpu[v.index()].0));
-            let mut t = self.next_instant(end);
+            let mut t = self.next_instant::<DELIVERY>(end);
             if let Some((_, d)) = running {
                 if let Some(left) = self.domains[d].guest.time_to_completion() {
                     t = t.min(self.now + left);
@@ -874,7 +896,7 @@ impl Simulation {
         } else {
             self.find_running();
             let running = std::mem::take(&mut self.running);
-            let mut t = self.next_instant(end);
+            let mut t = self.next_instant::<DELIVERY>(end);
             for &(_, d, j) in &running {
                 if let Some(left) = self.domains[d].guest.time_to_completion_on(j) {
                     t = t.min(self.now + left);
@@ -899,7 +921,7 @@ impl Simulation {
                 self.releases.pop();
                 continue;
             }
-            self.release(t, d, task, None)?;
+            self.release::<DELIVERY>(t, d, task, None)?;
             // The task's entry becomes its next release in place (one sift instead of a pop
             // and a push). Keys are unique (one entry per task), so the order is the same.
             match self.domains[d].guest.next_release(task) {
@@ -918,11 +940,11 @@ impl Simulation {
             }
             self.triggered.pop();
             if self.domains[d].removed_at.is_none() {
-                self.release(t, d, task, Some(origin))?;
+                self.release::<DELIVERY>(t, d, task, Some(origin))?;
             }
         }
         // 4b'. Jobs whose wake delivery ends now.
-        if self.next_delivery <= t {
+        if DELIVERY && self.next_delivery <= t {
             self.deliver_due(t)?;
         }
         if !LONE && !self.multi.is_empty() {
@@ -965,13 +987,10 @@ impl Simulation {
         end: Nanos,
         mut progress: impl FnMut(Nanos) -> ControlFlow<()>,
     ) -> Result<Nanos, SimError> {
-        let mut steps: u64 = 0;
-        while self.now < end {
-            self.step(end)?;
-            steps += 1;
-            if steps.is_multiple_of(PROGRESS_STEPS) && progress(self.now).is_break() {
-                break;
-            }
+        if self.delivery_on {
+            self.steps_until::<true>(end, &mut progress)?;
+        } else {
+            self.steps_until::<false>(end, &mut progress)?;
         }
         // `step` never goes past `end`: `now` is `end` or where the run stopped.
         let reached = self.now;
@@ -980,6 +999,24 @@ impl Simulation {
         self.machine_told = true;
         self.collect_core_events();
         Ok(reached)
+    }
+
+    /// The steps of [`Self::run_until_with`], with wake delivery on or off (`DELIVERY`,
+    /// chosen once for the run).
+    fn steps_until<const DELIVERY: bool>(
+        &mut self,
+        end: Nanos,
+        progress: &mut impl FnMut(Nanos) -> ControlFlow<()>,
+    ) -> Result<(), SimError> {
+        let mut steps: u64 = 0;
+        while self.now < end {
+            self.step_in::<DELIVERY>(end)?;
+            steps += 1;
+            if steps.is_multiple_of(PROGRESS_STEPS) && progress(self.now).is_break() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Every job still pending (released, unfinished) per domain and task: those in the

@@ -137,9 +137,18 @@ fn drawn_system(delivery: WakeDelivery) -> SystemSpec {
 }
 
 fn results_json(spec: &SystemSpec, seed: u64) -> String {
+    results_json_by(spec, seed, |sim, end| sim.run_until(end).unwrap())
+}
+
+/// [`results_json`], the run driven by `drive` up to its end.
+fn results_json_by(
+    spec: &SystemSpec,
+    seed: u64,
+    drive: impl FnOnce(&mut Simulation, Nanos),
+) -> String {
     let mut sim = Simulation::new(spec, seed, false).unwrap();
     sim.set_check_invariants(true);
-    sim.run_until(ms(2_000)).unwrap();
+    drive(&mut sim, ms(2_000));
     let jobs = sim.job_rows(ms(2_000)).unwrap();
     format!(
         "{}\n{jobs:?}",
@@ -156,6 +165,22 @@ fn same_seed_same_bytes_other_seed_other_draws() {
     let spec = drawn_system(exponential());
     assert_eq!(results_json(&spec, 11), results_json(&spec, 11));
     assert_ne!(results_json(&spec, 11), results_json(&spec, 12));
+}
+
+/// The simulator chooses its step loop by whether delivery is on once per run in
+/// `run_until` and once per step in `step`: both give the same run, on and off.
+#[test]
+fn stepping_runs_as_run_until_does_with_delivery_on_and_off() {
+    for delivery in [WakeDelivery::OFF, exponential()] {
+        let spec = drawn_system(delivery);
+        let stepped = results_json_by(&spec, 3, |sim, end| {
+            while sim.now() < end {
+                sim.step(end).unwrap();
+            }
+            sim.run_until(end).unwrap();
+        });
+        assert_eq!(stepped, results_json(&spec, 3));
+    }
 }
 
 /// The delivery draws from a stream of its own: turned on, every job keeps the release
