@@ -18,7 +18,10 @@
 //!   the 100,000 under SEDF (its run, wait and extra-time queues ordered sets: a wake, a
 //!   period's start and a deschedule in O(log n); `docs/benchmarks.md`, "SEDF at scale");
 //!   `domains_100k_1s_sedf_ideal`: the 100,000 under `sedf-ideal` (its EDF, timer and
-//!   round-robin orders: a pick, a boundary and a join in O(log n); same section).
+//!   round-robin orders: a pick, a boundary and a join in O(log n); same section);
+//!   `domains_100k_1s_{polling,sporadic}`: the 100,000 under the Polling Server (its discards
+//!   found in an ordered set, not by a scan per burn) and the Sporadic Server (its pending
+//!   replenishments ordered by due time, not scanned per timer and per queued payback).
 //!
 //! The systems are scenario text (`docs/benchmarks.md`, "Scale", writes the same files for
 //! the CLI) parsed once outside the timing; each iteration builds the simulation from the
@@ -169,6 +172,14 @@ fn many_domains(c: &mut Criterion) {
     group.bench_function("domains_100k_1s_sedf_ideal", |b| {
         b.iter(|| run(black_box(&ideal), Nanos::from_secs(1)))
     });
+    // Under Polling and Sporadic (a scan per burn, and per timer and payback, before).
+    for policy in ["polling", "sporadic"] {
+        let spec =
+            system(&domains(100_000, 100).replace("\"deferrable\"", &format!("\"{policy}\"")));
+        group.bench_function(format!("domains_100k_1s_{policy}"), |b| {
+            b.iter(|| run(black_box(&spec), Nanos::from_secs(1)))
+        });
+    }
     group.finish();
 }
 

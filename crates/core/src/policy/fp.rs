@@ -59,7 +59,7 @@ pub struct Server {
     /// The RunQ stamp: when the VCPU last entered the RunQ (a counter, not a time). Among
     /// equal priorities the smaller stamp is ahead. Set only by [`ServerSet`].
     queued: u64,
-    /// A large set: which of its searches' sets hold the server (bit k: `Search::ALL[k]`).
+    /// A large set: which of its searches' sets hold the server (bit k: `Search::LISTED[k]`).
     /// Set only by [`ServerSet`].
     listed: u8,
 }
@@ -112,7 +112,8 @@ pub struct ServerSet {
     earliest_boundary: Option<Nanos>,
     /// The next RunQ stamp to hand out.
     next_stamp: u64,
-    /// Replenished VCPUs waiting to be requeued (kept to avoid allocating per boundary).
+    /// Replenished VCPUs waiting to be requeued, or servers waiting to be discarded (kept
+    /// to avoid allocating per boundary or burn).
     to_requeue: Vec<VcpuId>,
 }
 
@@ -121,10 +122,10 @@ pub struct ServerSet {
 struct Index {
     /// Every server.
     all: BTreeMap<(u32, u64), usize>,
-    /// The servers each [`Search`] accepts, in the order of [`Search::ALL`]. A server's
+    /// The servers each [`Search`] accepts, in the order of [`Search::LISTED`]. A server's
     /// `listed` bits say which of these hold it; [`ServerSet::relist`] brings them up to date
     /// after its budget or work changed.
-    accepted: [BTreeMap<(u32, u64), usize>; 3],
+    accepted: [BTreeMap<(u32, u64), usize>; 4],
 }
 
 /// A server borrowed for change from a [`ServerSet`]: when it is dropped, a large set
@@ -352,7 +353,7 @@ impl ServerSet {
         let index = self.index.as_deref_mut().expect("a large set");
         let s = &mut self.servers[at];
         let key = s.key();
-        for (k, search) in Search::ALL.into_iter().enumerate() {
+        for (k, search) in Search::LISTED.into_iter().enumerate() {
             let bit = 1 << k;
             if search.accepts(s) == (s.listed & bit != 0) {
                 continue;
@@ -594,7 +595,7 @@ impl ServerSet {
             {
                 return Err("the index's keys are out of date".to_string());
             }
-            for (k, search) in Search::ALL.into_iter().enumerate() {
+            for (k, search) in Search::LISTED.into_iter().enumerate() {
                 let listed: Vec<usize> = index.accepted[k].values().copied().collect();
                 let expected: Vec<usize> = index
                     .all
@@ -765,16 +766,28 @@ impl<F: Fn(VcpuId) -> bool> Candidates for Among<'_, F> {
     }
 }
 
-/// What each search asks of a server (see [`Candidates`]), in the order of [`Search::ALL`].
+/// What each search asks of a server: the three of a plan (see [`Candidates`]), in the
+/// order of [`Search::ALL`], and the Polling Server's discard
+/// ([`ServerSet::discard_ahead_of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Search {
     WithBudget,
     WorkAndBudget,
     Work,
+    BudgetWithoutWork,
 }
 
 impl Search {
+    /// The searches of a plan.
     const ALL: [Search; 3] = [Search::WithBudget, Search::WorkAndBudget, Search::Work];
+    /// The searches a large [`ServerSet`] keeps an ordered set for (bit k of
+    /// `Server::listed`: the k-th).
+    const LISTED: [Search; 4] = [
+        Search::WithBudget,
+        Search::WorkAndBudget,
+        Search::Work,
+        Search::BudgetWithoutWork,
+    ];
 
     #[inline(always)]
     fn accepts(self, s: &Server) -> bool {
@@ -782,6 +795,7 @@ impl Search {
             Search::WithBudget => !s.remaining.is_zero(),
             Search::WorkAndBudget => s.has_work && !s.remaining.is_zero(),
             Search::Work => s.has_work,
+            Search::BudgetWithoutWork => !s.has_work && !s.remaining.is_zero(),
         }
     }
 }
@@ -972,6 +986,67 @@ impl ServerSet {
                 .emit(at, || CoreEvent::BudgetDiscarded { vcpu, amount });
         }
         amount
+    }
+
+    /// The Polling Server's discard: every server ahead of `runner` in priority order (every
+    /// server, when `runner` is `None` or unknown) that has budget but no work and that
+    /// `eligible` accepts loses its budget ([`Self::discard`], stamped `at`), in priority
+    /// order. A small set scans; a large one walks the ordered set of the servers with budget
+    /// and no work, so that a burn with nothing to discard costs O(log n), not a scan of
+    /// every server ahead of the runner.
+    #[inline(always)]
+    pub fn discard_ahead_of(
+        &mut self,
+        cx: &mut Cx,
+        runner: Option<VcpuId>,
+        at: Nanos,
+        eligible: impl Fn(VcpuId) -> bool,
+    ) {
+        if self.index.is_some() {
+            return self.discard_ahead_of_indexed(cx, runner, at, eligible);
+        }
+        // One at a time (no list to allocate): a discarded server has no budget left,
+        // so the next search finds the next one.
+        while let Some(vcpu) = self
+            .servers
+            .iter()
+            .take_while(|s| Some(s.vcpu) != runner)
+            .find(|s| !s.has_work && !s.remaining.is_zero() && eligible(s.vcpu))
+            .map(|s| s.vcpu)
+        {
+            self.discard(cx, vcpu, at);
+        }
+    }
+
+    /// [`Self::discard_ahead_of`] in a large set; apart, so that the small set's `burn`
+    /// stays as small as before.
+    #[inline(never)]
+    fn discard_ahead_of_indexed(
+        &mut self,
+        cx: &mut Cx,
+        runner: Option<VcpuId>,
+        at: Nanos,
+        eligible: impl Fn(VcpuId) -> bool,
+    ) {
+        let bound = runner
+            .and_then(|v| self.position.try_get(v))
+            .map(|&i| self.servers[i].key());
+        // A discard changes no other server's budget, work or eligibility: one pass finds
+        // them all.
+        let mut to_discard = std::mem::take(&mut self.to_requeue);
+        let index = self.index.as_deref().expect("a large set");
+        to_discard.extend(
+            index.accepted[Search::BudgetWithoutWork as usize]
+                .iter()
+                .take_while(|(key, _)| bound.is_none_or(|b| **key < b))
+                .map(|(_, &i)| self.servers[i].vcpu)
+                .filter(|&v| eligible(v)),
+        );
+        for &vcpu in &to_discard {
+            self.discard(cx, vcpu, at);
+        }
+        to_discard.clear();
+        self.to_requeue = to_discard;
     }
 
     /// Replaces a VCPU's parameters now (keeping its live budget), re-sorting when its
@@ -1729,7 +1804,7 @@ mod tests {
             )
         };
         let mut cx = Cx { now: *now, log };
-        match (kind % 10, some) {
+        match (kind % 11, some) {
             (0, _) | (_, None) => {
                 let vcpu = VcpuId(u32::from(pick));
                 if !set.contains(vcpu) {
@@ -1758,8 +1833,15 @@ mod tests {
                 changed.priority = u32::from(amount % 5);
                 set.set_params(v, changed);
             }
-            (_, Some(v)) => {
+            (9, Some(v)) => {
                 set.discard(&mut cx, v, *now);
+            }
+            (_, runner) => {
+                // The Polling Server's discard, ahead of a runner or of nobody, among every
+                // VCPU or some.
+                let runner = runner.filter(|_| amount % 3 != 0);
+                let among = u32::from(amount % 4);
+                set.discard_ahead_of(&mut cx, runner, *now, |v| v.0 % 4 != among);
             }
         }
     }

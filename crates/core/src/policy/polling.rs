@@ -19,6 +19,9 @@
 //!   releases at time 0); with eager discards their order would decide whether work that
 //!   arrives at the very instant of the poll is served. Here it always is: a server polls
 //!   once the instant is over.
+//! - **At scale**: the discard looks only at the servers with budget and no work, which a
+//!   large [`ServerSet`] keeps in an ordered set ([`ServerSet::discard_ahead_of`]): a burn
+//!   with nothing to discard costs O(log n), not a scan of every server above the runner.
 //! - **Reschedule**: as for the Deferrable Server, only when a VCPU with work and budget
 //!   would beat what runs (a replenished VCPU without work is discarded as time passes,
 //!   which needs no new decision).
@@ -56,16 +59,7 @@ impl PeriodicRule for PollingRule {
         eligible: impl Fn(VcpuId) -> bool,
     ) {
         let began = cx.now - ran;
-        // Discards in priority order, one at a time (no list to allocate): a discarded server
-        // has no budget left, so the next search finds the next one.
-        while let Some(vcpu) = servers
-            .iter()
-            .take_while(|s| Some(s.vcpu) != active.run)
-            .find(|s| !s.has_work && !s.remaining.is_zero() && eligible(s.vcpu))
-            .map(|s| s.vcpu)
-        {
-            servers.discard(cx, vcpu, began);
-        }
+        servers.discard_ahead_of(cx, active.run, began, eligible);
     }
 }
 

@@ -35,6 +35,11 @@
 //! - **At most `max_replenishments` pending** per VCPU: when one more is needed, its
 //!   amount is added to the latest pending replenishment and that one moves to the new
 //!   (later) due time. Due times are kept non-decreasing.
+//! - **Timer**: each VCPU's earliest pending replenishment is kept in a set ordered by due
+//!   time (`DueFronts`): the timer is its first entry, and a timer replenishes only the
+//!   VCPUs due, in VCPU order, as a pass over every VCPU would (each may requeue, which
+//!   hands out RunQ stamps). So a queued payback costs O(log n), and a timer O(log n) per
+//!   VCPU it replenishes, not a scan of every VCPU.
 //! - **Conservation** (checked by `check_invariants`): remaining + pending amounts + the
 //!   budget consumed by the open chunk = B; a chunk is open exactly while the VCPU is
 //!   active. Hence from any activation `a` the VCPU runs at most B in `[a, a + P)`: all it
@@ -69,7 +74,7 @@
 //! (`crates/scenario/tests/integration/soundness.rs`,
 //! `sporadic_server_merge_limit_can_delay_budget_past_the_bound`).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
@@ -114,6 +119,83 @@ impl Books {
     }
 }
 
+/// Past this many VCPUs with a pending replenishment, [`DueFronts`] keeps them ordered by
+/// due time: below it, a scan of a few entries is cheaper than any tree.
+const ORDERED_ABOVE: usize = 64;
+
+/// The first pending replenishment of each VCPU that has one: the timer's answer is the
+/// earliest, and a timer replenishes only the VCPUs due by then. Up to [`ORDERED_ABOVE`]
+/// VCPUs it scans them; past that (once; it never goes back) it also keeps them in a set
+/// ordered by due time, so that filing a change costs O(log n) and a timer finds the VCPUs
+/// due without a scan (with thousands of VCPUs on a pcpu, a scan per timer and per queued
+/// payback made a run quadratic). Both forms give the same answers.
+#[derive(Clone, Debug, Default)]
+struct DueFronts {
+    /// Each VCPU's first pending due time.
+    due_of: VcpuTable<Nanos>,
+    /// How many VCPUs `due_of` holds.
+    count: usize,
+    /// Past [`ORDERED_ABOVE`]: `(due, vcpu)` for each VCPU of `due_of`.
+    ordered: Option<BTreeSet<(Nanos, VcpuId)>>,
+    /// The earliest due time, kept because the machine asks after every hook.
+    earliest: Option<Nanos>,
+}
+
+impl DueFronts {
+    /// `vcpu`'s first pending replenishment is now due at `front` (`None`: none pending).
+    #[inline]
+    fn set(&mut self, vcpu: VcpuId, front: Option<Nanos>) {
+        let filed = self.due_of.try_get(vcpu).copied();
+        if filed == front {
+            return;
+        }
+        match front {
+            Some(due) => self.due_of.insert(vcpu, due),
+            None => {
+                self.due_of.remove(vcpu);
+            }
+        }
+        match (filed, front) {
+            (None, Some(_)) => self.count += 1,
+            (Some(_), None) => self.count -= 1,
+            _ => {}
+        }
+        if let Some(ordered) = &mut self.ordered {
+            if let Some(due) = filed {
+                ordered.remove(&(due, vcpu));
+            }
+            if let Some(due) = front {
+                ordered.insert((due, vcpu));
+            }
+            self.earliest = ordered.first().map(|&(due, _)| due);
+        } else if self.count > ORDERED_ABOVE {
+            let ordered: BTreeSet<(Nanos, VcpuId)> =
+                self.due_of.entries().map(|(v, &due)| (due, v)).collect();
+            self.earliest = ordered.first().map(|&(due, _)| due);
+            self.ordered = Some(ordered);
+        } else {
+            self.earliest = self.due_of.iter().min().copied();
+        }
+    }
+
+    /// The VCPUs with a replenishment due at or before `now`, appended to `out` in VCPU
+    /// order.
+    fn due_by(&self, now: Nanos, out: &mut Vec<VcpuId>) {
+        let Some(ordered) = &self.ordered else {
+            let due = self.due_of.entries().filter(|&(_, &due)| due <= now);
+            out.extend(due.map(|(v, _)| v));
+            return;
+        };
+        let from = out.len();
+        out.extend(
+            ordered
+                .range(..=(now, VcpuId(u32::MAX)))
+                .map(|&(_, vcpu)| vcpu),
+        );
+        out[from..].sort_unstable();
+    }
+}
+
 pub struct Sporadic {
     servers: ServerSet,
     books: VcpuTable<Books>,
@@ -122,11 +204,13 @@ pub struct Sporadic {
     global: GlobalFp,
     /// A reschedule was asked for (or is due) and `do_schedule` has not run since.
     reschedule_owed: bool,
-    /// The earliest pending replenishment of any VCPU: `next_timer`'s answer, kept because
-    /// the machine asks after every hook. Refreshed wherever a pending list changes
+    /// Each VCPU's earliest pending replenishment: `next_timer`'s answer and the VCPUs a
+    /// timer replenishes. Refiled ([`Self::refile`]) wherever a pending list changes
     /// (`queue`, `replenish_due`, `apply_params`, insert, remove); `check_invariants`
     /// compares it with a fresh scan.
-    next_due: Option<Nanos>,
+    due: DueFronts,
+    /// The VCPUs a timer replenishes (kept to avoid allocating per timer).
+    to_replenish: Vec<VcpuId>,
 }
 
 impl Sporadic {
@@ -136,20 +220,16 @@ impl Sporadic {
             books: VcpuTable::new(),
             global: GlobalFp::new(pcpus),
             reschedule_owed: false,
-            next_due: None,
+            due: DueFronts::default(),
+            to_replenish: Vec::new(),
         }
     }
 
-    /// The earliest pending replenishment, scanned.
-    fn earliest_due(&self) -> Option<Nanos> {
-        self.books
-            .iter()
-            .filter_map(|b| b.pending.front().map(|r| r.due))
-            .min()
-    }
-
-    fn refresh_next_due(&mut self) {
-        self.next_due = self.earliest_due();
+    /// Files the VCPU's earliest pending replenishment in `due` after its list changed.
+    #[inline]
+    fn refile(&mut self, vcpu: VcpuId) {
+        let front = self.books(vcpu).pending.front().map(|r| r.due);
+        self.due.set(vcpu, front);
     }
 
     /// The VCPU's pending replenishments, earliest first (for tests and traces).
@@ -246,7 +326,7 @@ impl Sporadic {
         } else {
             books.pending.push_back(Replenishment { due, amount });
         }
-        self.refresh_next_due();
+        self.refile(vcpu);
     }
 
     /// Adds every replenishment of `vcpu` due at or before `cx.now` to its budget; applies
@@ -265,7 +345,7 @@ impl Sporadic {
             replenished = true;
         }
         if replenished {
-            self.refresh_next_due();
+            self.refile(vcpu);
             // A waiting VCPU re-enters the RunQ behind its equals; the one in effect is put
             // back at the next do_schedule.
             if self.servers.get(vcpu).has_work && !self.global.is_running(vcpu) {
@@ -337,7 +417,7 @@ impl Sporadic {
                 self.queue(vcpu, cx.now + period, deficit);
             }
         }
-        self.refresh_next_due();
+        self.refile(vcpu);
     }
 }
 
@@ -360,7 +440,7 @@ impl Policy for Sporadic {
             });
         }
         self.books.insert(vcpu, books);
-        self.refresh_next_due();
+        self.refile(vcpu);
         // The machine reschedules after every insertion.
         self.reschedule_owed = true;
     }
@@ -372,7 +452,7 @@ impl Policy for Sporadic {
         self.global.forget(vcpu);
         self.servers.remove(vcpu);
         self.books.remove(vcpu);
-        self.refresh_next_due();
+        self.due.set(vcpu, None);
     }
 
     fn wake(&mut self, cx: &mut Cx, vcpu: VcpuId) -> bool {
@@ -431,16 +511,20 @@ impl Policy for Sporadic {
     }
 
     fn next_timer(&self) -> Option<Nanos> {
-        self.next_due
+        self.due.earliest
     }
 
     fn handle_timer(&mut self, cx: &mut Cx) -> bool {
-        for index in 0..self.books.capacity() {
-            let vcpu = VcpuId(index as u32);
-            if self.books.contains(vcpu) {
-                self.replenish_due(cx, vcpu);
-            }
+        // The VCPUs with a replenishment due, in VCPU order: replenishments requeue, which
+        // hands out RunQ stamps. Listed before any is processed, which changes only its own
+        // VCPU's books: so each is processed once, as by a pass over the table.
+        let mut due = std::mem::take(&mut self.to_replenish);
+        self.due.due_by(cx.now, &mut due);
+        for &vcpu in &due {
+            self.replenish_due(cx, vcpu);
         }
+        due.clear();
+        self.to_replenish = due;
         self.must_reschedule(false)
     }
 
@@ -484,11 +568,25 @@ impl Policy for Sporadic {
 
     fn check_invariants(&self) -> Result<(), String> {
         self.servers.check_invariants()?;
-        if self.next_due != self.earliest_due() {
+        let fronts: BTreeSet<(Nanos, VcpuId)> = self
+            .books
+            .entries()
+            .filter_map(|(v, b)| b.pending.front().map(|r| (r.due, v)))
+            .collect();
+        let filed: BTreeSet<(Nanos, VcpuId)> = self
+            .due
+            .due_of
+            .entries()
+            .map(|(v, &due)| (due, v))
+            .collect();
+        if filed != fronts
+            || self.due.count != fronts.len()
+            || self.due.ordered.as_ref().is_some_and(|o| *o != fronts)
+            || self.due.earliest != fronts.first().map(|&(due, _)| due)
+        {
             return Err(format!(
-                "stored next replenishment {:?} != earliest pending {:?}",
-                self.next_due,
-                self.earliest_due()
+                "filed replenishments {filed:?} (earliest {:?}) != pending {fronts:?}",
+                self.due.earliest
             ));
         }
         for s in self.servers.iter() {
@@ -556,6 +654,42 @@ impl Policy for Sporadic {
 mod tests {
     use super::*;
     use crate::event::EventLog;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// `DueFronts` answers as a scan of every VCPU's front — the earliest due time, and
+        /// the VCPUs due by any instant in VCPU order — after any sequence of changes, in
+        /// its small form and past [`ORDERED_ABOVE`].
+        #[test]
+        fn due_fronts_answer_as_a_scan(
+            ops in prop::collection::vec(
+                (0u32..100, prop::option::weighted(0.7, 0u64..50), 0u64..60),
+                1..400,
+            )
+        ) {
+            let mut fronts = DueFronts::default();
+            let mut reference: Vec<Option<Nanos>> = vec![None; 100];
+            for (vcpu, front, now) in ops {
+                let front = front.map(Nanos);
+                fronts.set(VcpuId(vcpu), front);
+                reference[vcpu as usize] = front;
+                let count = reference.iter().flatten().count();
+                prop_assert_eq!(fronts.count, count);
+                if count > ORDERED_ABOVE {
+                    prop_assert!(fronts.ordered.is_some());
+                }
+                let earliest = reference.iter().flatten().min().copied();
+                prop_assert_eq!(fronts.earliest, earliest);
+                let mut due = vec![VcpuId(999)];
+                fronts.due_by(Nanos(now), &mut due);
+                let mut expected = vec![VcpuId(999)];
+                expected.extend((0..100u32).map(VcpuId).filter(|v| {
+                    reference[v.index()].is_some_and(|d| d <= Nanos(now))
+                }));
+                prop_assert_eq!(due, expected);
+            }
+        }
+    }
 
     fn ms(x: u64) -> Nanos {
         Nanos::from_ms(x)
