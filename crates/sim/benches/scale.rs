@@ -17,6 +17,7 @@
 //!   per-class counts: a wake behind its class without a search); `domains_100k_1s_sedf`:
 //!   the 100,000 under SEDF (its run, wait and extra-time queues ordered sets: a wake, a
 //!   period's start and a deschedule in O(log n); `docs/benchmarks.md`, "SEDF at scale").
+//! - `domains_100k_1s_rtds`: the 100,000 under RTDS, budgets 10 µs ("RTDS at scale").
 //!
 //! The systems are scenario text (`docs/benchmarks.md`, "Scale", writes the same files for
 //! the CLI) parsed once outside the timing; each iteration builds the simulation from the
@@ -161,6 +162,15 @@ fn many_domains(c: &mut Criterion) {
     let sedf = system(&domains(100_000, 100).replace("\"deferrable\"", "\"sedf\""));
     group.bench_function("domains_100k_1s_sedf", |b| {
         b.iter(|| run(black_box(&sedf), Nanos::from_secs(1)))
+    });
+    // And under RTDS (budgets of 10 µs, its least): every VCPU wakes at 0 (a look at every
+    // VCPU per pick and per block before its waiting queue and timers were indexed).
+    let rtds = domains(100_000, 100)
+        .replace("\"deferrable\"", "\"rtds\"")
+        .replace("\"1us\"", "\"10us\"");
+    let rtds = system(&rtds);
+    group.bench_function("domains_100k_1s_rtds", |b| {
+        b.iter(|| run(black_box(&rtds), Nanos::from_secs(1)))
     });
     group.finish();
 }
