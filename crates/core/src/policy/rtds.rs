@@ -85,7 +85,7 @@ pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(crate::model::RTDS_MIN_US);
 /// RTDS's priority key: level, then deadline, then VCPU id (see [`RtVcpu::key`]).
 type RtKey = (u32, Nanos, VcpuId);
 
-/// From this many VCPUs in the pool on, RTDS keeps its indexes ([`Rtds::indexed`]). Below
+/// From this many VCPUs in the pool on, RTDS keeps its indexes ([`Rtds::index`]). Below
 /// it, looking at every VCPU for a pick or a due replenishment costs less than keeping them.
 const INDEX_FROM: usize = 64;
 
@@ -268,7 +268,7 @@ pub struct Rtds {
     /// Several pcpus: the pcpus whose running VCPU was replenished since their last
     /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
-    /// Several pcpus, or [`Rtds::indexed`]: the keys of the eligible VCPUs that run
+    /// Several pcpus, or indexed ([`Rtds::index`]): the keys of the eligible VCPUs that run
     /// nowhere (otherwise it stays empty: see [`Rtds::requeue`]); read it through
     /// [`Rtds::waiters`]. Kept up to date by every hook that changes eligibility, a key or
     /// `current` (through [`Rtds::requeue`]), so that `do_schedule` and [`Policy::tickle`]
