@@ -293,6 +293,9 @@ pub struct Rtds {
     /// Some VCPU's affinity leaves out a pcpu of the pool: [`Policy::tickle`] must then
     /// look at every waiting VCPU, not only the most urgent ones.
     restricted: bool,
+    /// The pool `restricted` was last computed for: after a pcpu joins or leaves, the first
+    /// change of an affinity looks at them all.
+    restricted_for: CpuSet,
     /// [`Policy::tickle`]'s answer without `asked`, while nothing it reads has changed:
     /// every hook that changes `current`, eligibility, a key or an affinity clears it.
     tickled: Cell<Option<CpuSet>>,
@@ -312,6 +315,7 @@ impl Rtds {
             index: None,
             running_keys: RefCell::new(Vec::new()),
             restricted: false,
+            restricted_for: CpuSet::first(pcpus.max(1)),
             tickled: Cell::new(None),
         }
     }
@@ -458,15 +462,16 @@ impl Rtds {
     }
 
     /// Recomputes `restricted` after a VCPU's affinity changed to `affinity` (`None`: the
-    /// VCPU left). Only a VCPU that no longer leaves out a pcpu can clear it: only then
-    /// are all affinities looked at.
+    /// VCPU left). Only a VCPU that no longer leaves out a pcpu can clear it, and a pool
+    /// that changed may change it: only then are all affinities looked at.
     fn refresh_restricted(&mut self, affinity: Option<CpuSet>) {
         let pool = CpuSet::first(self.current.len() as u32);
         if affinity.is_some_and(|a| !pool.is_subset(a)) {
             self.restricted = true;
-        } else if self.restricted {
+        } else if self.restricted || pool != self.restricted_for {
             self.restricted = !self.affinity.all_hold(pool);
         }
+        self.restricted_for = pool;
     }
 
     /// [`Policy::handle_timer`] for one due VCPU (its timer is then out of date): replenishes
