@@ -21,7 +21,8 @@
 //!   round-robin orders: a pick, a boundary and a join in O(log n); same section);
 //!   `domains_100k_1s_{polling,sporadic}`: the 100,000 under the Polling Server (its discards
 //!   found in an ordered set, not by a scan per burn) and the Sporadic Server (its pending
-//!   replenishments ordered by due time, not scanned per timer and per queued payback).
+//!   replenishments ordered by due time, not scanned per timer and per queued payback);
+//!   `domains_100k_1s_rtds`: the 100,000 under RTDS, budgets 10 µs ("RTDS at scale").
 //!
 //! The systems are scenario text (`docs/benchmarks.md`, "Scale", writes the same files for
 //! the CLI) parsed once outside the timing; each iteration builds the simulation from the
@@ -180,6 +181,15 @@ fn many_domains(c: &mut Criterion) {
             b.iter(|| run(black_box(&spec), Nanos::from_secs(1)))
         });
     }
+    // And under RTDS (budgets of 10 µs, its least): every VCPU wakes at 0 (a look at every
+    // VCPU per pick and per block before its waiting queue and timers were indexed).
+    let rtds = domains(100_000, 100)
+        .replace("\"deferrable\"", "\"rtds\"")
+        .replace("\"1us\"", "\"10us\"");
+    let rtds = system(&rtds);
+    group.bench_function("domains_100k_1s_rtds", |b| {
+        b.iter(|| run(black_box(&rtds), Nanos::from_secs(1)))
+    });
     group.finish();
 }
 

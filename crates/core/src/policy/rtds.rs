@@ -35,6 +35,14 @@
 //!   and the pcpus whose running VCPU was replenished (its
 //!   slice must be re-armed). A VCPU that runs on a pcpu without budget (and without
 //!   extratime) counts as leaving it: that pcpu is as good as idle.
+//! - **Queues** (a matter of cost: decisions are the same without them). On several pcpus
+//!   the eligible VCPUs that run nowhere wait by key (`Rtds::waiting`), so a pick and a
+//!   tickle read the most urgent ones. From `INDEX_FROM` (64) VCPUs in the pool that queue
+//!   is kept on one pcpu too, and the VCPUs with a replenishment timer are kept by
+//!   deadline (Xen's replenishment queue), so that a pick, a wake, a block and a
+//!   replenishment cost O(log n) instead of a look at every VCPU (`docs/benchmarks.md`,
+//!   "RTDS at scale"). A queued key never changes in place: every change is a removal
+//!   under the old key and an insertion under the new one.
 //! - **Pool changes** ([`Policy::change_pcpus`]): a pcpu that joins or leaves changes no
 //!   VCPU's budget, deadline or level; the VCPU the leaving pcpu ran waits like any other,
 //!   and `current`, `asked` and the VCPUs' `on` are renumbered (the waiting queue, kept only
@@ -57,6 +65,7 @@
 //! is modelled.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 
 use crate::cpuset::CpuSet;
 use crate::event::Cx;
@@ -75,6 +84,124 @@ pub const RTDS_MIN_BUDGET: Nanos = Nanos::from_us(crate::model::RTDS_MIN_US);
 
 /// RTDS's priority key: level, then deadline, then VCPU id (see [`RtVcpu::key`]).
 type RtKey = (u32, Nanos, VcpuId);
+
+/// From this many VCPUs in the pool on, RTDS keeps its indexes ([`Rtds::index`]). Below
+/// it, looking at every VCPU for a pick or a due replenishment costs less than keeping them.
+const INDEX_FROM: usize = 64;
+
+/// The most keys a [`KeyQueue`] keeps in its sorted array.
+const SMALL_QUEUE: usize = 64;
+
+/// RTDS keys, most urgent first: up to [`SMALL_QUEUE`] keys a sorted array, most urgent
+/// *last* (taking the most urgent, the usual change, is then a pop); past that an ordered
+/// set, O(log n) per change, until it empties. Keys end with the VCPU id, so they are
+/// unique and the order is theirs alone: no insertion number is needed for ties. A key
+/// must not change while queued: it is removed by the key it went in under.
+#[derive(Clone, Debug, Default)]
+struct KeyQueue {
+    small: Vec<RtKey>,
+    big: BTreeSet<RtKey>,
+}
+
+impl KeyQueue {
+    #[inline]
+    fn insert(&mut self, key: RtKey) {
+        if !(self.big.is_empty() && self.small.len() < SMALL_QUEUE) {
+            return self.insert_big(key);
+        }
+        let at = self
+            .small
+            .binary_search_by(|k| key.cmp(k))
+            .expect_err("keys are unique");
+        self.small.insert(at, key);
+    }
+
+    /// [`Self::insert`] into the set (the array's keys moved there first).
+    #[inline(never)]
+    fn insert_big(&mut self, key: RtKey) {
+        self.big.extend(self.small.drain(..));
+        let fresh = self.big.insert(key);
+        assert!(fresh, "keys are unique");
+    }
+
+    #[inline]
+    fn remove(&mut self, key: RtKey) {
+        if !self.big.is_empty() {
+            return self.remove_big(key);
+        }
+        if self.small.last() == Some(&key) {
+            self.small.pop();
+        } else {
+            let at = self
+                .small
+                .binary_search_by(|k| key.cmp(k))
+                .expect("a queued VCPU is in the queue");
+            self.small.remove(at);
+        }
+    }
+
+    #[inline(never)]
+    fn remove_big(&mut self, key: RtKey) {
+        let found = self.big.remove(&key);
+        assert!(found, "a queued VCPU is in the queue");
+    }
+
+    /// The most urgent key.
+    #[inline]
+    fn first(&self) -> Option<RtKey> {
+        if self.big.is_empty() {
+            self.small.last().copied()
+        } else {
+            self.big.first().copied()
+        }
+    }
+
+    /// Every key, most urgent first.
+    #[inline]
+    fn iter(&self) -> KeyIter<'_> {
+        if self.big.is_empty() {
+            KeyIter::Small(self.small.iter().rev())
+        } else {
+            KeyIter::Big(self.big.iter())
+        }
+    }
+
+    fn clear(&mut self) {
+        self.small.clear();
+        self.big.clear();
+    }
+}
+
+/// What RTDS keeps on a pool of many VCPUs besides the waiting queue ([`Rtds::index`]).
+#[derive(Debug, Default)]
+struct Index {
+    /// Every VCPU with a replenishment timer ([`RtVcpu::timed`]), by (deadline, id); the
+    /// first is the next timer. Changed through [`Rtds::retime`] by every hook that
+    /// changes a deadline, `has_work` or `on`, from the timer the VCPU had before.
+    timers: BTreeSet<(Nanos, VcpuId)>,
+    /// [`Policy::handle_timer`]'s list of due VCPUs (kept so that it does not allocate
+    /// each time).
+    due: Vec<VcpuId>,
+}
+
+/// [`KeyQueue::iter`]: the array's keys or the set's (a chain of both costs a test of
+/// each at every step).
+enum KeyIter<'a> {
+    Small(std::iter::Rev<std::slice::Iter<'a, RtKey>>),
+    Big(std::collections::btree_set::Iter<'a, RtKey>),
+}
+
+impl Iterator for KeyIter<'_> {
+    type Item = RtKey;
+
+    #[inline]
+    fn next(&mut self) -> Option<RtKey> {
+        match self {
+            KeyIter::Small(keys) => keys.next().copied(),
+            KeyIter::Big(keys) => keys.next().copied(),
+        }
+    }
+}
 
 /// One RTDS VCPU: an EDF server (see `edf.rs`) and its priority level.
 #[derive(Clone, Debug)]
@@ -141,19 +268,34 @@ pub struct Rtds {
     /// Several pcpus: the pcpus whose running VCPU was replenished since their last
     /// `do_schedule` (its slice must be re-armed); part of [`Policy::tickle`]'s answer.
     asked: CpuSet,
-    /// Several pcpus: the keys of the eligible VCPUs that run nowhere, most urgent *last*
-    /// (taking the most urgent, the usual change, is then a pop; with one pcpu it stays
-    /// empty: see [`Rtds::requeue`]); read it through [`Rtds::waiters`]. Kept up to date
-    /// by every hook that changes eligibility, a key or `current` (through
-    /// [`Rtds::requeue`]), so that `do_schedule` and [`Policy::tickle`] read the most
-    /// urgent ones instead of looking at every VCPU.
-    waiting: Vec<RtKey>,
+    /// Several pcpus, or indexed ([`Rtds::index`]): the keys of the eligible VCPUs that run
+    /// nowhere (otherwise it stays empty: see [`Rtds::requeue`]); read it through
+    /// [`Rtds::waiters`]. Kept up to date by every hook that changes eligibility, a key or
+    /// `current` (through [`Rtds::requeue`]), so that `do_schedule` and [`Policy::tickle`]
+    /// read the most urgent ones instead of looking at every VCPU. A queued VCPU's key
+    /// cannot change under it: its level changes only on exhaustion, while it runs (so it
+    /// is not queued), and its deadline only by a replenishment, after which the hook
+    /// requeues it; it is removed by the key it keeps in `queued`.
+    waiting: KeyQueue,
+    /// The number of VCPUs (the table counts them by looking at every slot).
+    members: usize,
+    /// [`INDEX_FROM`], but for tests that compare the two ways.
+    index_from: usize,
+    /// Set once the pool has held [`INDEX_FROM`] VCPUs, and kept ("indexed"): `waiting` is
+    /// then kept on one pcpu too, and the replenishment timers in [`Index::timers`], so
+    /// that a pick, a wake, a block and a replenishment cost O(log n), not a look at every
+    /// VCPU; the set's own remembered timer ([`EdfSet::next_timer`]) is then unused and
+    /// `None`. Decisions, and the order of events, are the same either way.
+    index: Option<Box<Index>>,
     /// The key each pcpu runs, as [`Policy::tickle`] reads it (kept between calls so that
     /// it does not allocate: it runs after every decision on a pool of several pcpus).
     running_keys: RefCell<Vec<Option<RtKey>>>,
     /// Some VCPU's affinity leaves out a pcpu of the pool: [`Policy::tickle`] must then
     /// look at every waiting VCPU, not only the most urgent ones.
     restricted: bool,
+    /// The pool `restricted` was last computed for: after a pcpu joins or leaves, the first
+    /// change of an affinity looks at them all.
+    restricted_for: CpuSet,
     /// [`Policy::tickle`]'s answer without `asked`, while nothing it reads has changed:
     /// every hook that changes `current`, eligibility, a key or an affinity clears it.
     tickled: Cell<Option<CpuSet>>,
@@ -167,21 +309,30 @@ impl Rtds {
             current: vec![None; pcpus.max(1) as usize],
             affinity: Affinities::default(),
             asked: CpuSet::EMPTY,
-            waiting: Vec::new(),
+            waiting: KeyQueue::default(),
+            members: 0,
+            index_from: INDEX_FROM,
+            index: None,
             running_keys: RefCell::new(Vec::new()),
             restricted: false,
+            restricted_for: CpuSet::first(pcpus.max(1)),
             tickled: Cell::new(None),
         }
     }
 
     /// Puts `vcpu` in `waiting` under its current key if it is eligible and runs nowhere,
     /// and takes it out otherwise. Called after anything that may change that.
-    /// With one pcpu there is no queue: `do_schedule` looks at every VCPU, which costs
-    /// less than keeping the queue for the few VCPUs one pcpu serves.
+    /// With one pcpu and fewer than [`INDEX_FROM`] VCPUs there is no queue: `do_schedule`
+    /// looks at every VCPU, which costs less than keeping the queue for so few.
+    #[inline]
     fn requeue(&mut self, vcpu: VcpuId) {
-        if !self.several_pcpus() {
-            return;
+        if self.keeps_queue() {
+            self.requeue_kept(vcpu);
         }
+    }
+
+    /// [`Self::requeue`] where the queue is kept.
+    fn requeue_kept(&mut self, vcpu: VcpuId) {
         let m = self.vcpus.get_mut(vcpu);
         let want = (m.server.eligible() && m.on.is_none()).then(|| m.key());
         if want == m.queued {
@@ -189,29 +340,48 @@ impl Rtds {
         }
         let old = std::mem::replace(&mut m.queued, want);
         if let Some(old) = old {
-            if self.waiting.last() == Some(&old) {
-                self.waiting.pop();
-            } else {
-                let at = self
-                    .waiting
-                    .binary_search_by(|k| old.cmp(k))
-                    .expect("a queued VCPU is in the queue");
-                self.waiting.remove(at);
-            }
+            self.waiting.remove(old);
         }
         if let Some(new) = want {
-            let at = self
-                .waiting
-                .binary_search_by(|k| new.cmp(k))
-                .expect_err("keys are unique");
-            self.waiting.insert(at, new);
+            self.waiting.insert(new);
         }
+    }
+
+    /// Whether `waiting` is kept: on several pcpus, or indexed ([`Rtds::index`]).
+    #[inline]
+    fn keeps_queue(&self) -> bool {
+        self.several_pcpus() || self.index.is_some()
     }
 
     /// The waiting VCPUs' keys, most urgent first.
     #[inline]
     fn waiters(&self) -> impl Iterator<Item = RtKey> + '_ {
-        self.waiting.iter().rev().copied()
+        self.waiting.iter()
+    }
+
+    /// Counts a VCPU that joined, and starts the indexes when the pool reaches
+    /// [`INDEX_FROM`] VCPUs.
+    fn count_joined(&mut self) {
+        self.members += 1;
+        if self.index.is_none() && self.members >= self.index_from {
+            self.start_index();
+        }
+    }
+
+    /// Builds the indexes from every VCPU ([`Rtds::index`]): the waiting queue on one pcpu,
+    /// and the timers.
+    fn start_index(&mut self) {
+        self.index = Some(Box::default());
+        for i in 0..self.vcpus.capacity() {
+            let v = VcpuId(i as u32);
+            if self.vcpus.contains(v) {
+                self.requeue(v);
+            }
+        }
+        self.refresh_timer();
+        // The set's remembered timer is unused from now on: `None`, as `check` expects
+        // with no member counted as timed.
+        self.vcpus.refresh_timer(|_| false);
     }
 
     /// What [`Policy::tickle`] reads changed.
@@ -224,9 +394,18 @@ impl Rtds {
         self.current.len() > 1
     }
 
-    /// Recomputes the earliest replenishment timer ([`RtVcpu::timed`]).
+    /// Recomputes the replenishment timers ([`RtVcpu::timed`]) from every VCPU: the
+    /// earliest, or (indexed) all of them.
     fn refresh_timer(&mut self) {
-        self.vcpus.refresh_timer(RtVcpu::timed);
+        if let Some(index) = &mut self.index {
+            index.timers.clear();
+            let timed = self.vcpus.iter().filter(|m| m.timed());
+            index
+                .timers
+                .extend(timed.map(|m| (m.server.deadline, m.server.vcpu)));
+        } else {
+            self.vcpus.refresh_timer(RtVcpu::timed);
+        }
     }
 
     /// The deadline of `vcpu`'s replenishment timer, if it has one.
@@ -236,9 +415,32 @@ impl Rtds {
     }
 
     /// [`Self::refresh_timer`] after a change to `vcpu` alone, whose timer was `before`.
+    #[inline]
     fn retime(&mut self, vcpu: VcpuId, before: Option<Nanos>) {
+        if self.index.is_some() {
+            return self.retime_indexed(vcpu, before);
+        }
         let after = self.timer_of(vcpu);
         self.vcpus.retime(before, after, RtVcpu::timed);
+    }
+
+    /// [`Self::retime`] of an indexed pool.
+    #[inline(never)]
+    fn retime_indexed(&mut self, vcpu: VcpuId, before: Option<Nanos>) {
+        let after = self.timer_of(vcpu);
+        let Some(index) = &mut self.index else {
+            unreachable!("indexed");
+        };
+        if before == after {
+            return;
+        }
+        if let Some(b) = before {
+            let found = index.timers.remove(&(b, vcpu));
+            debug_assert!(found, "{vcpu:?}'s timer at {b} is indexed");
+        }
+        if let Some(a) = after {
+            index.timers.insert((a, vcpu));
+        }
     }
 
     fn earliest_timer(&self) -> Option<Nanos> {
@@ -259,10 +461,34 @@ impl Rtds {
         self.vcpus.get(vcpu).on
     }
 
-    /// Recomputes `restricted` after an affinity changed.
-    fn refresh_restricted(&mut self) {
+    /// Recomputes `restricted` after a VCPU's affinity changed to `affinity` (`None`: the
+    /// VCPU left). Only a VCPU that no longer leaves out a pcpu can clear it, and a pool
+    /// that changed may change it: only then are all affinities looked at.
+    fn refresh_restricted(&mut self, affinity: Option<CpuSet>) {
         let pool = CpuSet::first(self.current.len() as u32);
-        self.restricted = !self.affinity.all_hold(pool);
+        if affinity.is_some_and(|a| !pool.is_subset(a)) {
+            self.restricted = true;
+        } else if self.restricted || pool != self.restricted_for {
+            self.restricted = !self.affinity.all_hold(pool);
+        }
+        self.restricted_for = pool;
+    }
+
+    /// [`Policy::handle_timer`] for one due VCPU (its timer is then out of date): replenishes
+    /// it; returns, on one pcpu, whether the pcpu must reschedule.
+    #[inline(always)]
+    fn replenish_due(&mut self, cx: &mut Cx, v: VcpuId) -> bool {
+        self.vcpus.get_mut(v).replenish(cx);
+        self.requeue(v);
+        if self.several_pcpus() {
+            // A running VCPU's slice changed with its budget: re-arm it there.
+            if let Some(p) = self.pcpu_of(v) {
+                self.asked.insert(p);
+            }
+            return false;
+        }
+        // A running VCPU's slice changed with its budget: re-arm it.
+        self.is_running(v) || self.should_tickle(v)
     }
 
     /// Whether an eligible `vcpu` should take a pcpu now: some pcpu idles, or it beats the
@@ -303,7 +529,7 @@ impl Rtds {
         // where it last ran); then each next one takes the unnamed pcpu running the largest
         // key (keys are unique) if it beats that key, and the first that does not stops the
         // search.
-        let Some(&first) = self.waiting.last() else {
+        let Some(first) = self.waiting.first() else {
             return CpuSet::EMPTY;
         };
         let running = |p: usize| {
@@ -370,7 +596,7 @@ impl Rtds {
                 .map(RtVcpu::key)
         }));
         let running = |p: usize| running[p];
-        if global::nothing_to_tickle(pcpus, running, self.waiting.last().copied()) {
+        if global::nothing_to_tickle(pcpus, running, self.waiting.first()) {
             return CpuSet::EMPTY;
         }
         let affinity = |k: RtKey| (k, self.affinity.placement(k.2));
@@ -401,8 +627,9 @@ impl Policy for Rtds {
             m.server.remaining = params.budget;
         }
         self.vcpus.insert(m);
+        self.count_joined();
         self.requeue(vcpu);
-        self.refresh_timer();
+        // It has no work and runs nowhere: no timer yet.
         self.changed();
     }
 
@@ -412,13 +639,22 @@ impl Policy for Rtds {
                 *c = None;
             }
         }
+        let before = self.timer_of(vcpu);
         if let Some(key) = self.vcpus.get(vcpu).queued {
-            self.waiting.retain(|k| *k != key);
+            self.waiting.remove(key);
         }
         self.vcpus.remove(vcpu);
+        self.members -= 1;
         self.affinity.remove(vcpu);
-        self.refresh_restricted();
-        self.refresh_timer();
+        self.refresh_restricted(None);
+        match &mut self.index {
+            None => self.refresh_timer(),
+            Some(index) => {
+                if let Some(b) = before {
+                    index.timers.remove(&(b, vcpu));
+                }
+            }
+        }
         self.changed();
     }
 
@@ -476,8 +712,12 @@ impl Policy for Rtds {
             .map(|v| self.vcpus.get(v))
             .filter(|m| m.server.eligible() && allowed(m.server.vcpu))
             .map(RtVcpu::key);
-        let best = if several_pcpus {
-            let waiter = self.waiters().find(|k| allowed(k.2));
+        let best = if self.keeps_queue() {
+            let waiter = if restricted {
+                self.waiters().find(|k| allowed(k.2))
+            } else {
+                self.waiting.first()
+            };
             stay.into_iter().chain(waiter).min()
         } else {
             self.vcpus.pick(|_| true, RtVcpu::key).map(RtVcpu::key)
@@ -521,6 +761,9 @@ impl Policy for Rtds {
     }
 
     fn next_timer(&self) -> Option<Nanos> {
+        if let Some(index) = &self.index {
+            return index.timers.first().map(|&(deadline, _)| deadline);
+        }
         debug_assert_eq!(self.vcpus.next_timer(), self.earliest_timer());
         self.vcpus.next_timer()
     }
@@ -529,31 +772,39 @@ impl Policy for Rtds {
         let mut resched = false;
         let mut replenished = false;
         // A VCPU's due test reads its own state and `current`; replenishing another VCPU
-        // changes neither, so one pass in id order replenishes exactly the VCPUs due on entry.
-        for i in 0..self.vcpus.capacity() {
-            let v = VcpuId(i as u32);
-            if !self.vcpus.contains(v) {
-                continue;
+        // changes neither, so one pass in id order (the order of the `Replenish` events)
+        // replenishes exactly the VCPUs due on entry: indexed, those first in `timers`.
+        if let Some(index) = &mut self.index {
+            let mut due = std::mem::take(&mut index.due);
+            let last = (cx.now, VcpuId(u32::MAX));
+            due.extend(index.timers.range(..=last).map(|&(_, v)| v));
+            due.sort_unstable();
+            for &v in &due {
+                let before = self.timer_of(v);
+                resched |= self.replenish_due(cx, v);
+                self.retime(v, before);
             }
-            let m = self.vcpus.get(v);
-            if !(m.timed() && m.server.deadline <= cx.now) {
-                continue;
-            }
-            self.vcpus.get_mut(v).replenish(cx);
-            self.requeue(v);
-            replenished = true;
-            if self.several_pcpus() {
-                // A running VCPU's slice changed with its budget: re-arm it there.
-                if let Some(p) = self.pcpu_of(v) {
-                    self.asked.insert(p);
+            replenished = !due.is_empty();
+            due.clear();
+            self.index.as_mut().expect("indexed").due = due;
+        } else {
+            for i in 0..self.vcpus.capacity() {
+                let v = VcpuId(i as u32);
+                if !self.vcpus.contains(v) {
+                    continue;
                 }
-                continue;
+                let m = self.vcpus.get(v);
+                if !(m.timed() && m.server.deadline <= cx.now) {
+                    continue;
+                }
+                resched |= self.replenish_due(cx, v);
+                replenished = true;
             }
-            // A running VCPU's slice changed with its budget: re-arm it.
-            resched |= self.is_running(v) || self.should_tickle(v);
+            if replenished {
+                self.refresh_timer();
+            }
         }
         if replenished {
-            self.refresh_timer();
             self.changed();
         }
         if self.several_pcpus() {
@@ -563,6 +814,7 @@ impl Policy for Rtds {
     }
 
     fn adjust(&mut self, _cx: &mut Cx, vcpu: VcpuId, params: &VcpuParams) -> bool {
+        // The deadline and the level stay: no timer or key changes.
         self.vcpus.server_mut(vcpu).adjust(params);
         self.requeue(vcpu);
         self.changed();
@@ -571,14 +823,17 @@ impl Policy for Rtds {
 
     fn set_affinity(&mut self, _cx: &mut Cx, vcpu: VcpuId, affinity: CpuSet) -> bool {
         self.affinity.set(vcpu, affinity);
-        self.refresh_restricted();
+        self.refresh_restricted(Some(affinity));
         crate::policy::global::stop_outside(&mut self.current, vcpu, affinity);
+        // Only `vcpu` may stop running (and lose its timer with it); the machine sets the
+        // affinity of a VCPU it has not inserted yet first.
         if self.vcpus.contains(vcpu) {
+            let before = self.timer_of(vcpu);
             let m = self.vcpus.get_mut(vcpu);
             m.on = m.on.filter(|&p| affinity.contains(p));
             self.requeue(vcpu);
+            self.retime(vcpu, before);
         }
-        self.refresh_timer();
         self.changed();
         // Where it runs may be outside it (the machine reschedules that pcpu), and it may
         // now fit an idle pcpu.
@@ -596,8 +851,8 @@ impl Policy for Rtds {
                 m.on = m.on.and_then(|p| change.renumber(p));
             }
         }
-        // The waiting queue exists only on several pcpus: build it anew from the VCPUs'
-        // state, which is kept (the one the leaving pcpu ran now waits, if eligible).
+        // The waiting queue exists only on several pcpus (or indexed): build it anew from the
+        // VCPUs' state, which is kept (the one the leaving pcpu ran now waits, if eligible).
         self.waiting.clear();
         for i in 0..self.vcpus.capacity() {
             let v = VcpuId(i as u32);
@@ -634,7 +889,33 @@ impl Policy for Rtds {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.vcpus.check(RtVcpu::timed)?;
+        // Indexed, the set's remembered timer is unused (`None`): `timers` holds them all.
+        let indexed = self.index.is_some();
+        self.vcpus.check(|m| !indexed && m.timed())?;
+        let mut timers: Vec<(Nanos, VcpuId)> = self
+            .vcpus
+            .iter()
+            .filter(|m| indexed && m.timed())
+            .map(|m| (m.server.deadline, m.server.vcpu))
+            .collect();
+        timers.sort_unstable();
+        let indexed_timers = self.index.as_ref().map(|index| &index.timers);
+        if !timers.iter().eq(indexed_timers.into_iter().flatten()) {
+            return Err(format!(
+                "timers {indexed_timers:?}, but the VCPUs with a timer are {timers:?}"
+            ));
+        }
+        let members = self.vcpus.iter().count();
+        if self.members != members || (members >= self.index_from && !indexed) {
+            return Err(format!(
+                "{} VCPUs counted ({members} present), indexed: {indexed}",
+                self.members
+            ));
+        }
+        let pool = CpuSet::first(self.current.len() as u32);
+        if self.restricted == self.affinity.all_hold(pool) {
+            return Err(format!("restricted: {}, wrongly", self.restricted));
+        }
         for m in self.vcpus.iter() {
             if m.level > 0 && !m.server.params.extratime_under(PolicyKind::Rtds) {
                 return Err(format!(
@@ -649,18 +930,21 @@ impl Policy for Rtds {
             .filter(|m| m.server.eligible() && m.on.is_none())
             .map(RtVcpu::key)
             .collect();
-        waiting.sort_unstable_by(|a, b| b.cmp(a));
-        if !self.several_pcpus() {
+        waiting.sort_unstable();
+        if !self.keeps_queue() {
             waiting.clear();
         }
-        if waiting != self.waiting {
+        let queue = &self.waiting;
+        if !waiting.iter().copied().eq(queue.iter())
+            || !(queue.small.is_empty() || queue.big.is_empty())
+            || queue.small.len() > SMALL_QUEUE
+        {
             return Err(format!(
-                "waiting queue {:?} (most urgent last), but the eligible VCPUs running nowhere are {waiting:?}",
-                self.waiting
+                "waiting queue {queue:?}, but the eligible VCPUs running nowhere are {waiting:?}"
             ));
         }
         for m in self.vcpus.iter() {
-            let queued = self.several_pcpus() && m.server.eligible() && m.on.is_none();
+            let queued = self.keeps_queue() && m.server.eligible() && m.on.is_none();
             if m.queued != queued.then(|| m.key()) {
                 return Err(format!(
                     "vcpu {:?}: queued as {:?}",
@@ -701,6 +985,10 @@ impl Policy for Rtds {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write;
+
+    use proptest::prelude::*;
+
     use super::*;
     use crate::event::EventLog;
 
@@ -863,5 +1151,171 @@ mod tests {
         rtds.sleep(&mut cx, a);
         assert_eq!(rtds.do_schedule(&mut cx, PcpuId(1)).run, Some(b));
         assert_eq!(rtds.check_invariants(), Ok(()));
+    }
+
+    /// A key with many ties in level and deadline, which the VCPU id breaks.
+    fn tied_key(level: u8, deadline: u8, id: u16) -> RtKey {
+        (
+            u32::from(level),
+            Nanos(u64::from(deadline)),
+            VcpuId(u32::from(id)),
+        )
+    }
+
+    proptest! {
+        /// The queue holds what a sorted `Vec` holds, in the same order, as it grows past
+        /// its array into the set, empties, and starts again in the array.
+        #[test]
+        fn the_key_queue_keeps_the_order_of_a_sorted_vec(
+            ops in prop::collection::vec((0u8..4, 0u8..3, 0u8..6, 0u16..150), 1..500)
+        ) {
+            let mut queue = KeyQueue::default();
+            let mut reference: Vec<RtKey> = Vec::new();
+            let agree = |queue: &KeyQueue, reference: &[RtKey]| {
+                queue.iter().eq(reference.iter().copied())
+                    && queue.first() == reference.first().copied()
+                    && (queue.small.is_empty() || queue.big.is_empty())
+                    && queue.small.len() <= SMALL_QUEUE
+            };
+            for (action, level, deadline, id) in ops {
+                // Each VCPU is queued under one key at a time, as `requeue` keeps it.
+                if let Some(at) = reference.iter().position(|k| k.2 == VcpuId(id.into())) {
+                    queue.remove(reference.remove(at));
+                }
+                if action > 0 {
+                    let key = tied_key(level, deadline, id);
+                    queue.insert(key);
+                    let at = reference.partition_point(|k| *k < key);
+                    reference.insert(at, key);
+                }
+                prop_assert!(agree(&queue, &reference), "{queue:?} vs {reference:?}");
+            }
+            // Empty it in id order, then fill it again: back in the array.
+            while let Some(at) = (0..reference.len()).min_by_key(|&i| reference[i].2) {
+                queue.remove(reference.remove(at));
+                prop_assert!(agree(&queue, &reference), "{queue:?} vs {reference:?}");
+            }
+            for id in 0..3 {
+                queue.insert(tied_key(0, 0, id));
+            }
+            prop_assert_eq!(queue.small.len(), 3);
+        }
+    }
+
+    /// Everything the machine can read from the policy.
+    fn answers(rtds: &Rtds, ids: u32) -> String {
+        let mut out = format!(
+            "timer {:?} tickle {:?} current {:?}",
+            rtds.next_timer(),
+            rtds.tickle(),
+            rtds.current
+        );
+        for v in (0..ids).map(VcpuId).filter(|&v| rtds.vcpus.contains(v)) {
+            let _ = write!(
+                out,
+                "; {v:?} {:?} {:?} level {}",
+                rtds.view(v),
+                rtds.counters(v),
+                rtds.level(v)
+            );
+        }
+        out
+    }
+
+    /// One hook as the machine could call it, at `now`, and what it answered: `op` picks
+    /// the hook (inserts and wakes more often, to fill the queues), `n` the VCPU or pcpu,
+    /// `x` the parameters, the affinity or the time that passes.
+    fn step(
+        rtds: &mut Rtds,
+        log: &mut EventLog,
+        now: &mut Nanos,
+        (op, n, x): (u8, u8, u16),
+    ) -> String {
+        let us = Nanos::from_us;
+        let pcpus = rtds.current.len() as u32;
+        let v = VcpuId(u32::from(n));
+        let present = rtds.vcpus.contains(v);
+        let has_work = present && rtds.vcpus.server(v).has_work;
+        let x64 = u64::from(x);
+        // Budgets and periods of a few values, 10-70 µs: many deadlines tie.
+        let period = us(10 + x64 % 7 * 10);
+        let mut params = VcpuParams::server(us(10 + x64 / 7 % 4 * 10).min(period), period, 0);
+        params.extratime = Some(x & 0x100 != 0);
+        if x & 0x200 != 0 {
+            params.offset = us(x64 >> 10);
+        }
+        let mut affinity = CpuSet::EMPTY;
+        for p in 0..pcpus {
+            if (x >> p) & 1 == 1 || p == u32::from(n) % pcpus {
+                affinity.insert(p);
+            }
+        }
+        let mut cx = Cx { now: *now, log };
+        match op % 16 {
+            0..=2 if !present => {
+                rtds.set_affinity(&mut cx, v, affinity);
+                rtds.insert_vcpu(&mut cx, v, &params);
+                "inserted".into()
+            }
+            3 if present => {
+                rtds.remove_vcpu(&mut cx, v);
+                "removed".into()
+            }
+            4..=6 if present && !has_work => format!("wake {}", rtds.wake(&mut cx, v)),
+            7 if present && has_work => format!("sleep {}", rtds.sleep(&mut cx, v)),
+            8 | 9 => format!(
+                "{:?}",
+                rtds.do_schedule(&mut cx, PcpuId(u32::from(n) % pcpus))
+            ),
+            10 | 11 => {
+                // Time passes up to the next timer at most, as the machine lets it.
+                let to = (*now + us(x64 % 40)).min(rtds.next_timer().unwrap_or(Nanos(u64::MAX)));
+                let ran = to.saturating_sub(*now);
+                *now = (*now).max(to);
+                let mut cx = Cx { now: *now, log };
+                for p in 0..pcpus {
+                    rtds.burn(&mut cx, PcpuId(p), ran, Spent::Running);
+                }
+                let due = rtds.next_timer().is_some_and(|t| t <= *now);
+                format!("due {due}: {}", due && rtds.handle_timer(&mut cx))
+            }
+            12 => format!("timer {}", rtds.handle_timer(&mut cx)),
+            13 if present => format!("adjust {}", rtds.adjust(&mut cx, v, &params)),
+            14 if present && pcpus > 1 => {
+                format!("affinity {}", rtds.set_affinity(&mut cx, v, affinity))
+            }
+            _ => "nothing".into(),
+        }
+    }
+
+    proptest! {
+        /// With the indexes (as past [`INDEX_FROM`] VCPUs) RTDS decides, answers and
+        /// reports exactly as with its scans, on one pcpu and on several, whatever the
+        /// hooks called.
+        #[test]
+        fn the_indexes_decide_as_the_scans(
+            pcpus in 1u32..4,
+            ops in prop::collection::vec((any::<u8>(), 0u8..80, any::<u16>()), 1..400)
+        ) {
+            let mut scans = Rtds::new(pcpus, RtdsMode::Event);
+            scans.index_from = usize::MAX;
+            let mut indexed = Rtds::new(pcpus, RtdsMode::Event);
+            indexed.index_from = 1;
+            let (mut log_s, mut log_i) = (EventLog::new(true), EventLog::new(true));
+            let (mut now_s, mut now_i) = (Nanos::ZERO, Nanos::ZERO);
+            for op in ops {
+                let said_s = step(&mut scans, &mut log_s, &mut now_s, op);
+                let said_i = step(&mut indexed, &mut log_i, &mut now_i, op);
+                prop_assert_eq!(said_s, said_i, "{:?}", op);
+                prop_assert_eq!(scans.check_invariants(), Ok(()));
+                prop_assert_eq!(indexed.check_invariants(), Ok(()));
+                prop_assert!(scans.index.is_none());
+                prop_assert!(indexed.index.is_some() || indexed.members == 0);
+                prop_assert_eq!(answers(&scans, 80), answers(&indexed, 80));
+                let events_s: Vec<_> = log_s.drain().collect();
+                let events_i: Vec<_> = log_i.drain().collect();
+                prop_assert_eq!(format!("{events_s:?}"), format!("{events_i:?}"));
+            }
+        }
     }
 }
