@@ -306,15 +306,20 @@ pub const SETUP_PER_ITEM: u64 = 40;
 
 /// What one step of a pool costs, in steps of a small system, under `policy`, with `vcpus`
 /// VCPUs in the pool and `pcpus` pcpus. Fitted to CPU times measured on 2026-11-28
-/// (`docs/benchmarks.md`, "What a step costs"), leaning high:
+/// (`docs/benchmarks.md`, "What a step costs"), leaning high; `log` is `log2(vcpus / 16)`
+/// (0 up to 31 VCPUs):
 ///
-/// - the fixed-priority servers on one pcpu search one array kept in priority order: a
-///   search from the top usually stops early, so the cost grows with the logarithm of the
-///   VCPUs (measured 5, 9 and 15 at 100, 1,000 and 10,000 VCPUs): `1 + 3 log2(vcpus / 16)`;
+/// - the fixed-priority servers on one pcpu search an array kept in priority order (an
+///   ordered index past 64 VCPUs): a search from the top usually stops early, so the cost
+///   grows with the logarithm of the VCPUs, `1 + 3 log` (measured 5–6, 6–11, 12–16 and
+///   18–45 at 100, 1,000, 10,000 and 100,000 VCPUs);
+/// - SEDF, `sedf-ideal` and RTDS on one pcpu keep ordered queues: `1 + 2 log / 3`
+///   (measured 1–2.5 at 1,000, 6–9 at 10,000, 3–9 at 100,000); Credit's run queue,
+///   `1 + log / 3` (2.2, 2.8, 2.5: its steps touch more memory as the VCPUs grow); ARINC
+///   653's table, 1;
 /// - on several pcpus, each tick and decision asks which pcpus must decide again, a pass
-///   over the pool's VCPUs and pcpus: `1 + (vcpus + pcpus) / 6` for the servers (31–54
-///   measured at 64 pcpus and 256 VCPUs), `/ 32` for Credit (8), `/ 64` for RTDS (3);
-/// - Credit, SEDF, RTDS and ARINC 653 on one pcpu keep ordered queues or tables: 1.
+///   over the pool's VCPUs and pcpus: `1 + (vcpus + pcpus) / 4` for the servers (28–80
+///   measured at 64 pcpus and 256 VCPUs), `/ 32` for Credit (7), `/ 64` for RTDS (2.5).
 ///
 /// [`run_step_weight`] adds what the memory of a very large system costs.
 pub fn pool_step_weight(policy: &PolicyConfig, vcpus: u64, pcpus: u64) -> u64 {
@@ -327,20 +332,24 @@ pub fn pool_step_weight(policy: &PolicyConfig, vcpus: u64, pcpus: u64) -> u64 {
             | PolicyConfig::Wcps
             | PolicyConfig::Crps
     );
+    let log = u64::from((vcpus / 16).max(1).ilog2());
     let pass = vcpus.saturating_add(pcpus);
     match policy {
-        _ if pcpus <= 1 && server => 1 + 3 * u64::from((vcpus / 16).max(1).ilog2()),
+        _ if pcpus <= 1 && server => 1 + 3 * log,
+        PolicyConfig::Sedf | PolicyConfig::SedfIdeal | PolicyConfig::Rtds(_) if pcpus <= 1 => {
+            1 + 2 * log / 3
+        }
+        PolicyConfig::Credit(_) if pcpus <= 1 => 1 + log / 3,
         _ if pcpus <= 1 => 1,
-        _ if server => 1 + pass / 6,
+        _ if server => 1 + pass / 4,
         PolicyConfig::Credit(_) => 1 + pass / 32,
         _ => 1 + pass / 64,
     }
 }
 
 /// What one step of a run costs, in steps of a small system: the largest
-/// [`pool_step_weight`] over `pools` (policy, VCPUs, pcpus), plus one for each 8,000 VCPUs
-/// of the whole run (a step of a very large system misses the caches: 100,000 one-pcpu
-/// VCPUs measured 8–15 under Credit and SEDF).
+/// [`pool_step_weight`] over `pools` (policy, VCPUs, pcpus), plus one for each 32,000 VCPUs
+/// of the whole run (a step of a very large system misses the caches more often).
 pub fn run_step_weight<'a>(
     pools: impl IntoIterator<Item = (&'a PolicyConfig, u64, u64)>,
     vcpus: u64,
@@ -350,7 +359,7 @@ pub fn run_step_weight<'a>(
         .map(|(policy, v, p)| pool_step_weight(policy, v, p))
         .max()
         .unwrap_or(1);
-    widest.saturating_add(vcpus / 8_000)
+    widest.saturating_add(vcpus / 32_000)
 }
 
 impl WorkEstimate {
@@ -551,8 +560,9 @@ mod tests {
     use rtvmm_core::policy::{CreditConfig, RtdsMode};
 
     /// The weights by hand: a server pool of one pcpu searches from the top (log2 of its
-    /// VCPUs in sixteens, three small steps each); on several pcpus a pass over VCPUs and
-    /// pcpus, cheapest for RTDS; the memory share is one per 8,000 VCPUs of the run.
+    /// VCPUs in sixteens, three small steps each), SEDF and RTDS two thirds of that; on
+    /// several pcpus a pass over VCPUs and pcpus, cheapest for RTDS; the memory share is one
+    /// per 32,000 VCPUs of the run.
     #[test]
     fn a_step_weighs_by_policy_vcpus_and_pcpus() {
         let d = PolicyConfig::Deferrable;
@@ -564,16 +574,22 @@ mod tests {
             1 + 3 * 12,
             "6,250: log 12"
         );
-        assert_eq!(pool_step_weight(&PolicyConfig::Sedf, 100_000, 1), 1);
-        assert_eq!(pool_step_weight(&PolicyConfig::Crps, 256, 64), 1 + 320 / 6);
+        assert_eq!(pool_step_weight(&PolicyConfig::Sedf, 100_000, 1), 1 + 8);
+        assert_eq!(
+            pool_step_weight(&PolicyConfig::SedfIdeal, 32, 1),
+            1,
+            "2/3 rounds down"
+        );
         let credit = PolicyConfig::Credit(CreditConfig::default());
+        assert_eq!(pool_step_weight(&credit, 100_000, 1), 1 + 4);
+        assert_eq!(pool_step_weight(&PolicyConfig::Crps, 256, 64), 1 + 320 / 4);
         assert_eq!(pool_step_weight(&credit, 256, 64), 1 + 320 / 32);
         let rtds = PolicyConfig::Rtds(RtdsMode::default());
         assert_eq!(pool_step_weight(&rtds, 256, 64), 1 + 320 / 64);
         // The widest pool decides; the run's VCPUs add their memory share.
         let pools = [(&d, 100, 1), (&rtds, 256, 64)];
         assert_eq!(run_step_weight(pools, 356), 7);
-        assert_eq!(run_step_weight(pools, 16_356), 9);
+        assert_eq!(run_step_weight(pools, 64_356), 9);
         assert_eq!(run_step_weight([], 0), 1);
     }
 }

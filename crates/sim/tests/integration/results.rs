@@ -413,10 +413,10 @@ fn the_work_estimate_counts_ticks_jobs_and_periods() {
 /// Issue 23's wide system: 64 pcpus in one CRPS pool, 64 domains of two VCPUs (2 ms every
 /// 10 ms) with one task of 1 ms every 20 ms, for 1 s. By hand: ticks 64 × 1000 = 64,000;
 /// VCPU periods 101 × 128 = 12,928; jobs 51 × 64 = 3,264, two steps each; steps 83,456.
-/// Each step weighs 1 + (128 VCPUs + 64 pcpus) / 6 = 33 (it took 48 s with a weight of 1
-/// in the estimate, which then said under 3 s; 0.9 s now, about 2.3 million small steps at
-/// 15 million a second): cost 83,456 × 33 + (128 VCPUs + 64 tasks) × 40 to build =
-/// 2,761,728 small steps. The same VCPUs on one pcpu weigh 1 + 3 log2(128 / 16) = 10; in
+/// Each step weighs 1 + (128 VCPUs + 64 pcpus) / 4 = 49 (it took 48 s with a weight of 1
+/// in the estimate, which then said under 3 s; 0.4–0.9 s now, 6–13 million small steps at
+/// 15 million a second): cost 83,456 × 49 + (128 VCPUs + 64 tasks) × 40 to build =
+/// 4,097,024 small steps. The same VCPUs on one pcpu weigh 1 + 3 log2(128 / 16) = 10; in
 /// 64 pools of one pcpu (two VCPUs each) 1.
 #[test]
 fn the_work_estimate_weighs_each_step_by_the_vcpus_and_pcpus_it_searches() {
@@ -446,8 +446,8 @@ fn the_work_estimate_weighs_each_step_by_the_vcpus_and_pcpus_it_searches() {
         (64_000, 12_928, 3_264)
     );
     assert_eq!(estimate.steps(), 83_456);
-    assert_eq!(estimate.step_weight, 33);
-    assert_eq!(estimate.cost(), 83_456 * 33 + (128 + 64) * 40);
+    assert_eq!(estimate.step_weight, 49);
+    assert_eq!(estimate.cost(), 83_456 * 49 + (128 + 64) * 40);
     let estimate = wide(1).estimate_work(ms(1000));
     assert_eq!(estimate.step_weight, 10);
     assert_eq!(estimate.ticks, 1000);
