@@ -9,12 +9,15 @@
 //!   `insert` returns the entry's [`Slot`]; its owner keeps it to `remove` the entry, and
 //!   must not change the key the entry was inserted with while it is queued (remove it
 //!   and insert it again instead: it then goes after its ties).
-//! - **Two forms.** Up to [`SMALL_QUEUE`] entries the queue is an array sorted the other
-//!   way round, the first entry last: taking the first (`pop_first`, and `remove` of the
-//!   first, the common cases) is a `pop`, and a newcomer bubbles from the end to its place,
-//!   with no call to `memmove` and no search, as long as the array is short
-//!   ([`LINEAR_UP_TO`]); longer arrays are searched by bisection. Past [`SMALL_QUEUE`]
-//!   entries the queue moves into an ordered set and stays there until it empties.
+//! - **Two forms.** Up to [`SMALL_QUEUE`] entries the queue is a sorted array whose first
+//!   entry is at a moving `head`: taking the first (`pop_first`, and `remove` of the first,
+//!   the common cases) steps `head` on, and a newcomer whose key is at least the last one's
+//!   (a new deadline, a new turn: the common case again) is a `push`, neither moving any
+//!   entry. Another newcomer bubbles from the end to its place as long as the array is
+//!   short ([`LINEAR_UP_TO`]); longer arrays are searched by bisection. The taken entries
+//!   before `head` are dropped when the array empties, or when it is full and needs room.
+//!   Past [`SMALL_QUEUE`] entries the queue moves into an ordered set and stays there until
+//!   it empties.
 //! - The array is the cheaper form at the sizes most systems have (a handful of VCPUs per
 //!   pcpu); the set keeps 100,000 VCPUs on one pcpu near-linear (`docs/benchmarks.md`,
 //!   "SEDF at scale").
@@ -29,16 +32,23 @@ pub(crate) type Slot<K> = (K, u64);
 /// The most entries an [`OrderedQueue`] keeps in its array.
 pub(crate) const SMALL_QUEUE: usize = 64;
 
-/// Up to this many entries the array is walked from the first entry's end (a newcomer
-/// bubbles into place, a removal looks for its insertion number); past it, bisection.
+/// Up to this many entries the array is walked from its last entry (a newcomer bubbles
+/// into place, a removal looks for its insertion number); past it, bisection.
 pub(crate) const LINEAR_UP_TO: usize = 16;
+
+/// The array's least allocation, in entries: room for a short queue's taken entries, so
+/// that its live ones move to the front rarely.
+const ROOM: usize = 2 * LINEAR_UP_TO;
 
 /// VCPUs by key, first in, first out among equal keys (see the module note).
 #[derive(Clone, Debug)]
 pub(crate) struct OrderedQueue<K> {
-    /// While `big` is empty: every entry, in decreasing (key, insertion number) order —
-    /// the first entry is the last element.
+    /// While `big` is empty: from `head` on, every entry in increasing (key, insertion
+    /// number) order; before `head`, taken entries not yet dropped. Unallocated while
+    /// `big` is not empty.
     small: Vec<(K, u64, VcpuId)>,
+    /// The first entry's index in `small` (0 when the array is empty).
+    head: usize,
     /// Past [`SMALL_QUEUE`] entries: every entry, in increasing order.
     big: BTreeSet<(K, u64, VcpuId)>,
     /// The next insertion number.
@@ -49,6 +59,7 @@ impl<K: Ord + Copy> OrderedQueue<K> {
     pub(crate) fn new() -> Self {
         OrderedQueue {
             small: Vec::new(),
+            head: 0,
             big: BTreeSet::new(),
             next_seq: 0,
         }
@@ -60,43 +71,72 @@ impl<K: Ord + Copy> OrderedQueue<K> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let len = self.small.len();
-        if len < LINEAR_UP_TO && self.big.is_empty() {
-            // Its insertion number is above every other: it goes before (in the array)
-            // every entry whose key is at most its own.
+        // Room in the array means the array form: the set leaves it unallocated.
+        if len - self.head < LINEAR_UP_TO && len < self.small.capacity() {
+            // Its insertion number is above every other: it goes after every entry whose
+            // key is at most its own — last, with nothing moved, when its key is the
+            // largest.
             self.small.push((key, seq, vcpu));
             let mut at = len;
-            while at > 0 && self.small[at - 1].0 <= key {
+            while at > self.head && self.small[at - 1].0 > key {
                 self.small.swap(at - 1, at);
                 at -= 1;
             }
         } else {
-            self.insert_slow(vcpu, key, seq);
+            self.insert_slow((key, seq, vcpu));
         }
         (key, seq)
     }
 
-    /// `insert` into a longer array (by bisection) or into the set.
+    /// `insert` into a full or long array, or into the set.
     #[inline(never)]
-    fn insert_slow(&mut self, vcpu: VcpuId, key: K, seq: u64) {
-        if self.big.is_empty() && self.small.len() < SMALL_QUEUE {
-            let at = self.small.partition_point(|&(k, _, _)| k > key);
-            self.small.insert(at, (key, seq, vcpu));
-        } else {
-            self.big.extend(self.small.drain(..));
-            self.big.insert((key, seq, vcpu));
+    fn insert_slow(&mut self, entry: (K, u64, VcpuId)) {
+        let live = self.small.len() - self.head;
+        if !self.big.is_empty() || live >= SMALL_QUEUE {
+            self.big.extend(self.small.drain(self.head..));
+            self.small = Vec::new();
+            self.head = 0;
+            self.big.insert(entry);
+            return;
         }
+        let len = self.small.len();
+        if len == self.small.capacity() {
+            if self.head > 0 && self.head >= live {
+                // At least as many taken entries as live ones: room from them (a live
+                // entry moves once per as many taken).
+                self.small.copy_within(self.head.., 0);
+                self.small.truncate(live);
+                self.head = 0;
+            } else {
+                self.small.reserve(len.max(ROOM));
+            }
+        }
+        let key = entry.0;
+        let at = self.head + self.small[self.head..].partition_point(|&(k, _, _)| k <= key);
+        self.small.insert(at, entry);
     }
 
     /// Takes `vcpu` out by the slot `insert` returned; false if it is not queued there.
     #[inline(always)]
     pub(crate) fn remove(&mut self, vcpu: VcpuId, (key, seq): Slot<K>) -> bool {
-        if let Some(&(_, s, v)) = self.small.last() {
+        if let Some(&(_, s, v)) = self.small.get(self.head) {
             if s == seq && v == vcpu {
-                self.small.pop();
+                self.take_head();
                 return true;
             }
         }
         self.remove_slow(vcpu, (key, seq))
+    }
+
+    /// The array's first entry is taken: `head` moves past it (both to the start once the
+    /// array is empty).
+    #[inline(always)]
+    fn take_head(&mut self) {
+        self.head += 1;
+        if self.head == self.small.len() {
+            self.small.clear();
+            self.head = 0;
+        }
     }
 
     /// `remove` of an entry that is not the array's first.
@@ -105,15 +145,15 @@ impl<K: Ord + Copy> OrderedQueue<K> {
         if !self.big.is_empty() {
             return self.big.remove(&(key, seq, vcpu));
         }
-        let at = if self.small.len() <= LINEAR_UP_TO {
-            self.small.iter().rposition(|&(_, s, _)| s == seq)
+        let live = &self.small[self.head..];
+        let at = if live.len() <= LINEAR_UP_TO {
+            live.iter().rposition(|&(_, s, _)| s == seq)
         } else {
-            let at = self.small.partition_point(|&(k, s, _)| (k, s) > (key, seq));
-            Some(at)
+            Some(live.partition_point(|&(k, s, _)| (k, s) < (key, seq)))
         };
         match at {
-            Some(at) if self.small.get(at) == Some(&(key, seq, vcpu)) => {
-                self.small.remove(at);
+            Some(at) if live.get(at) == Some(&(key, seq, vcpu)) => {
+                self.small.remove(self.head + at);
                 true
             }
             _ => false,
@@ -129,7 +169,7 @@ impl<K: Ord + Copy> OrderedQueue<K> {
     /// The first entry: its key and its VCPU.
     #[inline(always)]
     pub(crate) fn first_entry(&self) -> Option<(K, VcpuId)> {
-        match self.small.last() {
+        match self.small.get(self.head) {
             Some(&(k, _, v)) => Some((k, v)),
             None => self.big.first().map(|&(k, _, v)| (k, v)),
         }
@@ -138,23 +178,25 @@ impl<K: Ord + Copy> OrderedQueue<K> {
     /// Takes the first entry out; returns its VCPU.
     #[inline(always)]
     pub(crate) fn pop_first(&mut self) -> Option<VcpuId> {
-        match self.small.pop() {
-            Some((_, _, v)) => Some(v),
+        match self.small.get(self.head) {
+            Some(&(_, _, v)) => {
+                self.take_head();
+                Some(v)
+            }
             None => self.big.pop_first().map(|(_, _, v)| v),
         }
     }
 
     /// Every entry in order: its slot and its VCPU.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Slot<K>, VcpuId)> + '_ {
-        self.small
+        self.small[self.head..]
             .iter()
-            .rev()
             .chain(self.big.iter())
             .map(|&(k, seq, v)| ((k, seq), v))
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.small.len() + self.big.len()
+        self.small.len() - self.head + self.big.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {

@@ -142,6 +142,7 @@ impl SedfIdeal {
 
     /// Puts `vcpu` in the EDF and extra-time orders as its state now says (after any
     /// change to its work, slice, deadline or parameters).
+    #[inline(always)]
     fn sync(&mut self, vcpu: VcpuId) {
         let m = self.vcpus.get_mut(vcpu);
         let ready = m.server.eligible().then(|| key(&m.server));
@@ -229,14 +230,17 @@ impl Policy for SedfIdeal {
     }
 
     fn wake(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.server_mut(vcpu).has_work = true;
-        self.sync(vcpu);
+        // Already with work, it is where it belongs.
+        if !std::mem::replace(&mut self.server_mut(vcpu).has_work, true) {
+            self.sync(vcpu);
+        }
         self.preempts(vcpu)
     }
 
     fn sleep(&mut self, _cx: &mut Cx, vcpu: VcpuId) -> bool {
-        self.server_mut(vcpu).has_work = false;
-        self.sync(vcpu);
+        if std::mem::replace(&mut self.server_mut(vcpu).has_work, false) {
+            self.sync(vcpu);
+        }
         self.current_vcpu() == Some(vcpu)
     }
 
