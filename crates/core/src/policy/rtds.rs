@@ -104,7 +104,7 @@ struct KeyQueue {
 }
 
 impl KeyQueue {
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, key: RtKey) {
         if !(self.big.is_empty() && self.small.len() < SMALL_QUEUE) {
             return self.insert_big(key);
@@ -124,7 +124,7 @@ impl KeyQueue {
         assert!(fresh, "keys are unique");
     }
 
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, key: RtKey) {
         if !self.big.is_empty() {
             return self.remove_big(key);
@@ -154,6 +154,12 @@ impl KeyQueue {
         } else {
             self.big.first().copied()
         }
+    }
+
+    /// The keys, most urgent *last*, while they are in the array.
+    #[inline]
+    fn array(&self) -> Option<&[RtKey]> {
+        self.big.is_empty().then_some(self.small.as_slice())
     }
 
     /// Every key, most urgent first.
@@ -287,6 +293,10 @@ pub struct Rtds {
     /// VCPU; the set's own remembered timer ([`EdfSet::next_timer`]) is then unused and
     /// `None`. Decisions, and the order of events, are the same either way.
     index: Option<Box<Index>>,
+    /// Whether `waiting` is kept: on several pcpus, or indexed. Set by `new`,
+    /// [`Rtds::start_index`] and [`Policy::change_pcpus`]; a field, not a test of both,
+    /// because every hook reads it (`docs/benchmarks.md`, "RTDS at scale").
+    keeps_queue: bool,
     /// The key each pcpu runs, as [`Policy::tickle`] reads it (kept between calls so that
     /// it does not allocate: it runs after every decision on a pool of several pcpus).
     running_keys: RefCell<Vec<Option<RtKey>>>,
@@ -313,6 +323,7 @@ impl Rtds {
             members: 0,
             index_from: INDEX_FROM,
             index: None,
+            keeps_queue: pcpus > 1,
             running_keys: RefCell::new(Vec::new()),
             restricted: false,
             restricted_for: CpuSet::first(pcpus.max(1)),
@@ -350,7 +361,11 @@ impl Rtds {
     /// Whether `waiting` is kept: on several pcpus, or indexed ([`Rtds::index`]).
     #[inline]
     fn keeps_queue(&self) -> bool {
-        self.several_pcpus() || self.index.is_some()
+        debug_assert_eq!(
+            self.keeps_queue,
+            self.several_pcpus() || self.index.is_some()
+        );
+        self.keeps_queue
     }
 
     /// The waiting VCPUs' keys, most urgent first.
@@ -372,6 +387,7 @@ impl Rtds {
     /// and the timers.
     fn start_index(&mut self) {
         self.index = Some(Box::default());
+        self.keeps_queue = true;
         for i in 0..self.vcpus.capacity() {
             let v = VcpuId(i as u32);
             if self.vcpus.contains(v) {
@@ -512,6 +528,14 @@ impl Rtds {
         worst_running.is_some_and(|w| m.key() < w)
     }
 
+    /// [`Self::tickle_targets`], remembered in `tickled`.
+    #[inline(never)]
+    fn tickle_fresh(&self) -> CpuSet {
+        let targets = self.tickle_targets();
+        self.tickled.set(Some(targets));
+        targets
+    }
+
     /// [`global::tickle_targets`] over this pool (without `asked`).
     fn tickle_targets(&self) -> CpuSet {
         if self.restricted {
@@ -532,17 +556,11 @@ impl Rtds {
         let Some(first) = self.waiting.first() else {
             return CpuSet::EMPTY;
         };
-        let running = |p: usize| {
-            self.current[p]
-                .map(|v| self.vcpus.get(v))
-                .filter(|m| m.server.eligible())
-                .map(RtVcpu::key)
-        };
         // One pass: the pcpus that idle, and the largest running key among the others.
         let mut idle = CpuSet::EMPTY;
         let mut worst: Option<(RtKey, u32)> = None;
         for p in 0..self.current.len() {
-            match running(p) {
+            match self.running_key(p) {
                 None => idle.insert(p as u32),
                 Some(k) => {
                     if worst.is_none_or(|(w, _)| k > w) {
@@ -555,8 +573,35 @@ impl Rtds {
         if idle.is_empty() && worst.is_none_or(|(w, _)| first >= w) {
             return CpuSet::EMPTY;
         }
+        // The queue's form is chosen once, not at every key (`KeyIter` tests it at each).
+        match self.waiting.array() {
+            Some(keys) => self.name_targets(keys.iter().rev().copied(), idle, worst),
+            None => self.name_targets(self.waiting.big.iter().copied(), idle, worst),
+        }
+    }
+
+    /// The key `self.current[p]` runs under, if it runs an eligible VCPU (one without
+    /// budget, and without extratime, is as good as gone).
+    #[inline]
+    fn running_key(&self, p: usize) -> Option<RtKey> {
+        self.current[p]
+            .map(|v| self.vcpus.get(v))
+            .filter(|m| m.server.eligible())
+            .map(RtVcpu::key)
+    }
+
+    /// [`Self::tickle_targets_full`] past its first pass: names the pcpus the `waiters`
+    /// (most urgent first) take, from the pcpus that `idle` and the `worst` running key.
+    #[inline]
+    fn name_targets(
+        &self,
+        waiters: impl Iterator<Item = RtKey>,
+        mut idle: CpuSet,
+        mut worst: Option<(RtKey, u32)>,
+    ) -> CpuSet {
+        let running = |p: usize| self.running_key(p);
         let mut named = CpuSet::EMPTY;
-        for key in self.waiters() {
+        for key in waiters {
             if !idle.is_empty() {
                 let last = self.affinity.placement(key.2).last.unwrap_or(0);
                 let p = idle.iter_from(last).next().expect("not empty");
@@ -736,15 +781,29 @@ impl Policy for Rtds {
             if let Some(v) = previous {
                 self.vcpus.get_mut(v).on = None;
             }
+            // `requeue` of both, written out (a call per decision costs more than its work
+            // here, `docs/benchmarks.md`, "RTDS at scale"): the one that comes waited if it is
+            // queued at all, and leaves the queue; the one that leaves ran, so it was not
+            // queued, and waits if it is still eligible and the queue is kept.
             if let Some(v) = decision.run {
-                self.vcpus.get_mut(v).on = Some(pcpu.0);
+                let m = self.vcpus.get_mut(v);
+                m.on = Some(pcpu.0);
+                if let Some(key) = m.queued.take() {
+                    self.waiting.remove(key);
+                }
                 if several_pcpus {
                     self.affinity.ran(v, pcpu.0);
                 }
-                self.requeue(v);
             }
             if let Some(v) = previous {
-                self.requeue(v);
+                let keeps_queue = self.keeps_queue();
+                let m = self.vcpus.get_mut(v);
+                debug_assert_eq!(m.queued, None, "a running VCPU is not queued");
+                if keeps_queue && m.server.eligible() {
+                    let key = m.key();
+                    m.queued = Some(key);
+                    self.waiting.insert(key);
+                }
                 self.retime(v, before);
             }
             self.current[pcpu.index()] = decision.run;
@@ -854,6 +913,7 @@ impl Policy for Rtds {
         // The waiting queue exists only on several pcpus (or indexed): build it anew from the
         // VCPUs' state, which is kept (the one the leaving pcpu ran now waits, if eligible).
         self.waiting.clear();
+        self.keeps_queue = self.several_pcpus() || self.index.is_some();
         for i in 0..self.vcpus.capacity() {
             let v = VcpuId(i as u32);
             if self.vcpus.contains(v) {
@@ -872,11 +932,11 @@ impl Policy for Rtds {
         if !self.several_pcpus() {
             return CpuSet::EMPTY;
         }
-        if let Some(targets) = self.tickled.get() {
-            return self.asked.union(targets);
-        }
-        let targets = self.tickle_targets();
-        self.tickled.set(Some(targets));
+        // The remembered answer is read without the frame the search needs.
+        let targets = match self.tickled.get() {
+            Some(targets) => targets,
+            None => self.tickle_fresh(),
+        };
         self.asked.union(targets)
     }
 
