@@ -115,6 +115,10 @@ pub struct ServerSet {
     /// Replenished VCPUs waiting to be requeued, or servers waiting to be discarded (kept
     /// to avoid allocating per boundary or burn).
     to_requeue: Vec<VcpuId>,
+    /// Whether a large set also lists the servers with budget and no work (the last of
+    /// [`Search::LISTED`]): only the Polling Server asks ([`Self::discard_ahead_of`]); the
+    /// others would pay for its upkeep on every wake and finish for nothing.
+    lists_idle_budget: bool,
 }
 
 /// The order of a large [`ServerSet`]: each server's key mapped to its index in `servers`.
@@ -202,6 +206,20 @@ impl<'a> Ordered<'a> {
 }
 
 impl ServerSet {
+    /// An empty set; `lists_idle_budget` as [`PeriodicRule::DISCARDS_IDLE_BUDGET`].
+    pub fn new(lists_idle_budget: bool) -> ServerSet {
+        ServerSet {
+            lists_idle_budget,
+            ..ServerSet::default()
+        }
+    }
+
+    /// How many of [`Search::LISTED`] a large set keeps.
+    #[inline(always)]
+    fn listed_searches(&self) -> usize {
+        Search::LISTED.len() - usize::from(!self.lists_idle_budget)
+    }
+
     /// Adds a server at `now`. Its first period begins at `now + offset`: with no offset it
     /// starts full; with an offset it has no budget until then.
     pub fn insert(&mut self, now: Nanos, vcpu: VcpuId, params: &VcpuParams) {
@@ -350,10 +368,11 @@ impl ServerSet {
 
     /// A large set: the searches' sets hold the server at `at` exactly when they accept it.
     fn relist(&mut self, at: usize) {
+        let listed = self.listed_searches();
         let index = self.index.as_deref_mut().expect("a large set");
         let s = &mut self.servers[at];
         let key = s.key();
-        for (k, search) in Search::LISTED.into_iter().enumerate() {
+        for (k, search) in Search::LISTED.into_iter().enumerate().take(listed) {
             let bit = 1 << k;
             if search.accepts(s) == (s.listed & bit != 0) {
                 continue;
@@ -595,7 +614,11 @@ impl ServerSet {
             {
                 return Err("the index's keys are out of date".to_string());
             }
-            for (k, search) in Search::LISTED.into_iter().enumerate() {
+            for (k, search) in Search::LISTED
+                .into_iter()
+                .enumerate()
+                .take(self.listed_searches())
+            {
                 let listed: Vec<usize> = index.accepted[k].values().copied().collect();
                 let expected: Vec<usize> = index
                     .all
@@ -1028,6 +1051,10 @@ impl ServerSet {
         at: Nanos,
         eligible: impl Fn(VcpuId) -> bool,
     ) {
+        debug_assert!(
+            self.lists_idle_budget,
+            "a set made without the list of servers with budget and no work"
+        );
         let bound = runner
             .and_then(|v| self.position.try_get(v))
             .map(|&i| self.servers[i].key());
@@ -1067,6 +1094,10 @@ impl ServerSet {
 /// besides the plan's own charge.
 pub trait PeriodicRule: Send + 'static {
     const KIND: PolicyKind;
+
+    /// Whether the rule discards the budget of servers without work
+    /// ([`ServerSet::discard_ahead_of`]): a large set then lists them.
+    const DISCARDS_IDLE_BUDGET: bool = false;
 
     /// The decision for the current state among the `candidates` (on one pcpu: every VCPU;
     /// on several: those allowed on the pcpu and in no other pcpu's plan). Must be a pure
@@ -1232,7 +1263,7 @@ impl<R: PeriodicRule> PeriodicFamily<R> {
             Vec::new()
         };
         PeriodicFamily {
-            servers: ServerSet::default(),
+            servers: ServerSet::new(R::DISCARDS_IDLE_BUDGET),
             active: Plan::IDLE,
             reschedule_owed: false,
             plans,
@@ -1853,7 +1884,7 @@ mod tests {
         fn the_index_answers_as_the_array(
             ops in prop::collection::vec((any::<u8>(), 0u16..48, any::<u16>()), 1..300)
         ) {
-            let (mut array, mut indexed) = (ServerSet::default(), ServerSet::default());
+            let (mut array, mut indexed) = (ServerSet::new(true), ServerSet::new(true));
             indexed.force_index();
             let (mut log_a, mut log_i) = (EventLog::new(true), EventLog::new(true));
             let (mut now_a, mut now_i) = (Nanos::ZERO, Nanos::ZERO);

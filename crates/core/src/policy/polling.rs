@@ -44,6 +44,7 @@ pub struct PollingRule;
 
 impl PeriodicRule for PollingRule {
     const KIND: PolicyKind = PolicyKind::Polling;
+    const DISCARDS_IDLE_BUDGET: bool = true;
 
     #[inline(always)]
     fn plan(candidates: &impl Candidates) -> Plan {
