@@ -29,7 +29,7 @@
 //! for the policies replenished on period boundaries; each of `periodic.rs`, `polling.rs`,
 //! `wcps.rs` and `crps.rs` supplies only its [`PeriodicRule`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cpuset::CpuSet;
 use crate::event::{CoreEvent, Cx};
@@ -96,9 +96,10 @@ const INDEXED_ABOVE: usize = 64;
 /// Up to 64 (`INDEXED_ABOVE`) servers, `servers` is sorted by [`Server::key`] and every search
 /// is a scan. Past that (once; the set never goes back) `servers` holds the servers in no
 /// particular order and an `Index` keeps their keys ordered, once for all of them and once
-/// per search, so that a requeue, an insertion or a removal costs O(log n) and each
-/// search on one pcpu is the first entry of its ordered set. Both forms give the same answer
-/// to every question: the order is [`Server::key`] in each.
+/// per search, and their next boundaries ordered by time, so that a requeue, an insertion,
+/// a removal or a replenishment costs O(log n) and each search on one pcpu is the first
+/// entry of its ordered set. Both forms give the same answer to every question: the order
+/// is [`Server::key`] in each.
 #[derive(Clone, Debug, Default)]
 pub struct ServerSet {
     servers: Vec<Server>,
@@ -108,7 +109,7 @@ pub struct ServerSet {
     index: Option<Box<Index>>,
     /// What [`ServerSet::next_boundary`] returns, kept because the machine asks after
     /// every hook. Boundaries move only in `insert`, `remove` and `replenish_due`, which
-    /// refresh it (through `reorder`, or directly).
+    /// refresh it (through `reorder`, or directly; a large set from its `boundaries`).
     earliest_boundary: Option<Nanos>,
     /// The next RunQ stamp to hand out.
     next_stamp: u64,
@@ -130,6 +131,10 @@ struct Index {
     /// `listed` bits say which of these hold it; [`ServerSet::relist`] brings them up to date
     /// after its budget or work changed.
     accepted: [BTreeMap<(u32, u64), usize>; 4],
+    /// `(next_boundary, vcpu)` of every server: a boundary finds the servers due without a
+    /// scan (with thousands of distinct periods every boundary is its own instant, and a
+    /// scan per boundary made a run quadratic).
+    boundaries: BTreeSet<(Nanos, VcpuId)>,
 }
 
 /// A server borrowed for change from a [`ServerSet`]: when it is dropped, a large set
@@ -249,6 +254,8 @@ impl ServerSet {
             self.servers.push(server);
             self.position.insert(vcpu, at);
             self.list(at);
+            let index = self.index.as_deref_mut().expect("a large set");
+            index.boundaries.insert((next_boundary, vcpu));
             return;
         }
         // The newest stamp: the server goes behind every server of its priority or above,
@@ -305,7 +312,9 @@ impl ServerSet {
             return;
         };
         self.unlist(at);
-        self.servers.swap_remove(at);
+        let gone = self.servers.swap_remove(at);
+        let index = self.index.as_deref_mut().expect("a large set");
+        index.boundaries.remove(&(gone.next_boundary, gone.vcpu));
         if at < self.servers.len() {
             // The last server moved into the gap: its entries point at its new index.
             let moved = &self.servers[at];
@@ -338,7 +347,11 @@ impl ServerSet {
 
     /// Makes the set large: an index of every server, built afresh.
     fn rebuild_index(&mut self) {
-        self.index = Some(Box::default());
+        let boundaries = self.servers.iter().map(|s| (s.next_boundary, s.vcpu));
+        self.index = Some(Box::new(Index {
+            boundaries: boundaries.collect(),
+            ..Index::default()
+        }));
         for at in 0..self.servers.len() {
             self.servers[at].listed = 0;
             self.list(at);
@@ -387,7 +400,10 @@ impl ServerSet {
     }
 
     fn refresh_earliest_boundary(&mut self) {
-        self.earliest_boundary = self.servers.iter().map(|s| s.next_boundary).min();
+        self.earliest_boundary = match self.index.as_deref() {
+            None => self.servers.iter().map(|s| s.next_boundary).min(),
+            Some(index) => index.boundaries.first().map(|&(at, _)| at),
+        };
     }
 
     #[inline]
@@ -524,18 +540,27 @@ impl ServerSet {
                 }
             }
             Some(index) => {
-                // In priority order, as the array would be: the requeues hand out stamps.
-                let due: Vec<usize> = index
-                    .all
-                    .values()
-                    .copied()
-                    .filter(|&at| self.servers[at].next_boundary <= now)
+                // The due servers from the boundaries' order, then in priority order, as
+                // the array would be: the requeues hand out stamps.
+                let mut due: Vec<((u32, u64), usize)> = index
+                    .boundaries
+                    .range(..=(now, VcpuId(u32::MAX)))
+                    .map(|&(_, vcpu)| {
+                        let at = *self.position.get(vcpu);
+                        (self.servers[at].key(), at)
+                    })
                     .collect();
-                for at in due {
+                due.sort_unstable_by_key(|&(key, _)| key);
+                for (_, at) in due {
                     let s = &mut self.servers[at];
+                    let (vcpu, before) = (s.vcpu, s.next_boundary);
                     reorder |= replenish_one(s, cx, &in_effect, &mut to_requeue);
                     replenished(s);
                     any = true;
+                    let after = s.next_boundary;
+                    let index = self.index.as_deref_mut().expect("a large set");
+                    index.boundaries.remove(&(before, vcpu));
+                    index.boundaries.insert((after, vcpu));
                     self.relist(at);
                 }
             }
@@ -569,8 +594,8 @@ impl ServerSet {
     }
 
     /// Budgets in `[0, B]`, the servers in priority order (for a large set: its index holds
-    /// every server under its key, and each search's set exactly the servers it accepts),
-    /// the earliest boundary up to date.
+    /// every server under its key, each search's set exactly the servers it accepts, and
+    /// the boundaries' set every server's next boundary), the earliest boundary up to date.
     pub fn check_invariants(&self) -> Result<(), String> {
         let earliest = self.servers.iter().map(|s| s.next_boundary).min();
         if self.earliest_boundary != earliest {
@@ -629,6 +654,14 @@ impl ServerSet {
                 if listed != expected {
                     return Err(format!("the index of {search:?} is out of date"));
                 }
+            }
+            let boundaries: BTreeSet<(Nanos, VcpuId)> = self
+                .servers
+                .iter()
+                .map(|s| (s.next_boundary, s.vcpu))
+                .collect();
+            if index.boundaries != boundaries {
+                return Err("the index of boundaries is out of date".to_string());
             }
         }
         Ok(())
@@ -1900,6 +1933,49 @@ mod tests {
                 prop_assert_eq!(format!("{events_a:?}"), format!("{events_i:?}"));
             }
         }
+    }
+
+    /// A large set finds the servers due at a boundary from its boundaries' order, and
+    /// replenishes them as the scan of every server in priority order would: 200 servers of
+    /// distinct periods (the longest period on the first server, so that boundary order and
+    /// priority order differ), some with work (their requeues hand out stamps), some
+    /// adjusted to a new priority and period on the way.
+    #[test]
+    fn a_large_set_replenishes_the_due_servers_as_the_scan_would() {
+        let mut set = ServerSet::default();
+        for v in 0..200u32 {
+            let period = Nanos(1000 + 7 * u64::from(199 - v));
+            let params = VcpuParams::server(Nanos(1), period, v % 10);
+            set.insert(Nanos::ZERO, VcpuId(v), &params);
+            set.get_mut(VcpuId(v)).has_work = v % 4 == 0;
+        }
+        let mut log = EventLog::new(true);
+        let mut now = Nanos::ZERO;
+        let mut several = 0;
+        for step in 0..400u32 {
+            now += Nanos(23);
+            if step % 50 == 0 {
+                let v = VcpuId(step % 200);
+                let params = VcpuParams::server(Nanos(1), Nanos(1100 + u64::from(step)), step % 7);
+                set.adjust(v, &params);
+            }
+            let expected: Vec<VcpuId> = set
+                .iter()
+                .filter(|s| s.next_boundary <= now)
+                .map(|s| s.vcpu)
+                .collect();
+            several += usize::from(expected.len() > 1);
+            let mut replenished = Vec::new();
+            let mut cx = Cx { now, log: &mut log };
+            set.replenish_due(&mut cx, |v| v.0 % 3 == 0, |s| replenished.push(s.vcpu));
+            assert_eq!(replenished, expected, "at {now}");
+            assert_eq!(set.check_invariants(), Ok(()));
+            assert!(set.next_boundary() > Some(now));
+        }
+        assert!(
+            several > 10,
+            "only {several} boundaries replenished several servers"
+        );
     }
 
     /// Past [`INDEXED_ABOVE`] servers the set indexes itself, and stays in priority order
